@@ -1,0 +1,143 @@
+"""The Plan: everything a backend needs to render a script, exact and serialisable.
+
+A plan is the single source of truth for frame counts, sizes, seeds, prompts and the
+per-frame camera (4x4 ``cam_to_world`` row-major, vertical ``fov`` degrees, pixel
+intrinsics ``K``; axes per docs/conventions.md). Previz renders it, control signals are
+made from it and camera QC checks against it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PLAN_VERSION = 1
+
+
+class PlanModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CameraFrame(PlanModel):
+    cam_to_world: tuple[float, ...] = Field(description="4x4 row-major, camera-local x right, y up, -z forward")
+    fov: float = Field(description="vertical field of view, degrees")
+    K: tuple[float, ...] = Field(description="3x3 row-major intrinsics in pixels (OpenCV image axes)")
+
+
+class CharacterFrame(PlanModel):
+    id: str
+    position: tuple[float, float] = Field(description="[x, z] metres on the ground")
+    facing: float = Field(description="degrees about +y; 0 faces +z")
+    walk_phase: float = Field(description="radians of the walk cycle; 0 when standing")
+    walking: bool
+
+
+class ResolvedMove(PlanModel):
+    """The camera move after type defaults were filled in (what is actually rendered)."""
+
+    type: str
+    motion: tuple[float, float, float]
+    rotate: tuple[float, float, float]
+    orbit: float
+    fov: float
+    fov_end: float
+    easing: str
+    shake: float
+    follow: bool
+
+
+class MotionCodeJSON(PlanModel):
+    theta_q: int
+    phi_q: int
+    magnitude: float
+
+
+class SnapInfo(PlanModel):
+    """What a backend would need: recorded, never applied silently."""
+
+    backend: str
+    width: int
+    height: int
+    frames: int
+    changed: bool
+
+
+class TransitionPlan(PlanModel):
+    type: str
+    duration_s: float
+    frames: int
+
+
+class ShotPlan(PlanModel):
+    index: int
+    shot_id: str
+    start_frame: int = Field(description="first frame of this shot in the assembled sequence")
+    frames: int
+    duration_s: float = Field(description="frames / fps (the requested duration rounded to whole frames)")
+    requested_duration_s: float
+    seed: int
+    subject: str | None
+    framing: str
+    angle: str
+    characters: tuple[str, ...]
+    move: ResolvedMove
+    motion_code: MotionCodeJSON
+    aim_point: tuple[float, float, float]
+    subject_distance: float
+    transition: TransitionPlan
+    action: str
+    prompt: str
+    negative_prompt: str
+    snapping: tuple[SnapInfo, ...]
+    warnings: tuple[str, ...]
+    cameras: tuple[CameraFrame, ...]
+    character_frames: tuple[tuple[CharacterFrame, ...], ...] = Field(description="frame-major")
+
+
+class PlanCharacter(PlanModel):
+    id: str
+    name: str
+    appearance: str
+    colour: tuple[float, float, float]
+    height: float
+    reference_images: tuple[str, ...]
+    seed: int
+
+
+class PlanSetPiece(PlanModel):
+    kind: str
+    name: str
+    position: tuple[float, float, float]
+    size: tuple[float, float, float]
+    colour: tuple[float, float, float]
+    yaw: float
+
+
+class PlanScene(PlanModel):
+    name: str
+    description: str
+    time_of_day: str
+    palette: tuple[tuple[float, float, float], ...]
+    set_pieces: tuple[PlanSetPiece, ...]
+
+
+class Plan(PlanModel):
+    plan_version: int = PLAN_VERSION
+    daotai_version: str
+    script_hash: str
+    title: str
+    fps: float
+    fps_fraction: tuple[int, int]
+    width: int
+    height: int
+    seed: int
+    scene: PlanScene
+    characters: tuple[PlanCharacter, ...]
+    shots: tuple[ShotPlan, ...]
+    total_frames: int
+    total_duration_s: float
+
+    def shot(self, shot_id: str) -> ShotPlan:
+        for shot in self.shots:
+            if shot.shot_id == shot_id:
+                return shot
+        raise KeyError(shot_id)

@@ -1,0 +1,450 @@
+"""Script → Plan: timing, staging, camera trajectories, seeds and prompts (pure, no torch).
+
+The same script always gives the same plan, byte for byte (see :func:`plan_to_json`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from daotai import __version__
+from daotai.errors import PlanError
+from daotai.plan import camera as cam
+from daotai.plan import prompt as prompts
+from daotai.plan.model import (
+    CameraFrame,
+    CharacterFrame,
+    MotionCodeJSON,
+    Plan,
+    PlanCharacter,
+    PlanScene,
+    PlanSetPiece,
+    ResolvedMove,
+    ShotPlan,
+    SnapInfo,
+    TransitionPlan,
+)
+from daotai.plan.motion_code import encode_motion
+from daotai.plan.staging import default_character_positions, place_camera, set_pieces_for_scene
+from daotai.plan.timing import SNAP_RULES, frames_for, snap_for
+from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Script, Shot
+from daotai.script.vocab import DIRECTION_SIGNS
+
+FLOAT_DIGITS = 9  # plan JSON keeps 1e-9 precision: stable text, far below a pixel
+STRIDE_M = 0.75  # one walk cycle per 2 strides of a 1.75 m person
+ZOOM_IN_RATIO = 0.6
+TOO_CLOSE_M = 0.25
+
+# Type defaults: what a move does when the script only names it. Amounts that depend on
+# the subject distance (dolly) are filled in by `resolve_move`.
+_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "static": {},
+    "pan": {"rotate": (30.0, 0.0, 0.0)},
+    "tilt": {"rotate": (0.0, 15.0, 0.0)},
+    "roll": {"rotate": (0.0, 0.0, 15.0)},
+    "dolly": {},
+    "truck": {"motion": (1.0, 0.0, 0.0)},
+    "pedestal": {"motion": (0.0, 0.5, 0.0)},
+    "crane": {"motion": (0.0, 1.5, 0.0), "rotate": (0.0, -10.0, 0.0)},
+    "orbit": {"orbit": 45.0},
+    "zoom": {},
+    "dolly_zoom": {},
+    "handheld": {"shake": 1.0},
+    "follow": {},
+}
+
+
+def fps_fraction(fps: float) -> tuple[int, int]:
+    """Exact frame rate as a fraction; 23.976 / 29.97 / 59.94 mean the NTSC x/1.001 rates."""
+    for nominal in (24, 30, 48, 60, 120):
+        ntsc = nominal * 1000 / 1001
+        if abs(fps - ntsc) < 0.005 and abs(fps - nominal) > 0.005:
+            return nominal * 1000, 1001
+    frac = Fraction(fps).limit_denominator(1001)
+    return frac.numerator, frac.denominator
+
+
+def derive_seed(*parts: object) -> int:
+    """A 32-bit seed from a tuple of parts (stable across runs and machines)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def script_hash(script: Script) -> str:
+    """sha256 of the script's canonical JSON (defaults filled in, keys sorted)."""
+    return hashlib.sha256(canonical_json(script.model_dump(mode="json")).encode("utf-8")).hexdigest()
+
+
+def canonical_json(data: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept: the form hashed and compared byte for byte."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _r(value: float) -> float:
+    """Round for stable JSON; -0.0 becomes 0.0."""
+    rounded = round(float(value), FLOAT_DIGITS)
+    return 0.0 if rounded == 0 else rounded
+
+
+def _rt(values: Any) -> tuple[float, ...]:
+    return tuple(_r(v) for v in np.asarray(values, dtype=np.float64).ravel())
+
+
+def resolve_move(spec: CameraSpec, subject_distance: float) -> ResolvedMove:
+    """Fill a camera spec's unset fields from its type's defaults (and direction)."""
+    kind = spec.type.value
+    defaults = _TYPE_DEFAULTS[kind]
+    sign = 1
+    if spec.direction is not None:
+        sign = DIRECTION_SIGNS[kind][spec.direction.value]
+    motion = spec.motion if spec.motion is not None else defaults.get("motion", (0.0, 0.0, 0.0))
+    if spec.motion is None and kind in ("dolly", "dolly_zoom"):
+        # A push-in covers a third of the way to the subject: framing changes visibly
+        # without the lens passing through anyone.
+        motion = (0.0, 0.0, -round(subject_distance / 3.0, 3))
+    rotate = spec.rotate if spec.rotate is not None else defaults.get("rotate", (0.0, 0.0, 0.0))
+    orbit = spec.orbit if spec.orbit is not None else defaults.get("orbit", 0.0)
+    if spec.direction is not None:
+        # The direction flips the defining component of a default amount; an explicit amount
+        # already agrees with it (the schema refuses a contradiction).
+        if kind in ("dolly", "dolly_zoom") and spec.motion is None:
+            motion = (0.0, 0.0, -sign * motion[2])
+        elif kind == "truck" and spec.motion is None:
+            motion = (sign * abs(motion[0]), 0.0, 0.0)
+        elif kind in ("pedestal", "crane") and spec.motion is None:
+            motion = (0.0, sign * abs(motion[1]), 0.0)
+            if kind == "crane" and spec.rotate is None:
+                rotate = (0.0, -sign * abs(rotate[1]), 0.0)  # a crane keeps the subject in view
+        elif kind in ("pan", "tilt", "roll") and spec.rotate is None:
+            axis = ("pan", "tilt", "roll").index(kind)
+            rotate = tuple(sign * abs(v) if i == axis else v for i, v in enumerate(rotate))
+        elif kind == "orbit" and spec.orbit is None:
+            orbit = sign * abs(orbit)
+    shake = spec.shake if spec.shake is not None else defaults.get("shake", 0.0)
+    fov_end = spec.fov_end
+    if fov_end is None and kind == "zoom":
+        ratio = ZOOM_IN_RATIO if sign < 0 or spec.direction is None else 1.0 / ZOOM_IN_RATIO
+        fov_end = min(spec.fov * ratio, 160.0)
+    if fov_end is None and kind == "dolly_zoom":
+        end_distance = subject_distance + motion[2]
+        if end_distance <= TOO_CLOSE_M:
+            raise PlanError(
+                f"camera.motion[2] {motion[2]:g} would carry a dolly zoom through the subject "
+                f"({subject_distance:.2f} m away); use a smaller push-in"
+            )
+        fov_end = cam.dolly_zoom_fov_end(spec.fov, subject_distance, end_distance)
+    if fov_end is None:
+        fov_end = spec.fov
+    return ResolvedMove(
+        type=kind,
+        motion=tuple(float(v) for v in motion),
+        rotate=tuple(float(v) for v in rotate),
+        orbit=float(orbit),
+        fov=float(spec.fov),
+        fov_end=_r(fov_end),
+        easing=spec.easing.value,
+        shake=float(shake),
+        follow=kind == "follow",
+    )
+
+
+class _Stage:
+    """Where every character stands; carried from one shot to the next (continuity)."""
+
+    def __init__(self, script: Script):
+        defaults = default_character_positions(len(script.characters))
+        self.position = {
+            c.id: tuple(c.position) if c.position is not None else defaults[i] for i, c in enumerate(script.characters)
+        }
+        self.facing = {c.id: float(c.facing) for c in script.characters}
+        self.heights = {c.id: float(c.height) for c in script.characters}
+
+
+def _character_frames(
+    shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float
+) -> list[tuple[CharacterFrame, ...]]:
+    """Per-frame position/facing/walk phase of every present character; updates the stage."""
+    times = np.arange(n_frames) / fps  # (n,) seconds
+    tracks: dict[str, dict[str, np.ndarray]] = {}
+    for char_id in present:
+        x0, z0 = stage.position[char_id]
+        track = {
+            "x": np.full(n_frames, x0),
+            "z": np.full(n_frames, z0),
+            "facing": np.full(n_frames, stage.facing[char_id]),
+            "phase": np.zeros(n_frames),
+            "walking": np.zeros(n_frames, dtype=bool),
+        }
+        moves = sorted((m for m in shot.blocking if m.character == char_id), key=lambda m: m.start)
+        walked = 0.0
+        for move in moves:
+            start, end = move.start, shot.duration if move.end is None else move.end
+            sx, sz = float(track["x"][min(int(start * fps), n_frames - 1)]), float(
+                track["z"][min(int(start * fps), n_frames - 1)]
+            )
+            tx, tz = move.to
+            heading = math.degrees(math.atan2(tx - sx, tz - sz)) if (tx, tz) != (sx, sz) else track["facing"][0]
+            u = np.clip((times - start) / (end - start), 0.0, 1.0)  # (n,) progress of this walk
+            active = times >= start
+            track["x"] = np.where(active, sx + (tx - sx) * u, track["x"])
+            track["z"] = np.where(active, sz + (tz - sz) * u, track["z"])
+            walking_now = (times >= start) & (times < end)
+            track["walking"] |= walking_now
+            track["facing"] = np.where(walking_now, heading, track["facing"])
+            arrived = times >= end
+            final_facing = move.facing if move.facing is not None else heading
+            track["facing"] = np.where(arrived, final_facing, track["facing"])
+            distance = math.hypot(tx - sx, tz - sz) * u  # (n,) metres walked on this move
+            stride = STRIDE_M * stage.heights[char_id] / 1.75
+            track["phase"] = np.where(active, (walked + distance) / stride * math.pi, track["phase"])
+            walked += math.hypot(tx - sx, tz - sz)
+        tracks[char_id] = track
+        stage.position[char_id] = (float(track["x"][-1]), float(track["z"][-1]))
+        stage.facing[char_id] = float(track["facing"][-1])
+    frames = []
+    for i in range(n_frames):
+        frames.append(
+            tuple(
+                CharacterFrame(
+                    id=char_id,
+                    position=(_r(tracks[char_id]["x"][i]), _r(tracks[char_id]["z"][i])),
+                    facing=_r(tracks[char_id]["facing"][i]),
+                    walk_phase=_r(tracks[char_id]["phase"][i] if tracks[char_id]["walking"][i] else 0.0),
+                    walking=bool(tracks[char_id]["walking"][i]),
+                )
+                for char_id in present
+            )
+        )
+    return frames
+
+
+def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, frames: int) -> TransitionPlan:
+    kind = shot.transition.type.value
+    seconds = shot.transition.seconds
+    if kind == "cut":
+        return TransitionPlan(type="cut", duration_s=0.0, frames=0)
+    count = max(1, round(seconds * fps)) if kind == "crossfade" else max(1, round(seconds * fps / 2.0))
+    if kind == "crossfade":
+        if prev_frames is None:
+            raise PlanError(
+                f"shots[{index}].transition.type: 'crossfade' needs a previous shot to blend from; "
+                "use 'fade' or 'cut' on the first shot"
+            )
+        if count > min(prev_frames, frames):
+            raise PlanError(
+                f"shots[{index}].transition.duration: {seconds:g} s ({count} frames) must not exceed "
+                f"either adjacent shot ({prev_frames} and {frames} frames)"
+            )
+    elif count > frames or (prev_frames is not None and count > prev_frames):
+        raise PlanError(
+            f"shots[{index}].transition.duration: {seconds:g} s of fade must fit inside the adjacent shots"
+        )
+    return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if kind == "crossfade" else 2)), frames=count)
+
+
+def plan_script(script: Script) -> Plan:
+    """Turn a validated script into an exact, reproducible plan."""
+    fps = float(script.fps)
+    width, height = script.size.width, script.size.height
+    stage = _Stage(script)
+    colours = {
+        c.id: tuple(c.colour) if c.colour is not None else DEFAULT_CHARACTER_COLOURS[i % len(DEFAULT_CHARACTER_COLOURS)]
+        for i, c in enumerate(script.characters)
+    }
+    names = {c.id: c.name or c.id for c in script.characters}
+    all_ids = tuple(c.id for c in script.characters)
+    shots: list[ShotPlan] = []
+    cursor = 0
+    prev_frames: int | None = None
+    for index, shot in enumerate(script.shots):
+        n_frames = frames_for(shot.duration, fps)
+        present = shot.characters if shot.characters is not None else all_ids
+        subject = shot.subject or (present[0] if present else None)
+        seed = shot.seed if shot.seed is not None else derive_seed(script.seed, "shot", shot.shot_id)
+        warnings: list[str] = []
+        if subject is not None:
+            subject_xz = stage.position[subject]
+            subject_height = stage.heights[subject]
+            subject_facing = stage.facing[subject]
+        else:
+            subject_xz, subject_height, subject_facing = (0.0, 0.0), 1.75, 0.0
+        placement = place_camera(shot.framing.value, shot.angle.value, shot.camera.fov, subject_xz, subject_height, subject_facing)
+        character_frames = _character_frames(shot, present, stage, n_frames, fps)
+        move = resolve_move(shot.camera, placement.distance)
+        traj = cam.trajectory(
+            placement.cam_to_world,
+            cam.Move(
+                motion=move.motion,
+                rotate=move.rotate,
+                orbit=move.orbit,
+                fov=move.fov,
+                fov_end=move.fov_end if move.fov_end != move.fov else None,
+                easing=move.easing,
+                shake=move.shake,
+                orbit_center=placement.aim_point,
+                shake_seed=derive_seed(seed, "shake"),
+            ),
+            n_frames,
+            fps,
+        )
+        poses = np.array(traj.cam_to_world)  # (n, 4, 4)
+        if move.follow and subject is not None:
+            start = np.array(character_frames[0][present.index(subject)].position)
+            for i, frame in enumerate(character_frames):
+                now = np.array(frame[present.index(subject)].position)
+                poses[i, 0, 3] += now[0] - start[0]
+                poses[i, 2, 3] += now[1] - start[1]
+        if subject is not None:
+            aim = np.array(placement.aim_point)
+            closest = float(np.min(np.linalg.norm(poses[:, :3, 3] - aim, axis=1)))
+            if closest < min(TOO_CLOSE_M, 0.5 * placement.distance):
+                warnings.append(
+                    f"the camera comes within {closest:.2f} m of {subject}'s aim point: it may pass through the subject"
+                )
+        if np.any(poses[:, 1, 3] < 0.02):
+            warnings.append("the camera goes below the ground (y < 0) during the shot")
+        cameras = tuple(
+            CameraFrame(cam_to_world=_rt(poses[i]), fov=_r(traj.fov[i]), K=_rt(cam.intrinsics(float(traj.fov[i]), width, height)))
+            for i in range(n_frames)
+        )
+        code = encode_motion(move.motion)
+        transition = _transition(shot, index, fps, prev_frames, n_frames)
+        if transition.type == "crossfade":
+            cursor -= transition.frames
+        others = [(names[c], script.character(c).appearance) for c in present if c != subject]
+        subject_name = names[subject] if subject else None
+        move_phrase = prompts.describe_move(
+            move.type, move.motion, move.rotate, move.orbit, move.fov, move.fov_end, move.shake, shot.duration, subject_name
+        )
+        text = prompts.compose_prompt(
+            shot.framing.value,
+            shot.angle.value,
+            subject_name,
+            script.character(subject).appearance if subject else "",
+            others,
+            script.scene.name,
+            script.scene.description,
+            script.scene.time_of_day.value,
+            move_phrase,
+            shot.action,
+            shot.prompt,
+        )
+        snapping = tuple(
+            SnapInfo(backend=name, width=r.width, height=r.height, frames=r.frames, changed=r.changed)
+            for name, r in ((n, snap_for(rule, width, height, n_frames)) for n, rule in SNAP_RULES.items())
+        )
+        shots.append(
+            ShotPlan(
+                index=index,
+                shot_id=shot.shot_id,
+                start_frame=cursor,
+                frames=n_frames,
+                duration_s=_r(n_frames / fps),
+                requested_duration_s=float(shot.duration),
+                seed=seed,
+                subject=subject,
+                framing=shot.framing.value,
+                angle=shot.angle.value,
+                characters=tuple(present),
+                move=move,
+                motion_code=MotionCodeJSON(theta_q=code.theta_q, phi_q=code.phi_q, magnitude=_r(code.magnitude)),
+                aim_point=_rt(placement.aim_point),  # type: ignore[arg-type]
+                subject_distance=_r(placement.distance),
+                transition=transition,
+                action=shot.action,
+                prompt=text,
+                negative_prompt=prompts.compose_negative(shot.negative_prompt),
+                snapping=snapping,
+                warnings=tuple(warnings),
+                cameras=cameras,
+                character_frames=tuple(character_frames),
+            )
+        )
+        cursor += n_frames
+        prev_frames = n_frames
+    pieces = script.scene.set_pieces
+    if pieces is None:
+        resolved = tuple(
+            PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw)
+            for p in set_pieces_for_scene(script.scene.name, script.scene.description)
+        )
+    else:
+        resolved = tuple(
+            PlanSetPiece(
+                kind=p.kind.value,
+                name=p.name,
+                position=(p.position[0], 0.0, p.position[1]) if len(p.position) == 2 else tuple(p.position),
+                size=tuple(p.size),
+                colour=tuple(p.colour),
+                yaw=p.yaw,
+            )
+            for p in pieces
+        )
+    return Plan(
+        daotai_version=__version__,
+        script_hash=script_hash(script),
+        title=script.title,
+        fps=fps,
+        fps_fraction=fps_fraction(fps),
+        width=width,
+        height=height,
+        seed=script.seed,
+        scene=PlanScene(
+            name=script.scene.name,
+            description=script.scene.description,
+            time_of_day=script.scene.time_of_day.value,
+            palette=tuple(tuple(c) for c in script.scene.palette),
+            set_pieces=resolved,
+        ),
+        characters=tuple(
+            PlanCharacter(
+                id=c.id,
+                name=names[c.id],
+                appearance=c.appearance,
+                colour=tuple(_r(v) for v in colours[c.id]),  # type: ignore[arg-type]
+                height=c.height,
+                reference_images=c.reference_images,
+                seed=c.seed if c.seed is not None else derive_seed(script.seed, "character", c.id),
+            )
+            for c in script.characters
+        ),
+        shots=tuple(shots),
+        total_frames=cursor,
+        total_duration_s=_r(cursor / fps),
+    )
+
+
+def plan_to_json(plan: Plan) -> str:
+    """The plan as stable, human-diffable JSON text (byte-identical for the same script)."""
+    return json.dumps(plan.model_dump(mode="json"), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def plan_from_json(text: str) -> Plan:
+    """Read a plan written by :func:`plan_to_json`."""
+    return Plan.model_validate_json(text)
+
+
+def select_shots(plan: Plan, shot_ids: list[str]) -> Plan:
+    """A plan holding only the named shots (order of the plan kept), re-timed as a sequence."""
+    known = [s.shot_id for s in plan.shots]
+    unknown = [s for s in shot_ids if s not in known]
+    if unknown:
+        raise PlanError(f"--shots: {', '.join(unknown)} not in the plan; shots are: {', '.join(known)}")
+    chosen = [s for s in plan.shots if s.shot_id in shot_ids]
+    retimed = []
+    cursor = 0
+    for position, shot in enumerate(chosen):
+        transition = shot.transition
+        if position == 0 and transition.type == "crossfade":
+            transition = TransitionPlan(type="cut", duration_s=0.0, frames=0)
+        if transition.type == "crossfade":
+            cursor -= transition.frames
+        retimed.append(shot.model_copy(update={"start_frame": cursor, "transition": transition}))
+        cursor += shot.frames
+    return plan.model_copy(update={"shots": tuple(retimed), "total_frames": cursor, "total_duration_s": _r(cursor / plan.fps)})

@@ -1,0 +1,466 @@
+"""The director's script, version 1 (pydantic v2, strict: unknown fields are errors).
+
+Units and axes: metres, degrees, seconds; world y up, ground at y = 0; camera-local axes
+x right, y up, -z forward (OpenGL), so ``motion: [0, 0, -1]`` is a 1 m push-in.
+See docs/conventions.md for every sign convention.
+
+Shorthand that people write is accepted and normalised here (``"scene": "office"``,
+``"size": "1080p"``, ``"camera": "推"``, ``"colour": "#3366ff"``, ``"framing": "中景"``);
+nothing is silently *fixed*: a value that breaks a rule is an error.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Mapping
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from daotai.script import vocab
+from daotai.script.vocab import (
+    Angle,
+    CameraType,
+    Easing,
+    Framing,
+    SetPieceKind,
+    TimeOfDay,
+    TransitionKind,
+)
+
+SCRIPT_VERSION = 1
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+SIZE_PRESETS: Mapping[str, tuple[int, int]] = {
+    "preview": (640, 360),
+    "draft": (1280, 720),
+    "final": (1920, 1080),
+    "360p": (640, 360),
+    "480p": (854, 480),
+    "720p": (1280, 720),
+    "1080p": (1920, 1080),
+}
+MAX_WIDTH, MAX_HEIGHT = 7680, 4320
+MIN_SIDE = 64
+MAX_SHOT_SECONDS = 120.0
+MAX_SHOTS = 500
+MAX_CHARACTERS = 64
+
+# Colours people get when they do not choose one: distinct, readable on grey ground.
+DEFAULT_CHARACTER_COLOURS: tuple[tuple[float, float, float], ...] = (
+    (0.20, 0.45, 0.85),
+    (0.85, 0.30, 0.25),
+    (0.25, 0.70, 0.35),
+    (0.90, 0.65, 0.15),
+    (0.60, 0.35, 0.80),
+    (0.15, 0.70, 0.75),
+    (0.85, 0.40, 0.65),
+    (0.55, 0.50, 0.40),
+)
+
+
+class Model(BaseModel):
+    """Base of every script model: frozen, unknown fields forbidden."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+def _alias_validator(table: Mapping[str, str], enum: type, what: str):
+    def convert(value: Any) -> Any:
+        if isinstance(value, enum):
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string naming a {what}; one of: {vocab.canonical_names(enum)}")
+        found = vocab.lookup(table, value)
+        if found is None:
+            raise ValueError(
+                f"is not a known {what}; use one of: {vocab.canonical_names(enum)} (or an alias such as "
+                f"{_example_aliases(table, enum)})"
+            )
+        return found
+
+    return BeforeValidator(convert)
+
+
+def _example_aliases(table: Mapping[str, str], enum: type) -> str:
+    seen = [alias for alias, canonical in table.items() if alias != canonical]
+    return ", ".join(seen[:4])
+
+
+FramingField = Annotated[Framing, _alias_validator(vocab.FRAMING_ALIASES, Framing, "framing (shot size)")]
+AngleField = Annotated[Angle, _alias_validator(vocab.ANGLE_ALIASES, Angle, "camera angle")]
+EasingField = Annotated[Easing, _alias_validator(vocab.EASING_ALIASES, Easing, "easing")]
+TimeOfDayField = Annotated[TimeOfDay, _alias_validator(vocab.TIME_OF_DAY_ALIASES, TimeOfDay, "time of day")]
+TransitionKindField = Annotated[
+    TransitionKind, _alias_validator(vocab.TRANSITION_ALIASES, TransitionKind, "transition")
+]
+DirectionField = Annotated[
+    vocab.Direction, _alias_validator(vocab.DIRECTION_ALIASES, vocab.Direction, "direction")
+]
+SetPieceKindField = Annotated[SetPieceKind, _alias_validator(vocab.SET_PIECE_ALIASES, SetPieceKind, "set piece kind")]
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+Finite = Annotated[float, AfterValidator(_finite)]
+Vec3 = tuple[Finite, Finite, Finite]
+Vec2 = tuple[Finite, Finite]
+Identifier = Annotated[str, Field(pattern=ID_PATTERN)]
+
+
+def _parse_colour(value: Any) -> Any:
+    """'#RRGGBB' → (r, g, b) floats in 0..1; lists pass through to range checks."""
+    if isinstance(value, str):
+        match = re.fullmatch(r"#?([0-9a-fA-F]{6})", value.strip())
+        if not match:
+            raise ValueError("must be '#RRGGBB' or [r, g, b] with floats in 0..1")
+        digits = match.group(1)
+        return tuple(int(digits[i : i + 2], 16) / 255.0 for i in (0, 2, 4))
+    return value
+
+
+def _check_colour(value: tuple[float, float, float]) -> tuple[float, float, float]:
+    for channel in value:
+        if not 0.0 <= channel <= 1.0:
+            raise ValueError("must have every channel between 0 and 1 (or use '#RRGGBB')")
+    return value
+
+
+Colour = Annotated[Vec3, BeforeValidator(_parse_colour), AfterValidator(_check_colour)]
+
+
+def _even(value: int) -> int:
+    if value % 2:
+        raise ValueError("must be even (H.264 4:2:0 video needs even sizes)")
+    return value
+
+
+class Size(Model):
+    """Output frame size in pixels (even numbers: H.264 4:2:0 needs them)."""
+
+    width: Annotated[int, Field(ge=MIN_SIDE, le=MAX_WIDTH), AfterValidator(_even)]
+    height: Annotated[int, Field(ge=MIN_SIDE, le=MAX_HEIGHT), AfterValidator(_even)]
+
+
+def _parse_size(value: Any) -> Any:
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in SIZE_PRESETS:
+            width, height = SIZE_PRESETS[key]
+            return {"width": width, "height": height}
+        match = re.fullmatch(r"(\d{1,6})\s*[x×*]\s*(\d{1,6})", key)
+        if match:
+            return {"width": int(match.group(1)), "height": int(match.group(2))}
+        raise ValueError(
+            "must be a preset (" + ", ".join(SIZE_PRESETS) + "), 'WIDTHxHEIGHT' or {width, height}"
+        )
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return {"width": value[0], "height": value[1]}
+    return value
+
+
+class SetPiece(Model):
+    """A simple block-out object of the set, standing on the ground."""
+
+    kind: SetPieceKindField = SetPieceKind.box
+    name: str = Field(default="", max_length=80)
+    position: Vec3 | Vec2 = Field(default=(0.0, 0.0, -3.0), description="[x, z] or [x, y, z] metres; y is the base")
+    size: Vec3 = Field(default=(1.0, 1.0, 1.0), description="[width, height, depth] metres")
+    colour: Colour = (0.6, 0.6, 0.62)
+    yaw: Finite = Field(default=0.0, ge=-360, le=360, description="degrees about +y")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "SetPiece":
+        if any(not 0.01 <= s <= 200.0 for s in self.size):
+            raise ValueError(f"size {list(self.size)} must have every side between 0.01 and 200 m")
+        if any(abs(c) > 1000.0 for c in self.position):
+            raise ValueError(f"position {list(self.position)} must lie within 1000 m of the origin")
+        return self
+
+
+class Scene(Model):
+    """Where the shots happen."""
+
+    name: str = Field(default="set", min_length=1, max_length=120)
+    description: str = Field(default="", max_length=4000)
+    time_of_day: TimeOfDayField = TimeOfDay.day
+    palette: tuple[Colour, ...] = Field(default=(), max_length=16)
+    set_pieces: tuple[SetPiece, ...] | None = Field(
+        default=None,
+        max_length=200,
+        description="None = a few pieces chosen from the scene name; [] = an empty set",
+    )
+
+
+def _parse_scene(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"name": value}
+    return value
+
+
+class Character(Model):
+    """A character, always drawn the same way in every shot."""
+
+    id: Identifier
+    name: str = Field(default="", max_length=80, description="display name; defaults to the id")
+    appearance: str = Field(default="", max_length=2000)
+    colour: Colour | None = Field(default=None, description="[r,g,b] in 0..1 or '#RRGGBB'; default from a palette")
+    height: Finite = Field(default=1.75, ge=0.3, le=3.0, description="metres")
+    position: Vec2 | None = Field(default=None, description="[x, z] metres on the ground; default: spaced along x")
+    facing: Finite = Field(default=0.0, ge=-360, le=360, description="degrees about +y; 0 faces +z")
+    reference_images: tuple[Annotated[str, Field(min_length=1, max_length=1024)], ...] = Field(
+        default=(), max_length=8
+    )
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+
+    @model_validator(mode="after")
+    def _position_range(self) -> "Character":
+        if self.position is not None and any(abs(c) > 1000.0 for c in self.position):
+            raise ValueError(f"position {list(self.position)} must lie within 1000 m of the origin")
+        return self
+
+
+class CameraSpec(Model):
+    """A shot's camera: a type shorthand plus explicit fields that override its defaults.
+
+    motion: [x, y, z] metres over the shot in the start camera's axes (x right, y up, -z forward).
+    rotate: [pan, tilt, roll] degrees over the shot (+pan view right, +tilt up, +roll clockwise
+    as seen from behind the camera). orbit: degrees around the subject (+ = camera moves right).
+    fov: vertical field of view in degrees; fov_end: at the end of the shot (zoom).
+    shake: handheld jitter amplitude in degrees.
+    """
+
+    type: CameraType = CameraType.static
+    motion: Vec3 | None = None
+    rotate: Vec3 | None = None
+    orbit: Finite | None = Field(default=None, ge=-720, le=720)
+    fov: Finite = Field(default=60.0, gt=1, lt=170)
+    fov_end: Finite | None = Field(default=None, gt=1, lt=170)
+    easing: EasingField = Easing.ease_in_out
+    shake: Finite | None = Field(default=None, ge=0, le=10)
+    direction: DirectionField | None = Field(
+        default=None, description="left/right/up/down/in/out: which way the type's default move goes"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_alias(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = {"type": value}
+        if not isinstance(value, dict) or "type" not in value:
+            return value
+        raw_type = value["type"]
+        if isinstance(raw_type, CameraType):
+            return value
+        if not isinstance(raw_type, str):
+            raise ValueError(f"type {raw_type!r} must be a camera move name")
+        preset = vocab.CAMERA_ALIASES.get(vocab.normalise_word(raw_type))
+        if preset is None:
+            raise ValueError(
+                f"type {raw_type!r} is not a known camera move; use one of: "
+                f"{vocab.canonical_names(CameraType)} (or aliases such as push_in, pan_left, 推, 拉, 摇, 环绕)"
+            )
+        canonical, fields = preset
+        return {**dict(fields), **value, "type": canonical}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "CameraSpec":
+        problems = camera_contradictions(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        for name in ("motion", "rotate"):
+            vec = getattr(self, name)
+            limit = 100.0 if name == "motion" else 720.0
+            if vec is not None and any(abs(c) > limit for c in vec):
+                raise ValueError(f"{name} {list(vec)} must have every component within ±{limit:g}")
+        return self
+
+
+def camera_contradictions(cam: CameraSpec) -> list[str]:
+    """Rules a camera's explicit fields must keep with its type (empty list = consistent)."""
+    problems: list[str] = []
+    motion = cam.motion or (0.0, 0.0, 0.0)
+    rotate = cam.rotate or (0.0, 0.0, 0.0)
+    t = cam.type
+    if t == CameraType.static:
+        moving = [
+            name
+            for name, present in (
+                ("motion", any(motion)),
+                ("rotate", any(rotate)),
+                ("orbit", bool(cam.orbit)),
+                ("fov_end", cam.fov_end is not None and cam.fov_end != cam.fov),
+                ("shake", bool(cam.shake)),
+            )
+            if present
+        ]
+        if moving:
+            problems.append(f"type 'static' contradicts non-zero {', '.join(moving)} (a static camera does not move)")
+    checks = {
+        CameraType.pan: (cam.rotate is not None and rotate[0] == 0, "type 'pan' needs a non-zero rotate[0] (pan)"),
+        CameraType.tilt: (cam.rotate is not None and rotate[1] == 0, "type 'tilt' needs a non-zero rotate[1] (tilt)"),
+        CameraType.roll: (cam.rotate is not None and rotate[2] == 0, "type 'roll' needs a non-zero rotate[2] (roll)"),
+        CameraType.dolly: (cam.motion is not None and motion[2] == 0, "type 'dolly' needs a non-zero motion[2] (z)"),
+        CameraType.truck: (cam.motion is not None and motion[0] == 0, "type 'truck' needs a non-zero motion[0] (x)"),
+        CameraType.pedestal: (
+            cam.motion is not None and motion[1] == 0,
+            "type 'pedestal' needs a non-zero motion[1] (y)",
+        ),
+        CameraType.crane: (cam.motion is not None and motion[1] == 0, "type 'crane' needs a non-zero motion[1] (y)"),
+        CameraType.orbit: (cam.orbit is not None and cam.orbit == 0, "type 'orbit' needs a non-zero orbit"),
+        CameraType.zoom: (
+            cam.fov_end is not None and cam.fov_end == cam.fov,
+            "type 'zoom' needs fov_end different from fov",
+        ),
+        CameraType.dolly_zoom: (
+            cam.motion is not None and motion[2] == 0,
+            "type 'dolly_zoom' needs a non-zero motion[2] (z)",
+        ),
+        CameraType.handheld: (cam.shake is not None and cam.shake == 0, "type 'handheld' needs shake > 0"),
+    }
+    broken, message = checks.get(t, (False, ""))
+    if broken:
+        problems.append(message)
+    if cam.direction is not None:
+        problems.extend(_direction_contradictions(cam))
+    return problems
+
+
+def _direction_contradictions(cam: CameraSpec) -> list[str]:
+    """A direction must suit the type and agree with an explicit amount's sign."""
+    assert cam.direction is not None
+    signs = vocab.DIRECTION_SIGNS.get(cam.type.value)
+    direction = cam.direction.value
+    if signs is None:
+        return [f"direction '{direction}' does not apply to a {cam.type.value} camera"]
+    if direction not in signs:
+        return [f"direction '{direction}' does not apply to a {cam.type.value}; use {' or '.join(signs)}"]
+    explicit = {
+        "pan": cam.rotate[0] if cam.rotate else None,
+        "tilt": cam.rotate[1] if cam.rotate else None,
+        "roll": cam.rotate[2] if cam.rotate else None,
+        "dolly": cam.motion[2] if cam.motion else None,
+        "dolly_zoom": cam.motion[2] if cam.motion else None,
+        "truck": cam.motion[0] if cam.motion else None,
+        "pedestal": cam.motion[1] if cam.motion else None,
+        "crane": cam.motion[1] if cam.motion else None,
+        "orbit": cam.orbit,
+        "zoom": (cam.fov_end - cam.fov) if cam.fov_end is not None else None,
+    }[cam.type.value]
+    if explicit is not None and explicit != 0 and (explicit > 0) != (signs[direction] > 0):
+        return [f"direction '{direction}' contradicts the explicit amount {explicit:g} of the {cam.type.value}"]
+    return []
+
+
+class BlockingMove(Model):
+    """A character walks to a point on the ground during the shot."""
+
+    character: Identifier
+    to: Vec2 = Field(description="[x, z] metres on the ground")
+    start: Finite = Field(default=0.0, ge=0, description="seconds from the start of the shot")
+    end: Finite | None = Field(default=None, gt=0, description="seconds; default: end of the shot")
+    facing: Finite | None = Field(default=None, ge=-360, le=360, description="degrees at arrival; default: walk direction")
+
+    @model_validator(mode="after")
+    def _order(self) -> "BlockingMove":
+        if self.end is not None and self.end <= self.start:
+            raise ValueError(f"end {self.end:g} must be later than start {self.start:g}")
+        if any(abs(c) > 1000.0 for c in self.to):
+            raise ValueError(f"to {list(self.to)} must lie within 1000 m of the origin")
+        return self
+
+
+class Transition(Model):
+    """How this shot joins the previous one."""
+
+    type: TransitionKindField = TransitionKind.cut
+    duration: Finite | None = Field(default=None, ge=0, le=10, description="seconds; default 0.5 for crossfade/fade")
+
+    @model_validator(mode="after")
+    def _cut_has_no_duration(self) -> "Transition":
+        if self.type == TransitionKind.cut and self.duration:
+            raise ValueError(f"duration {self.duration:g} contradicts type 'cut' (a cut takes no time)")
+        if self.type != TransitionKind.cut and self.duration == 0:
+            raise ValueError(f"a {self.type.value} needs a duration > 0")
+        return self
+
+    @property
+    def seconds(self) -> float:
+        """Duration in seconds with the documented defaults applied."""
+        if self.type == TransitionKind.cut:
+            return 0.0
+        return 0.5 if self.duration is None else self.duration
+
+
+def _parse_transition(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"type": value}
+    return value
+
+
+class Shot(Model):
+    """One shot: who, how big, from where, how the camera moves, for how long."""
+
+    shot_id: Identifier
+    duration: Finite = Field(default=4.0, gt=0, le=MAX_SHOT_SECONDS, description="seconds")
+    subject: Identifier | None = Field(default=None, description="character id; default: the first character")
+    framing: FramingField = Framing.medium
+    angle: AngleField = Angle.eye_level
+    camera: CameraSpec = CameraSpec()
+    characters: tuple[Identifier, ...] | None = Field(
+        default=None, description="characters present; default: every character"
+    )
+    action: str = Field(default="", max_length=4000)
+    blocking: tuple[BlockingMove, ...] = Field(default=(), max_length=64)
+    prompt: str = Field(default="", max_length=4000, description="extra words for the model prompt")
+    negative_prompt: str = Field(default="", max_length=4000)
+    transition: Annotated[Transition, BeforeValidator(_parse_transition)] = Transition()
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+
+    @model_validator(mode="after")
+    def _blocking_within_shot(self) -> "Shot":
+        for move in self.blocking:
+            end = self.duration if move.end is None else move.end
+            if end > self.duration + 1e-9 or move.start >= self.duration:
+                raise ValueError(
+                    f"blocking of {move.character!r} runs {move.start:g}–{end:g} s, "
+                    f"which must lie within the shot's {self.duration:g} s"
+                )
+        return self
+
+
+class Script(Model):
+    """A director's script: scene, characters and shots (schema version 1)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        json_schema_extra={"$comment": "daotai director's script v1; axes: x right, y up, -z forward (OpenGL)"},
+    )
+
+    version: int = Field(default=SCRIPT_VERSION, ge=1, le=1)
+    title: str = Field(default="Untitled", max_length=200)
+    fps: Finite = Field(default=24.0, ge=1, le=120)
+    size: Annotated[Size, BeforeValidator(_parse_size)] = Size(width=1280, height=720)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    scene: Annotated[Scene, BeforeValidator(_parse_scene)] = Scene()
+    characters: tuple[Character, ...] = Field(default=(), max_length=MAX_CHARACTERS)
+    shots: tuple[Shot, ...] = Field(min_length=1, max_length=MAX_SHOTS)
+
+    def character(self, char_id: str) -> Character:
+        """The character with this id (the script is validated, so it exists)."""
+        for character in self.characters:
+            if character.id == char_id:
+                return character
+        raise KeyError(char_id)

@@ -1,0 +1,270 @@
+"""Canonical film vocabulary and the aliases people write (English abbreviations, 中文).
+
+Every alias table maps a lower-cased, space/hyphen-normalised spelling to one canonical
+value. Lookups never guess: an unknown word is an error that lists the canonical names.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from types import MappingProxyType
+from typing import Mapping
+
+
+class Framing(str, Enum):
+    """Shot size, from tightest to widest (CameraBench-style canonical names)."""
+
+    extreme_close_up = "extreme_close_up"
+    close_up = "close_up"
+    medium_close_up = "medium_close_up"
+    medium = "medium"
+    medium_full = "medium_full"
+    full = "full"
+    wide = "wide"
+    extreme_wide = "extreme_wide"
+
+
+class Angle(str, Enum):
+    """Vertical camera angle relative to the subject (dutch adds a roll)."""
+
+    eye_level = "eye_level"
+    high = "high"
+    low = "low"
+    birds_eye = "birds_eye"
+    worms_eye = "worms_eye"
+    dutch = "dutch"
+
+
+class CameraType(str, Enum):
+    """Camera move shorthand; it fills defaults that explicit fields override."""
+
+    static = "static"
+    pan = "pan"
+    tilt = "tilt"
+    roll = "roll"
+    dolly = "dolly"
+    truck = "truck"
+    pedestal = "pedestal"
+    crane = "crane"
+    orbit = "orbit"
+    zoom = "zoom"
+    dolly_zoom = "dolly_zoom"
+    handheld = "handheld"
+    follow = "follow"
+
+
+class Easing(str, Enum):
+    linear = "linear"
+    ease_in = "ease_in"
+    ease_out = "ease_out"
+    ease_in_out = "ease_in_out"
+
+
+class TimeOfDay(str, Enum):
+    dawn = "dawn"
+    morning = "morning"
+    day = "day"
+    afternoon = "afternoon"
+    dusk = "dusk"
+    night = "night"
+    interior = "interior"
+
+
+class TransitionKind(str, Enum):
+    cut = "cut"
+    crossfade = "crossfade"
+    fade = "fade"
+
+
+class SetPieceKind(str, Enum):
+    box = "box"
+    cylinder = "cylinder"
+    sphere = "sphere"
+
+
+def normalise_word(text: str) -> str:
+    """Lower-case, trim, and fold spaces/hyphens/apostrophes so 'Medium-Shot' == 'medium_shot'."""
+    folded = text.strip().lower().replace("'", "").replace("’", "")
+    for sep in (" ", "-", "."):
+        folded = folded.replace(sep, "_")
+    while "__" in folded:
+        folded = folded.replace("__", "_")
+    return folded
+
+
+def _table(pairs: dict[str, list[str]]) -> Mapping[str, str]:
+    table: dict[str, str] = {}
+    for canonical, aliases in pairs.items():
+        for spelling in [canonical, *aliases]:
+            key = normalise_word(spelling)
+            if key in table and table[key] != canonical:
+                raise ValueError(f"alias {spelling!r} maps to both {table[key]} and {canonical}")
+            table[key] = canonical
+    return MappingProxyType(table)
+
+
+FRAMING_ALIASES = _table(
+    {
+        "extreme_close_up": ["ECU", "XCU", "BCU", "VCU", "extreme_closeup", "big_close_up", "大特写", "极特写"],
+        "close_up": ["CU", "closeup", "close_shot", "特写"],
+        "medium_close_up": ["MCU", "bust", "bust_shot", "medium_closeup", "近景"],
+        "medium": ["MS", "medium_shot", "mid_shot", "waist_shot", "中景"],
+        "medium_full": [
+            "MFS", "MLS", "medium_full_shot", "medium_long_shot", "cowboy", "cowboy_shot",
+            "american_shot", "中全景",
+        ],
+        "full": ["FS", "full_shot", "full_body", "全景", "全身"],
+        "wide": ["WS", "LS", "wide_shot", "long_shot", "establishing", "远景"],
+        "extreme_wide": ["EWS", "ELS", "XLS", "XWS", "extreme_long_shot", "extreme_wide_shot", "大远景", "极远景"],
+    }
+)
+
+ANGLE_ALIASES = _table(
+    {
+        "eye_level": ["eye", "eye_level_shot", "level", "neutral", "平视", "平拍", "水平"],
+        "high": ["high_angle", "down_angle", "俯拍", "俯视", "俯角"],
+        "low": ["low_angle", "up_angle", "仰拍", "仰视", "仰角"],
+        "birds_eye": ["birdseye", "bird_eye", "birds_eye_view", "overhead", "top_down", "top", "鸟瞰", "顶拍", "俯瞰"],
+        "worms_eye": ["wormseye", "worm_eye", "worms_eye_view", "ground_level", "虫视", "极低角度"],
+        "dutch": ["dutch_angle", "dutch_tilt", "canted", "oblique", "荷兰角", "斜角", "倾斜"],
+    }
+)
+
+EASING_ALIASES = _table(
+    {
+        "linear": ["constant", "匀速", "线性"],
+        "ease_in": ["easein", "accelerate", "缓入", "渐快"],
+        "ease_out": ["easeout", "decelerate", "缓出", "渐慢"],
+        "ease_in_out": ["easeinout", "smooth", "ease", "缓入缓出", "平滑"],
+    }
+)
+
+TIME_OF_DAY_ALIASES = _table(
+    {
+        "dawn": ["sunrise", "daybreak", "黎明", "日出", "破晓"],
+        "morning": ["早晨", "清晨", "上午", "早上"],
+        "day": ["daytime", "noon", "midday", "白天", "中午", "正午"],
+        "afternoon": ["下午", "午后"],
+        "dusk": ["sunset", "evening", "golden_hour", "twilight", "黄昏", "傍晚", "日落"],
+        "night": ["midnight", "夜晚", "夜", "晚上", "深夜"],
+        "interior": ["indoor", "indoors", "inside", "室内", "内景"],
+    }
+)
+
+TRANSITION_ALIASES = _table(
+    {
+        "cut": ["hard_cut", "straight_cut", "切", "硬切", "直切"],
+        "crossfade": ["dissolve", "cross_dissolve", "mix", "叠化", "交叉淡化", "溶"],
+        "fade": ["fade_to_black", "dip_to_black", "淡入淡出", "淡出", "渐隐"],
+    }
+)
+
+SET_PIECE_ALIASES = _table(
+    {
+        "box": ["cube", "block", "crate", "方块", "箱"],
+        "cylinder": ["column", "pillar", "pole", "圆柱", "柱"],
+        "sphere": ["ball", "orb", "球"],
+    }
+)
+
+# A camera alias names a type and may preset its direction ("推" is a dolly *in*, "拉" a
+# dolly *out*). The amount stays the type's default; explicit fields in the script win.
+CameraPreset = tuple[str, Mapping[str, object]]
+
+
+def _camera_table() -> Mapping[str, CameraPreset]:
+    plain = {t.value: (t.value, {}) for t in CameraType}
+    presets: dict[str, CameraPreset] = {
+        "fixed": ("static", {}), "locked": ("static", {}), "locked_off": ("static", {}),
+        "still": ("static", {}), "固定": ("static", {}), "固定镜头": ("static", {}), "定": ("static", {}),
+        "pan_right": ("pan", {"direction": "right"}),
+        "pan_left": ("pan", {"direction": "left"}),
+        "摇": ("pan", {}), "横摇": ("pan", {}), "左摇": ("pan", {"direction": "left"}),
+        "右摇": ("pan", {"direction": "right"}),
+        "tilt_up": ("tilt", {"direction": "up"}),
+        "tilt_down": ("tilt", {"direction": "down"}),
+        "竖摇": ("tilt", {}), "上摇": ("tilt", {"direction": "up"}),
+        "下摇": ("tilt", {"direction": "down"}),
+        "dutch_roll": ("roll", {}), "旋转": ("roll", {}), "横滚": ("roll", {}),
+        "push_in": ("dolly", {"direction": "in"}),
+        "dolly_in": ("dolly", {"direction": "in"}),
+        "pull_out": ("dolly", {"direction": "out"}),
+        "pull_back": ("dolly", {"direction": "out"}),
+        "dolly_out": ("dolly", {"direction": "out"}),
+        "推": ("dolly", {"direction": "in"}), "推进": ("dolly", {"direction": "in"}),
+        "推镜头": ("dolly", {"direction": "in"}),
+        "拉": ("dolly", {"direction": "out"}), "拉远": ("dolly", {"direction": "out"}),
+        "拉镜头": ("dolly", {"direction": "out"}),
+        "track": ("truck", {}), "tracking": ("truck", {}), "slide": ("truck", {}),
+        "truck_right": ("truck", {"direction": "right"}),
+        "truck_left": ("truck", {"direction": "left"}),
+        "移": ("truck", {}), "横移": ("truck", {}), "移镜头": ("truck", {}),
+        "左移": ("truck", {"direction": "left"}), "右移": ("truck", {"direction": "right"}),
+        "pedestal_up": ("pedestal", {"direction": "up"}),
+        "pedestal_down": ("pedestal", {"direction": "down"}),
+        "boom": ("crane", {}), "jib": ("crane", {}),
+        "crane_up": ("crane", {"direction": "up"}),
+        "crane_down": ("crane", {"direction": "down"}),
+        "升降": ("crane", {}), "升": ("crane", {"direction": "up"}),
+        "降": ("crane", {"direction": "down"}),
+        "上升": ("crane", {"direction": "up"}), "下降": ("crane", {"direction": "down"}),
+        "arc": ("orbit", {}), "circle": ("orbit", {}), "orbit_left": ("orbit", {"direction": "left"}),
+        "orbit_right": ("orbit", {"direction": "right"}),
+        "环绕": ("orbit", {}), "环拍": ("orbit", {}), "绕拍": ("orbit", {}),
+        "zoom_in": ("zoom", {"direction": "in"}), "zoom_out": ("zoom", {"direction": "out"}),
+        "变焦": ("zoom", {}), "拉近": ("zoom", {"direction": "in"}),
+        "vertigo": ("dolly_zoom", {}), "zolly": ("dolly_zoom", {}), "希区柯克变焦": ("dolly_zoom", {}),
+        "滑动变焦": ("dolly_zoom", {}),
+        "shaky": ("handheld", {}), "hand_held": ("handheld", {}), "手持": ("handheld", {}),
+        "晃动": ("handheld", {}),
+        "follow_shot": ("follow", {}), "跟": ("follow", {}), "跟拍": ("follow", {}), "跟随": ("follow", {}),
+    }
+    table: dict[str, CameraPreset] = {}
+    for spelling, preset in {**plain, **presets}.items():
+        table[normalise_word(spelling)] = (preset[0], MappingProxyType(dict(preset[1])))
+    return MappingProxyType(table)
+
+
+CAMERA_ALIASES: Mapping[str, CameraPreset] = _camera_table()
+
+
+class Direction(str, Enum):
+    """Which way a move goes when its amount is left to the type's default."""
+
+    left = "left"
+    right = "right"
+    up = "up"
+    down = "down"
+    in_ = "in"
+    out = "out"
+
+
+# Which directions each move understands, and the sign each gives its defining component.
+DIRECTION_SIGNS: Mapping[str, Mapping[str, int]] = MappingProxyType(
+    {
+        "pan": {"left": -1, "right": 1},
+        "tilt": {"up": 1, "down": -1},
+        "roll": {"left": -1, "right": 1},
+        "dolly": {"in": -1, "out": 1},
+        "dolly_zoom": {"in": -1, "out": 1},
+        "truck": {"left": -1, "right": 1},
+        "pedestal": {"up": 1, "down": -1},
+        "crane": {"up": 1, "down": -1},
+        "orbit": {"left": -1, "right": 1},
+        "zoom": {"in": -1, "out": 1},
+    }
+)
+
+DIRECTION_ALIASES = _table(
+    {"left": ["左"], "right": ["右"], "up": ["上"], "down": ["下"], "in": ["in_", "forward", "进", "推"], "out": ["back", "backward", "出", "拉"]}
+)
+
+
+def canonical_names(enum: type[Enum]) -> str:
+    """Comma-separated canonical names of an enum, for error messages."""
+    return ", ".join(member.value for member in enum)  # type: ignore[attr-defined]
+
+
+def lookup(table: Mapping[str, str], text: str) -> str | None:
+    """Canonical value for an alias, or None when the word is unknown."""
+    return table.get(normalise_word(text))
