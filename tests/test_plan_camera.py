@@ -88,7 +88,9 @@ def test_look_at_bird_and_worm_eye_use_a_stable_up():
 
 def test_look_at_roll_and_bad_input():
     np.testing.assert_allclose(
-        look_at((1, 2, 3), (0, 0, 0), roll_deg=15), look_at((1, 2, 3), (0, 0, 0)) @ rot_z(-15), atol=1e-15
+        look_at((1, 2, 3), (0, 0, 0), roll_deg=15),
+        look_at((1, 2, 3), (0, 0, 0)) @ rot_z(-15),
+        atol=1e-15,
     )
     with pytest.raises(PlanError, match="must differ"):
         look_at((1, 1, 1), (1, 1, 1))
@@ -97,7 +99,8 @@ def test_look_at_roll_and_bad_input():
 def test_make_and_invert_pose():
     pose = make_pose(look_at((3, 1, 2), (0, 1, 0)), (3, 1, 2))
     np.testing.assert_allclose(pose @ invert_pose(pose), np.eye(4), atol=1e-12)
-    np.testing.assert_allclose(invert_pose(np.stack([pose, FRONT])) @ np.stack([pose, FRONT]), np.stack([np.eye(4)] * 2), atol=1e-12)
+    stack = np.stack([pose, FRONT])  # (2, 4, 4)
+    np.testing.assert_allclose(invert_pose(stack) @ stack, np.stack([np.eye(4)] * 2), atol=1e-12)
     np.testing.assert_array_equal(pose[3], [0, 0, 0, 1])
 
 
@@ -126,7 +129,8 @@ def test_easing_midpoints_and_unknown_name():
 
 
 def test_intrinsics_by_hand():
-    np.testing.assert_allclose(intrinsics(90, 640, 480), [[240, 0, 320], [0, 240, 240], [0, 0, 1]], atol=1e-12)
+    expected = [[240, 0, 320], [0, 240, 240], [0, 0, 1]]
+    np.testing.assert_allclose(intrinsics(90, 640, 480), expected, atol=1e-12)
     assert intrinsics(60, 1280, 720)[0, 0] == pytest.approx(360 / math.tan(math.radians(30)))
     with pytest.raises(PlanError, match=r"fov: 190 must be in \(1, 170\)"):
         intrinsics(190, 640, 480)
@@ -210,7 +214,7 @@ def test_orbit_circles_the_centre_toward_the_cameras_right_keeping_its_pixel():
 
 def test_zoom_changes_fov_monotonically_and_linearly_in_tan():
     traj = trajectory(FRONT, Move(fov=60, fov_end=30), 11, 24.0)
-    assert traj.fov[0] == pytest.approx(60) and traj.fov[-1] == pytest.approx(30)
+    assert traj.fov[0] == 60 and traj.fov[-1] == 30  # the script's numbers, exactly
     assert np.all(np.diff(traj.fov) < 0)
     halves = np.tan(np.radians(traj.fov) / 2)
     np.testing.assert_allclose(np.diff(halves, 2), 0.0, atol=1e-12)
@@ -227,7 +231,8 @@ def test_dolly_zoom_keeps_the_subject_size():
     last = pixel(edge, traj.cam_to_world[-1], traj.fov[-1])
     np.testing.assert_allclose(first, last, atol=1e-9)
     background = SUBJECT + np.array([0.3, 0.0, -10.0])  # while the background recedes
-    assert pixel(background, traj.cam_to_world[-1], traj.fov[-1])[0] < pixel(background, traj.cam_to_world[0], traj.fov[0])[0]
+    start_u = pixel(background, traj.cam_to_world[0], traj.fov[0])[0]
+    assert pixel(background, traj.cam_to_world[-1], traj.fov[-1])[0] < start_u
     with pytest.raises(PlanError, match="fov_end"):
         dolly_zoom_fov_end(150.0, 5.0, 1.0)
 
@@ -264,6 +269,8 @@ def test_trajectory_is_read_only_and_refuses_bad_input():
         Move(fov_end=0.5)
     with pytest.raises(PlanError, match="motion"):
         Move(motion=(0, 0))
+    with pytest.raises(PlanError, match="shake_seed: -3 must be an integer >= 0"):
+        Move(shake_seed=-3)
 
 
 # ---------------------------------------------------------------- shake
@@ -284,13 +291,15 @@ def test_shake_is_deterministic_peaks_at_the_amplitude_and_is_smooth():
 def test_shake_rotates_only_and_zero_shake_is_exact():
     still = trajectory(FRONT, Move(), 48, 24.0)
     shaken = trajectory(FRONT, Move(shake=2.0, shake_seed=3), 48, 24.0)
-    np.testing.assert_array_equal(trajectory(FRONT, Move(shake=0.0, shake_seed=3), 48, 24.0).cam_to_world, still.cam_to_world)
+    calm = trajectory(FRONT, Move(shake=0.0, shake_seed=3), 48, 24.0)
+    np.testing.assert_array_equal(calm.cam_to_world, still.cam_to_world)
     np.testing.assert_allclose(shaken.positions, still.positions, atol=1e-15)
     jitter = shake_angles(48, 24.0, 2.0, 3)
     # From a level start the jitter reads back exactly as pan/tilt/roll about the start camera.
     rel = np.swapaxes(still.cam_to_world[:, :3, :3], 1, 2) @ shaken.cam_to_world[:, :3, :3]
     for i in (0, 17, 47):
-        np.testing.assert_allclose(rel[i], rot_y(-jitter[i, 0]) @ rot_x(jitter[i, 1]) @ rot_z(-jitter[i, 2]), atol=1e-12)
+        expected = rot_y(-jitter[i, 0]) @ rot_x(jitter[i, 1]) @ rot_z(-jitter[i, 2])
+        np.testing.assert_allclose(rel[i], expected, atol=1e-12)
 
 
 # ---------------------------------------------------------------- properties
@@ -299,7 +308,9 @@ def test_shake_rotates_only_and_zero_shake_is_exact():
 def _angle(rel: np.ndarray) -> np.ndarray:
     """Rotation angle in degrees of each (n, 3, 3) rotation."""
     # atan2 of the skew and trace parts stays accurate for tiny angles, unlike arccos.
-    skew = np.stack([rel[:, 2, 1] - rel[:, 1, 2], rel[:, 0, 2] - rel[:, 2, 0], rel[:, 1, 0] - rel[:, 0, 1]], axis=1)
+    skew = np.stack(
+        [rel[:, 2, 1] - rel[:, 1, 2], rel[:, 0, 2] - rel[:, 2, 0], rel[:, 1, 0] - rel[:, 0, 1]], axis=1
+    )
     return np.degrees(np.arctan2(np.linalg.norm(skew, axis=1), np.trace(rel, axis1=1, axis2=2) - 1.0))
 
 

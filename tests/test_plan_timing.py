@@ -83,7 +83,10 @@ def test_snap_frames_table(frames, step, snapped):
     assert is_snapped(snapped, step)
 
 
-@pytest.mark.parametrize(("frames", "step", "snapped"), [(81, 4, True), (82, 4, False), (1, 4, False), (121, 8, True), (120, 8, False)])
+@pytest.mark.parametrize(
+    ("frames", "step", "snapped"),
+    [(81, 4, True), (82, 4, False), (1, 4, False), (121, 8, True), (120, 8, False)],
+)
 def test_is_snapped_table(frames, step, snapped):
     assert is_snapped(frames, step) is snapped
 

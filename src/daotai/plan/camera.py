@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -245,8 +245,9 @@ class Move:
             _check_fov("fov_end", self.fov_end)
         if self.easing not in EASINGS:
             raise PlanError(f"easing: {self.easing!r} must be one of {', '.join(EASINGS)}")
-        if isinstance(self.shake_seed, bool) or not isinstance(self.shake_seed, int):
-            raise PlanError(f"shake_seed: {self.shake_seed!r} must be an integer")
+        seed = self.shake_seed
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise PlanError(f"shake_seed: {seed!r} must be an integer >= 0")
 
 
 @dataclass(frozen=True, eq=False)

@@ -70,11 +70,11 @@ def encode_motion(m: Sequence[float] | np.ndarray) -> MotionCode:
     vec = np.asarray(m, dtype=np.float64)
     if vec.shape != (3,) or not np.all(np.isfinite(vec)):
         raise PlanError(f"motion: {np.asarray(m).tolist()!r} must be three finite numbers")
-    x, y, z = (float(v) + 0.0 for v in vec)  # + 0.0 turns -0.0 into 0.0 for atan2
+    x, y, z = (float(v) for v in vec)
     magnitude = math.hypot(x, y, z)
     if magnitude == 0.0:
         return MotionCode(0, 0, 0.0)
-    theta = math.atan2(y, x)
+    theta = math.atan2(y, x)  # -pi for y = -0.0, x < 0: the wrap below makes it pi's code
     # atan2(rho, z) equals acos(z/|m|) but keeps full precision near the poles.
     phi = math.atan2(math.hypot(x, y), z)
     theta_q = round(theta / STEP_THETA) % LEVELS

@@ -170,7 +170,9 @@ def _character_frames(
     shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float
 ) -> list[tuple[CharacterFrame, ...]]:
     """Per-frame position/facing/walk phase of every present character; updates the stage."""
-    times = np.arange(n_frames) / fps  # (n,) seconds
+    # Shot time of each frame: the last frame shows the end of the shot, as the camera's
+    # easing does (t = i / (n - 1)), so a walk that ends with the shot arrives on screen.
+    times = np.linspace(0.0, shot.duration, n_frames) if n_frames > 1 else np.zeros(1)  # (n,) seconds
     tracks: dict[str, dict[str, np.ndarray]] = {}
     for char_id in present:
         x0, z0 = stage.position[char_id]
@@ -185,9 +187,8 @@ def _character_frames(
         walked = 0.0
         for move in moves:
             start, end = move.start, shot.duration if move.end is None else move.end
-            sx, sz = float(track["x"][min(int(start * fps), n_frames - 1)]), float(
-                track["z"][min(int(start * fps), n_frames - 1)]
-            )
+            first = int(np.searchsorted(times, start))  # frame where this walk begins
+            sx, sz = float(track["x"][min(first, n_frames - 1)]), float(track["z"][min(first, n_frames - 1)])
             tx, tz = move.to
             heading = math.degrees(math.atan2(tx - sx, tz - sz)) if (tx, tz) != (sx, sz) else track["facing"][0]
             u = np.clip((times - start) / (end - start), 0.0, 1.0)  # (n,) progress of this walk
@@ -294,6 +295,13 @@ def plan_script(script: Script) -> Plan:
             fps,
         )
         poses = np.array(traj.cam_to_world)  # (n, 4, 4)
+        fovs = np.array(traj.fov)  # (n,) degrees
+        if move.type == "dolly_zoom" and shot.camera.fov_end is None:
+            # Hold the subject's size on every frame, not only at both ends: the fov follows
+            # the distance (d · tan(fov/2) constant) instead of a tan-linear blend.
+            distances = np.linalg.norm(poses[:, :3, 3] - np.array(placement.aim_point), axis=1)
+            half = math.tan(math.radians(move.fov) / 2.0) * placement.distance / distances
+            fovs = np.degrees(2.0 * np.arctan(half))
         if move.follow and subject is not None:
             start = np.array(character_frames[0][present.index(subject)].position)
             for i, frame in enumerate(character_frames):
@@ -310,7 +318,7 @@ def plan_script(script: Script) -> Plan:
         if np.any(poses[:, 1, 3] < 0.02):
             warnings.append("the camera goes below the ground (y < 0) during the shot")
         cameras = tuple(
-            CameraFrame(cam_to_world=_rt(poses[i]), fov=_r(traj.fov[i]), K=_rt(cam.intrinsics(float(traj.fov[i]), width, height)))
+            CameraFrame(cam_to_world=_rt(poses[i]), fov=_r(fovs[i]), K=_rt(cam.intrinsics(float(fovs[i]), width, height)))
             for i in range(n_frames)
         )
         code = encode_motion(move.motion)

@@ -1,0 +1,700 @@
+"""Camera adherence: does the video's camera move the way the plan says?
+
+The plan gives every frame's ``cam_to_world`` (4x4) and vertical ``fov`` (degrees), following
+docs/conventions.md. This module predicts the image motion those cameras imply for a simple
+scene model (a ground plane plus optional vertical cylinders for the characters; everything
+else is infinitely far), measures the image motion of the decoded video with sparse feature
+tracks, and compares the two per frame pair and over the whole shot.
+
+Pixel coordinates here follow the conventions (origin at the top-left *corner* of the image,
+``u`` right, ``v`` down, ``cx = W / 2``), so the centre of pixel ``(i, j)`` is
+``(i + 0.5, j + 0.5)``. OpenCV reports feature positions with pixel centres on integers; the
+tracker shifts them by half a pixel before anything is compared.
+
+What is excluded from the error statistics (per frame pair):
+
+1. tracks that Lucas-Kanade loses in either direction, that land outside the image, or whose
+   forward-backward round trip misses the start by more than ``TrackerConfig.fb_max_px``;
+2. tracks whose expected position is undefined (the planned point falls behind camera b);
+3. tracks that are outliers of a RANSAC 4-dof similarity fitted from the *expected* end points
+   to the *measured* end points with threshold ``CameraCheckConfig.inlier_px``: the shot-wide
+   disagreement between plan and video (wrong direction, wrong speed, a roll nobody asked
+   for) is a similarity and stays in, while tracks that disagree with it on their own — a
+   character walking, a track sliding along an occlusion edge, a mismatch — are dropped.
+
+A frame pair with fewer than ``TrackerConfig.min_tracks`` usable tracks (too little texture)
+is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+
+import cv2
+import numpy as np
+
+from daotai.errors import EncodeError, PlanError
+
+__all__ = [
+    "COMPONENTS",
+    "CameraAdherence",
+    "CameraCheckConfig",
+    "ComponentCheck",
+    "Cylinder",
+    "DepthModel",
+    "Similarity",
+    "TrackedPair",
+    "TrackerConfig",
+    "cast_rays",
+    "check_camera",
+    "expected_flow",
+    "fit_similarity",
+    "focal_px",
+    "track_pairs",
+]
+
+# Component names in the order they are reported; signs follow the camera grammar:
+# horizontal + = the view moves right (pan right / truck right), px at the image centre;
+# vertical   + = the view moves up (tilt up / pedestal up), px at the image centre;
+# roll       + = positive roll (camera turns clockwise, picture counter-clockwise), degrees;
+# scale      + = the picture grows (dolly in / zoom in), natural log of the scale factor.
+COMPONENTS: tuple[str, ...] = ("horizontal", "vertical", "roll", "scale")
+_UNITS = {"horizontal": "px", "vertical": "px", "roll": "deg", "scale": "log"}
+
+_EPS_T = 1e-6  # metres: hits closer than this to the ray origin are ignored (self hits)
+
+
+# --------------------------------------------------------------------------- scene model
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """A vertical cylinder standing on the ground (a character proxy), in metres."""
+
+    center_x: float
+    center_z: float
+    radius: float
+    height: float
+
+    def __post_init__(self) -> None:
+        for name in ("center_x", "center_z", "radius", "height"):
+            if not math.isfinite(getattr(self, name)):
+                raise PlanError(f"Cylinder.{name}: {getattr(self, name)!r} must be finite")
+        if self.radius <= 0:
+            raise PlanError(f"Cylinder.radius: {self.radius!r} must be > 0 metres")
+        if self.height <= 0:
+            raise PlanError(f"Cylinder.height: {self.height!r} must be > 0 metres")
+
+
+@dataclass(frozen=True)
+class DepthModel:
+    """Scene geometry used to predict image motion: ground plane, cylinders, far limit."""
+
+    ground_y: float = 0.0
+    far_m: float = 1e4
+    occluders: tuple[Cylinder, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.ground_y):
+            raise PlanError(f"DepthModel.ground_y: {self.ground_y!r} must be finite")
+        if not (self.far_m > 0):
+            raise PlanError(f"DepthModel.far_m: {self.far_m!r} must be > 0 metres")
+        occluders = tuple(self.occluders)
+        for i, cyl in enumerate(occluders):
+            if not isinstance(cyl, Cylinder):
+                raise PlanError(f"DepthModel.occluders[{i}]: {cyl!r} must be a Cylinder")
+        object.__setattr__(self, "occluders", occluders)
+
+
+def focal_px(fov_deg: float, height: int) -> float:
+    """Focal length in pixels for a vertical field of view: (H / 2) / tan(fov / 2)."""
+    return (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+
+
+def _pixel_dirs(points_uv: np.ndarray, fov_deg: float, width: int, height: int) -> np.ndarray:
+    """Unit camera-space ray directions (x right, y up, -z forward) through pixel positions."""
+    f = focal_px(fov_deg, height)
+    x = (points_uv[:, 0] - width / 2.0) / f
+    y = -(points_uv[:, 1] - height / 2.0) / f
+    dirs = np.stack([x, y, -np.ones_like(x)], axis=1)  # (N, 3) float64
+    return dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
+
+
+def _ground_hits(origin: np.ndarray, dirs: np.ndarray, ground_y: float) -> np.ndarray:
+    """Distance along each unit ray to the plane y = ground_y; inf where it never gets there."""
+    dy = dirs[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (ground_y - origin[1]) / dy  # (N,) metres
+    return np.where(np.isfinite(t) & (t > _EPS_T), t, np.inf)
+
+
+def _cylinder_hits(origin: np.ndarray, dirs: np.ndarray, cyl: Cylinder, ground_y: float) -> np.ndarray:
+    """Distance along each unit ray to the first hit on a cylinder's side or top; inf if none."""
+    ox, oz = origin[0] - cyl.center_x, origin[2] - cyl.center_z
+    dx, dz, dy = dirs[:, 0], dirs[:, 2], dirs[:, 1]
+    top = ground_y + cyl.height
+    a = dx * dx + dz * dz
+    b = 2.0 * (ox * dx + oz * dz)
+    c = ox * ox + oz * oz - cyl.radius**2
+    disc = b * b - 4.0 * a * c
+    best = np.full(len(dirs), np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = np.sqrt(np.maximum(disc, 0.0))
+        for sign in (-1.0, 1.0):  # nearer root first; the far one covers a camera inside
+            t = (-b + sign * root) / (2.0 * a)
+            y = origin[1] + t * dy
+            ok = (disc >= 0) & (a > 0) & (t > _EPS_T) & (y >= ground_y) & (y <= top)
+            best = np.where(ok & (t < best), t, best)
+        t_cap = (top - origin[1]) / dy
+        cx = ox + t_cap * dx
+        cz = oz + t_cap * dz
+        on_cap = np.isfinite(t_cap) & (t_cap > _EPS_T) & (cx * cx + cz * cz <= cyl.radius**2)
+    return np.where(on_cap & (t_cap < best), t_cap, best)
+
+
+def cast_rays(origin: np.ndarray, dirs: np.ndarray, model: DepthModel) -> np.ndarray:
+    """Distance (m) along unit world rays to the first surface of the model; inf for misses."""
+    origin = np.asarray(origin, dtype=np.float64).reshape(3)
+    dirs = np.asarray(dirs, dtype=np.float64).reshape(-1, 3)  # (N, 3) unit vectors
+    t = _ground_hits(origin, dirs, model.ground_y)  # (N,) metres
+    for cyl in model.occluders:
+        t = np.minimum(t, _cylinder_hits(origin, dirs, cyl, model.ground_y))
+    return np.where(t <= model.far_m, t, np.inf)
+
+
+def _project(cam: np.ndarray, fov_deg: float, points: np.ndarray, w: np.ndarray,
+             width: int, height: int) -> np.ndarray:
+    """Project homogeneous world points (X, w) — w = 0 for directions — to pixels; NaN behind."""
+    rot, pos = cam[:3, :3], cam[:3, 3]
+    local = (points - w[:, None] * pos) @ rot  # (N, 3) camera space: rot^T applied row-wise
+    depth = -local[:, 2]
+    f = focal_px(fov_deg, height)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = width / 2.0 + f * local[:, 0] / depth
+        v = height / 2.0 - f * local[:, 1] / depth
+    uv = np.stack([u, v], axis=1)  # (N, 2) float64
+    uv[depth <= 1e-9] = np.nan
+    return uv
+
+
+def _reproject(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
+               points_uv: np.ndarray, width: int, height: int,
+               model: DepthModel | None) -> np.ndarray:
+    """Positions in frame b of frame a's pixels; model None puts every pixel at infinity."""
+    dirs = _pixel_dirs(points_uv, fov_a, width, height) @ cam_a[:3, :3].T  # (N, 3) world
+    if model is None:
+        t = np.full(len(dirs), np.inf)
+    else:
+        t = cast_rays(cam_a[:3, 3], dirs, model)
+    hit = np.isfinite(t)
+    # Hits become points (w = 1); misses stay directions (w = 0) so only rotation and zoom
+    # move them, exactly like the sky in a real camera.
+    points = np.where(hit[:, None], cam_a[:3, 3] + np.where(hit, t, 0.0)[:, None] * dirs, dirs)
+    return _project(cam_b, fov_b, points, hit.astype(np.float64), width, height)
+
+
+def _check_cam(cam: np.ndarray, name: str) -> np.ndarray:
+    """A validated (4, 4) float64 cam_to_world."""
+    arr = np.asarray(cam, dtype=np.float64)
+    if arr.shape != (4, 4):
+        raise PlanError(f"{name}: shape {arr.shape} must be (4, 4) cam_to_world")
+    if not np.all(np.isfinite(arr)):
+        raise PlanError(f"{name}: cam_to_world must be finite")
+    return arr
+
+
+def _check_fov(fov: float, name: str) -> float:
+    """A validated vertical fov in degrees."""
+    value = float(fov)
+    if not (1.0 < value < 170.0):
+        raise PlanError(f"{name}: {value!r} must be in (1, 170) degrees")
+    return value
+
+
+def expected_flow(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
+                  points_uv: np.ndarray, width: int, height: int,
+                  depth_model: DepthModel = DepthModel()) -> np.ndarray:
+    """Planned pixel displacement (N, 2) from frame a to b of pixels (N, 2) of frame a."""
+    cam_a, cam_b = _check_cam(cam_a, "cam_a"), _check_cam(cam_b, "cam_b")
+    fov_a, fov_b = _check_fov(fov_a, "fov_a"), _check_fov(fov_b, "fov_b")
+    uv = np.asarray(points_uv, dtype=np.float64)
+    if uv.ndim != 2 or uv.shape[1] != 2:
+        raise PlanError(f"points_uv: shape {uv.shape} must be (N, 2)")
+    return _reproject(cam_a, fov_a, cam_b, fov_b, uv, width, height, depth_model) - uv
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Feature tracking settings; pixel values are at the analysis resolution."""
+
+    max_width: int = 960  # frames wider than this are tracked on a downscaled grey image
+    max_corners: int = 500
+    quality: float = 0.01  # Shi-Tomasi quality relative to the best corner
+    min_distance: float = 6.0  # px between detected corners
+    block_size: int = 7
+    window: int = 21  # Lucas-Kanade window, px
+    levels: int = 3  # pyramid levels above the base image
+    fb_max_px: float = 0.5  # forward-backward round-trip error allowed, px
+    min_tracks: int = 20  # fewer usable tracks than this: the pair is skipped
+
+
+@dataclass(frozen=True)
+class TrackedPair:
+    """Sparse tracks between two frames, in full-resolution convention pixels."""
+
+    index_a: int
+    index_b: int
+    points_uv: np.ndarray  # (N, 2) float64 positions in frame a (pixel centres at +0.5)
+    displacement: np.ndarray  # (N, 2) float64 measured motion a -> b, px
+    detected: int  # corners found in frame a; detected - N were lost or failed the round trip
+    width: int  # full-resolution frame size, px
+    height: int
+    analysis_scale: float  # analysis px per full-resolution px (1.0 when not downscaled)
+
+
+def _check_frame(frame: object, index: int, size: tuple[int, int] | None) -> np.ndarray:
+    """A validated (H, W, 3) uint8 frame of the shot's size."""
+    if not isinstance(frame, np.ndarray) or frame.ndim != 3 or frame.shape[2] != 3:
+        shape = getattr(frame, "shape", type(frame).__name__)
+        raise EncodeError(f"frames[{index}]: {shape} must be an (H, W, 3) uint8 RGB array")
+    if frame.dtype != np.uint8:
+        raise EncodeError(f"frames[{index}]: dtype {frame.dtype} must be uint8")
+    if size is not None and frame.shape[:2] != size:
+        raise EncodeError(f"frames[{index}]: size {frame.shape[:2]} must match frame 0's {size}")
+    return frame
+
+
+def _analysis_grey(frame: np.ndarray, max_width: int) -> np.ndarray:
+    """Grey image for tracking, (h, w) uint8, downscaled with area averaging when too wide."""
+    grey = cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
+    height, width = grey.shape
+    if width <= max_width:
+        return grey
+    small = (max_width, max(1, round(height * max_width / width)))
+    return cv2.resize(grey, small, interpolation=cv2.INTER_AREA)
+
+
+def _track(grey_a: np.ndarray, grey_b: np.ndarray,
+           cfg: TrackerConfig) -> tuple[np.ndarray, np.ndarray, int]:
+    """Forward-backward checked LK tracks a -> b: starts, ends (K, 2) float32, corners found."""
+    corners = cv2.goodFeaturesToTrack(grey_a, cfg.max_corners, cfg.quality, cfg.min_distance,
+                                      blockSize=cfg.block_size)
+    if corners is None or len(corners) == 0:
+        empty = np.zeros((0, 2), np.float32)
+        return empty, empty, 0
+    p0 = corners.reshape(-1, 1, 2).astype(np.float32)  # (K, 1, 2)
+    lk = dict(winSize=(cfg.window, cfg.window), maxLevel=cfg.levels,
+              criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
+    p1, st1, _ = cv2.calcOpticalFlowPyrLK(grey_a, grey_b, p0, None, **lk)
+    p0_back, st2, _ = cv2.calcOpticalFlowPyrLK(grey_b, grey_a, p1, None, **lk)
+    p0, p1, p0_back = p0.reshape(-1, 2), p1.reshape(-1, 2), p0_back.reshape(-1, 2)
+    h, w = grey_b.shape
+    inside = (p1[:, 0] >= 0) & (p1[:, 0] <= w - 1) & (p1[:, 1] >= 0) & (p1[:, 1] <= h - 1)
+    round_trip = np.linalg.norm(p0 - p0_back, axis=1)
+    keep = (st1.ravel() == 1) & (st2.ravel() == 1) & inside & (round_trip < cfg.fb_max_px)
+    return p0[keep], p1[keep], len(p0)
+
+
+def track_pairs(frames: Iterable[np.ndarray], stride: int = 1,
+                config: TrackerConfig = TrackerConfig()) -> Iterator[TrackedPair]:
+    """Yield tracks between frames (0, s), (s, 2s), … as frames arrive; detects afresh each pair."""
+    if not isinstance(stride, int) or stride < 1:
+        raise ValueError(f"stride: {stride!r} must be an integer >= 1")
+    previous: tuple[int, np.ndarray] | None = None
+    size: tuple[int, int] | None = None
+    for index, frame in enumerate(frames):
+        frame = _check_frame(frame, index, size)
+        size = frame.shape[:2]
+        if index % stride:
+            continue
+        grey = _analysis_grey(frame, config.max_width)  # (h, w) uint8
+        if previous is not None:
+            start, end, detected = _track(previous[1], grey, config)
+            sx = grey.shape[1] / size[1]
+            sy = grey.shape[0] / size[0]
+            scale = np.array([sx, sy])
+            # OpenCV puts pixel centres on integers; the conventions put them at +0.5.
+            points_uv = (start.astype(np.float64) + 0.5) / scale  # (K, 2) full-res px
+            displacement = (end.astype(np.float64) - start) / scale  # (K, 2) full-res px
+            yield TrackedPair(previous[0], index, points_uv, displacement, detected,
+                              size[1], size[0], float(min(sx, sy)))
+        previous = (index, grey)
+
+
+@dataclass(frozen=True)
+class Similarity:
+    """A 4-dof image motion about the image centre, in camera-grammar signs (see COMPONENTS)."""
+
+    horizontal: float  # px, + = view moves right (content moves left)
+    vertical: float  # px, + = view moves up (content moves down)
+    roll: float  # degrees, + = picture turns counter-clockwise
+    scale: float  # log scale factor, + = picture grows
+
+
+def fit_similarity(src: np.ndarray, dst: np.ndarray, threshold_px: float,
+                   centre: tuple[float, float]) -> tuple[Similarity, np.ndarray] | None:
+    """RANSAC similarity src -> dst (N, 2) about centre; (components, inlier mask) or None."""
+    if len(src) < 3:
+        return None
+    c = np.asarray(centre, dtype=np.float64)
+    a = (src - c).astype(np.float32).reshape(-1, 1, 2)
+    b = (dst - c).astype(np.float32).reshape(-1, 1, 2)
+    matrix, inliers = cv2.estimateAffinePartial2D(
+        a, b, method=cv2.RANSAC, ransacReprojThreshold=float(threshold_px),
+        maxIters=2000, confidence=0.995, refineIters=10)
+    if matrix is None or inliers is None:
+        return None
+    cos_s, sin_s = float(matrix[0, 0]), float(matrix[1, 0])
+    scale = math.hypot(cos_s, sin_s)
+    if scale <= 0:
+        return None
+    # Image v points down, so an angle that turns +u toward +v is clockwise on screen.
+    motion = Similarity(
+        horizontal=-float(matrix[0, 2]),
+        vertical=float(matrix[1, 2]),
+        roll=-math.degrees(math.atan2(sin_s, cos_s)),
+        scale=math.log(scale),
+    )
+    return motion, inliers.ravel().astype(bool)
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class CameraCheckConfig:
+    """Thresholds of the camera-adherence check; px values are at the analysis resolution."""
+
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    inlier_px: float = 3.0  # RANSAC threshold for plan-vs-video disagreement per track
+    max_mean_error_px: float = 1.0  # mean endpoint error per frame allowed
+    significant_frac: float = 0.02  # a component moving < this fraction of the width is "still"
+    unplanned_factor: float = 2.0  # still-planned component moving > factor x significance
+
+
+@dataclass(frozen=True)
+class ComponentCheck:
+    """Planned versus measured total of one motion component over the shot."""
+
+    name: str  # one of COMPONENTS
+    unit: str  # "px", "deg" or "log"
+    expected_total: float
+    measured_total: float
+    expected_px: float  # |expected| as pixels moved (at the image corner for roll and scale)
+    measured_px: float
+    significant: bool  # the plan moves this component by more than the significance threshold
+    direction_ok: bool | None  # sign agreement; None = not applicable (plan keeps it still)
+    unplanned: bool  # plan keeps it still but the video moves it clearly
+    ratio: float | None  # measured / expected when significant
+    words: str  # the planned move in camera language, e.g. "pan right"; "hold still"
+
+
+@dataclass(frozen=True)
+class CameraAdherence:
+    """Per-shot verdict on whether the video's camera follows the plan."""
+
+    ok: bool
+    summary: str
+    pairs_evaluated: int
+    pairs_skipped: int
+    stride: int
+    frames_seen: int
+    frames_planned: int
+    error_mean_px: float  # mean endpoint error per frame (pair error / stride), NaN if no pair
+    error_p95_px: float
+    error_limit_px: float  # the mean error allowed, full-resolution px per frame
+    significant_px: float
+    tracks_used: int
+    tracks_excluded: int
+    components: tuple[ComponentCheck, ...]
+    worst_pair: tuple[int, int, float] | None  # (frame a, frame b, mean error px per frame)
+
+    def component(self, name: str) -> ComponentCheck:
+        """The check of one component by name."""
+        for comp in self.components:
+            if comp.name == name:
+                return comp
+        raise KeyError(name)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready dict (NaN becomes None, tuples become lists)."""
+        return _jsonable(asdict(self))
+
+
+def _jsonable(value: object) -> object:
+    """Recursively turn numpy scalars, tuples and NaN into JSON-safe values."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return value
+
+
+def _as_cams(cams: np.ndarray) -> np.ndarray:
+    """Validated (n, 4, 4) float64 cameras."""
+    arr = np.asarray(cams, dtype=np.float64)
+    if arr.ndim != 3 or arr.shape[1:] != (4, 4) or len(arr) < 2:
+        raise PlanError(f"cams: shape {arr.shape} must be (n, 4, 4) with n >= 2")
+    bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=(1, 2)))
+    if bad.size:
+        raise PlanError(f"cams[{bad[0]}]: cam_to_world must be finite")
+    return arr
+
+
+def _as_fovs(fovs: np.ndarray, n: int) -> np.ndarray:
+    """Validated (n,) float64 vertical fovs in degrees."""
+    arr = np.asarray(fovs, dtype=np.float64).reshape(-1)
+    if arr.shape != (n,):
+        raise PlanError(f"fovs: shape {arr.shape} must be ({n},) to match cams")
+    bad = np.flatnonzero(~((arr > 1.0) & (arr < 170.0)))
+    if bad.size:
+        raise PlanError(f"fovs[{bad[0]}]: {arr[bad[0]]!r} must be in (1, 170) degrees")
+    return arr
+
+
+DepthModels = Sequence[DepthModel] | DepthModel | Callable[[int], DepthModel]
+
+
+def _depth_lookup(depth_models: DepthModels, n: int) -> Callable[[int], DepthModel]:
+    """A frame index -> DepthModel function for one model, a per-frame sequence or a callable."""
+    if isinstance(depth_models, DepthModel):
+        return lambda index: depth_models
+    if callable(depth_models):
+        def lookup(index: int) -> DepthModel:
+            model = depth_models(index)
+            if not isinstance(model, DepthModel):
+                raise PlanError(f"depth_models({index}): {model!r} must be a DepthModel")
+            return model
+        return lookup
+    models = tuple(depth_models)
+    if len(models) != n:
+        raise PlanError(f"depth_models: {len(models)} models must match the plan's {n} frames")
+    for i, model in enumerate(models):
+        if not isinstance(model, DepthModel):
+            raise PlanError(f"depth_models[{i}]: {model!r} must be a DepthModel")
+    return models.__getitem__
+
+
+def _bounded(frames: Iterable[np.ndarray], n: int, seen: list[int]) -> Iterator[np.ndarray]:
+    """Pass frames through, counting them and refusing more than the plan has cameras."""
+    for index, frame in enumerate(frames):
+        if index >= n:
+            raise PlanError(f"frames: the video has more than the plan's {n} frames")
+        seen[0] = index + 1
+        yield frame
+
+
+_WORDS = {
+    # component: (cause rotation/zoom, cause translation, cause unknown), each (+ verb, - verb)
+    "horizontal": (("pan right", "pan left"), ("truck right", "truck left"),
+                   ("move right", "move left")),
+    "vertical": (("tilt up", "tilt down"), ("pedestal up", "pedestal down"),
+                 ("move up", "move down")),
+    "roll": (("roll clockwise", "roll counter-clockwise"),) * 3,
+    "scale": (("zoom in", "zoom out"), ("dolly in", "dolly out"), ("push in", "pull out")),
+}
+
+
+def _words(name: str, value: float, rotation_share: float | None) -> str:
+    """Camera-language verb (base form) for a component total; share None = cause unknown."""
+    table = _WORDS[name]
+    kind = 2 if rotation_share is None else (0 if rotation_share >= 0.5 else 1)
+    return table[kind][0 if value >= 0 else 1]
+
+
+def _third_person(phrase: str) -> str:
+    """'dolly in' -> 'dollies in', 'pan right' -> 'pans right'."""
+    verb, _, rest = phrase.partition(" ")
+    if verb.endswith("y"):
+        verb = verb[:-1] + "ies"
+    elif verb.endswith("sh"):
+        verb += "es"
+    else:
+        verb += "s"
+    return f"{verb} {rest}".strip()
+
+
+def _amount(name: str, value: float) -> str:
+    """Human-readable magnitude of a component total."""
+    if name == "roll":
+        return f"{abs(value):.1f}°"
+    if name == "scale":
+        return f"{abs(math.expm1(value)) * 100:.0f}%"
+    return f"{abs(value):.0f} px"
+
+
+def _as_px(name: str, value: float, half_diag: float) -> float:
+    """Pixels moved by a component total (image corner for roll and scale)."""
+    if name == "roll":
+        return abs(math.radians(value)) * half_diag
+    if name == "scale":
+        return abs(value) * half_diag
+    return abs(value)
+
+
+def _component_checks(expected: dict[str, float], measured: dict[str, float],
+                      rotation: dict[str, float], half_diag: float, significant_px: float,
+                      unplanned_factor: float) -> tuple[ComponentCheck, ...]:
+    """Compare shot totals per component."""
+    checks = []
+    for name in COMPONENTS:
+        exp_v, meas_v = expected[name], measured[name]
+        exp_px, meas_px = _as_px(name, exp_v, half_diag), _as_px(name, meas_v, half_diag)
+        significant = exp_px > significant_px
+        share = rotation[name] / exp_v if exp_v != 0 else 0.0
+        checks.append(ComponentCheck(
+            name=name,
+            unit=_UNITS[name],
+            expected_total=exp_v,
+            measured_total=meas_v,
+            expected_px=exp_px,
+            measured_px=meas_px,
+            significant=significant,
+            direction_ok=(exp_v * meas_v > 0) if significant else None,
+            unplanned=(not significant) and meas_px > unplanned_factor * significant_px,
+            ratio=(meas_v / exp_v) if significant else None,
+            words=_words(name, exp_v, share) if significant else "hold still",
+        ))
+    return tuple(checks)
+
+
+def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, stride: int,
+             evaluated: int, skipped: int) -> str:
+    """One line in plain words for the report."""
+    if evaluated + skipped == 0:
+        return "camera not checked: the video has fewer than two frames to compare"
+    if evaluated == 0:
+        return f"camera not checked: none of {skipped} frame pairs had enough texture to track"
+    # Side effects of the main move (the picture of a down-tilted camera turns as it pans)
+    # are checked like any component but only named in the summary when they go wrong.
+    main_px = max((c.expected_px for c in checks if c.significant), default=0.0)
+    parts = []
+    for c in checks:
+        if c.significant and c.direction_ok and c.expected_px < 0.5 * main_px:
+            continue
+        if c.significant and c.direction_ok:
+            parts.append(f"{_third_person(c.words)} {_amount(c.name, c.measured_total)} "
+                         "as planned")
+        elif c.significant:
+            moved = _words(c.name, c.measured_total, None)
+            parts.append(f"planned to {c.words} {_amount(c.name, c.expected_total)} but "
+                         f"{_third_person(moved)} {_amount(c.name, c.measured_total)}")
+        elif c.unplanned:
+            parts.append(f"unplanned: {_third_person(_words(c.name, c.measured_total, None))} "
+                         f"{_amount(c.name, c.measured_total)}")
+    if not parts:
+        parts.append("holds still as planned")
+    per = "px/frame" if stride == 1 else f"px/frame (checked every {stride} frames)"
+    verdict = f"error {error:.2f} {per}"
+    if error > limit:
+        verdict += f", over the {limit:.2f} limit"
+    text = "; ".join(parts + [verdict])
+    if skipped:
+        text += f"; {skipped} of {evaluated + skipped} frame pairs skipped (too little texture)"
+    return text
+
+
+def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarray,
+                 depth_models: DepthModels, *, stride: int = 1, max_pairs: int | None = None,
+                 config: CameraCheckConfig = CameraCheckConfig()) -> CameraAdherence:
+    """Measure the camera motion of decoded frames (H, W, 3) uint8 and compare it with the plan."""
+    cams = _as_cams(cams)  # (n, 4, 4) float64
+    n = len(cams)
+    fovs = _as_fovs(fovs, n)  # (n,) degrees
+    model_for = _depth_lookup(depth_models, n)
+    if not isinstance(stride, int) or stride < 1:
+        raise ValueError(f"stride: {stride!r} must be an integer >= 1")
+    if max_pairs is not None and (not isinstance(max_pairs, int) or max_pairs < 1):
+        raise ValueError(f"max_pairs: {max_pairs!r} must be None or an integer >= 1")
+
+    seen = [0]
+    errors: list[np.ndarray] = []  # per evaluated pair: (K,) inlier endpoint errors, px/frame
+    expected = dict.fromkeys(COMPONENTS, 0.0)
+    measured = dict.fromkeys(COMPONENTS, 0.0)
+    rotation = dict.fromkeys(COMPONENTS, 0.0)  # part of `expected` from rotation and zoom alone
+    skipped = used = excluded = 0
+    worst: tuple[int, int, float] | None = None
+    width, height, analysis_scale = 0, 0, 1.0
+    min_tracks = config.tracker.min_tracks
+
+    pairs = track_pairs(_bounded(frames, n, seen), stride, config.tracker)
+    for pair in pairs:
+        width, height, analysis_scale = pair.width, pair.height, pair.analysis_scale
+        threshold = config.inlier_px / analysis_scale  # full-resolution px
+        centre = (width / 2.0, height / 2.0)
+        a, b = pair.index_a, pair.index_b
+        start, moved = pair.points_uv, pair.displacement  # (K, 2) each
+        planned = _reproject(cams[a], fovs[a], cams[b], fovs[b], start, width, height,
+                             model_for(a)) - start  # (K, 2) px
+        valid = np.all(np.isfinite(planned), axis=1)
+        start, moved, planned = start[valid], moved[valid], planned[valid]
+        agreement = fit_similarity(start + planned, start + moved, threshold, centre) \
+            if len(start) >= min_tracks else None
+        if agreement is None or int(agreement[1].sum()) < min_tracks:
+            skipped += 1
+        else:
+            keep = agreement[1]
+            s, m, e = start[keep], moved[keep], planned[keep]
+            fit_m = fit_similarity(s, s + m, threshold, centre)
+            fit_e = fit_similarity(s, s + e, threshold, centre)
+            far = _reproject(cams[a], fovs[a], cams[b], fovs[b], s, width, height, None) - s
+            fit_r = fit_similarity(s, s + far, threshold, centre) \
+                if np.all(np.isfinite(far)) else None
+            if fit_m is None or fit_e is None:
+                skipped += 1
+            else:
+                err = np.linalg.norm(m - e, axis=1) / stride  # (K,) px per frame
+                errors.append(err)
+                used += len(err)
+                excluded += pair.detected - len(keep)
+                for name in COMPONENTS:
+                    measured[name] += getattr(fit_m[0], name)
+                    expected[name] += getattr(fit_e[0], name)
+                    rotation[name] += getattr(fit_r[0], name) if fit_r else 0.0
+                pair_error = float(err.mean())
+                if worst is None or pair_error > worst[2]:
+                    worst = (a, b, pair_error)
+        if max_pairs is not None and len(errors) + skipped >= max_pairs:
+            pairs.close()  # stop decoding: the caller asked for no more pairs
+            break
+
+    evaluated = len(errors)
+    pooled = np.concatenate(errors) if errors else np.zeros(0)  # (T,) px per frame
+    error_mean = float(pooled.mean()) if pooled.size else math.nan
+    error_p95 = float(np.percentile(pooled, 95)) if pooled.size else math.nan
+    limit = config.max_mean_error_px / analysis_scale
+    significant_px = config.significant_frac * width
+    half_diag = 0.5 * math.hypot(width, height)
+    checks = _component_checks(expected, measured, rotation, half_diag, significant_px,
+                               config.unplanned_factor)
+    ok = (evaluated > 0 and error_mean <= limit
+          and all(c.direction_ok is not False and not c.unplanned for c in checks))
+    return CameraAdherence(
+        ok=bool(ok),
+        summary=_summary(checks, error_mean, limit, stride, evaluated, skipped),
+        pairs_evaluated=evaluated,
+        pairs_skipped=skipped,
+        stride=stride,
+        frames_seen=seen[0],
+        frames_planned=n,
+        error_mean_px=error_mean,
+        error_p95_px=error_p95,
+        error_limit_px=limit,
+        significant_px=significant_px,
+        tracks_used=used,
+        tracks_excluded=excluded,
+        components=checks,
+        worst_pair=worst,
+    )

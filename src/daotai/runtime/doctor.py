@@ -1,0 +1,112 @@
+"""`daotai doctor`: what this machine can do, collected without side effects."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+from dataclasses import dataclass
+
+from rich.markup import escape
+from rich.table import Table
+
+from daotai.runtime.memory import GIB, choose_settings
+from daotai.script.schema import SIZE_PRESETS
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    value: str
+    ok: bool
+
+
+def _total_ram_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _package_version(name: str) -> str | None:
+    if importlib.util.find_spec(name) is None:
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "present"
+
+
+def _accelerator() -> tuple[str, int]:
+    """('cuda: NAME' | 'mps' | 'none', memory bytes usable by the accelerator)."""
+    if importlib.util.find_spec("torch") is None:
+        return "unknown (torch not installed: pip install 'daotai[neural]')", 0
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        return f"cuda: {props.name}", int(props.total_memory)
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        # Unified memory: Metal's working set is about 2/3–3/4 of RAM by default.
+        return "mps (Apple Silicon)", int(_total_ram_bytes() * 0.70)
+    return "none (CPU only)", _total_ram_bytes()
+
+
+def _encoders() -> str:
+    import av
+
+    names = []
+    for codec in ("libx264", "libx265", "prores_ks", "ffv1", "libsvtav1", "h264_videotoolbox", "h264_nvenc"):
+        try:
+            av.codec.Codec(codec, "w")
+            names.append(codec)
+        except Exception:  # unknown codec in this build
+            continue
+    return ", ".join(names)
+
+
+def collect() -> list[Check]:
+    """Every check, in display order."""
+    checks = [
+        Check("os", f"{platform.system()} {platform.release()} ({platform.machine()})", True),
+        Check("python", platform.python_version(), True),
+        Check("cpu cores", str(os.cpu_count()), True),
+        Check("memory", f"{_total_ram_bytes() / GIB:.1f} GiB", True),
+    ]
+    accel, accel_bytes = _accelerator()
+    checks.append(Check("accelerator", accel, not accel.startswith("none")))
+    for package in ("torch", "diffusers", "transformers", "accelerate"):
+        found = _package_version(package)
+        checks.append(Check(package, found or "not installed (pip install 'daotai[neural]')", found is not None))
+    checks.append(Check("video encoders", _encoders(), True))
+    try:
+        import moderngl
+
+        ctx = moderngl.create_standalone_context(backend="egl")
+        renderer = ctx.info.get("GL_RENDERER", "?")
+        ctx.release()
+        checks.append(Check("previz OpenGL", renderer, True))
+    except Exception as exc:  # a missing driver is a finding, not a crash
+        checks.append(Check("previz OpenGL", f"unavailable: {exc}", False))
+    if accel_bytes:
+        fits = []
+        for preset in ("preview", "draft", "final"):
+            width, height = SIZE_PRESETS[preset]
+            est = choose_settings("wan2.1-t2v-1.3b", width, height, 81, accel_bytes * 0.9)
+            fits.append(f"{preset}: " + (f"fits ({est.offload} offload, {est.peak_bytes / GIB:.0f} GiB)" if est else "does not fit"))
+        checks.append(Check("wan 1.3B, 81 frames (estimate)", "; ".join(fits), True))
+    return checks
+
+
+def render_table(checks: list[Check]) -> Table:
+    """A rich table of the checks."""
+    table = Table(title="daotai doctor", show_header=True)
+    table.add_column("check")
+    table.add_column("finding")
+    for check in checks:
+        value = escape(check.value)
+        table.add_row(escape(check.name), value if check.ok else f"[yellow]{value}[/yellow]")
+    return table

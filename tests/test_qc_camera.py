@@ -1,0 +1,378 @@
+"""Camera-adherence QC on synthetic shots rendered by a tiny test-only ray caster.
+
+The ray caster below is deliberately independent of daotai.qc.camera: it builds its own rays,
+intersects its own ground plane and cylinders and never calls the code under test, so a sign
+or axis mistake in the module cannot be mirrored here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from daotai.errors import EncodeError, PlanError
+from daotai.qc.camera import (
+    CameraAdherence,
+    Cylinder,
+    DepthModel,
+    cast_rays,
+    check_camera,
+    expected_flow,
+    focal_px,
+    track_pairs,
+)
+
+W, H = 320, 180
+FOV = 50.0  # degrees, vertical
+EYE_M = 1.6  # camera height above the ground
+PITCH = -20.0  # degrees; looking slightly down so most of the frame is textured ground
+N = 13  # frames per synthetic shot: 12 frame pairs
+
+# --------------------------------------------------------------------------- test-only renderer
+
+
+def rot_x(deg: float) -> np.ndarray:
+    """Rotation about +x by deg (right-handed)."""
+    c, s = math.cos(math.radians(deg)), math.sin(math.radians(deg))
+    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]], dtype=np.float64)
+
+
+def rot_y(deg: float) -> np.ndarray:
+    """Rotation about +y by deg (right-handed)."""
+    c, s = math.cos(math.radians(deg)), math.sin(math.radians(deg))
+    return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]], dtype=np.float64)
+
+
+def rot_z(deg: float) -> np.ndarray:
+    """Rotation about +z by deg (right-handed)."""
+    c, s = math.cos(math.radians(deg)), math.sin(math.radians(deg))
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]], dtype=np.float64)
+
+
+def cam_matrix(rot: np.ndarray, pos) -> np.ndarray:
+    """4x4 cam_to_world from a rotation (columns = camera axes) and a position."""
+    cam = np.eye(4)
+    cam[:3, :3] = rot
+    cam[:3, 3] = pos
+    return cam
+
+
+def shot(pan=0.0, tilt=0.0, roll=0.0, motion=(0.0, 0.0, 0.0), fov=FOV, fov_end=None, n=N,
+         start=(0.0, EYE_M, 0.0)):
+    """Per-frame cams (n, 4, 4) and fovs (n,) for a linear move, following the conventions."""
+    r0 = rot_x(PITCH)
+    fov_end = fov if fov_end is None else fov_end
+    tan0, tan1 = math.tan(math.radians(fov) / 2), math.tan(math.radians(fov_end) / 2)
+    cams, fovs = [], []
+    for i in range(n):
+        e = i / (n - 1)
+        rot = rot_y(-pan * e) @ r0 @ rot_x(tilt * e) @ rot_z(-roll * e)
+        pos = np.asarray(start, dtype=np.float64) + r0 @ (np.asarray(motion) * e)
+        cams.append(cam_matrix(rot, pos))
+        fovs.append(math.degrees(2 * math.atan(tan0 + (tan1 - tan0) * e)))
+    return np.stack(cams), np.array(fovs)
+
+
+_RNG = np.random.default_rng(7)
+_TEX = _RNG.random((2, 96, 96))  # two value-noise octaves, values in [0, 1)
+_CYL_TEX = _RNG.random((48, 48))
+_CELLS = (0.30, 0.08)  # metres per texel of each octave
+
+
+def _bilinear(tex: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Periodic bilinear lookup of tex at continuous texel coordinates (a, b)."""
+    n0, n1 = tex.shape
+    a0, b0 = np.floor(a), np.floor(b)
+    fa, fb = a - a0, b - b0
+    i0, j0 = a0.astype(np.int64) % n0, b0.astype(np.int64) % n1
+    i1, j1 = (i0 + 1) % n0, (j0 + 1) % n1
+    top = tex[i0, j0] * (1 - fb) + tex[i0, j1] * fb
+    bottom = tex[i1, j0] * (1 - fb) + tex[i1, j1] * fb
+    return top * (1 - fa) + bottom * fa
+
+
+def _side_hit(origin, dirs, cx, cz, radius, height):
+    """Distance to a vertical cylinder's side (test-only), inf where missed."""
+    px, pz = origin[0] - cx, origin[2] - cz
+    a = dirs[:, 0] ** 2 + dirs[:, 2] ** 2
+    b = 2 * (px * dirs[:, 0] + pz * dirs[:, 2])
+    c = px * px + pz * pz - radius * radius
+    disc = b * b - 4 * a * c
+    t = (-b - np.sqrt(np.maximum(disc, 0))) / (2 * a)
+    y = origin[1] + t * dirs[:, 1]
+    return np.where((disc > 0) & (t > 0) & (y > 0) & (y < height), t, np.inf)
+
+
+def render(cam: np.ndarray, fov: float, width: int = W, height: int = H,
+           cylinders=()) -> np.ndarray:
+    """(H, W, 3) uint8 frame: noise-textured ground y = 0, fog, sky gradient, cylinders."""
+    f = (height / 2) / math.tan(math.radians(fov) / 2)
+    u = np.arange(width) + 0.5  # rays through pixel centres
+    v = np.arange(height) + 0.5
+    uu, vv = np.meshgrid(u, v)  # (H, W)
+    local = np.stack([(uu - width / 2) / f, -(vv - height / 2) / f, -np.ones_like(uu)], -1)
+    dirs = local.reshape(-1, 3) @ cam[:3, :3].T
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)  # (HW, 3) unit world rays
+    origin = cam[:3, 3]
+    dy = dirs[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(dy < -1e-9, -origin[1] / dy, np.inf)  # (HW,) metres to the ground
+    hit = np.isfinite(t)
+    tg = np.where(hit, t, 0.0)
+    x, z = origin[0] + tg * dirs[:, 0], origin[2] + tg * dirs[:, 2]
+    # Fade each octave out where a texel covers too few pixels, so the far ground is smooth
+    # instead of aliasing into features that no real camera would track.
+    footprint = tg / (f * np.maximum(-dy, 1e-6))  # metres of ground per pixel, along depth
+    grey = np.zeros(len(dirs))
+    for octave, cell in enumerate(_CELLS):
+        fade = np.clip((cell / np.maximum(footprint, 1e-9) - 2.0) / 2.0, 0.0, 1.0)
+        grey += (0.5 + fade * (_bilinear(_TEX[octave], x / cell, z / cell) - 0.5)) / len(_CELLS)
+    fog = np.exp(-tg / 30.0)
+    ground = np.stack([grey * 0.9 + 0.05, grey * 0.8 + 0.1, grey * 0.7 + 0.1], -1)
+    haze = np.array([0.75, 0.8, 0.85])
+    ground = ground * fog[:, None] + haze * (1 - fog[:, None])
+    elevation = np.clip(dy, 0.0, 1.0)[:, None]
+    sky = haze * (1 - elevation) + np.array([0.3, 0.5, 0.9]) * elevation
+    colour = np.where(hit[:, None], ground, sky)
+    nearest = np.where(hit, t, np.inf)
+    for (cx, cz, radius, cyl_h) in cylinders:
+        tc = _side_hit(origin, dirs, cx, cz, radius, cyl_h)
+        front = tc < nearest
+        if front.any():
+            tt = tc[front]
+            px = origin[0] + tt * dirs[front, 0] - cx
+            pz = origin[2] + tt * dirs[front, 2] - cz
+            py = origin[1] + tt * dirs[front, 1]
+            arc = np.arctan2(pz, px) * radius  # metres around the cylinder
+            tex = _bilinear(_CYL_TEX, arc / 0.05, py / 0.05)
+            colour[front] = np.stack([tex * 0.8 + 0.2, tex * 0.3, tex * 0.3], -1)
+            nearest = np.where(front, tc, nearest)
+    return (np.clip(colour, 0, 1) * 255 + 0.5).astype(np.uint8).reshape(height, width, 3)
+
+
+def render_shot(cams, fovs, width=W, height=H, cylinders_per_frame=None):
+    """Generator of rendered frames, one per camera."""
+    for i, (cam, fov) in enumerate(zip(cams, fovs)):
+        cyl = () if cylinders_per_frame is None else cylinders_per_frame(i)
+        yield render(cam, fov, width, height, cyl)
+
+
+# --------------------------------------------------------------------------- scene model
+
+def _project(cam, fov, point, width=W, height=H):
+    """Project a world point with the conventions (test-only, independent of the module)."""
+    local = cam[:3, :3].T @ (np.asarray(point, dtype=np.float64) - cam[:3, 3])
+    f = (height / 2) / math.tan(math.radians(fov) / 2)
+    return np.array([width / 2 + f * local[0] / -local[2], height / 2 - f * local[1] / -local[2]])
+
+
+def test_focal_matches_conventions():
+    assert focal_px(90.0, 180) == pytest.approx(90.0)
+    assert focal_px(60.0, 1080) == pytest.approx(540 / math.tan(math.radians(30)))
+
+
+def test_expected_flow_static_camera_is_zero():
+    cams, fovs = shot()
+    uv = np.array([[10.0, 170.0], [160.0, 90.0], [300.0, 5.0]])
+    flow = expected_flow(cams[0], fovs[0], cams[0], fovs[0], uv, W, H, DepthModel())
+    np.testing.assert_allclose(flow, 0.0, atol=1e-9)
+
+
+def test_expected_flow_matches_independent_projection_of_ground_points():
+    cams, fovs = shot(pan=10.0, tilt=-4.0, roll=3.0, motion=(0.4, 0.2, -0.8), fov_end=42.0)
+    a, b = cams[2], cams[9]
+    ground = np.array([[0.3, 0.0, -4.0], [-1.2, 0.0, -2.5], [2.0, 0.0, -9.0]])
+    uv_a = np.stack([_project(a, fovs[2], p) for p in ground])
+    uv_b = np.stack([_project(b, fovs[9], p) for p in ground])
+    flow = expected_flow(a, fovs[2], b, fovs[9], uv_a, W, H, DepthModel())
+    np.testing.assert_allclose(flow, uv_b - uv_a, atol=1e-6)
+
+
+def test_pure_rotation_flow_ignores_depth():
+    cams, fovs = shot(pan=8.0, tilt=5.0, roll=-4.0, fov_end=45.0)
+    uv = np.array([[20.0, 170.0], [160.0, 120.0], [250.0, 10.0]])  # ground and sky
+    near = DepthModel(occluders=(Cylinder(0.0, -3.0, 1.0, 3.0),))
+    flow_a = expected_flow(cams[0], fovs[0], cams[-1], fovs[-1], uv, W, H, DepthModel())
+    flow_b = expected_flow(cams[0], fovs[0], cams[-1], fovs[-1], uv, W, H, near)
+    np.testing.assert_allclose(flow_a, flow_b, atol=1e-6)
+    assert np.abs(flow_a).max() > 10  # it does move
+
+
+def test_cylinder_occludes_and_sets_depth_for_truck():
+    cam = cam_matrix(np.eye(3), (0.0, 1.0, 0.0))  # level camera looking down -z
+    moved = cam_matrix(np.eye(3), (0.1, 1.0, 0.0))  # trucked 10 cm right
+    model = DepthModel(occluders=(Cylinder(0.0, -5.0, 0.5, 2.0),))
+    centre = np.array([[W / 2, H / 2]])
+    t = cast_rays(cam[:3, 3], np.array([[0.0, 0.0, -1.0]]), model)
+    assert t[0] == pytest.approx(4.5)  # front surface of the cylinder
+    flow = expected_flow(cam, 60.0, moved, 60.0, centre, W, H, model)
+    assert flow[0, 0] == pytest.approx(-focal_px(60.0, H) * 0.1 / 4.5, rel=1e-6)
+    assert flow[0, 1] == pytest.approx(0.0, abs=1e-9)
+    # Without the cylinder the level centre ray never meets the ground: pure rotation, no flow.
+    bare = expected_flow(cam, 60.0, moved, 60.0, centre, W, H, DepthModel())
+    assert np.abs(bare).max() < 1e-9
+    # Looking down onto the cylinder's top (2 m) from 3 m: the cap is 1 m below.
+    above = cam_matrix(rot_x(-90.0), (0.0, 3.0, -5.0))
+    assert cast_rays(above[:3, 3], np.array([[0.0, -1.0, 0.0]]), model)[0] == pytest.approx(1.0)
+
+
+def test_far_limit_turns_hits_into_directions():
+    origin = np.array([0.0, 1.6, 0.0])
+    grazing = np.array([[0.0, -0.01, -1.0]]) / np.linalg.norm([0.0, -0.01, -1.0])
+    assert math.isfinite(cast_rays(origin, grazing, DepthModel())[0])
+    assert math.isinf(cast_rays(origin, grazing, DepthModel(far_m=50.0))[0])
+
+
+def test_depth_model_rejects_bad_values():
+    with pytest.raises(PlanError, match="radius"):
+        Cylinder(0.0, 0.0, -1.0, 1.0)
+    with pytest.raises(PlanError, match="far_m"):
+        DepthModel(far_m=0.0)
+
+
+# --------------------------------------------------------------------------- shots
+
+CASES = {
+    # name: (shot kwargs, component that must move, expected sign)
+    "pan_right": (dict(pan=12.0), "horizontal", +1),
+    "tilt_up": (dict(tilt=8.0), "vertical", +1),
+    "roll": (dict(roll=10.0), "roll", +1),
+    "dolly_in": (dict(motion=(0.0, 0.0, -1.2)), "scale", +1),
+    "dolly_out": (dict(motion=(0.0, 0.0, 1.2)), "scale", -1),
+    "truck_right": (dict(motion=(0.6, 0.0, 0.0)), "horizontal", +1),
+    "pedestal_up": (dict(motion=(0.0, 0.5, 0.0)), "vertical", +1),
+    "zoom_in": (dict(fov_end=38.0), "scale", +1),
+}
+
+
+def _check(kwargs, **kw) -> CameraAdherence:
+    """Render a shot with the given move and check it against its own plan."""
+    cams, fovs = shot(**kwargs)
+    return check_camera(render_shot(cams, fovs), cams, fovs, DepthModel(), **kw)
+
+
+def test_static_camera_holds_still():
+    report = _check({})
+    assert report.ok, report.summary
+    assert report.pairs_evaluated == N - 1 and report.pairs_skipped == 0
+    assert report.error_mean_px <= 0.5
+    for comp in report.components:
+        assert comp.direction_ok is None and not comp.unplanned
+        assert comp.measured_px < report.significant_px / 2
+    assert report.summary.startswith("holds still as planned")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_planned_move_is_measured(case):
+    kwargs, name, sign = CASES[case]
+    report = _check(kwargs)
+    comp = report.component(name)
+    assert comp.significant, (case, comp)
+    assert comp.direction_ok is True, (case, report.summary)
+    assert np.sign(comp.expected_total) == sign
+    assert np.sign(comp.measured_total) == sign
+    assert 0.8 < comp.ratio < 1.25, (case, comp)
+    assert report.error_mean_px <= 0.5, (case, report.error_mean_px)
+    assert report.ok, (case, report.summary)
+    assert "as planned" in report.summary
+
+
+def test_summary_uses_camera_language():
+    assert _check(CASES["pan_right"][0]).summary.startswith("pans right")
+    assert "dollies in" in _check(CASES["dolly_in"][0]).summary
+    assert "zooms in" in _check(CASES["zoom_in"][0]).summary
+
+
+def test_wrong_direction_fails():
+    planned, fovs = shot(pan=12.0)
+    filmed, _ = shot(pan=-12.0)
+    report = check_camera(render_shot(filmed, fovs), planned, fovs, DepthModel())
+    horizontal = report.component("horizontal")
+    assert horizontal.direction_ok is False
+    assert horizontal.expected_total > 0 > horizontal.measured_total
+    assert not report.ok
+    assert report.error_mean_px > 2.0  # about twice the per-frame pan
+    assert report.summary.startswith("planned to pan right")
+    assert "pans left" in report.summary or "moves left" in report.summary
+
+
+def test_unplanned_motion_fails_a_static_plan():
+    planned, fovs = shot()
+    filmed, _ = shot(pan=-12.0)
+    report = check_camera(render_shot(filmed, fovs), planned, fovs, DepthModel())
+    assert report.component("horizontal").unplanned
+    assert not report.ok
+    assert "unplanned" in report.summary
+
+
+def test_walking_character_is_excluded_not_blamed():
+    cams, fovs = shot(pan=6.0)
+
+    def cylinders(i):  # a character crossing left to right, 0.12 m per frame, 4 m away
+        return ((-0.9 + 0.12 * i, -4.0, 0.35, 1.8),)
+
+    def models(i):  # the plan knows where the character stands in each frame
+        x, z, r, h = cylinders(i)[0]
+        return DepthModel(occluders=(Cylinder(x, z, r, h),))
+
+    frames = render_shot(cams, fovs, cylinders_per_frame=cylinders)
+    report = check_camera(frames, cams, fovs, models)
+    assert report.ok, report.summary
+    assert report.error_mean_px <= 0.5
+    assert report.tracks_excluded > 0
+    assert report.component("horizontal").direction_ok is True
+
+
+def test_stride_max_pairs_and_json():
+    cams, fovs = shot(pan=12.0)
+    report = check_camera(render_shot(cams, fovs), cams, fovs, [DepthModel()] * N,
+                          stride=2, max_pairs=3)
+    assert report.pairs_evaluated == 3 and report.stride == 2
+    assert report.frames_seen <= 7  # decoding stopped once three pairs were done
+    assert report.component("horizontal").direction_ok is True
+    data = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert data["components"][0]["name"] == "horizontal"
+    assert set(data) >= {"ok", "summary", "pairs_evaluated", "error_mean_px", "error_p95_px"}
+
+
+def test_wide_frames_are_tracked_downscaled():
+    cams, fovs = shot(pan=12.0, n=4)
+    width, height = 1280, 720
+    frames = list(render_shot(cams, fovs, width, height))
+    pair = next(track_pairs(frames[:2]))
+    assert pair.analysis_scale == pytest.approx(0.75)
+    assert pair.width == width and pair.points_uv[:, 0].max() > 960  # full-resolution px
+    report = check_camera(frames, cams, fovs, DepthModel())
+    assert report.ok, report.summary
+    horizontal = report.component("horizontal")
+    assert horizontal.direction_ok is True
+    assert horizontal.measured_total == pytest.approx(horizontal.expected_total, rel=0.1)
+    assert report.error_mean_px <= 1.0
+
+
+def test_textureless_frames_are_skipped_and_counted():
+    cams, fovs = shot(n=4)
+    flat = (np.full((H, W, 3), 128, np.uint8) for _ in range(4))
+    report = check_camera(flat, cams, fovs, DepthModel())
+    assert report.pairs_evaluated == 0 and report.pairs_skipped == 3
+    assert not report.ok
+    assert "not checked" in report.summary
+    assert json.dumps(report.to_dict(), allow_nan=False)
+
+
+def test_bad_inputs_raise_daotai_errors():
+    cams, fovs = shot(n=3)
+    frames = [np.zeros((H, W, 3), np.uint8)] * 4
+    with pytest.raises(PlanError, match="more than the plan's 3 frames"):
+        check_camera(frames, cams, fovs, DepthModel())
+    with pytest.raises(PlanError, match=r"cams: shape"):
+        check_camera(frames, cams[:, :3], fovs, DepthModel())
+    with pytest.raises(PlanError, match=r"fovs\[1\]"):
+        check_camera(frames, cams, np.array([50.0, 180.0, 50.0]), DepthModel())
+    with pytest.raises(PlanError, match="depth_models"):
+        check_camera(frames, cams, fovs, [DepthModel()] * 2)
+    with pytest.raises(EncodeError, match=r"frames\[1\]"):
+        check_camera([frames[0], frames[0].astype(np.float32)], cams, fovs, DepthModel())
