@@ -111,7 +111,9 @@ class EncodeSettings:
                     f"settings.crf: {self.crf!r} must be None for prores (quality is set by "
                     "prores_profile)"
                 )
-            if isinstance(self.crf, bool) or not isinstance(self.crf, int) or not 0 <= self.crf <= 51:
+            if isinstance(self.crf, bool) or not isinstance(self.crf, int):
+                raise EncodeError(f"settings.crf: {self.crf!r} must be an integer in 0..51")
+            if not 0 <= self.crf <= 51:
                 raise EncodeError(f"settings.crf: {self.crf!r} must be an integer in 0..51")
         if self.preset not in PRESETS:
             raise EncodeError(
@@ -123,7 +125,9 @@ class EncodeSettings:
                 "2 (standard) or 3 (HQ)"
             )
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
-            raise EncodeError(f"settings.threads: {self.threads!r} must be an integer >= 0 (0 = auto)")
+            raise EncodeError(
+                f"settings.threads: {self.threads!r} must be an integer >= 0 (0 = auto)"
+            )
 
     @property
     def pix_fmt(self) -> str:
@@ -253,19 +257,27 @@ def yuv_planes_to_rgb(
     h, w = y.shape
     sy, sx = h // cb.shape[0], w // cb.shape[1]
     inverse, offset = _decode_coeffs(matrix_code, bits, full_range)
+    # Every row of the inverse matrix has the same luma weight, so scale Y once.
     yf = y.astype(np.float32)  # (H, W)
     yf -= offset[0]
-    cbf = cb.astype(np.float32) - offset[1]  # (H/sy, W/sx)
-    crf = cr.astype(np.float32) - offset[2]
-    out = np.empty((h // sy, sy, w // sx, sx, 3), np.float32)  # same memory order as (H, W, 3)
-    y4 = yf.reshape(h // sy, sy, w // sx, sx)
+    yf *= inverse[0, 0]
+    rows = yf.reshape(h // sy, sy, w)  # chroma rows are shared by sy luma rows
+    # Widen chroma to full width first: broadcasting over a long last axis is fast,
+    # over a length-2 axis it is not.
+    cbf = np.repeat(cb, sx, axis=1).astype(np.float32)  # (H/sy, W)
+    cbf -= offset[1]
+    crf = np.repeat(cr, sx, axis=1).astype(np.float32)
+    crf -= offset[2]
+    out = np.empty((h, w, 3), np.uint8)
+    out_rows = out.reshape(h // sy, sy, w, 3)
     for k in range(3):
-        chroma = inverse[k, 1] * cbf + inverse[k, 2] * crf  # (H/sy, W/sx), added per block
-        np.multiply(y4, inverse[k, 0], out=out[..., k])
-        out[..., k] += chroma[:, None, :, None]
-    out += 0.5
-    np.clip(out, 0.0, 255.0, out=out)
-    return out.astype(np.uint8).reshape(h, w, 3)
+        chroma = inverse[k, 1] * cbf
+        chroma += inverse[k, 2] * crf
+        chroma += 0.5  # the cast below truncates
+        channel = rows + chroma[:, None, :]  # (H/sy, sy, W) float32
+        np.clip(channel, 0.0, 255.0, out=channel)
+        out_rows[..., k] = channel
+    return out
 
 
 # --------------------------------------------------------------------------- plane access
@@ -364,7 +376,9 @@ class _AtomicOutput:
     def _add_stream(self, spec: _StreamSpec) -> Any:
         """Create and configure the encoder stream (time base 1/fps so pts = frame index)."""
         try:
-            stream = self._container.add_stream(spec.codec, rate=spec.fps, options=dict(spec.options))
+            stream = self._container.add_stream(
+                spec.codec, rate=spec.fps, options=dict(spec.options)
+            )
             stream.width = spec.width
             stream.height = spec.height
             stream.pix_fmt = spec.pix_fmt
@@ -403,7 +417,9 @@ class _AtomicOutput:
         try:
             self._container.mux(self._stream.encode(frame))
         except av.FFmpegError as error:
-            raise EncodeError(f"{str(self.path)!r}: encoding frame {self.frames} failed: {error}") from error
+            raise EncodeError(
+                f"{str(self.path)!r}: encoding frame {self.frames} failed: {error}"
+            ) from error
         self.frames += 1
 
     def commit(self) -> None:
@@ -412,12 +428,16 @@ class _AtomicOutput:
             return
         try:
             if self.frames == 0:
-                raise EncodeError(f"{str(self.path)!r}: no frames were written; refusing an empty video")
+                raise EncodeError(
+                    f"{str(self.path)!r}: no frames were written; refusing an empty video"
+                )
             try:
                 self._container.mux(self._stream.encode(None))
                 self._container.close()
             except av.FFmpegError as error:
-                raise EncodeError(f"{str(self.path)!r}: finishing the file failed: {error}") from error
+                raise EncodeError(
+                    f"{str(self.path)!r}: finishing the file failed: {error}"
+                ) from error
             self._closed = True
             fd = os.open(self.temp, os.O_RDONLY)
             try:
@@ -543,7 +563,9 @@ class VideoWriter:
 # --------------------------------------------------------------------------- lossless / preview
 
 
-def _first_and_rest(frames: Iterable[np.ndarray], what: str) -> tuple[np.ndarray, Iterator[np.ndarray]]:
+def _first_and_rest(
+    frames: Iterable[np.ndarray], what: str
+) -> tuple[np.ndarray, Iterator[np.ndarray]]:
     """Split an iterable into its first frame and an iterator over the rest."""
     iterator = iter(frames)
     try:
@@ -553,7 +575,9 @@ def _first_and_rest(frames: Iterable[np.ndarray], what: str) -> tuple[np.ndarray
     return first, iterator
 
 
-def _check_gray(frame: object, index: int, dtype: type, shape: tuple[int, ...] | None) -> np.ndarray:
+def _check_gray(
+    frame: object, index: int, dtype: type, shape: tuple[int, ...] | None
+) -> np.ndarray:
     """Validate one single-channel frame: ndarray, 2-D, the given dtype, the first frame's shape."""
     if not isinstance(frame, np.ndarray) or frame.dtype != dtype:
         kind = frame.dtype if isinstance(frame, np.ndarray) else type(frame).__name__
@@ -564,7 +588,9 @@ def _check_gray(frame: object, index: int, dtype: type, shape: tuple[int, ...] |
     return frame
 
 
-def _write_gray_ffv1(frames: Iterable[np.ndarray], path: str | os.PathLike[str], fps: Any, dtype: type) -> int:
+def _write_gray_ffv1(
+    frames: Iterable[np.ndarray], path: str | os.PathLike[str], fps: Any, dtype: type
+) -> int:
     """Shared body of the FFV1 writers; returns the number of frames written."""
     target = _check_target(path, (".mkv",))
     rate = as_fps(fps)
@@ -579,7 +605,7 @@ def _write_gray_ffv1(frames: Iterable[np.ndarray], path: str | os.PathLike[str],
         height=height,
         fps=rate,
         # level 3 = multi-threaded slices with per-slice CRCs, so corruption is detectable
-        options=(("level", "3"), ("slicecrc", "1"), ("g", "1")),
+        options=(("level", "3"), ("slices", "4"), ("slicecrc", "1"), ("g", "1")),
         color_range=RANGE_FULL,  # code values are data (millimetres, mask ids), not video levels
         tag_colour=False,
     )
@@ -699,7 +725,8 @@ def _open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
         container.close()
         raise EncodeError(f"path: {str(source)!r} has no video stream")
     stream = container.streams.video[0]
-    stream.codec_context.thread_type = "AUTO"  # frame + slice threads: decoding keeps up with encoding
+    # Frame + slice threads, so decoding keeps up with encoding in assembly.
+    stream.codec_context.thread_type = "AUTO"
     return container, stream
 
 
@@ -751,16 +778,23 @@ def _frame_to_rgb(frame: Any, step: int) -> np.ndarray:
     )
 
 
-def decode_frames(path: str | os.PathLike[str], *, step: int = 1) -> Iterator[np.ndarray]:
+def decode_frames(
+    path: str | os.PathLike[str], *, max_side: int | None = None
+) -> Iterator[np.ndarray]:
     """Yield (H, W, 3) uint8 RGB frames, converting YUV by the file's matrix/range tags.
 
-    ``step`` > 1 keeps every step-th row and column (cheap thumbnails for statistics).
+    With ``max_side`` every k-th row and column is kept (k the smallest integer that brings
+    the longer side to at most max_side): cheap thumbnails for statistics.
     """
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise EncodeError(f"step: {step!r} must be an integer >= 1")
+    if max_side is not None and (
+        isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 1
+    ):
+        raise EncodeError(f"max_side: {max_side!r} must be None or an integer >= 1")
     container, stream = _open_video(path)
     try:
         for frame in _decoded(container, stream, path):
+            longest = max(frame.width, frame.height)
+            step = 1 if max_side is None else max(1, -(-longest // max_side))
             yield _frame_to_rgb(frame, step)
     finally:
         container.close()

@@ -47,6 +47,7 @@ __all__ = [
     "Similarity",
     "TrackedPair",
     "TrackerConfig",
+    "agreeing_tracks",
     "cast_rays",
     "check_camera",
     "expected_flow",
@@ -336,31 +337,108 @@ class Similarity:
     scale: float  # log scale factor, + = picture grows
 
 
-def fit_similarity(src: np.ndarray, dst: np.ndarray, threshold_px: float,
-                   centre: tuple[float, float]) -> tuple[Similarity, np.ndarray] | None:
-    """RANSAC similarity src -> dst (N, 2) about centre; (components, inlier mask) or None."""
+def _ransac_similarity(src: np.ndarray, dst: np.ndarray, threshold_px: float,
+                       centre: tuple[float, float]) -> tuple[np.ndarray, np.ndarray] | None:
+    """RANSAC similarity src -> dst (N, 2) in centred coords: ((2, 3) matrix, inliers) or None."""
     if len(src) < 3:
         return None
     c = np.asarray(centre, dtype=np.float64)
     a = (src - c).astype(np.float32).reshape(-1, 1, 2)
     b = (dst - c).astype(np.float32).reshape(-1, 1, 2)
+    # OpenCV seeds its RANSAC generator the same way on every call: results are repeatable.
     matrix, inliers = cv2.estimateAffinePartial2D(
         a, b, method=cv2.RANSAC, ransacReprojThreshold=float(threshold_px),
         maxIters=2000, confidence=0.995, refineIters=10)
-    if matrix is None or inliers is None:
+    if matrix is None or inliers is None or math.hypot(matrix[0, 0], matrix[1, 0]) <= 0:
         return None
+    return matrix.astype(np.float64), inliers.ravel().astype(bool)
+
+
+def _apply(matrix: np.ndarray, points: np.ndarray, centre: tuple[float, float]) -> np.ndarray:
+    """Map points (N, 2) through a similarity fitted about centre."""
+    c = np.asarray(centre, dtype=np.float64)
+    return (points - c) @ matrix[:, :2].T + matrix[:, 2] + c
+
+
+def _components(matrix: np.ndarray) -> Similarity:
+    """Camera-grammar components of a centred similarity matrix (2, 3)."""
     cos_s, sin_s = float(matrix[0, 0]), float(matrix[1, 0])
-    scale = math.hypot(cos_s, sin_s)
-    if scale <= 0:
-        return None
     # Image v points down, so an angle that turns +u toward +v is clockwise on screen.
-    motion = Similarity(
+    return Similarity(
         horizontal=-float(matrix[0, 2]),
         vertical=float(matrix[1, 2]),
         roll=-math.degrees(math.atan2(sin_s, cos_s)),
-        scale=math.log(scale),
+        scale=math.log(math.hypot(cos_s, sin_s)),
     )
-    return motion, inliers.ravel().astype(bool)
+
+
+def fit_similarity(src: np.ndarray, dst: np.ndarray, threshold_px: float,
+                   centre: tuple[float, float]) -> tuple[Similarity, np.ndarray] | None:
+    """Robust similarity src -> dst (N, 2) about centre; (components, inlier mask) or None.
+
+    RANSAC runs first with a third of ``threshold_px``: with a generous threshold a
+    similarity can bend (a small rotation) to cover both the background and a large moving
+    object, while only one coherent group fits a tight one. The generous threshold is the
+    fallback when the tight one finds fewer than a handful of inliers (noisy footage).
+    """
+    fit = _two_stage(src, dst, threshold_px, centre, min_inliers=8)
+    return None if fit is None else (_components(fit[0]), fit[1])
+
+
+def _two_stage(src: np.ndarray, dst: np.ndarray, threshold_px: float,
+               centre: tuple[float, float], min_inliers: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """RANSAC with a tight threshold, then the generous one if the tight fit starves."""
+    fit = None
+    for stage in (threshold_px / 3.0, threshold_px):
+        fit = _ransac_similarity(src, dst, stage, centre)
+        if fit is not None and int(fit[1].sum()) >= min_inliers:
+            return fit
+    return fit
+
+
+def agreeing_tracks(start: np.ndarray, moved: np.ndarray, planned: np.ndarray,
+                    threshold_px: float, centre: tuple[float, float], min_tracks: int,
+                    plan_preference: float = 0.5) -> np.ndarray | None:
+    """Mask (N,) of tracks whose plan-vs-video disagreement follows the shot-wide one.
+
+    Two explanations compete, both scored at a third of ``threshold_px``: "the video follows
+    the plan" (no disagreement) and the best RANSAC similarity between planned and measured
+    end points. The plan wins when it explains at least ``plan_preference`` times as many
+    tracks, so a big character walking through a correctly filmed shot cannot pass itself off
+    as the camera. Tracks are kept when they miss the winning model by less than three robust
+    standard deviations of the misses, clamped to [threshold / 3, threshold].
+    """
+    src, dst = start + planned, start + moved  # (N, 2) planned and measured end points
+    tight = threshold_px / 3.0
+    fit = _two_stage(src, dst, threshold_px, centre, min_tracks)
+    plan_count = int(np.count_nonzero(np.linalg.norm(dst - src, axis=1) < tight))
+    fit_count = 0 if fit is None else int(fit[1].sum())
+    if plan_count >= min_tracks and plan_count >= plan_preference * fit_count:
+        predicted = src
+    elif fit is not None:
+        predicted = _apply(fit[0], src, centre)
+    else:
+        return None
+    miss = np.linalg.norm(predicted - dst, axis=1)  # (N,) px
+    near = miss < threshold_px
+    if int(near.sum()) < min_tracks:
+        return None
+    spread = 3.0 * 1.4826 * float(np.median(miss[near]))  # 3 sigma of the background's misses
+    keep = miss < min(max(spread, tight), threshold_px)
+    return keep if int(keep.sum()) >= min_tracks else None
+
+
+def _on_characters(cam: np.ndarray, fov: float, points_uv: np.ndarray, width: int,
+                   height: int, model: DepthModel, margin: float) -> np.ndarray:
+    """Mask (N,) of pixels whose ray meets a (slightly grown) cylinder before anything else."""
+    if not model.occluders:
+        return np.zeros(len(points_uv), dtype=bool)
+    grown = tuple(Cylinder(c.center_x, c.center_z, c.radius * (1 + margin),
+                           c.height * (1 + margin)) for c in model.occluders)
+    dirs = _pixel_dirs(points_uv, fov, width, height) @ cam[:3, :3].T  # (N, 3) world
+    bare = DepthModel(model.ground_y, model.far_m)
+    with_chars = DepthModel(model.ground_y, model.far_m, grown)
+    return cast_rays(cam[:3, 3], dirs, with_chars) < cast_rays(cam[:3, 3], dirs, bare)
 
 
 # --------------------------------------------------------------------------- report
@@ -375,6 +453,8 @@ class CameraCheckConfig:
     max_mean_error_px: float = 1.0  # mean endpoint error per frame allowed
     significant_frac: float = 0.02  # a component moving < this fraction of the width is "still"
     unplanned_factor: float = 2.0  # still-planned component moving > factor x significance
+    character_margin: float = 0.15  # cylinders grow by this fraction when excluding their tracks
+    plan_preference: float = 0.5  # "video follows the plan" wins with this share of RANSAC's count
 
 
 @dataclass(frozen=True)
@@ -606,6 +686,58 @@ def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, str
     return text
 
 
+@dataclass(frozen=True)
+class _PairResult:
+    """What one frame pair contributes to the shot report."""
+
+    errors: np.ndarray  # (K,) endpoint errors of the kept tracks, px per frame
+    excluded: int  # tracks found but not kept
+    measured: Similarity
+    expected: Similarity
+    rotation_only: Similarity | None  # expected motion with every pixel at infinity
+
+
+def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: DepthModel,
+                   stride: int, config: CameraCheckConfig) -> _PairResult | None:
+    """Compare one pair's tracks with the plan; None when too few usable tracks remain."""
+    width, height = pair.width, pair.height
+    threshold = config.inlier_px / pair.analysis_scale  # full-resolution px
+    centre = (width / 2.0, height / 2.0)
+    min_tracks = config.tracker.min_tracks
+    a, b = pair.index_a, pair.index_b
+    start, moved = pair.points_uv, pair.displacement  # (K, 2) each
+    planned = _reproject(cams[a], fovs[a], cams[b], fovs[b], start, width, height,
+                         model) - start  # (K, 2) px; NaN where the point falls behind cam b
+    usable = np.all(np.isfinite(planned), axis=1)
+    # Characters move on their own, so their tracks say nothing about the camera; a close-up
+    # may have nothing else, then they stay in.
+    off_chars = usable & ~_on_characters(cams[a], fovs[a], start, width, height, model,
+                                         config.character_margin)
+    if int(off_chars.sum()) >= min_tracks:
+        usable = off_chars
+    start, moved, planned = start[usable], moved[usable], planned[usable]
+    if len(start) < min_tracks:
+        return None
+    keep = agreeing_tracks(start, moved, planned, threshold, centre, min_tracks,
+                           config.plan_preference)
+    if keep is None:
+        return None
+    s, m, e = start[keep], moved[keep], planned[keep]
+    fit_m = fit_similarity(s, s + m, threshold, centre)
+    fit_e = fit_similarity(s, s + e, threshold, centre)
+    if fit_m is None or fit_e is None:
+        return None
+    far = _reproject(cams[a], fovs[a], cams[b], fovs[b], s, width, height, None) - s
+    fit_r = fit_similarity(s, s + far, threshold, centre) if np.all(np.isfinite(far)) else None
+    return _PairResult(
+        errors=np.linalg.norm(m - e, axis=1) / stride,
+        excluded=pair.detected - len(s),
+        measured=fit_m[0],
+        expected=fit_e[0],
+        rotation_only=None if fit_r is None else fit_r[0],
+    )
+
+
 def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarray,
                  depth_models: DepthModels, *, stride: int = 1, max_pairs: int | None = None,
                  config: CameraCheckConfig = CameraCheckConfig()) -> CameraAdherence:
@@ -627,45 +759,25 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
     skipped = used = excluded = 0
     worst: tuple[int, int, float] | None = None
     width, height, analysis_scale = 0, 0, 1.0
-    min_tracks = config.tracker.min_tracks
 
     pairs = track_pairs(_bounded(frames, n, seen), stride, config.tracker)
     for pair in pairs:
         width, height, analysis_scale = pair.width, pair.height, pair.analysis_scale
-        threshold = config.inlier_px / analysis_scale  # full-resolution px
-        centre = (width / 2.0, height / 2.0)
-        a, b = pair.index_a, pair.index_b
-        start, moved = pair.points_uv, pair.displacement  # (K, 2) each
-        planned = _reproject(cams[a], fovs[a], cams[b], fovs[b], start, width, height,
-                             model_for(a)) - start  # (K, 2) px
-        valid = np.all(np.isfinite(planned), axis=1)
-        start, moved, planned = start[valid], moved[valid], planned[valid]
-        agreement = fit_similarity(start + planned, start + moved, threshold, centre) \
-            if len(start) >= min_tracks else None
-        if agreement is None or int(agreement[1].sum()) < min_tracks:
+        result = _evaluate_pair(pair, cams, fovs, model_for(pair.index_a), stride, config)
+        if result is None:
             skipped += 1
         else:
-            keep = agreement[1]
-            s, m, e = start[keep], moved[keep], planned[keep]
-            fit_m = fit_similarity(s, s + m, threshold, centre)
-            fit_e = fit_similarity(s, s + e, threshold, centre)
-            far = _reproject(cams[a], fovs[a], cams[b], fovs[b], s, width, height, None) - s
-            fit_r = fit_similarity(s, s + far, threshold, centre) \
-                if np.all(np.isfinite(far)) else None
-            if fit_m is None or fit_e is None:
-                skipped += 1
-            else:
-                err = np.linalg.norm(m - e, axis=1) / stride  # (K,) px per frame
-                errors.append(err)
-                used += len(err)
-                excluded += pair.detected - len(keep)
-                for name in COMPONENTS:
-                    measured[name] += getattr(fit_m[0], name)
-                    expected[name] += getattr(fit_e[0], name)
-                    rotation[name] += getattr(fit_r[0], name) if fit_r else 0.0
-                pair_error = float(err.mean())
-                if worst is None or pair_error > worst[2]:
-                    worst = (a, b, pair_error)
+            errors.append(result.errors)
+            used += len(result.errors)
+            excluded += result.excluded
+            for name in COMPONENTS:
+                measured[name] += getattr(result.measured, name)
+                expected[name] += getattr(result.expected, name)
+                if result.rotation_only is not None:
+                    rotation[name] += getattr(result.rotation_only, name)
+            pair_error = float(result.errors.mean())
+            if worst is None or pair_error > worst[2]:
+                worst = (pair.index_a, pair.index_b, pair_error)
         if max_pairs is not None and len(errors) + skipped >= max_pairs:
             pairs.close()  # stop decoding: the caller asked for no more pairs
             break

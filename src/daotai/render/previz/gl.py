@@ -41,7 +41,6 @@ EGL_HINT = (
     "(Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri; "
     "Fedora: dnf install mesa-libEGL mesa-dri-drivers)"
 )
-MAX_BLOBS = 16  # soft contact shadows the ground shader accepts per frame
 _INSTANCE_FLOATS = 29  # model 4x4 + normal 3x3 (column-major) + rgb + id
 
 _MESH_VS = """
@@ -93,18 +92,26 @@ void main() {
 
 _BG_VS = """
 #version 330
+uniform mat3 u_rot;     // camera axes in world coordinates (columns x, y, z)
+uniform vec4 u_intr;    // fx, fy, cx, cy in pixels of this framebuffer
+uniform vec2 u_size;    // framebuffer width, height in pixels
+noperspective out vec3 v_dir;
 void main() {
     // one triangle that covers the viewport, wound clockwise like the mirrored meshes
-    vec2 p = vec2(float((gl_VertexID & 2) << 1) - 1.0, float((gl_VertexID & 1) << 2) - 1.0);
-    gl_Position = vec4(p, 0.0, 1.0);
+    vec2 ndc = vec2(float((gl_VertexID & 2) << 1) - 1.0, float((gl_VertexID & 1) << 2) - 1.0);
+    // window row 0 is the image's top row (see the mirrored projection), so v grows with ndc.y
+    vec2 px = (ndc * 0.5 + 0.5) * u_size;
+    // the camera ray through pixel (u, v), scaled so its camera-space z is -1: the ray
+    // parameter at a hit is then the view depth. Affine in the pixel, so interpolating it
+    // across the triangle is exact and saves the fragment shader a matrix product.
+    v_dir = u_rot * vec3((px.x - u_intr.z) / u_intr.x, -(px.y - u_intr.w) / u_intr.y, -1.0);
+    gl_Position = vec4(ndc, 0.0, 1.0);
 }
 """
 
 _BG_FS = """
 #version 330
-uniform mat3 u_rot;     // camera axes in world coordinates (columns x, y, z)
 uniform vec3 u_eye;     // camera position, world
-uniform vec4 u_intr;    // fx, fy, cx, cy in pixels of this framebuffer
 uniform vec2 u_clip;    // near, far
 uniform vec3 u_zenith;
 uniform vec3 u_horizon;
@@ -113,43 +120,34 @@ uniform vec3 u_grid;
 uniform vec3 u_haze;
 uniform float u_spacing;
 uniform float u_fog;    // metres over which the ground fades 63 % toward the haze
-uniform vec4 u_blobs[16];  // contact shadows: x, z, radius, strength
-uniform int u_nblobs;
+noperspective in vec3 v_dir;
 layout(location = 0) out vec4 f_colour;
 layout(location = 1) out float f_depth;
 layout(location = 2) out uint f_id;
 
-float lines(vec2 p, float half_width) {
-    // box-filtered grid lines: coverage of a line of half_width (cells) over the pixel
-    // footprint, dimmed when thinner than a pixel, gone when cells shrink below ~3 px
-    vec2 w = fwidth(p);
-    vec2 g = abs(fract(p - 0.5) - 0.5);
-    vec2 hw = max(vec2(half_width), 0.5 * w);
-    vec2 cover = clamp((hw + 0.5 * w - g) / max(w, vec2(1e-6)), 0.0, 1.0) * (half_width / hw);
-    float fade = 1.0 - smoothstep(0.15, 0.35, max(w.x, w.y));
-    return max(cover.x, cover.y) * fade;
-}
-
 void main() {
-    vec2 px = gl_FragCoord.xy;  // (u, v): origin top-left because the projection is mirrored
-    vec3 dir = u_rot * vec3((px.x - u_intr.z) / u_intr.x, -(px.y - u_intr.w) / u_intr.y, -1.0);
-    float t = abs(dir.y) > 1e-12 ? -u_eye.y / dir.y : -1.0;  // = view depth, as dir.z_cam = -1
-    bool hit = t > 0.0;
-    // derivatives need every pixel of a 2x2 quad to take part; sky pixels use a far point
-    vec2 p = (u_eye + dir * (hit ? min(t, 1e6) : 1e6)).xz;
-
-    float minor = lines(p / u_spacing, 0.02);
-    float major = lines(p / (5.0 * u_spacing), 0.012);
+    float t = -u_eye.y / v_dir.y;  // ray parameter = view depth at the ground; <= 0 or inf: no hit
+    bool hit = t > 0.0 && t < 1e30;
+    // derivatives need every pixel of a 2x2 quad to take part: sky pixels use a far point,
+    // whose huge footprint fades the lines to nothing
+    vec2 cell = (u_eye.xz + v_dir.xz * (hit ? min(t, 1e6) : 1e6)) / u_spacing;
+    vec2 w = fwidth(cell);  // cells per pixel
+    // box-filtered lines: coverage of a line of half-width hw over the pixel footprint, dimmed
+    // when thinner than a pixel; minor lines vanish as cells shrink below ~3 px, major lines
+    // (every 5th) below ~15 px, so distant ground never shimmers into moire
+    vec2 g = abs(fract(cell - 0.5) - 0.5);
+    vec2 hw = max(vec2(0.02), 0.5 * w);
+    vec2 c = clamp((hw + 0.5 * w - g) / w, 0.0, 1.0) * (0.02 / hw);
+    float minor = max(c.x, c.y) * (1.0 - smoothstep(0.15, 0.35, max(w.x, w.y)));
+    vec2 g5 = abs(fract(cell * 0.2 - 0.5) - 0.5);
+    vec2 w5 = 0.2 * w;
+    vec2 hw5 = max(vec2(0.008), 0.5 * w5);
+    vec2 c5 = clamp((hw5 + 0.5 * w5 - g5) / w5, 0.0, 1.0) * (0.008 / hw5);
+    float major = max(c5.x, c5.y) * (1.0 - smoothstep(0.15, 0.35, max(w5.x, w5.y)));
     vec3 ground = mix(u_ground, u_grid, max(0.7 * minor, major));
-    float shade = 1.0;
-    for (int i = 0; i < u_nblobs; ++i) {
-        vec2 d = (p - u_blobs[i].xy) / u_blobs[i].z;
-        shade *= 1.0 - u_blobs[i].w * exp(-2.5 * dot(d, d));
-    }
-    ground = mix(ground * shade, u_haze, 1.0 - exp(-t / u_fog));
+    ground = mix(ground, u_haze, 1.0 - exp(-t / u_fog));
 
-    vec3 nd = normalize(dir);
-    float s = 1.0 - clamp(nd.y, 0.0, 1.0);
+    float s = 1.0 - clamp(v_dir.y * inversesqrt(dot(v_dir, v_dir)), 0.0, 1.0);
     vec3 sky = mix(u_horizon, u_zenith, 1.0 - s * s * s);
 
     float n = u_clip.x;
@@ -158,8 +156,35 @@ void main() {
     f_colour = vec4(hit ? ground : sky, 1.0);
     f_depth = inside ? t : uintBitsToFloat(0x7F800000u);  // +inf: sky or past the far plane
     f_id = 0u;
-    // window depth of view depth t for the standard GL projection with [0, 1] depth range
+    // window depth of view depth t under the standard GL projection, depth range [0, 1]
     gl_FragDepth = inside ? clamp(0.5 * ((f + n) / (f - n) - 2.0 * f * n / ((f - n) * t)) + 0.5, 0.0, 1.0) : 1.0;
+}
+"""
+
+_DECAL_VS = """
+#version 330
+uniform mat4 u_view;
+uniform mat4 u_proj;
+in vec2 in_corner;      // unit quad corner in [-1, 1]^2
+in vec4 i_blob;         // x, z, radius, strength
+out vec2 v_local;
+flat out float v_strength;
+void main() {
+    v_local = in_corner * 2.0;  // the quad spans two radii; the shadow is ~gone by then
+    v_strength = i_blob.w;
+    vec3 world = vec3(i_blob.x + v_local.x * i_blob.z, 0.0, i_blob.y + v_local.y * i_blob.z);
+    gl_Position = u_proj * (u_view * vec4(world, 1.0));
+}
+"""
+
+_DECAL_FS = """
+#version 330
+in vec2 v_local;
+flat in float v_strength;
+layout(location = 0) out vec4 f_colour;
+void main() {
+    // soft contact shadow: black with a gaussian alpha, blended over the ground colour only
+    f_colour = vec4(0.0, 0.0, 0.0, v_strength * exp(-2.5 * dot(v_local, v_local)));
 }
 """
 
@@ -260,9 +285,17 @@ class PrevizRenderer:
         try:
             self._mesh_prog = ctx.program(vertex_shader=_MESH_VS, fragment_shader=_MESH_FS)
             self._bg_prog = ctx.program(vertex_shader=_BG_VS, fragment_shader=_BG_FS)
+            self._decal_prog = ctx.program(vertex_shader=_DECAL_VS, fragment_shader=_DECAL_FS)
         except Exception as exc:  # moderngl raises plain Exception on compile/link errors
             raise BackendError(f"previz shaders failed to compile on this OpenGL driver: {exc}") from exc
         self._bg_vao = ctx.vertex_array(self._bg_prog, [])
+        corners = np.array([-1, -1, 1, -1, 1, 1, -1, -1, 1, 1, -1, 1], np.float32)  # (6 * 2,) two triangles
+        self._decal_vbo = ctx.buffer(corners.tobytes())
+        self._decal_ibo = ctx.buffer(reserve=16 * 16, dynamic=True)
+        self._decal_capacity = 16
+        self._decal_vao = ctx.vertex_array(
+            self._decal_prog, [(self._decal_vbo, "2f", "in_corner"), (self._decal_ibo, "4f/i", "i_blob")]
+        )
         self._vbos: dict[str, Any] = {}
         self._ibos: dict[str, Any] = {}
         self._vaos: dict[str, Any] = {}
@@ -302,7 +335,8 @@ class PrevizRenderer:
         bg["u_spacing"].value = env.grid_spacing_m
         bg["u_fog"].value = 150.0
         bg["u_clip"].value = (self.settings.near, self.settings.far)
-        self._blobs = np.zeros((MAX_BLOBS, 4), np.float32)
+        bg["u_size"].value = (float(w), float(h))
+        # contact shadows (x, z, radius, strength) under set pieces standing on the ground
         self._static_blobs = [
             (p.position[0], p.position[2], 0.6 * max(p.size[0], p.size[2]), 0.3)
             for p in self.set_pieces if abs(p.position[1]) < 0.05
@@ -327,7 +361,8 @@ class PrevizRenderer:
         if ctx is None:
             return
         with ctx:
-            for name in ("_fbo", "_depth_rb", "_bg_vao", "_mesh_prog", "_bg_prog"):
+            for name in ("_fbo", "_depth_rb", "_bg_vao", "_decal_vao", "_decal_ibo", "_decal_vbo",
+                         "_mesh_prog", "_bg_prog", "_decal_prog"):
                 obj = self.__dict__.pop(name, None)
                 if obj is not None:
                     obj.release()
@@ -392,10 +427,6 @@ class PrevizRenderer:
                 by_prim[part.primitive][0].append(part)
                 by_prim[part.primitive][1].append(i + 1)
             blobs.append((fig.position[0], fig.position[1], 0.3 * fig.height_m, 0.35))
-        blobs = blobs[:MAX_BLOBS]
-        self._blobs[:] = 0.0
-        if blobs:
-            self._blobs[: len(blobs)] = blobs
 
         self._fbo.use()
         ctx.viewport = (0, 0, w, h)
@@ -406,14 +437,32 @@ class PrevizRenderer:
         bg["u_rot"].write(_gl_mat(c2w[:3, :3]))
         bg["u_eye"].value = tuple(float(v) for v in c2w[:3, 3])
         bg["u_intr"].value = intrinsics(state.fov_deg, w, h)
-        bg["u_blobs"].write(self._blobs.tobytes())
-        bg["u_nblobs"].value = len(blobs)
         ctx.depth_func = "1"  # the background writes every pixel: no clear needed
         self._bg_vao.render(moderngl.TRIANGLES, vertices=3)
 
+        view_b, proj_b = _gl_mat(view), _gl_mat(proj)
+        if blobs:
+            # Shadows lie on the ground and are drawn before any mesh, so they need no depth
+            # test (meshes drawn later cover them) and write colour only, never depth or ids.
+            rows = np.asarray(blobs, np.float32)  # (B, 4) x, z, radius, strength
+            if len(rows) > self._decal_capacity:
+                self._decal_capacity = 2 * len(rows)
+                self._decal_ibo.orphan(self._decal_capacity * 16)
+            self._decal_ibo.write(rows.tobytes())
+            self._decal_prog["u_view"].write(view_b)
+            self._decal_prog["u_proj"].write(proj_b)
+            ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+            ctx.enable(moderngl.BLEND)
+            ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+            self._fbo.color_mask = ((True, True, True, False), (False,) * 4, (False,) * 4)
+            self._decal_vao.render(moderngl.TRIANGLES, instances=len(rows))
+            self._fbo.color_mask = ((True,) * 4,) * 3
+            ctx.disable(moderngl.BLEND)
+            ctx.enable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+
         ctx.depth_func = "<"
-        self._mesh_prog["u_view"].write(_gl_mat(view))
-        self._mesh_prog["u_proj"].write(_gl_mat(proj))
+        self._mesh_prog["u_view"].write(view_b)
+        self._mesh_prog["u_proj"].write(proj_b)
         for name in PRIMITIVES:
             parts, ids = by_prim[name]
             if not parts:

@@ -1,0 +1,56 @@
+"""Drive a pipeline run with a rich progress display: one bar per shot and one overall."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from daotai.errors import DaotaiError
+from daotai.plan.model import Plan
+from daotai.render.base import Notice, Output
+from daotai.render.base import Progress as ProgressEvent
+
+
+def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, console: Console):
+    """Run the pipeline, drawing progress; returns its RunResult."""
+    from daotai.pipeline import Finished, run
+    from daotai.plan.planner import select_shots
+
+    shown = select_shots(plan, list(settings.shots)) if settings.shots else plan
+    total_frames = sum(s.frames for s in shown.shots)
+    columns = (
+        TextColumn("{task.description}", justify="left"),
+        BarColumn(bar_width=None),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    result = None
+    with Progress(*columns, console=console, transient=False, disable=not console.is_terminal and False) as bars:
+        overall = bars.add_task("[bold]all shots", total=total_frames)
+        shot_tasks: dict[str, TaskID] = {}
+        done_frames: dict[str, int] = {}
+        for event in run(plan, out_dir, settings, source=source):
+            if isinstance(event, ProgressEvent):
+                if event.stage == "render" and event.shot_id is not None:
+                    if event.shot_id not in shot_tasks:
+                        shot_tasks[event.shot_id] = bars.add_task(f"  {escape(event.shot_id)}", total=event.total)
+                    bars.update(shot_tasks[event.shot_id], completed=event.done)
+                    done_frames[event.shot_id] = event.done
+                    bars.update(overall, completed=sum(done_frames.values()))
+                elif event.stage in ("assemble", "qc") and event.done == 0:
+                    bars.console.print(f"[dim]{event.stage}…[/dim]")
+            elif isinstance(event, Notice):
+                where = f"{event.shot_id}: " if event.shot_id else ""
+                colour = "yellow" if event.level == "warning" else "cyan"
+                bars.console.print(f"[{colour}]{event.level}[/{colour}] {escape(where + event.text)}")
+            elif isinstance(event, Output) and event.kind == "sequence":
+                bars.console.print(f"[dim]wrote {escape(event.path)}[/dim]")
+            elif isinstance(event, Finished):
+                result = event.result
+    if result is None:
+        raise DaotaiError("the render ended without a result")
+    return result

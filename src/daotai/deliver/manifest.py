@@ -1,0 +1,84 @@
+"""manifest.json: enough to reproduce a render exactly and to prove what was delivered.
+
+Versions of daotai and every library in the data path, the script and plan hashes, seeds,
+settings, per-stage timings and the sha256 of every output file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from daotai import __version__
+from daotai.deliver.files import atomic_write_text, sha256_file
+from daotai.plan.model import Plan
+
+LIBRARIES = ("pydantic", "numpy", "av", "moderngl", "opencv-python-headless", "pillow", "opentimelineio")
+MANIFEST_VERSION = 1
+
+
+def library_versions() -> dict[str, str]:
+    found = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+def output_files(out_dir: Path) -> dict[str, str]:
+    """sha256 of every deliverable under the output folder (relative path → hex)."""
+    hashes = {}
+    for path in sorted(out_dir.rglob("*")):
+        if path.is_file() and path.name != "manifest.json" and not path.name.startswith("."):
+            hashes[path.relative_to(out_dir).as_posix()] = sha256_file(path)
+    return hashes
+
+
+def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records, timings: dict[str, float],
+                   source: Path | None) -> dict:
+    """Write manifest.json (atomically) and return it."""
+    from daotai.encode.video import EncodeSettings
+
+    enc = EncodeSettings(codec=settings.codec, crf=settings.crf, preset=settings.preset)
+    script_sha = None
+    if source is not None and Path(source).is_file():
+        script_sha = sha256_file(source)
+    manifest = {
+        "manifest_version": MANIFEST_VERSION,
+        "daotai_version": __version__,
+        "python": sys.version.split()[0],
+        "platform": f"{platform.system()} {platform.machine()}",
+        "libraries": library_versions(),
+        "source": {"path": str(source) if source else None, "sha256": script_sha},
+        "script_hash": plan.script_hash,
+        "plan_sha256": hashlib.sha256(plan_text.encode("utf-8")).hexdigest(),
+        "settings": {
+            **asdict(settings),
+            "effective_crf": enc.effective_crf,
+            "pix_fmt": enc.pix_fmt,
+            "size": [plan.width, plan.height],
+            "fps": list(plan.fps_fraction),
+        },
+        "seeds": {"script": plan.seed, "shots": {s.shot_id: s.seed for s in plan.shots},
+                  "characters": {c.id: c.seed for c in plan.characters}},
+        "shots": [
+            {
+                "shot_id": r.shot_id,
+                "files": r.files,
+                "render_s": round(r.render_s, 4),
+                "wall_s": round(r.wall_s, 4),
+            }
+            for r in records
+        ],
+        "timings_s": {k: round(v, 4) for k, v in timings.items()},
+        "files": output_files(out_dir),
+    }
+    atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    return manifest

@@ -1,0 +1,379 @@
+"""run(plan, out_dir, settings, ctx) -> Iterator[Event]: render → encode → assemble → qc → deliver.
+
+Rendering and encoding overlap: each output stream (shot video, depth, depth preview,
+mask) is encoded by its own thread fed through a short queue while the backend renders
+the next frame. Every file is written to a temp name in its folder and renamed when
+complete, so an interrupted run leaves nothing half-written at an output path.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import queue
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+from daotai import __version__
+from daotai.errors import Cancelled, DaotaiError, EncodeError, PlanError
+from daotai.plan.model import Plan, ShotPlan
+from daotai.render.base import Event, Frame, Notice, Output, Progress, RenderJob, RunContext
+
+FIDELITY_SAMPLES_PER_SHOT = 12  # rendered frames kept to measure encode PSNR after encoding
+QUEUE_DEPTH = 6  # frames in flight per encoder thread: overlap without much memory
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """What to render and how to encode it."""
+
+    backend: str = "previz"
+    codec: str = "h264"
+    crf: int | None = None
+    preset: str = "veryfast"
+    controls: bool = True
+    shots: tuple[str, ...] = ()
+    strict: bool = False
+    camera_qc: bool = True
+
+
+@dataclass(frozen=True)
+class RunResult:
+    out_dir: Path
+    sequence: Path
+    qc_path: Path
+    qc_ok: bool
+    summary: str
+    timings: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Last event of a run."""
+
+    result: RunResult
+
+
+@dataclass
+class ShotRecord:
+    """What the pipeline learned while rendering one shot (kept for qc and the manifest)."""
+
+    shot_id: str
+    samples: dict[int, np.ndarray] = field(default_factory=dict)  # frame index → (H, W, 3) uint8
+    middle: np.ndarray | None = None  # (H, W, 3) uint8 for the contact sheet
+    render_s: float = 0.0
+    wall_s: float = 0.0
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def load_plan_or_script(path: Path, preset: str | None, loader: Callable[..., Any]) -> Plan:
+    """A plan file written by `daotai plan`, or a script planned now."""
+    from daotai.plan.planner import plan_from_json, plan_script
+
+    if path.suffix.lower() == ".json" and path.is_file() and path.stat().st_size < 256 * 1024 * 1024:
+        head = path.read_text(encoding="utf-8", errors="replace")[:4096]
+        if '"plan_version"' in head:
+            if preset:
+                raise PlanError(f"--preset: {preset!r} cannot resize an existing plan; plan the script again with --preset")
+            try:
+                return plan_from_json(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise PlanError(f"{path}: is not a valid daotai plan ({str(exc).splitlines()[0]})") from None
+    return plan_script(loader(path, preset))
+
+
+# ------------------------------------------------------------------ threaded encoders
+
+_DONE = object()
+_ABORT = object()
+
+
+class _Sink:
+    """Runs ``consume(iterator)`` in a thread; items arrive through a bounded queue."""
+
+    def __init__(self, name: str, consume: Callable[[Iterator[Any]], Any]):
+        self.name = name
+        self._queue: queue.Queue = queue.Queue(maxsize=QUEUE_DEPTH)
+        self._error: BaseException | None = None
+        self.busy_s = 0.0
+        self._thread = threading.Thread(target=self._run, args=(consume,), name=f"daotai-{name}", daemon=True)
+        self._thread.start()
+
+    def _items(self) -> Iterator[Any]:
+        while True:
+            item = self._queue.get()
+            if item is _DONE:
+                return
+            if item is _ABORT:
+                raise Cancelled("encoding stopped")
+            started = time.perf_counter()
+            yield item
+            self.busy_s += time.perf_counter() - started
+
+    def _run(self, consume: Callable[[Iterator[Any]], Any]) -> None:
+        try:
+            consume(self._items())
+        except BaseException as exc:  # reported to the producer in put()/finish()
+            self._error = exc
+            # Drain so a producer blocked on a full queue wakes up and sees the error.
+            while True:
+                try:
+                    self._queue.get_nowait()
+                except queue.Empty:
+                    break
+
+    def put(self, item: Any) -> None:
+        while True:
+            if self._error is not None:
+                raise self._error
+            try:
+                self._queue.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                if not self._thread.is_alive():
+                    raise EncodeError(f"{self.name} encoder stopped unexpectedly") from self._error
+
+    def finish(self) -> None:
+        self.put(_DONE)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def abort(self) -> None:
+        try:
+            self._queue.put(_ABORT, timeout=2.0)
+        except queue.Full:
+            pass
+        self._thread.join(timeout=30.0)
+
+
+def _encode_settings(settings: PipelineSettings):
+    from daotai.encode.video import EncodeSettings
+
+    return EncodeSettings(codec=settings.codec, crf=settings.crf, preset=settings.preset)
+
+
+def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings) -> dict[str, _Sink]:
+    from daotai.encode.video import VideoWriter, write_gray8, write_gray16, write_preview_h264
+    from daotai.render.previz.control import depth_to_preview, depth_to_uint16_mm
+
+    fps = Fraction(*plan.fps_fraction)
+    enc = _encode_settings(settings)
+    shot_path = out_dir / "shots" / f"{shot.shot_id}{enc.container}"
+    control = out_dir / "control"
+
+    def write_rgb(frames: Iterator[np.ndarray]) -> None:
+        with VideoWriter(shot_path, plan.width, plan.height, fps, enc) as writer:
+            for frame in frames:
+                writer.write(frame)
+
+    sinks = {"shot": _Sink(f"{shot.shot_id} video", write_rgb)}
+    if settings.controls:
+        near, far = 0.05, 500.0
+        sinks["depth"] = _Sink(
+            f"{shot.shot_id} depth",
+            lambda frames: write_gray16((depth_to_uint16_mm(d) for d in frames), control / f"{shot.shot_id}_depth.mkv", fps),
+        )
+        sinks["depth_preview"] = _Sink(
+            f"{shot.shot_id} depth preview",
+            lambda frames: write_preview_h264(
+                (depth_to_preview(d, near, far) for d in frames), control / f"{shot.shot_id}_depth_preview.mp4", fps
+            ),
+        )
+        sinks["mask"] = _Sink(
+            f"{shot.shot_id} mask",
+            lambda frames: write_gray8(frames, control / f"{shot.shot_id}_mask.mkv", fps),
+        )
+    return sinks
+
+
+def shot_files(shot_id: str, settings: PipelineSettings) -> dict[str, str]:
+    """Output paths of one shot, relative to the output folder."""
+    files = {"shot": f"shots/{shot_id}{_encode_settings(settings).container}"}
+    if settings.controls:
+        files.update(
+            depth=f"control/{shot_id}_depth.mkv",
+            depth_preview=f"control/{shot_id}_depth_preview.mp4",
+            mask=f"control/{shot_id}_mask.mkv",
+        )
+    return files
+
+
+def control_index(plan: Plan) -> str:
+    """control/index.json: how to read the control files of every shot."""
+    index = {
+        "depth": "FFV1 gray16le .mkv: distance along the camera's view axis in millimetres; 65535 = sky or beyond 65.534 m",
+        "depth_preview": "H.264 full-range gray .mp4: log-scaled depth, near = white, sky = black (for video-model conditioning)",
+        "mask": "FFV1 gray .mkv: character index map; 0 = no character, value i = the shot's i-th character (see shots)",
+        "axes": "camera-local x right, y up, -z forward (OpenGL); cameras per frame are in plan.json",
+        "shots": {
+            shot.shot_id: {
+                "frames": shot.frames,
+                "mask_values": {str(i + 1): char_id for i, char_id in enumerate(shot.characters)},
+            }
+            for shot in plan.shots
+        },
+    }
+    return json.dumps(index, indent=1, ensure_ascii=False) + "\n"
+
+
+def _sample_indexes(frames: int) -> set[int]:
+    """Evenly spaced frames (first and last included) kept for the encode-fidelity check."""
+    count = min(frames, FIDELITY_SAMPLES_PER_SHOT)
+    return {int(round(i)) for i in np.linspace(0, frames - 1, count)}
+
+
+def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings,
+                ctx: RunContext, record: ShotRecord) -> Iterator[Event]:
+    """Render one shot through the backend into its encoded files; yields progress."""
+    samples = _sample_indexes(shot.frames)
+    middle = shot.frames // 2
+    sinks = _shot_sinks(plan, shot, out_dir, settings)
+    started = time.perf_counter()
+    render_s = 0.0
+    frames_seen = 0
+    try:
+        events = iter(backend.render(RenderJob(plan=plan, shot=shot, controls=settings.controls), ctx))
+        while True:
+            tick = time.perf_counter()
+            event = next(events, None)
+            render_s += time.perf_counter() - tick
+            if event is None:
+                break
+            if isinstance(event, Frame):
+                if event.index != frames_seen:
+                    raise EncodeError(f"{shot.shot_id}: backend sent frame {event.index}, expected {frames_seen}")
+                if event.index in samples:
+                    record.samples[event.index] = event.rgb.copy()
+                if event.index == middle:
+                    record.middle = event.rgb.copy()
+                sinks["shot"].put(event.rgb)
+                if settings.controls:
+                    if event.depth is None or event.mask is None:
+                        raise EncodeError(f"{shot.shot_id}: backend {backend.name!r} produced no control channels; use --no-controls")
+                    sinks["depth"].put(event.depth)
+                    sinks["depth_preview"].put(event.depth)
+                    sinks["mask"].put(event.mask)
+                frames_seen += 1
+            else:
+                yield event
+        if frames_seen != shot.frames:
+            raise EncodeError(f"{shot.shot_id}: backend produced {frames_seen} frames, the plan has {shot.frames}")
+        yield Progress("encode", shot.shot_id, 0, 1, "finishing encoders")
+        for sink in sinks.values():
+            sink.finish()
+    except BaseException:
+        for sink in sinks.values():
+            sink.abort()
+        raise
+    record.render_s = render_s
+    record.wall_s = time.perf_counter() - started
+    record.files = shot_files(shot.shot_id, settings)
+    for kind, rel in record.files.items():
+        yield Output(kind, str(out_dir / rel), shot.shot_id)
+
+
+# ------------------------------------------------------------------ the whole run
+
+
+def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext | None = None,
+        source: Path | None = None) -> Iterator[Event | Finished]:
+    """Render every (selected) shot, assemble, check and deliver; yields events, then Finished."""
+    from daotai.deliver.files import atomic_write_text
+    from daotai.plan.planner import plan_to_json, select_shots
+    from daotai.render.registry import create_backend
+
+    ctx = ctx or RunContext()
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise PlanError(f"--output: {out_dir} exists and is not a folder")
+    if settings.shots:
+        plan = select_shots(plan, list(settings.shots))
+    _encode_settings(settings)  # validate codec/crf/preset before any work
+    for sub in ("shots", "control") if settings.controls else ("shots",):
+        (out_dir / sub).mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    run_started = time.perf_counter()
+    plan_text = plan_to_json(plan)
+    atomic_write_text(out_dir / "plan.json", plan_text)
+    for shot in plan.shots:
+        for warning in shot.warnings:
+            yield Notice("warning", warning, shot.shot_id)
+
+    backend = create_backend(settings.backend)
+    records: list[ShotRecord] = []
+    try:
+        for shot in plan.shots:
+            ctx.check()
+            record = ShotRecord(shot.shot_id)
+            yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record)
+            records.append(record)
+    finally:
+        backend.close()
+    timings["render_and_encode_s"] = time.perf_counter() - run_started
+    if settings.controls:
+        atomic_write_text(out_dir / "control" / "index.json", control_index(plan))
+        yield Output("control_index", str(out_dir / "control" / "index.json"))
+    timings["render_only_s"] = sum(r.render_s for r in records)
+
+    ctx.check()
+    tick = time.perf_counter()
+    sequence = yield from _assemble(plan, out_dir, settings, records)
+    timings["assemble_s"] = time.perf_counter() - tick
+
+    ctx.check()
+    tick = time.perf_counter()
+    from daotai.qc.report import check_render
+
+    report = yield from check_render(plan, out_dir, records, camera=settings.camera_qc)
+    timings["qc_s"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    from daotai.deliver.contact_sheet import write_contact_sheet
+    from daotai.deliver.manifest import write_manifest
+    from daotai.deliver.timeline import write_timeline
+
+    write_contact_sheet(plan, {r.shot_id: r.middle for r in records}, out_dir / "contact_sheet.png")
+    yield Output("contact_sheet", str(out_dir / "contact_sheet.png"))
+    write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, out_dir / "timeline.otio")
+    yield Output("timeline", str(out_dir / "timeline.otio"))
+    timings["deliver_s"] = time.perf_counter() - tick
+    timings["total_s"] = time.perf_counter() - run_started
+    write_manifest(plan, plan_text, out_dir, settings, records, timings, source)
+    yield Output("manifest", str(out_dir / "manifest.json"))
+
+    summary = (
+        f"{len(plan.shots)} shot{'s' if len(plan.shots) != 1 else ''}, {plan.total_duration_s:g} s, "
+        f"{plan.width}x{plan.height}, rendered in {timings['total_s']:.1f} s; qc {'passed' if report.ok else 'FAILED'}"
+    )
+    yield Finished(RunResult(out_dir, sequence, out_dir / "qc.json", report.ok, summary, timings))
+
+
+def _assemble(plan: Plan, out_dir: Path, settings: PipelineSettings, records: list[ShotRecord]) -> Iterator[Event]:
+    from daotai.post.assemble import ClipSpec, Transition, assemble
+
+    fps = Fraction(*plan.fps_fraction)
+    clips = []
+    for shot, record in zip(plan.shots, records):
+        kind = shot.transition.type
+        seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
+        clips.append(ClipSpec(path=out_dir / record.files["shot"], transition_in=Transition(kind, seconds)))
+    enc = _encode_settings(settings)
+    target = out_dir / f"sequence{enc.container}"
+    progress: list[tuple[int, int]] = []
+
+    def on_progress(done: int, total: int) -> None:
+        progress.append((done, total))
+
+    # Assembly streams frames; progress is reported once it returns (it is a fraction of render time).
+    yield Progress("assemble", None, 0, plan.total_frames)
+    assemble(clips, target, fps, enc, on_progress=on_progress)
+    yield Progress("assemble", None, plan.total_frames, plan.total_frames)
+    yield Output("sequence", str(target))
+    return target

@@ -1,0 +1,120 @@
+"""The embedded default backend: previz animatic rendered through the plan's exact camera.
+
+No weights, no GPU: OpenGL on the CPU (Mesa llvmpipe through headless EGL). Every frame
+also yields depth (metres) and a character index map, frame-aligned with the RGB.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from daotai.plan.model import Plan, ShotPlan
+from daotai.render.base import Event, Frame, Progress, RenderJob, RunContext
+from daotai.render.previz.gl import PrevizRenderer
+from daotai.render.previz.scene import Environment, Figure, FrameState, RenderSettings, SetPiece, environment_for
+
+PROGRESS_EVERY = 4  # frames between progress events: enough for a smooth bar, cheap to draw
+
+
+def environment_for_plan(plan: Plan) -> Environment:
+    """The set's sky/ground/light from the scene's time of day (palette tints the ground)."""
+    env = environment_for(plan.scene.time_of_day)
+    if plan.scene.palette:
+        # The first palette colour becomes the floor, softened toward the default so figures
+        # stay readable against it.
+        tint = np.array(plan.scene.palette[0])
+        ground = tuple(float(v) for v in 0.5 * np.array(env.ground_colour) + 0.5 * tint)
+        grid = tuple(float(min(1.0, v * 1.25 + 0.05)) for v in ground)
+        env = Environment(
+            sky_zenith=env.sky_zenith,
+            sky_horizon=env.sky_horizon,
+            ground_colour=ground,  # type: ignore[arg-type]
+            grid_colour=grid,  # type: ignore[arg-type]
+            grid_spacing_m=env.grid_spacing_m,
+            sun_direction=env.sun_direction,
+            ambient=env.ambient,
+        )
+    return env
+
+
+def set_pieces_for_plan(plan: Plan) -> list[SetPiece]:
+    """Plan set pieces as renderer props."""
+    return [
+        SetPiece(kind=p.kind, position=p.position, size=p.size, colour=p.colour, yaw_deg=p.yaw)  # type: ignore[arg-type]
+        for p in plan.scene.set_pieces
+    ]
+
+
+def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
+    """Per-frame camera and figures of a shot, straight from the plan."""
+    characters = {c.id: c for c in plan.characters}
+    for camera, people in zip(shot.cameras, shot.character_frames):
+        figures = tuple(
+            Figure(
+                char_id=p.id,
+                label=characters[p.id].name,
+                colour=characters[p.id].colour,
+                height_m=characters[p.id].height,
+                position=p.position,
+                facing_deg=p.facing,
+                walk_phase=p.walk_phase,
+                walking=p.walking,
+            )
+            for p in people
+        )
+        yield FrameState(
+            cam_to_world=np.array(camera.cam_to_world, dtype=np.float64).reshape(4, 4),
+            fov_deg=camera.fov,
+            figures=figures,
+        )
+
+
+class PrevizBackend:
+    """Renders shots of one plan after another, keeping the GL context warm between them."""
+
+    name = "previz"
+
+    def __init__(self, supersample: int = 1, labels: bool = True):
+        self.supersample = supersample
+        self.labels = labels
+        self._renderer: PrevizRenderer | None = None
+        self._key: tuple | None = None
+
+    def _renderer_for(self, plan: Plan) -> PrevizRenderer:
+        key = (plan.width, plan.height, plan.scene.model_dump_json())
+        if self._renderer is None or self._key != key:
+            self.close()
+            settings = RenderSettings(
+                width=plan.width, height=plan.height, labels=self.labels, supersample=self.supersample
+            )
+            self._renderer = PrevizRenderer(settings, environment_for_plan(plan), set_pieces_for_plan(plan))
+            self._key = key
+        return self._renderer
+
+    def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
+        """Yield a Frame per planned frame (RGB + depth + mask) and progress every few frames."""
+        renderer = self._renderer_for(job.plan)
+        shot = job.shot
+        yield Progress("render", shot.shot_id, 0, shot.frames)
+        for index, state in enumerate(frame_states(job.plan, shot)):
+            ctx.check()
+            frame = renderer.render(state)
+            yield Frame(
+                shot_id=shot.shot_id,
+                index=index,
+                rgb=frame.rgb,
+                depth=frame.depth if job.controls else None,
+                mask=frame.masks if job.controls else None,
+            )
+            done = index + 1
+            if done % PROGRESS_EVERY == 0 or done == shot.frames:
+                yield Progress("render", shot.shot_id, done, shot.frames)
+
+    def close(self) -> None:
+        """Release the GL context."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+            self._key = None
