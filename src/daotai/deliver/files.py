@@ -17,6 +17,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     try:
+        # mkstemp makes 0600 files; deliverables get the permissions a plain open() would.
+        os.fchmod(fd, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -26,6 +28,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         Path(temp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

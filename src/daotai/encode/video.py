@@ -26,7 +26,7 @@ from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import av
 import numpy as np
@@ -43,9 +43,12 @@ __all__ = [
     "decode_frames",
     "decode_gray",
     "probe",
+    "rgb_to_yuv_planes",
+    "top_level_boxes",
     "write_gray16",
     "write_gray8",
     "write_preview_h264",
+    "yuv_planes_to_rgb",
 ]
 
 # ITU-T H.273 code points, as stored in the streams' colour tags.
@@ -96,7 +99,7 @@ _KR_KB = {  # luma weights (Kr, Kb) per matrix code point
 class EncodeSettings:
     """How a colour video is encoded; pix_fmt and container follow from the codec."""
 
-    codec: str = "h264"
+    codec: Literal["h264", "hevc", "prores"] = "h264"
     crf: int | None = None  # None: DEFAULT_CRF[codec]; must stay None for prores
     preset: str = "veryfast"  # x264/x265 speed preset; prores has none and ignores it
     prores_profile: int = 3  # 0 proxy, 1 LT, 2 standard, 3 HQ (all 4:2:2 10 bit)
@@ -218,11 +221,12 @@ def _decode_coeffs(matrix_code: int, bits: int, full: bool) -> tuple[np.ndarray,
 
 
 def rgb_to_yuv_planes(
-    rgb: np.ndarray, sub_y: int = 2, sub_x: int = 2, bits: int = 8
+    rgb: np.ndarray, sub_y: int = 2, bits: int = 8
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """BT.709 limited-range Y, Cb, Cr float32 planes (rounded later) from (H, W, 3) uint8 RGB.
+    """BT.709 limited-range Y, Cb, Cr float32 planes (+0.5, to be truncated) from RGB.
 
-    Chroma is the average over sub_y x sub_x blocks (2x2 for 4:2:0, 1x2 for 4:2:2). The
+    ``rgb`` is (H, W, 3) uint8 with even H and W. Chroma is the average over sub_y x 2
+    blocks (sub_y = 2: 4:2:0, sub_y = 1: 4:2:2); ``bits`` is 8 or 10. The
     channel mix is done as BLAS matrix products on float32 so no float64 temporaries
     are made and the inner loops are not strided over a length-3 axis.
     """
@@ -237,10 +241,10 @@ def rgb_to_yuv_planes(
         rows = rgb
     # Each row of (N, 6) holds two horizontal neighbours; one (6, 2) product averages them
     # and applies the Cb/Cr rows of the matrix at once.
-    pair = np.concatenate([matrix[1:].T, matrix[1:].T]) / np.float32(sub_y * sub_x)  # (6, 2)
-    cbcr = rows.reshape(-1, 6) @ pair.astype(np.float32)  # (H/sy * W/2, 2) float32
+    pair = np.concatenate([matrix[1:].T, matrix[1:].T]) / np.float32(sub_y * 2)  # (6, 2)
+    cbcr = rows.reshape(-1, 6) @ pair  # (H/sy * W/2, 2) float32
     cbcr += offset[1] + 0.5  # Cb and Cr share the offset
-    ch, cw = h // sub_y, w // sub_x
+    ch, cw = h // sub_y, w // 2
     return y.reshape(h, w), cbcr[:, 0].reshape(ch, cw), cbcr[:, 1].reshape(ch, cw)
 
 
@@ -357,7 +361,15 @@ class _AtomicOutput:
         self._closed = False
         muxer = _MUXERS[path.suffix.lower()]
         # +faststart puts the moov index before the media data so players can start early.
-        container_options = {"movflags": "+faststart"} if muxer in ("mp4", "mov") else {}
+        container_options: dict[str, str] = {}
+        if muxer in ("mp4", "mov"):
+            container_options = {
+                "movflags": "+faststart",
+                # The edit list (which hides the B-frame delay) is counted in the movie
+                # timescale, 1000 by default: 30 frames at 24000/1001 would then last 1.251 s
+                # instead of 1.25125 s. A multiple of the rate's numerator keeps it exact.
+                "movie_timescale": str(math.lcm(spec.fps.numerator, 1000)),
+            }
         try:
             self._container = av.open(
                 str(self.temp), "w", format=muxer, container_options=container_options
@@ -529,9 +541,8 @@ class VideoWriter:
                 f"frame {self.frames_written}: shape {frame.shape} must be "
                 f"({self.height}, {self.width}, 3) (H, W, RGB)"
             )
-        y, cb, cr = rgb_to_yuv_planes(
-            np.ascontiguousarray(frame), self._sub_y, 2, self._bits
-        )  # float32 code values
+        # float32 code values: Y (H, W), Cb and Cr (H/sy, W/2)
+        y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), self._sub_y, self._bits)
         av_frame = self._out.new_frame()
         for plane, values in zip(av_frame.planes, (y, cb, cr)):
             _fill_plane(plane, values, self._plane_dtype)
@@ -778,19 +789,10 @@ def _frame_to_rgb(frame: Any, step: int) -> np.ndarray:
     )
 
 
-def decode_frames(
-    path: str | os.PathLike[str], *, max_side: int | None = None
+def _rgb_frames(
+    container: Any, stream: Any, path: Any, max_side: int | None
 ) -> Iterator[np.ndarray]:
-    """Yield (H, W, 3) uint8 RGB frames, converting YUV by the file's matrix/range tags.
-
-    With ``max_side`` every k-th row and column is kept (k the smallest integer that brings
-    the longer side to at most max_side): cheap thumbnails for statistics.
-    """
-    if max_side is not None and (
-        isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 1
-    ):
-        raise EncodeError(f"max_side: {max_side!r} must be None or an integer >= 1")
-    container, stream = _open_video(path)
+    """Generator body of decode_frames; closes the container when done or dropped."""
     try:
         for frame in _decoded(container, stream, path):
             longest = max(frame.width, frame.height)
@@ -800,12 +802,26 @@ def decode_frames(
         container.close()
 
 
-def decode_gray(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
-    """Yield (H, W) frames of a single-channel file: uint8 for 8-bit, uint16 for deeper.
+def decode_frames(
+    path: str | os.PathLike[str], *, max_side: int | None = None
+) -> Iterator[np.ndarray]:
+    """Iterate (H, W, 3) uint8 RGB frames, converting YUV by the file's matrix/range tags.
 
-    For YUV files (e.g. an H.264 depth preview) the luma plane is returned as stored.
+    The file is opened right away, so a missing or invalid file raises EncodeError here
+    rather than at the first frame. With ``max_side`` every k-th row and column is kept
+    (k the smallest integer that brings the longer side to at most max_side): cheap
+    thumbnails for statistics.
     """
+    if max_side is not None and (
+        isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 1
+    ):
+        raise EncodeError(f"max_side: {max_side!r} must be None or an integer >= 1")
     container, stream = _open_video(path)
+    return _rgb_frames(container, stream, path, max_side)
+
+
+def _gray_frames(container: Any, stream: Any, path: Any) -> Iterator[np.ndarray]:
+    """Generator body of decode_gray; closes the container when done or dropped."""
     try:
         for frame in _decoded(container, stream, path):
             name = frame.format.name
@@ -818,6 +834,15 @@ def decode_gray(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
             yield _plane_view(frame.planes[0], dtype).copy()  # (H, W)
     finally:
         container.close()
+
+
+def decode_gray(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
+    """Iterate (H, W) frames of a single-channel file: uint8 for 8-bit, uint16 for deeper.
+
+    For YUV files (e.g. an H.264 depth preview) the luma plane is returned as stored.
+    """
+    container, stream = _open_video(path)
+    return _gray_frames(container, stream, path)
 
 
 def top_level_boxes(path: str | os.PathLike[str]) -> list[str]:

@@ -11,19 +11,30 @@ Pixel coordinates here follow the conventions (origin at the top-left *corner* o
 ``(i + 0.5, j + 0.5)``. OpenCV reports feature positions with pixel centres on integers; the
 tracker shifts them by half a pixel before anything is compared.
 
-What is excluded from the error statistics (per frame pair):
+What is excluded from the error statistics, per frame pair, in this order (``T`` is
+``CameraCheckConfig.inlier_px`` converted to full-resolution pixels, 3 px by default):
 
 1. tracks that Lucas-Kanade loses in either direction, that land outside the image, or whose
    forward-backward round trip misses the start by more than ``TrackerConfig.fb_max_px``;
-2. tracks whose expected position is undefined (the planned point falls behind camera b);
-3. tracks that are outliers of a RANSAC 4-dof similarity fitted from the *expected* end points
-   to the *measured* end points with threshold ``CameraCheckConfig.inlier_px``: the shot-wide
-   disagreement between plan and video (wrong direction, wrong speed, a roll nobody asked
-   for) is a similarity and stays in, while tracks that disagree with it on their own — a
-   character walking, a track sliding along an occlusion edge, a mismatch — are dropped.
+2. tracks whose planned position is undefined (the point falls behind camera b);
+3. tracks that start on a character of the depth model (its cylinder grown by
+   ``character_margin``), because characters move on their own — unless fewer than
+   ``min_tracks`` other tracks remain (a close-up), then they stay in;
+4. tracks that do not share the shot-wide plan-vs-video disagreement (``agreeing_tracks``):
+   "the video follows the plan" competes with a RANSAC similarity fitted from planned to
+   measured end points; the winner's misses set a noise level and tracks missing it by more
+   than three robust standard deviations (clamped to [T/3, T]) are dropped. A uniform
+   disagreement — wrong direction, wrong speed, an unasked roll or zoom — is a similarity, so
+   it stays in the error; a walker missing from the depth model, a track sliding along an
+   occlusion edge or a mismatch disagrees on its own and is dropped.
 
-A frame pair with fewer than ``TrackerConfig.min_tracks`` usable tracks (too little texture)
-is skipped and counted.
+The measured and planned components are least-squares similarities on the same tracks: the
+inliers (threshold T) of a RANSAC similarity fitted to the measured motion of the kept tracks.
+A frame pair left with fewer than ``TrackerConfig.min_tracks`` tracks (too little texture) is
+skipped and counted.
+
+Known limit: a moving object missing from the depth model that carries clearly more tracks
+than the background can be taken for the background.
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ __all__ = [
     "DepthModel",
     "Similarity",
     "TrackedPair",
+    "Solid",
     "TrackerConfig",
     "agreeing_tracks",
     "cast_rays",
@@ -90,12 +102,88 @@ class Cylinder:
 
 
 @dataclass(frozen=True)
+class Solid:
+    """A set piece: a unit box / cylinder / sphere (extent ±0.5) placed by a 4x4 model matrix.
+
+    Rays are intersected in the primitive's own space; an affine map keeps the ray
+    parameter, so the distance found there is the distance along the world ray.
+    """
+
+    kind: str  # "box" | "cylinder" | "sphere"
+    model: tuple[float, ...]  # 16 floats, row-major, unit primitive → world
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("box", "cylinder", "sphere"):
+            raise PlanError(f"Solid.kind: {self.kind!r} must be box, cylinder or sphere")
+        matrix = np.asarray(self.model, dtype=np.float64)
+        if matrix.shape != (16,) or not np.all(np.isfinite(matrix)):
+            raise PlanError("Solid.model: must be 16 finite numbers (a row-major 4x4 matrix)")
+        if abs(np.linalg.det(matrix.reshape(4, 4)[:3, :3])) < 1e-12:
+            raise PlanError("Solid.model: the 3x3 part must be invertible")
+
+    @staticmethod
+    def placed(kind: str, base_centre: tuple[float, float, float], size: tuple[float, float, float],
+               yaw_deg: float) -> "Solid":
+        """A set piece standing on its base centre, ``size`` = (w, h, d) metres, yawed about +y."""
+        x, y, z = base_centre
+        w, h, d = size
+        c, s_ = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
+        rotation = np.array([[c, 0.0, s_], [0.0, 1.0, 0.0], [-s_, 0.0, c]])
+        model = np.eye(4)
+        model[:3, :3] = rotation @ np.diag([w, h, d])
+        model[:3, 3] = (x, y + 0.5 * h, z)
+        return Solid(kind, tuple(float(v) for v in model.ravel()))
+
+
+def _solid_hits(origin: np.ndarray, dirs: np.ndarray, solid: Solid) -> np.ndarray:
+    """Distance along each world ray to the first hit on a placed unit primitive; inf if none."""
+    inverse = np.linalg.inv(np.asarray(solid.model, dtype=np.float64).reshape(4, 4))
+    o = inverse[:3, :3] @ origin + inverse[:3, 3]  # (3,) in primitive space
+    d = dirs @ inverse[:3, :3].T  # (N, 3), same ray parameter t as the world ray
+    n = len(dirs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if solid.kind == "sphere":
+            a = np.einsum("ij,ij->i", d, d)
+            b = 2.0 * d @ o
+            c = float(o @ o) - 0.25
+            disc = b * b - 4.0 * a * c
+            root = np.sqrt(np.maximum(disc, 0.0))
+            t0, t1 = (-b - root) / (2.0 * a), (-b + root) / (2.0 * a)
+            t = np.where(t0 > _EPS_T, t0, t1)
+            return np.where((disc >= 0) & (t > _EPS_T), t, np.inf)
+        if solid.kind == "box":
+            lo, hi = (-0.5 - o) / d, (0.5 - o) / d  # (N, 3) slab entry/exit per axis
+            near = np.nanmax(np.minimum(lo, hi), axis=1)
+            far = np.nanmin(np.maximum(lo, hi), axis=1)
+            t = np.where(near > _EPS_T, near, far)
+            return np.where((far >= near) & (t > _EPS_T), t, np.inf)
+        # cylinder: x² + z² ≤ 0.25 and |y| ≤ 0.5
+        best = np.full(n, np.inf)
+        a = d[:, 0] ** 2 + d[:, 2] ** 2
+        b = 2.0 * (o[0] * d[:, 0] + o[2] * d[:, 2])
+        c = o[0] ** 2 + o[2] ** 2 - 0.25
+        disc = b * b - 4.0 * a * c
+        root = np.sqrt(np.maximum(disc, 0.0))
+        for sign in (-1.0, 1.0):
+            t = (-b + sign * root) / (2.0 * a)
+            y = o[1] + t * d[:, 1]
+            ok = (disc >= 0) & (a > 0) & (t > _EPS_T) & (np.abs(y) <= 0.5)
+            best = np.where(ok & (t < best), t, best)
+        for cap in (-0.5, 0.5):
+            t = (cap - o[1]) / d[:, 1]
+            px, pz = o[0] + t * d[:, 0], o[2] + t * d[:, 2]
+            ok = np.isfinite(t) & (t > _EPS_T) & (px * px + pz * pz <= 0.25)
+            best = np.where(ok & (t < best), t, best)
+        return best
+
+
+@dataclass(frozen=True)
 class DepthModel:
     """Scene geometry used to predict image motion: ground plane, cylinders, far limit."""
 
     ground_y: float = 0.0
     far_m: float = 1e4
-    occluders: tuple[Cylinder, ...] = ()
+    occluders: tuple[Cylinder | Solid, ...] = ()
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.ground_y):
@@ -104,8 +192,8 @@ class DepthModel:
             raise PlanError(f"DepthModel.far_m: {self.far_m!r} must be > 0 metres")
         occluders = tuple(self.occluders)
         for i, cyl in enumerate(occluders):
-            if not isinstance(cyl, Cylinder):
-                raise PlanError(f"DepthModel.occluders[{i}]: {cyl!r} must be a Cylinder")
+            if not isinstance(cyl, (Cylinder, Solid)):
+                raise PlanError(f"DepthModel.occluders[{i}]: {cyl!r} must be a Cylinder or a Solid")
         object.__setattr__(self, "occluders", occluders)
 
 
@@ -131,7 +219,8 @@ def _ground_hits(origin: np.ndarray, dirs: np.ndarray, ground_y: float) -> np.nd
     return np.where(np.isfinite(t) & (t > _EPS_T), t, np.inf)
 
 
-def _cylinder_hits(origin: np.ndarray, dirs: np.ndarray, cyl: Cylinder, ground_y: float) -> np.ndarray:
+def _cylinder_hits(origin: np.ndarray, dirs: np.ndarray, cyl: Cylinder,
+                   ground_y: float) -> np.ndarray:
     """Distance along each unit ray to the first hit on a cylinder's side or top; inf if none."""
     ox, oz = origin[0] - cyl.center_x, origin[2] - cyl.center_z
     dx, dz, dy = dirs[:, 0], dirs[:, 2], dirs[:, 1]
@@ -160,14 +249,17 @@ def cast_rays(origin: np.ndarray, dirs: np.ndarray, model: DepthModel) -> np.nda
     origin = np.asarray(origin, dtype=np.float64).reshape(3)
     dirs = np.asarray(dirs, dtype=np.float64).reshape(-1, 3)  # (N, 3) unit vectors
     t = _ground_hits(origin, dirs, model.ground_y)  # (N,) metres
-    for cyl in model.occluders:
-        t = np.minimum(t, _cylinder_hits(origin, dirs, cyl, model.ground_y))
+    for occluder in model.occluders:
+        if isinstance(occluder, Solid):
+            t = np.minimum(t, _solid_hits(origin, dirs, occluder))
+        else:
+            t = np.minimum(t, _cylinder_hits(origin, dirs, occluder, model.ground_y))
     return np.where(t <= model.far_m, t, np.inf)
 
 
 def _project(cam: np.ndarray, fov_deg: float, points: np.ndarray, w: np.ndarray,
              width: int, height: int) -> np.ndarray:
-    """Project homogeneous world points (X, w) — w = 0 for directions — to pixels; NaN behind."""
+    """Project homogeneous world points (X, w), w = 0 for directions, to pixels; NaN behind."""
     rot, pos = cam[:3, :3], cam[:3, 3]
     local = (points - w[:, None] * pos) @ rot  # (N, 3) camera space: rot^T applied row-wise
     depth = -local[:, 2]
@@ -303,7 +395,7 @@ def _track(grey_a: np.ndarray, grey_b: np.ndarray,
 
 def track_pairs(frames: Iterable[np.ndarray], stride: int = 1,
                 config: TrackerConfig = TrackerConfig()) -> Iterator[TrackedPair]:
-    """Yield tracks between frames (0, s), (s, 2s), … as frames arrive; detects afresh each pair."""
+    """Yield tracks between frames (0, s), (s, 2s), … as they arrive; fresh corners per pair."""
     if not isinstance(stride, int) or stride < 1:
         raise ValueError(f"stride: {stride!r} must be an integer >= 1")
     previous: tuple[int, np.ndarray] | None = None
@@ -372,6 +464,19 @@ def _components(matrix: np.ndarray) -> Similarity:
     )
 
 
+def _least_squares_similarity(src: np.ndarray, dst: np.ndarray,
+                              centre: tuple[float, float]) -> np.ndarray:
+    """Least-squares similarity src -> dst (N, 2) about centre as a (2, 3) matrix."""
+    c = np.asarray(centre, dtype=np.float64)
+    x, y = (src - c).T
+    ones, zeros = np.ones_like(x), np.zeros_like(x)
+    # u' = a u - b v + tx, v' = b u + a v + ty; unknowns (a, b, tx, ty)
+    rows = np.concatenate([np.stack([x, -y, ones, zeros], 1), np.stack([y, x, zeros, ones], 1)])
+    rhs = np.concatenate([dst[:, 0] - c[0], dst[:, 1] - c[1]])  # (2N,)
+    (a, b, tx, ty), *_ = np.linalg.lstsq(rows, rhs, rcond=None)
+    return np.array([[a, -b, tx], [b, a, ty]])
+
+
 def fit_similarity(src: np.ndarray, dst: np.ndarray, threshold_px: float,
                    centre: tuple[float, float]) -> tuple[Similarity, np.ndarray] | None:
     """Robust similarity src -> dst (N, 2) about centre; (components, inlier mask) or None.
@@ -386,7 +491,8 @@ def fit_similarity(src: np.ndarray, dst: np.ndarray, threshold_px: float,
 
 
 def _two_stage(src: np.ndarray, dst: np.ndarray, threshold_px: float,
-               centre: tuple[float, float], min_inliers: int) -> tuple[np.ndarray, np.ndarray] | None:
+               centre: tuple[float, float],
+               min_inliers: int) -> tuple[np.ndarray, np.ndarray] | None:
     """RANSAC with a tight threshold, then the generous one if the tight fit starves."""
     fit = None
     for stage in (threshold_px / 3.0, threshold_px):
@@ -431,13 +537,15 @@ def agreeing_tracks(start: np.ndarray, moved: np.ndarray, planned: np.ndarray,
 def _on_characters(cam: np.ndarray, fov: float, points_uv: np.ndarray, width: int,
                    height: int, model: DepthModel, margin: float) -> np.ndarray:
     """Mask (N,) of pixels whose ray meets a (slightly grown) cylinder before anything else."""
-    if not model.occluders:
+    characters = [c for c in model.occluders if isinstance(c, Cylinder)]
+    if not characters:
         return np.zeros(len(points_uv), dtype=bool)
     grown = tuple(Cylinder(c.center_x, c.center_z, c.radius * (1 + margin),
-                           c.height * (1 + margin)) for c in model.occluders)
+                           c.height * (1 + margin)) for c in characters)
+    solids = tuple(c for c in model.occluders if isinstance(c, Solid))  # set pieces stay as they are
     dirs = _pixel_dirs(points_uv, fov, width, height) @ cam[:3, :3].T  # (N, 3) world
-    bare = DepthModel(model.ground_y, model.far_m)
-    with_chars = DepthModel(model.ground_y, model.far_m, grown)
+    bare = DepthModel(model.ground_y, model.far_m, solids)
+    with_chars = DepthModel(model.ground_y, model.far_m, solids + grown)
     return cast_rays(cam[:3, 3], dirs, with_chars) < cast_rays(cam[:3, 3], dirs, bare)
 
 
@@ -472,6 +580,9 @@ class ComponentCheck:
     unplanned: bool  # plan keeps it still but the video moves it clearly
     ratio: float | None  # measured / expected when significant
     words: str  # the planned move in camera language, e.g. "pan right"; "hold still"
+    cause: str  # what drives the planned move: "rotation" (pan/tilt/roll/zoom), "translation"
+    #             (truck/pedestal/dolly), "other" (picture turns without camera roll, e.g. a
+    #             down-tilted camera panning) or "none" when the plan keeps it still
 
 
 @dataclass(frozen=True)
@@ -567,6 +678,24 @@ def _depth_lookup(depth_models: DepthModels, n: int) -> Callable[[int], DepthMod
     return models.__getitem__
 
 
+def _horizon_roll(cam: np.ndarray) -> float | None:
+    """Camera roll against the horizon in degrees (conventions' sign); None looking straight
+    up or down."""
+    # For R = Ry(a) Rx(b) Rz(c) the world-y row is (cos b sin c, cos b cos c, -sin b).
+    up_x, up_y = float(cam[1, 0]), float(cam[1, 1])
+    if math.hypot(up_x, up_y) < 1e-3:
+        return None
+    return -math.degrees(math.atan2(up_x, up_y))
+
+
+def _roll_change(cam_a: np.ndarray, cam_b: np.ndarray) -> float:
+    """Change of horizon roll from camera a to b in degrees, 0 where undefined."""
+    ra, rb = _horizon_roll(cam_a), _horizon_roll(cam_b)
+    if ra is None or rb is None:
+        return 0.0
+    return (rb - ra + 180.0) % 360.0 - 180.0
+
+
 def _bounded(frames: Iterable[np.ndarray], n: int, seen: list[int]) -> Iterator[np.ndarray]:
     """Pass frames through, counting them and refusing more than the plan has cameras."""
     for index, frame in enumerate(frames):
@@ -582,16 +711,16 @@ _WORDS = {
                    ("move right", "move left")),
     "vertical": (("tilt up", "tilt down"), ("pedestal up", "pedestal down"),
                  ("move up", "move down")),
-    "roll": (("roll clockwise", "roll counter-clockwise"),) * 3,
+    "roll": (("roll clockwise", "roll counter-clockwise"),)
+    + (("turn the picture counter-clockwise", "turn the picture clockwise"),) * 2,
     "scale": (("zoom in", "zoom out"), ("dolly in", "dolly out"), ("push in", "pull out")),
 }
 
 
-def _words(name: str, value: float, rotation_share: float | None) -> str:
-    """Camera-language verb (base form) for a component total; share None = cause unknown."""
-    table = _WORDS[name]
-    kind = 2 if rotation_share is None else (0 if rotation_share >= 0.5 else 1)
-    return table[kind][0 if value >= 0 else 1]
+def _words(name: str, value: float, cause: str) -> str:
+    """Camera-language verb (base form) for a component total given what drives it."""
+    kind = {"rotation": 0, "translation": 1, "other": 1}.get(cause, 2)
+    return _WORDS[name][kind][0 if value >= 0 else 1]
 
 
 def _third_person(phrase: str) -> str:
@@ -633,7 +762,17 @@ def _component_checks(expected: dict[str, float], measured: dict[str, float],
         exp_v, meas_v = expected[name], measured[name]
         exp_px, meas_px = _as_px(name, exp_v, half_diag), _as_px(name, meas_v, half_diag)
         significant = exp_px > significant_px
+        # Rotation and zoom move pixels at infinity too; the share of the planned motion they
+        # explain says whether this is a pan or a truck, a zoom or a dolly. For roll the
+        # share is the camera's own roll against the horizon: the picture of a camera
+        # tilted down also turns when it pans or orbits, which is no roll.
         share = rotation[name] / exp_v if exp_v != 0 else 0.0
+        if not significant:
+            cause = "none"
+        elif share >= 0.5:
+            cause = "rotation"
+        else:
+            cause = "other" if name == "roll" else "translation"
         checks.append(ComponentCheck(
             name=name,
             unit=_UNITS[name],
@@ -645,9 +784,22 @@ def _component_checks(expected: dict[str, float], measured: dict[str, float],
             direction_ok=(exp_v * meas_v > 0) if significant else None,
             unplanned=(not significant) and meas_px > unplanned_factor * significant_px,
             ratio=(meas_v / exp_v) if significant else None,
-            words=_words(name, exp_v, share) if significant else "hold still",
+            words=_words(name, exp_v, cause) if significant else "hold still",
+            cause=cause,
         ))
     return tuple(checks)
+
+
+def _describe(c: ComponentCheck) -> str:
+    """One component's outcome in words."""
+    if c.significant and c.direction_ok:
+        return f"{_third_person(c.words)} {_amount(c.name, c.measured_total)} as planned"
+    if c.significant:
+        moved = _third_person(_words(c.name, c.measured_total, c.cause))
+        return (f"planned to {c.words} {_amount(c.name, c.expected_total)} but {moved} "
+                f"{_amount(c.name, c.measured_total)}")
+    moved = _third_person(_words(c.name, c.measured_total, "unknown"))
+    return f"unplanned: {moved} {_amount(c.name, c.measured_total)}"
 
 
 def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, stride: int,
@@ -658,24 +810,18 @@ def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, str
     if evaluated == 0:
         return f"camera not checked: none of {skipped} frame pairs had enough texture to track"
     # Side effects of the main move (the picture of a down-tilted camera turns as it pans)
-    # are checked like any component but only named in the summary when they go wrong.
-    main_px = max((c.expected_px for c in checks if c.significant), default=0.0)
-    parts = []
-    for c in checks:
-        if c.significant and c.direction_ok and c.expected_px < 0.5 * main_px:
-            continue
-        if c.significant and c.direction_ok:
-            parts.append(f"{_third_person(c.words)} {_amount(c.name, c.measured_total)} "
-                         "as planned")
-        elif c.significant:
-            moved = _words(c.name, c.measured_total, None)
-            parts.append(f"planned to {c.words} {_amount(c.name, c.expected_total)} but "
-                         f"{_third_person(moved)} {_amount(c.name, c.measured_total)}")
-        elif c.unplanned:
-            parts.append(f"unplanned: {_third_person(_words(c.name, c.measured_total, None))} "
-                         f"{_amount(c.name, c.measured_total)}")
-    if not parts:
-        parts.append("holds still as planned")
+    # are checked like any component, but named only when they are the only thing wrong.
+    notable = [c for c in checks if c.significant or c.unplanned]
+    size = {c.name: max(c.expected_px, c.measured_px if c.unplanned else 0.0) for c in notable}
+    main_px = max(size.values(), default=0.0)
+    # A picture that turns without camera roll is named only when it is the main effect
+    # (an orbit around a point on the ground), not beside the pan that causes it.
+    shown = [c for c in notable if size[c.name] >= (main_px if c.cause == "other"
+                                                    else 0.5 * main_px)]
+    failed = [c for c in notable if c.direction_ok is False or c.unplanned]
+    if failed and not any(c in failed for c in shown):
+        shown += failed
+    parts = [_describe(c) for c in checks if c in shown] or ["holds still as planned"]
     per = "px/frame" if stride == 1 else f"px/frame (checked every {stride} frames)"
     verdict = f"error {error:.2f} {per}"
     if error > limit:
@@ -723,18 +869,25 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     if keep is None:
         return None
     s, m, e = start[keep], moved[keep], planned[keep]
-    fit_m = fit_similarity(s, s + m, threshold, centre)
-    fit_e = fit_similarity(s, s + e, threshold, centre)
-    if fit_m is None or fit_e is None:
+    # The measured similarity (RANSAC, generous threshold) names the tracks that move
+    # together in the video; measured, planned and rotation-only motion are then fitted on
+    # exactly those tracks by least squares, so the three stay comparable even where
+    # parallax makes the flow no exact similarity.
+    fit = _ransac_similarity(s, s + m, threshold, centre)
+    if fit is None or int(fit[1].sum()) < min_tracks:
         return None
-    far = _reproject(cams[a], fovs[a], cams[b], fovs[b], s, width, height, None) - s
-    fit_r = fit_similarity(s, s + far, threshold, centre) if np.all(np.isfinite(far)) else None
+    common = fit[1]
+    far = _reproject(cams[a], fovs[a], cams[b], fovs[b], s[common], width, height, None) \
+        - s[common]
+    rotation_only = None
+    if np.all(np.isfinite(far)):
+        rotation_only = _components(_least_squares_similarity(s[common], s[common] + far, centre))
     return _PairResult(
         errors=np.linalg.norm(m - e, axis=1) / stride,
         excluded=pair.detected - len(s),
-        measured=fit_m[0],
-        expected=fit_e[0],
-        rotation_only=None if fit_r is None else fit_r[0],
+        measured=_components(_least_squares_similarity(s[common], (s + m)[common], centre)),
+        expected=_components(_least_squares_similarity(s[common], (s + e)[common], centre)),
+        rotation_only=rotation_only,
     )
 
 
@@ -756,6 +909,7 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
     expected = dict.fromkeys(COMPONENTS, 0.0)
     measured = dict.fromkeys(COMPONENTS, 0.0)
     rotation = dict.fromkeys(COMPONENTS, 0.0)  # part of `expected` from rotation and zoom alone
+    camera_roll = 0.0  # degrees the planned camera rolls against the horizon
     skipped = used = excluded = 0
     worst: tuple[int, int, float] | None = None
     width, height, analysis_scale = 0, 0, 1.0
@@ -775,6 +929,7 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
                 expected[name] += getattr(result.expected, name)
                 if result.rotation_only is not None:
                     rotation[name] += getattr(result.rotation_only, name)
+            camera_roll += _roll_change(cams[pair.index_a], cams[pair.index_b])
             pair_error = float(result.errors.mean())
             if worst is None or pair_error > worst[2]:
                 worst = (pair.index_a, pair.index_b, pair_error)
@@ -789,6 +944,7 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
     limit = config.max_mean_error_px / analysis_scale
     significant_px = config.significant_frac * width
     half_diag = 0.5 * math.hypot(width, height)
+    rotation["roll"] = camera_roll
     checks = _component_checks(expected, measured, rotation, half_diag, significant_px,
                                config.unplanned_factor)
     ok = (evaluated > 0 and error_mean <= limit

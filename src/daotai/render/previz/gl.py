@@ -1,18 +1,22 @@
 """The previz rasteriser: OpenGL 3.3 through moderngl on a headless EGL context.
 
-One pass per frame draws into three colour attachments at once (MRT):
+Every pass draws into three colour attachments at once (MRT):
 0 lit RGB, 1 linear depth in metres (R32F, +inf for sky), 2 character index (R8UI).
 
 * The projection's y axis is negated so that GL's first framebuffer row is the image's top
   row: read-back needs no flip and ``gl_FragCoord.xy`` equals the OpenCV pixel (u, v)
   of docs/conventions.md (pixel centres at +0.5). Mirroring turns the winding around, so
   front faces are clockwise on screen.
-* Sky and ground are one full-screen pass that intersects each pixel's ray with y = 0:
-  the ground is infinite and the horizon lands exactly where the camera model puts it.
-  That pass writes every pixel (colour, depth, id and ``gl_FragDepth``), so nothing needs
-  clearing; meshes are drawn after it and depth-tested against it.
+* Passes, in order, chosen because llvmpipe pays for every pixel a pass touches, even one
+  the depth test rejects: (1) the sky, without depth test, over only the polygon of the
+  frame the ground cannot cover (the rays that rise or meet the ground past the far plane;
+  exact, since that boundary is a straight line in the image), so the horizon lands where
+  the camera model puts it; (2) the meshes; (3) the ground, a square reaching past the far
+  plane under the camera, with a procedural grid, depth-tested so it skips pixels the
+  meshes cover; (4) soft contact shadows blended onto the ground. Between them every pixel
+  of every attachment is written, so only the depth buffer is cleared.
 * Meshes (set pieces, figure parts) are a handful of unit primitives, each drawn once per
-  frame instanced with per-instance model matrices.
+  frame, instanced with per-instance model matrices; nothing is rebuilt per frame.
 """
 
 from __future__ import annotations
@@ -27,10 +31,10 @@ import numpy as np
 from daotai.errors import BackendError
 from daotai.render.previz.labels import LabelPainter, find_label_font
 from daotai.render.previz.meshes import (
+    FIGURE_PRIMS,
     PRIMITIVES,
-    Part,
     figure_head_top,
-    figure_parts,
+    figure_instances,
     primitive_meshes,
     set_piece_parts,
 )
@@ -90,74 +94,92 @@ void main() {
 }
 """
 
-_BG_VS = """
+_GROUND_VS = """
+#version 330
+uniform mat4 u_view;
+uniform mat4 u_proj;
+uniform vec3 u_eye;      // camera position, world
+uniform float u_extent;  // half-size of the ground square (the far plane: nothing beyond shows)
+in vec2 in_corner;       // unit square corner in [-1, 1]^2
+out vec2 v_xz;           // world x, z
+out float v_depth;
+void main() {
+    // a square under the camera, so the ground reaches the far plane in every direction
+    vec2 xz = u_eye.xz + in_corner * u_extent;
+    vec4 eye = u_view * vec4(xz.x, 0.0, xz.y, 1.0);
+    v_xz = xz;
+    v_depth = -eye.z;
+    gl_Position = u_proj * eye;
+}
+"""
+
+_GROUND_FS = """
+#version 330
+uniform vec3 u_ground;
+uniform vec3 u_grid;
+uniform vec3 u_haze;
+uniform float u_inv_spacing;  // grid cells per metre
+uniform vec2 u_fog;           // fog distance (m), (far + fog distance) / far
+in vec2 v_xz;
+in float v_depth;
+layout(location = 0) out vec4 f_colour;
+layout(location = 1) out float f_depth;
+layout(location = 2) out uint f_id;
+void main() {
+    vec2 cell = v_xz * u_inv_spacing;
+    vec2 w = max(fwidth(cell), vec2(1e-6));  // cells per pixel
+    vec2 iw = 1.0 / w;
+    // Box-filtered lines: coverage of a line of half-width hw (cells) over the pixel footprint;
+    // a line thinner than a pixel is widened to one pixel and dimmed to keep its ink. Minor
+    // lines fade out as cells shrink below ~3 px and major lines (every 5th) below ~15 px,
+    // so distant ground never shimmers into moire. Written without divisions: llvmpipe
+    // runs this for most pixels of every frame.
+    vec2 g = abs(fract(cell - 0.5) - 0.5);
+    vec2 c = clamp((max(vec2(0.02), 0.5 * w) - g) * iw + 0.5, 0.0, 1.0) * min(vec2(1.0), 0.04 * iw);
+    float minor = max(c.x, c.y) * clamp(2.0 - 6.0 * max(w.x, w.y), 0.0, 1.0);
+    vec2 g5 = abs(fract(0.2 * cell - 0.5) - 0.5);
+    vec2 c5 = clamp((max(vec2(0.006), 0.1 * w) - g5) * (5.0 * iw) + 0.5, 0.0, 1.0) * min(vec2(1.0), 0.06 * iw);
+    float major = max(c5.x, c5.y) * clamp(2.0 - 1.2 * max(w.x, w.y), 0.0, 1.0);
+    vec3 ground = mix(u_ground, u_grid, max(0.7 * minor, major));
+    // haze grows with depth and reaches the sky pass's below-horizon colour exactly at the
+    // far plane, so the ground meets the sliver beyond it without a seam
+    float fog = min(1.0, v_depth * u_fog.y / (v_depth + u_fog.x));
+    f_colour = vec4(mix(ground, u_haze, fog), 1.0);
+    f_depth = v_depth;
+    f_id = 0u;
+}
+"""
+
+_SKY_VS = """
 #version 330
 uniform mat3 u_rot;     // camera axes in world coordinates (columns x, y, z)
 uniform vec4 u_intr;    // fx, fy, cx, cy in pixels of this framebuffer
 uniform vec2 u_size;    // framebuffer width, height in pixels
+in vec2 in_px;          // polygon corner in pixels (u, v)
 noperspective out vec3 v_dir;
 void main() {
-    // one triangle that covers the viewport, wound clockwise like the mirrored meshes
-    vec2 ndc = vec2(float((gl_VertexID & 2) << 1) - 1.0, float((gl_VertexID & 1) << 2) - 1.0);
-    // window row 0 is the image's top row (see the mirrored projection), so v grows with ndc.y
-    vec2 px = (ndc * 0.5 + 0.5) * u_size;
-    // the camera ray through pixel (u, v), scaled so its camera-space z is -1: the ray
-    // parameter at a hit is then the view depth. Affine in the pixel, so interpolating it
-    // across the triangle is exact and saves the fragment shader a matrix product.
-    v_dir = u_rot * vec3((px.x - u_intr.z) / u_intr.x, -(px.y - u_intr.w) / u_intr.y, -1.0);
-    gl_Position = vec4(ndc, 0.0, 1.0);
+    // the world ray through pixel (u, v); affine in the pixel, so interpolation is exact
+    v_dir = u_rot * vec3((in_px.x - u_intr.z) / u_intr.x, -(in_px.y - u_intr.w) / u_intr.y, -1.0);
+    // window row 0 is the image's top row (see the mirrored projection): v maps straight to y
+    gl_Position = vec4(2.0 * in_px / u_size - 1.0, 0.0, 1.0);
 }
 """
 
-_BG_FS = """
+_SKY_FS = """
 #version 330
-uniform vec3 u_eye;     // camera position, world
-uniform vec2 u_clip;    // near, far
 uniform vec3 u_zenith;
 uniform vec3 u_horizon;
-uniform vec3 u_ground;
-uniform vec3 u_grid;
 uniform vec3 u_haze;
-uniform float u_spacing;
-uniform float u_fog;    // metres over which the ground fades 63 % toward the haze
 noperspective in vec3 v_dir;
 layout(location = 0) out vec4 f_colour;
 layout(location = 1) out float f_depth;
 layout(location = 2) out uint f_id;
-
 void main() {
-    float t = -u_eye.y / v_dir.y;  // ray parameter = view depth at the ground; <= 0 or inf: no hit
-    bool hit = t > 0.0 && t < 1e30;
-    // derivatives need every pixel of a 2x2 quad to take part: sky pixels use a far point,
-    // whose huge footprint fades the lines to nothing
-    vec2 cell = (u_eye.xz + v_dir.xz * (hit ? min(t, 1e6) : 1e6)) / u_spacing;
-    vec2 w = fwidth(cell);  // cells per pixel
-    // box-filtered lines: coverage of a line of half-width hw over the pixel footprint, dimmed
-    // when thinner than a pixel; minor lines vanish as cells shrink below ~3 px, major lines
-    // (every 5th) below ~15 px, so distant ground never shimmers into moire
-    vec2 g = abs(fract(cell - 0.5) - 0.5);
-    vec2 hw = max(vec2(0.02), 0.5 * w);
-    vec2 c = clamp((hw + 0.5 * w - g) / w, 0.0, 1.0) * (0.02 / hw);
-    float minor = max(c.x, c.y) * (1.0 - smoothstep(0.15, 0.35, max(w.x, w.y)));
-    vec2 g5 = abs(fract(cell * 0.2 - 0.5) - 0.5);
-    vec2 w5 = 0.2 * w;
-    vec2 hw5 = max(vec2(0.008), 0.5 * w5);
-    vec2 c5 = clamp((hw5 + 0.5 * w5 - g5) / w5, 0.0, 1.0) * (0.008 / hw5);
-    float major = max(c5.x, c5.y) * (1.0 - smoothstep(0.15, 0.35, max(w5.x, w5.y)));
-    vec3 ground = mix(u_ground, u_grid, max(0.7 * minor, major));
-    ground = mix(ground, u_haze, 1.0 - exp(-t / u_fog));
-
-    float s = 1.0 - clamp(v_dir.y * inversesqrt(dot(v_dir, v_dir)), 0.0, 1.0);
-    vec3 sky = mix(u_horizon, u_zenith, 1.0 - s * s * s);
-
-    float n = u_clip.x;
-    float f = u_clip.y;
-    bool inside = hit && t <= f;
-    f_colour = vec4(hit ? ground : sky, 1.0);
-    f_depth = inside ? t : uintBitsToFloat(0x7F800000u);  // +inf: sky or past the far plane
+    float s = 1.0 - v_dir.y * inversesqrt(dot(v_dir, v_dir));  // 0 at the zenith, 1 at the horizon
+    // above the horizon a gradient; below it (ground past the far plane) the distant haze
+    f_colour = vec4(s > 1.0 ? u_haze : mix(u_horizon, u_zenith, 1.0 - s * s * s), 1.0);
+    f_depth = uintBitsToFloat(0x7F800000u);  // +inf
     f_id = 0u;
-    // window depth of view depth t under the standard GL projection, depth range [0, 1]
-    gl_FragDepth = inside ? clamp(0.5 * ((f + n) / (f - n) - 2.0 * f * n / ((f - n) * t)) + 0.5, 0.0, 1.0) : 1.0;
 }
 """
 
@@ -219,6 +241,37 @@ def project(cam_to_world: np.ndarray, fov_deg: float, width: int, height: int,
     return uv, cam[:, 2]
 
 
+def sky_polygon(cam_to_world: np.ndarray, fov_deg: float, width: int, height: int,
+                far: float) -> np.ndarray:
+    """Pixel corners (K, 2), K <= 5, of the frame region the ground cannot cover.
+
+    That is where the pixel's ray rises, or falls so gently that it meets the ground beyond
+    the far plane: ``dir_y >= -eye_y / far`` with ``dir`` scaled to camera z = -1. ``dir_y``
+    is affine in (u, v), so the region is the frame clipped by one straight line.
+    """
+    r = cam_to_world[:3, :3]
+    eye_y = float(cam_to_world[1, 3])
+    fx, fy, cx, cy = intrinsics(fov_deg, width, height)
+    frame = np.array([[0.0, 0.0], [width, 0.0], [width, height], [0.0, height]])
+    if eye_y <= 0.0:  # at or under the ground: draw the sky everywhere, the ground still wins
+        return frame
+    # dir_y(u, v) = a u + b v + c
+    a = r[1, 0] / fx
+    b = -r[1, 1] / fy
+    c = -r[1, 0] * cx / fx + r[1, 1] * cy / fy - r[1, 2]
+    # 1 % margin below the far-plane line so no sliver is left unpainted; the ground overdraws it
+    level = a * frame[:, 0] + b * frame[:, 1] + c + 1.01 * eye_y / far
+    out: list[np.ndarray] = []
+    for i in range(4):
+        j = (i + 1) % 4
+        if level[i] >= 0.0:
+            out.append(frame[i])
+        if (level[i] >= 0.0) != (level[j] >= 0.0):
+            k = level[i] / (level[i] - level[j])
+            out.append(frame[i] + k * (frame[j] - frame[i]))
+    return np.array(out).reshape(-1, 2)
+
+
 @dataclass(frozen=True, eq=False)
 class RenderedFrame:
     """One rendered frame and its frame-aligned control channels (row 0 = image top)."""
@@ -232,17 +285,14 @@ class RenderedFrame:
         return np.where(self.masks == index + 1, np.uint8(255), np.uint8(0))
 
 
-def _instance_rows(parts: list[Part], ids: list[int]) -> np.ndarray:
-    """Pack parts into per-instance rows: (N, 29) float32."""
-    if not parts:
-        return np.zeros((0, _INSTANCE_FLOATS), np.float32)
-    models = np.stack([p.model for p in parts])  # (N, 4, 4) float64
-    # normals transform by the inverse transpose (non-uniform scales)
-    normal = np.transpose(np.linalg.inv(models[:, :3, :3]), (0, 2, 1))  # (N, 3, 3)
-    rows = np.empty((len(parts), _INSTANCE_FLOATS), np.float32)
-    rows[:, 0:16] = np.transpose(models, (0, 2, 1)).reshape(-1, 16)  # column-major
-    rows[:, 16:25] = np.transpose(normal, (0, 2, 1)).reshape(-1, 9)
-    rows[:, 25:28] = [p.colour for p in parts]
+def _instance_rows(models: np.ndarray, colours: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Pack instances into rows for the mesh shader: (N, 29) float32."""
+    # models (N, 4, 4), colours (N, 3), ids (N,); normals transform by the inverse transpose
+    normal = np.linalg.inv(models[:, :3, :3]).transpose(0, 2, 1)  # (N, 3, 3)
+    rows = np.empty((len(models), _INSTANCE_FLOATS), np.float32)
+    rows[:, 0:16] = models.transpose(0, 2, 1).reshape(-1, 16)  # column-major for GLSL
+    rows[:, 16:25] = normal.transpose(0, 2, 1).reshape(-1, 9)
+    rows[:, 25:28] = colours
     rows[:, 28] = ids
     return rows
 
@@ -265,8 +315,8 @@ class PrevizRenderer:
         self.settings = settings
         self.environment = environment
         self.set_pieces = tuple(set_pieces)
-        self._ctx: Any = None
-        self._ctx = _create_context()
+        self._gl: list[Any] = []  # every GL object, released in reverse order by close()
+        self._ctx: Any = _create_context()
         try:
             with self._ctx:
                 self._build()
@@ -277,66 +327,91 @@ class PrevizRenderer:
 
     # ------------------------------------------------------------------ setup
 
+    def _own(self, obj: Any) -> Any:
+        """Remember a GL object for release and return it."""
+        self._gl.append(obj)
+        return obj
+
     def _build(self) -> None:
         """Create programs, meshes, instance buffers and the framebuffer."""
         ctx = self._ctx
-        k = self.settings.supersample
-        self._size = (self.settings.width * k, self.settings.height * k)
+        s = self.settings
+        k = s.supersample
+        self._size = (s.width * k, s.height * k)
         try:
-            self._mesh_prog = ctx.program(vertex_shader=_MESH_VS, fragment_shader=_MESH_FS)
-            self._bg_prog = ctx.program(vertex_shader=_BG_VS, fragment_shader=_BG_FS)
-            self._decal_prog = ctx.program(vertex_shader=_DECAL_VS, fragment_shader=_DECAL_FS)
+            self._mesh_prog = self._own(ctx.program(vertex_shader=_MESH_VS, fragment_shader=_MESH_FS))
+            self._ground_prog = self._own(ctx.program(vertex_shader=_GROUND_VS, fragment_shader=_GROUND_FS))
+            self._decal_prog = self._own(ctx.program(vertex_shader=_DECAL_VS, fragment_shader=_DECAL_FS))
+            self._sky_prog = self._own(ctx.program(vertex_shader=_SKY_VS, fragment_shader=_SKY_FS))
         except Exception as exc:  # moderngl raises plain Exception on compile/link errors
             raise BackendError(f"previz shaders failed to compile on this OpenGL driver: {exc}") from exc
-        self._bg_vao = ctx.vertex_array(self._bg_prog, [])
-        corners = np.array([-1, -1, 1, -1, 1, 1, -1, -1, 1, 1, -1, 1], np.float32)  # (6 * 2,) two triangles
-        self._decal_vbo = ctx.buffer(corners.tobytes())
-        self._decal_ibo = ctx.buffer(reserve=16 * 16, dynamic=True)
+
+        square = np.array([-1, -1, 1, -1, 1, 1, -1, -1, 1, 1, -1, 1], np.float32)  # (6 * 2,) two triangles
+        square_vbo = self._own(ctx.buffer(square.tobytes()))
+        self._ground_vao = self._own(ctx.vertex_array(self._ground_prog, [(square_vbo, "2f", "in_corner")]))
+        self._decal_ibo = self._own(ctx.buffer(reserve=16 * 16, dynamic=True))
         self._decal_capacity = 16
-        self._decal_vao = ctx.vertex_array(
-            self._decal_prog, [(self._decal_vbo, "2f", "in_corner"), (self._decal_ibo, "4f/i", "i_blob")]
-        )
-        self._vbos: dict[str, Any] = {}
+        self._decal_vao = self._own(ctx.vertex_array(
+            self._decal_prog, [(square_vbo, "2f", "in_corner"), (self._decal_ibo, "4f/i", "i_blob")]
+        ))
+        self._sky_vbo = self._own(ctx.buffer(reserve=9 * 2 * 4, dynamic=True))  # <= 3 triangles (u, v)
+        self._sky_vao = self._own(ctx.vertex_array(self._sky_prog, [(self._sky_vbo, "2f", "in_px")]))
+
         self._ibos: dict[str, Any] = {}
         self._vaos: dict[str, Any] = {}
         self._capacity: dict[str, int] = {}
         for name, mesh in primitive_meshes().items():
-            self._vbos[name] = ctx.buffer(mesh.tobytes())
+            vbo = self._own(ctx.buffer(mesh.tobytes()))
             self._capacity[name] = 64
-            self._ibos[name] = ctx.buffer(reserve=64 * _INSTANCE_FLOATS * 4, dynamic=True)
-            self._vaos[name] = ctx.vertex_array(
+            self._ibos[name] = self._own(ctx.buffer(reserve=64 * _INSTANCE_FLOATS * 4, dynamic=True))
+            self._vaos[name] = self._own(ctx.vertex_array(
                 self._mesh_prog,
                 [
-                    (self._vbos[name], "3f 3f", "in_pos", "in_normal"),
+                    (vbo, "3f 3f", "in_pos", "in_normal"),
                     (self._ibos[name], "4f 4f 4f 4f 3f 3f 3f 3f 1f/i",
                      "i_m0", "i_m1", "i_m2", "i_m3", "i_n0", "i_n1", "i_n2", "i_colour", "i_id"),
                 ],
-            )
+            ))
+
         w, h = self._size
-        self._attachments = [
-            ctx.renderbuffer((w, h), components=4, dtype="f1"),
-            ctx.renderbuffer((w, h), components=1, dtype="f4"),
-            ctx.renderbuffer((w, h), components=1, dtype="u1"),
+        attachments = [
+            self._own(ctx.renderbuffer((w, h), components=4, dtype="f1")),  # lit colour
+            self._own(ctx.renderbuffer((w, h), components=1, dtype="f4")),  # linear depth, metres
+            self._own(ctx.renderbuffer((w, h), components=1, dtype="u1")),  # character index
         ]
-        self._depth_rb = ctx.depth_renderbuffer((w, h))
-        self._fbo = ctx.framebuffer(color_attachments=self._attachments, depth_attachment=self._depth_rb)
-        self._static_parts = [set_piece_parts(p) for p in self.set_pieces]
+        depth_rb = self._own(ctx.depth_renderbuffer((w, h)))
+        self._fbo = self._own(ctx.framebuffer(color_attachments=attachments, depth_attachment=depth_rb))
+        # RGBA read-back staging, reused every frame: llvmpipe hands out RGBA far faster than
+        # it repacks to RGB, and OpenCV drops the alpha in a fraction of a millisecond
+        self._rgba = np.empty((h, w, 4), np.uint8)  # (kH, kW, 4) uint8
+
         env = self.environment
         sun = np.asarray(env.sun_direction, np.float64)
         self._mesh_prog["u_sun"].value = tuple(sun / np.linalg.norm(sun))
         self._mesh_prog["u_ambient"].value = env.ambient
-        bg = self._bg_prog
-        bg["u_zenith"].value = env.sky_zenith
-        bg["u_horizon"].value = env.sky_horizon
-        bg["u_ground"].value = env.ground_colour
-        bg["u_grid"].value = env.grid_colour
         # distant ground fades to a haze between ground and sky: the horizon stays a visible edge
-        bg["u_haze"].value = tuple(0.45 * g + 0.55 * s for g, s in zip(env.ground_colour, env.sky_horizon))
-        bg["u_spacing"].value = env.grid_spacing_m
-        bg["u_fog"].value = 150.0
-        bg["u_clip"].value = (self.settings.near, self.settings.far)
-        bg["u_size"].value = (float(w), float(h))
-        # contact shadows (x, z, radius, strength) under set pieces standing on the ground
+        haze = tuple(0.45 * g + 0.55 * c for g, c in zip(env.ground_colour, env.sky_horizon))
+        gp = self._ground_prog
+        gp["u_ground"].value = env.ground_colour
+        gp["u_grid"].value = env.grid_colour
+        gp["u_haze"].value = haze
+        gp["u_inv_spacing"].value = 1.0 / env.grid_spacing_m
+        fog_m = min(150.0, 0.3 * s.far)  # depth at which the haze is half way (before scaling)
+        gp["u_fog"].value = (fog_m, (s.far + fog_m) / s.far)
+        # reach well past the far plane sideways too: at wide angles the far plane cuts the
+        # ground further out than ``far`` from the camera
+        gp["u_extent"].value = 8.0 * s.far
+        sp = self._sky_prog
+        sp["u_zenith"].value = env.sky_zenith
+        sp["u_horizon"].value = env.sky_horizon
+        sp["u_haze"].value = haze
+        sp["u_size"].value = (float(w), float(h))
+
+        pieces = [set_piece_parts(p) for p in self.set_pieces]
+        self._static_models = np.array([p.model for p in pieces]).reshape(-1, 4, 4)  # (S, 4, 4)
+        self._static_colours = np.array([p.colour for p in pieces]).reshape(-1, 3)  # (S, 3)
+        self._static_prims = np.array([PRIMITIVES.index(p.primitive) for p in pieces], np.int64)
+        # soft contact shadows (x, z, radius, strength) under set pieces standing on the ground
         self._static_blobs = [
             (p.position[0], p.position[2], 0.6 * max(p.size[0], p.size[2]), 0.3)
             for p in self.set_pieces if abs(p.position[1]) < 0.05
@@ -361,38 +436,34 @@ class PrevizRenderer:
         if ctx is None:
             return
         with ctx:
-            for name in ("_fbo", "_depth_rb", "_bg_vao", "_decal_vao", "_decal_ibo", "_decal_vbo",
-                         "_mesh_prog", "_bg_prog", "_decal_prog"):
-                obj = self.__dict__.pop(name, None)
-                if obj is not None:
-                    obj.release()
-            for obj in [*self.__dict__.pop("_attachments", [])]:
-                obj.release()
-            for group in ("_vaos", "_ibos", "_vbos"):
-                for obj in self.__dict__.pop(group, {}).values():
-                    obj.release()
+            while self._gl:
+                self._gl.pop().release()
         ctx.release()
+        self._rgba = np.empty((0, 0, 4), np.uint8)  # drop the staging buffer with the context
 
     # ------------------------------------------------------------------ frames
 
     def render(self, state: FrameState) -> RenderedFrame:
         """Draw one frame: RGB (H, W, 3) uint8, depth (H, W) float32 metres, masks (H, W) uint8."""
+        import cv2
+
         if self._ctx is None:
             raise BackendError("previz renderer: render() called after close(); create a new renderer")
-        s = self.settings
-        k = s.supersample
+        if len(state.figures) > 254:
+            raise BackendError(f"figures: {len(state.figures)} figures exceed the 254 a uint8 mask can index")
+        k = self.settings.supersample
         w, h = self._size
+        depth = np.empty((h, w), np.float32)  # (kH, kW) float32 metres
+        masks = np.empty((h, w), np.uint8)  # (kH, kW) uint8 ids
         with self._ctx:
             self._draw(state)
-            rgb = np.empty((h, w, 3), np.uint8)  # (kH, kW, 3) uint8
-            depth = np.empty((h, w), np.float32)  # (kH, kW) float32 metres
-            masks = np.empty((h, w), np.uint8)  # (kH, kW) uint8 ids
-            self._fbo.read_into(rgb, components=3, attachment=0, dtype="f1")
+            self._fbo.read_into(self._rgba, components=4, attachment=0, dtype="f1")
             self._fbo.read_into(depth, components=1, attachment=1, dtype="f4")
             self._fbo.read_into(masks, components=1, attachment=2, dtype="u1")
+        rgb = cv2.cvtColor(self._rgba, cv2.COLOR_RGBA2RGB)  # (kH, kW, 3) uint8, a new array
         if k > 1:
             rgb = _area_downsample(rgb, k)
-            # depth and ids are not averaged: a blend of two depths or ids is neither
+            # depth and ids are sampled, not averaged: a blend of two depths or ids is neither
             depth = np.ascontiguousarray(depth[k // 2 :: k, k // 2 :: k])
             masks = np.ascontiguousarray(masks[k // 2 :: k, k // 2 :: k])
         if self._labels is not None and state.figures:
@@ -404,95 +475,140 @@ class PrevizRenderer:
         for state in states:
             yield self.render(state)
 
+    def _instances(self, state: FrameState) -> tuple[np.ndarray, np.ndarray]:
+        """Instance rows (N, 29) float32 of set pieces and figures, and each row's primitive (N,)."""
+        models, colours, ids, prims = [self._static_models], [self._static_colours], [], [self._static_prims]
+        ids.append(np.zeros(len(self._static_prims)))
+        for i, fig in enumerate(state.figures):
+            m, c = figure_instances(fig)
+            models.append(m)
+            colours.append(c)
+            ids.append(np.full(len(m), i + 1.0))
+            prims.append(FIGURE_PRIMS)
+        rows = _instance_rows(np.concatenate(models), np.concatenate(colours), np.concatenate(ids))
+        return rows, np.concatenate(prims)
+
     def _draw(self, state: FrameState) -> None:
-        """Issue the GL commands of one frame into the framebuffer."""
+        """Issue the GL commands of one frame: sky, meshes, ground, contact shadows."""
         import moderngl
 
         ctx = self._ctx
         s = self.settings
         w, h = self._size
-        if len(state.figures) > 254:
-            raise BackendError(f"figures: {len(state.figures)} figures exceed the 254 a mask can index")
         c2w = state.cam_to_world
-        view = np.linalg.inv(c2w)
-        proj = projection_matrix(state.fov_deg, w / h, s.near, s.far)
-
-        by_prim: dict[str, tuple[list[Part], list[int]]] = {name: ([], []) for name in PRIMITIVES}
-        for part in self._static_parts:
-            by_prim[part.primitive][0].append(part)
-            by_prim[part.primitive][1].append(0)
-        blobs = list(self._static_blobs)
-        for i, fig in enumerate(state.figures):
-            for part in figure_parts(fig):
-                by_prim[part.primitive][0].append(part)
-                by_prim[part.primitive][1].append(i + 1)
-            blobs.append((fig.position[0], fig.position[1], 0.3 * fig.height_m, 0.35))
+        view_b = _gl_mat(np.linalg.inv(c2w))
+        proj_b = _gl_mat(projection_matrix(state.fov_deg, w / h, s.near, s.far))
 
         self._fbo.use()
         ctx.viewport = (0, 0, w, h)
-        ctx.enable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+        # Only depth needs clearing: the sky covers the part of the frame the ground cannot
+        # reach and the ground the rest, so every colour, depth and id pixel gets written.
+        self._fbo.color_mask = ((False,) * 4,) * 3
+        self._fbo.clear(depth=1.0)
+        self._fbo.color_mask = ((True,) * 4,) * 3
         ctx.front_face = "cw"  # the mirrored projection flips on-screen winding
+        ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
 
-        bg = self._bg_prog
-        bg["u_rot"].write(_gl_mat(c2w[:3, :3]))
-        bg["u_eye"].value = tuple(float(v) for v in c2w[:3, 3])
-        bg["u_intr"].value = intrinsics(state.fov_deg, w, h)
-        ctx.depth_func = "1"  # the background writes every pixel: no clear needed
-        self._bg_vao.render(moderngl.TRIANGLES, vertices=3)
+        # Sky first, without a depth test and only over its own polygon: llvmpipe pays per
+        # pixel touched, tested or not, and everything drawn later lies in front of it.
+        poly = sky_polygon(c2w, state.fov_deg, w, h, s.far)
+        if len(poly) >= 3:
+            fan = poly[[i for t in range(1, len(poly) - 1) for i in (0, t, t + 1)]].astype(np.float32)
+            self._sky_vbo.write(fan.tobytes())
+            sp = self._sky_prog
+            sp["u_rot"].write(_gl_mat(c2w[:3, :3]))
+            sp["u_intr"].value = intrinsics(state.fov_deg, w, h)
+            ctx.disable(moderngl.DEPTH_TEST)
+            self._sky_vao.render(moderngl.TRIANGLES, vertices=len(fan))
 
-        view_b, proj_b = _gl_mat(view), _gl_mat(proj)
+        # Meshes next, so the ground pass after them skips covered pixels (early depth test).
+        ctx.enable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+        ctx.depth_func = "<"
+        rows, prims = self._instances(state)
+        if len(rows):
+            self._mesh_prog["u_view"].write(view_b)
+            self._mesh_prog["u_proj"].write(proj_b)
+            order = np.argsort(prims, kind="stable")
+            rows = rows[order]
+            counts = np.bincount(prims, minlength=len(PRIMITIVES))
+            start = 0
+            for name, n in zip(PRIMITIVES, counts.tolist()):
+                if n == 0:
+                    continue
+                if n > self._capacity[name]:
+                    self._capacity[name] = 2 * n
+                    self._ibos[name].orphan(self._capacity[name] * _INSTANCE_FLOATS * 4)
+                self._ibos[name].write(rows[start : start + n].tobytes())
+                self._vaos[name].render(moderngl.TRIANGLES, instances=n)
+                start += n
+
+        ctx.disable(moderngl.CULL_FACE)  # the ground is seen from below if the camera goes under it
+        gp = self._ground_prog
+        gp["u_view"].write(view_b)
+        gp["u_proj"].write(proj_b)
+        gp["u_eye"].value = tuple(float(v) for v in c2w[:3, 3])
+        self._ground_vao.render(moderngl.TRIANGLES)
+
+        blobs = list(self._static_blobs)
+        blobs += [(f.position[0], f.position[1], 0.3 * f.height_m, 0.35) for f in state.figures]
         if blobs:
-            # Shadows lie on the ground and are drawn before any mesh, so they need no depth
-            # test (meshes drawn later cover them) and write colour only, never depth or ids.
-            rows = np.asarray(blobs, np.float32)  # (B, 4) x, z, radius, strength
-            if len(rows) > self._decal_capacity:
-                self._decal_capacity = 2 * len(rows)
+            # Shadows lie on the ground: pulled slightly toward the camera they win the depth
+            # test against it and lose against any mesh in front; colour only, no depth or ids.
+            brow = np.asarray(blobs, np.float32)  # (B, 4) x, z, radius, strength
+            if len(brow) > self._decal_capacity:
+                self._decal_capacity = 2 * len(brow)
                 self._decal_ibo.orphan(self._decal_capacity * 16)
-            self._decal_ibo.write(rows.tobytes())
+            self._decal_ibo.write(brow.tobytes())
             self._decal_prog["u_view"].write(view_b)
             self._decal_prog["u_proj"].write(proj_b)
-            ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
             ctx.enable(moderngl.BLEND)
             ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+            ctx.polygon_offset = (-1.0, -4.0)
+            self._fbo.depth_mask = False
             self._fbo.color_mask = ((True, True, True, False), (False,) * 4, (False,) * 4)
-            self._decal_vao.render(moderngl.TRIANGLES, instances=len(rows))
+            self._decal_vao.render(moderngl.TRIANGLES, instances=len(brow))
             self._fbo.color_mask = ((True,) * 4,) * 3
+            self._fbo.depth_mask = True
+            ctx.polygon_offset = (0.0, 0.0)
             ctx.disable(moderngl.BLEND)
-            ctx.enable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
-
-        ctx.depth_func = "<"
-        self._mesh_prog["u_view"].write(view_b)
-        self._mesh_prog["u_proj"].write(proj_b)
-        for name in PRIMITIVES:
-            parts, ids = by_prim[name]
-            if not parts:
-                continue
-            rows = _instance_rows(parts, ids)
-            if len(parts) > self._capacity[name]:
-                self._capacity[name] = 2 * len(parts)
-                self._ibos[name].orphan(self._capacity[name] * _INSTANCE_FLOATS * 4)
-            self._ibos[name].write(rows.tobytes())
-            self._vaos[name].render(moderngl.TRIANGLES, instances=len(parts))
 
     def _draw_labels(self, state: FrameState, rgb: np.ndarray, masks: np.ndarray) -> None:
         """Draw each visible figure's label above its head onto ``rgb`` in place."""
         assert self._labels is not None
         s = self.settings
-        n = len(state.figures)
-        counts = np.bincount(masks.ravel(), minlength=n + 1)
         tops = np.stack([figure_head_top(f) for f in state.figures])  # (N, 3) world
         uv, z = project(state.cam_to_world, state.fov_deg, s.width, s.height, tops)
         fy = intrinsics(state.fov_deg, s.width, s.height)[1]
         order = np.argsort(z, kind="stable")  # most negative z = farthest: drawn first
         for i in order:
             fig = state.figures[i]
-            if counts[i + 1] == 0 or z[i] >= -s.near:  # hidden, off-frame, or behind the camera
+            if z[i] >= -s.near or not _visible(state, i, masks):  # behind the camera, hidden, off-frame
                 continue
             on_screen_height = fy * fig.height_m / -z[i]
             size = int(round(min(max(0.065 * on_screen_height, 11.0), max(11.0, s.height / 22.0))))
             text = self._labels.text_for(fig.label, fig.char_id)
             colour = tuple(int(round(255 * c)) for c in fig.colour)
             self._labels.draw(rgb, (float(uv[i, 0]), float(uv[i, 1])), size, text, colour)  # type: ignore[arg-type]
+
+
+def _visible(state: FrameState, index: int, masks: np.ndarray) -> bool:
+    """Whether any pixel of ``figures[index]`` made it into the mask (searched in its screen box)."""
+    fig = state.figures[index]
+    h, w = masks.shape
+    r = 0.5 * fig.height_m  # a generous box around the figure, walking limbs included
+    x, zc = fig.position
+    corners = np.array([[x + dx, y, zc + dz] for dx in (-r, r) for dz in (-r, r) for y in (0.0, 1.1 * fig.height_m)])
+    uv, z = project(state.cam_to_world, state.fov_deg, w, h, corners)
+    if np.all(z < 0.0):
+        x0, y0 = np.floor(uv.min(axis=0)).astype(int)
+        x1, y1 = np.ceil(uv.max(axis=0)).astype(int) + 1
+        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+        if x0 >= x1 or y0 >= y1:
+            return False
+        region = masks[y0:y1, x0:x1]
+    else:  # the box straddles the camera plane: its projection is unbounded, search everything
+        region = masks
+    return bool((region == index + 1).any())
 
 
 def _area_downsample(rgb: np.ndarray, k: int) -> np.ndarray:

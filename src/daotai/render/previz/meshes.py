@@ -195,11 +195,6 @@ LEG_SWING_RAD = math.radians(26.0)
 ARM_SWING_RAD = math.radians(20.0)
 
 
-def _mix(c: tuple[float, float, float], to: float, amount: float) -> tuple[float, float, float]:
-    """Blend a colour toward grey level ``to`` by ``amount``."""
-    return tuple(float(v + (to - v) * amount) for v in c)  # type: ignore[return-value]
-
-
 def _static_rig() -> list[tuple[str, np.ndarray, str]]:
     """Parts that do not move with the gait: (primitive, local 4x4 in height units, colour role)."""
     return [
@@ -215,16 +210,16 @@ def _static_rig() -> list[tuple[str, np.ndarray, str]]:
     ]
 
 
-_STATIC = _static_rig()
-
-
 def _limbs(swing: float) -> list[tuple[str, np.ndarray, str]]:
     """Legs, feet, arms and hands for a swing angle (radians, + = left leg forward)."""
     out: list[tuple[str, np.ndarray, str]] = []
     for side in (1.0, -1.0):
         leg = translate(side * 0.058, HIP_Y, 0) @ rot_x(-side * swing)
         out.append(("cylinder", leg @ translate(0, -LEG_LEN / 2, 0) @ scale(0.085, LEG_LEN, 0.085), "legs"))
-        out.append(("box", leg @ translate(0, -LEG_LEN - FOOT_H / 2, 0.035) @ scale(0.07, FOOT_H, 0.14), "legs"))
+        # feet stay flat under the swinging ankle, so their soles can rest on the ground
+        ankle = leg @ np.array([0.0, -LEG_LEN, 0.0, 1.0])
+        foot = translate(ankle[0], ankle[1] - FOOT_H / 2, ankle[2] + 0.035) @ scale(0.07, FOOT_H, 0.14)
+        out.append(("box", foot, "legs"))
         arm = (
             translate(side * SHOULDER_X, SHOULDER_Y, 0)
             @ rot_x(side * swing * ARM_SWING_RAD / LEG_SWING_RAD)
@@ -235,21 +230,47 @@ def _limbs(swing: float) -> list[tuple[str, np.ndarray, str]]:
     return out
 
 
-def figure_parts(fig: Figure) -> list[Part]:
-    """The instances of one proxy figure at its pose, in world space."""
-    swing = LEG_SWING_RAD * math.sin(fig.walk_phase) if fig.walking else 0.0
+_ROLES: tuple[str, ...] = ("body", "legs", "skin", "accent")
+_STATIC = _static_rig()
+_STANDING = _limbs(0.0)
+# primitive index and colour role of every figure part, in the order figure_instances returns them
+FIGURE_PRIMS: np.ndarray = np.array([PRIMITIVES.index(p) for p, _, _ in (*_STATIC, *_STANDING)])
+_FIGURE_ROLES: np.ndarray = np.array([_ROLES.index(r) for _, _, r in (*_STATIC, *_STANDING)])
+_STATIC_LOCAL: np.ndarray = np.stack([m for _, m, _ in _STATIC])  # (S, 4, 4) height units
+_STANDING_LOCAL: np.ndarray = np.stack([m for _, m, _ in _STANDING])  # (L, 4, 4)
+
+
+def _role_colours(colour: tuple[float, float, float]) -> np.ndarray:
+    """Colours of the body, legs, skin and accent roles: (4, 3) float64."""
+    c = np.asarray(colour, np.float64)
+    return np.stack([c, c * 0.6, c + (1.0 - c) * 0.45, c * 0.25])
+
+
+def figure_root(fig: Figure, swing: float) -> np.ndarray:
+    """World transform of a figure's rig (height units -> metres, facing, gait dip): (4, 4)."""
     # Straight legs swung apart would lift the feet; lower the body so both soles stay on the
     # ground (a compass gait: the body dips at double support, rises as the legs pass).
-    drop = (LEG_LEN + FOOT_H) * (1.0 - math.cos(swing)) * fig.height_m
-    h = fig.height_m
-    root = translate(fig.position[0], -drop, fig.position[1]) @ rot_y(math.radians(fig.facing_deg)) @ scale(h, h, h)
-    roles = {
-        "body": fig.colour,
-        "legs": _mix(fig.colour, 0.0, 0.4),
-        "skin": _mix(fig.colour, 1.0, 0.45),
-        "accent": _mix(fig.colour, 0.0, 0.75),
-    }
-    return [Part(prim, root @ local, roles[role]) for prim, local, role in (*_STATIC, *_limbs(swing))]
+    drop = LEG_LEN * (1.0 - math.cos(swing)) * fig.height_m
+    yaw = math.radians(fig.facing_deg)
+    c, s, h = math.cos(yaw) * fig.height_m, math.sin(yaw) * fig.height_m, fig.height_m
+    return np.array([[c, 0.0, s, fig.position[0]], [0.0, h, 0.0, -drop], [-s, 0.0, c, fig.position[1]],
+                     [0.0, 0.0, 0.0, 1.0]])
+
+
+def figure_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray]:
+    """World models (P, 4, 4) and colours (P, 3) of a figure's parts, primitives per FIGURE_PRIMS."""
+    swing = LEG_SWING_RAD * math.sin(fig.walk_phase) if fig.walking else 0.0
+    limbs = _STANDING_LOCAL if swing == 0.0 else np.stack([m for _, m, _ in _limbs(swing)])
+    local = np.concatenate([_STATIC_LOCAL, limbs])  # (P, 4, 4)
+    models = figure_root(fig, swing) @ local  # (P, 4, 4) metres
+    return models, _role_colours(fig.colour)[_FIGURE_ROLES]
+
+
+def figure_parts(fig: Figure) -> list[Part]:
+    """The instances of one proxy figure at its pose, in world space."""
+    models, colours = figure_instances(fig)
+    return [Part(PRIMITIVES[int(p)], m, tuple(float(v) for v in c))  # type: ignore[arg-type]
+            for p, m, c in zip(FIGURE_PRIMS, models, colours)]
 
 
 def figure_head_top(fig: Figure) -> np.ndarray:

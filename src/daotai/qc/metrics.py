@@ -1,0 +1,295 @@
+"""Per-frame quality metrics on decoded (H, W, 3) uint8 RGB frames.
+
+Statistics are taken on strided thumbnails (longer side ≤ ``THUMB_SIDE``) so a 1080p frame
+costs well under a millisecond; PSNR uses every pixel. Luma here is BT.709 Y' computed
+from full-range RGB (0..255), the same weights the encoder uses.
+
+Nothing here decides pass or fail for a shot: a static camera over a static set produces a
+frozen run legitimately, so the functions report and the caller (the QC report) judges.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from daotai.encode.video import decode_frames
+from daotai.errors import DaotaiError
+
+__all__ = [
+    "THUMB_SIDE",
+    "FrameStats",
+    "VideoScan",
+    "flicker_score",
+    "frame_stats",
+    "frozen_runs",
+    "is_black",
+    "is_green",
+    "mean_abs_diff",
+    "psnr",
+    "psnr_series",
+    "scan_video",
+    "thumbnail",
+]
+
+THUMB_SIDE = 320
+_LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)  # BT.709 Kr, Kg, Kb
+
+# Defaults, in 8-bit code values unless stated.
+BLACK_MAX_MEAN = 16.0  # mean luma at or below this …
+BLACK_BRIGHT_LEVEL = 40.0  # … and almost no pixel brighter than this
+BLACK_MAX_BRIGHT_FRACTION = 0.01
+GREEN_MIN_G = 48  # a "broken green" pixel: G at least this …
+GREEN_MAX_RATIO = 1 / 3  # … and R, B at most this fraction of G
+GREEN_MIN_FRACTION = 0.6  # fraction of such pixels that makes the frame green
+FROZEN_MAX_DIFF = 0.5  # mean |a - b| per sample below this: the frames are "the same"
+FROZEN_MIN_LENGTH = 12  # frames (half a second at 24 fps)
+FLICKER_WINDOW = 9  # frames of the moving average that is the "smooth trend"
+
+
+def _check_frame(frame: object, what: str = "frame") -> np.ndarray:
+    """Validate an (H, W, 3) uint8 RGB frame."""
+    if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
+        kind = frame.dtype if isinstance(frame, np.ndarray) else type(frame).__name__
+        raise DaotaiError(f"{what}: dtype {kind} must be uint8 RGB")
+    if frame.ndim != 3 or frame.shape[2] != 3 or frame.shape[0] < 1 or frame.shape[1] < 1:
+        raise DaotaiError(f"{what}: shape {frame.shape} must be (H, W, 3)")
+    return frame
+
+
+def thumbnail(frame: np.ndarray, max_side: int = THUMB_SIDE) -> np.ndarray:
+    """Strided view keeping every k-th row/column so the longer side is at most max_side."""
+    frame = _check_frame(frame)
+    step = max(1, -(-max(frame.shape[:2]) // max_side))
+    return frame[::step, ::step]
+
+
+def _luma(frame: np.ndarray) -> np.ndarray:
+    """(h·w,) float32 BT.709 luma of an RGB frame (one BLAS product, no float64 copies)."""
+    return np.ascontiguousarray(frame).reshape(-1, 3) @ _LUMA
+
+
+@dataclass(frozen=True)
+class FrameStats:
+    """Brightness summary of one frame, in 8-bit code values."""
+
+    mean_luma: float
+    std_luma: float
+    mean_rgb: tuple[float, float, float]
+
+
+def frame_stats(frame: np.ndarray) -> FrameStats:
+    """Mean and spread of luma and the mean colour of a frame (on its thumbnail)."""
+    small = thumbnail(frame)
+    luma = _luma(small)
+    mean_rgb = small.reshape(-1, 3).mean(axis=0, dtype=np.float64)
+    return FrameStats(
+        mean_luma=float(luma.mean(dtype=np.float64)),
+        std_luma=float(luma.std(dtype=np.float64)),
+        mean_rgb=(float(mean_rgb[0]), float(mean_rgb[1]), float(mean_rgb[2])),
+    )
+
+
+def is_black(
+    frame: np.ndarray,
+    max_mean: float = BLACK_MAX_MEAN,
+    bright_level: float = BLACK_BRIGHT_LEVEL,
+    max_bright_fraction: float = BLACK_MAX_BRIGHT_FRACTION,
+) -> bool:
+    """True for a (nearly) black frame: dark on average and almost nothing bright in it.
+
+    The second condition keeps night scenes with a few lights from being flagged.
+    """
+    luma = _luma(thumbnail(frame))
+    if luma.mean(dtype=np.float64) > max_mean:
+        return False
+    return float(np.count_nonzero(luma > bright_level)) <= max_bright_fraction * luma.size
+
+
+def is_green(
+    frame: np.ndarray,
+    min_g: int = GREEN_MIN_G,
+    max_ratio: float = GREEN_MAX_RATIO,
+    min_fraction: float = GREEN_MIN_FRACTION,
+) -> bool:
+    """True for the broken-decode look: most pixels with G high and R, B near zero.
+
+    All-zero YUV decodes to about (0, 77, 0) in BT.709 and (0, 135, 0) in BT.601; natural
+    greens (foliage, a green screen) keep R or B well above a third of G and pass.
+    """
+    small = thumbnail(frame).astype(np.int16)  # (h, w, 3)
+    r, g, b = small[..., 0], small[..., 1], small[..., 2]
+    limit = (g * max_ratio).astype(np.int16)
+    green = (g >= min_g) & (r <= limit) & (b <= limit)
+    return float(np.count_nonzero(green)) >= min_fraction * green.size
+
+
+def mean_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean absolute difference per sample of two frames' thumbnails, in code values."""
+    ta, tb = thumbnail(a), thumbnail(b)
+    if ta.shape != tb.shape:
+        raise DaotaiError(f"frames: shapes {a.shape} and {b.shape} must match")
+    return float(np.abs(ta.astype(np.int16) - tb.astype(np.int16)).mean(dtype=np.float64))
+
+
+def _runs_below(
+    diffs: Iterable[float], max_diff: float, min_length: int
+) -> list[tuple[int, int]]:
+    """(start, length) of runs of frames whose successive differences stay below max_diff.
+
+    ``diffs[i]`` compares frame i and frame i + 1; a run of L frames has L − 1 small diffs.
+    """
+    runs: list[tuple[int, int]] = []
+    start: int | None = None
+    index = -1
+    for index, diff in enumerate(diffs):
+        if diff < max_diff:
+            if start is None:
+                start = index
+        elif start is not None:
+            if index - start + 1 >= min_length:
+                runs.append((start, index - start + 1))
+            start = None
+    if start is not None and index - start + 2 >= min_length:
+        runs.append((start, index - start + 2))
+    return runs
+
+
+def _successive_diffs(frames: Iterable[np.ndarray]) -> Iterator[float]:
+    """Mean absolute difference between each frame and the next, streamed."""
+    previous: np.ndarray | None = None
+    for frame in frames:
+        small = thumbnail(frame)
+        if previous is not None:
+            if previous.shape != small.shape:
+                raise DaotaiError(f"frames: shapes change from {previous.shape} to {small.shape}")
+            yield float(
+                np.abs(small.astype(np.int16) - previous.astype(np.int16)).mean(dtype=np.float64)
+            )
+        previous = small
+
+
+def frozen_runs(
+    frames: Iterable[np.ndarray],
+    max_diff: float = FROZEN_MAX_DIFF,
+    min_length: int = FROZEN_MIN_LENGTH,
+) -> list[tuple[int, int]]:
+    """(start, length) of every run of at least min_length (near-)identical frames."""
+    if isinstance(min_length, bool) or not isinstance(min_length, int) or min_length < 2:
+        raise DaotaiError(f"min_length: {min_length!r} must be an integer >= 2")
+    return _runs_below(_successive_diffs(frames), max_diff, min_length)
+
+
+def _flicker_from_means(means: np.ndarray, window: int = FLICKER_WINDOW) -> float:
+    """Std of frame-to-frame mean-luma steps after subtracting their moving average."""
+    if means.size < 3:
+        return 0.0
+    steps = np.diff(means.astype(np.float64))  # (N - 1,)
+    width = max(1, min(window, steps.size))
+    padded = np.pad(steps, (width // 2, width - 1 - width // 2), mode="edge")
+    trend = np.convolve(padded, np.full(width, 1.0 / width), mode="valid")  # (N - 1,)
+    return float(np.std(steps - trend))
+
+
+def flicker_score(frames: Iterable[np.ndarray], window: int = FLICKER_WINDOW) -> float:
+    """Brightness flicker in code values: ~0 for steady shots, fades and slow light changes."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise DaotaiError(f"window: {window!r} must be an integer >= 1")
+    means = np.array([_luma(thumbnail(frame)).mean(dtype=np.float64) for frame in frames])
+    return _flicker_from_means(means, window)
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    """Peak signal-to-noise ratio in dB of two uint8 images (inf when identical)."""
+    for name, image in (("a", a), ("b", b)):
+        if not isinstance(image, np.ndarray) or image.dtype != np.uint8:
+            kind = image.dtype if isinstance(image, np.ndarray) else type(image).__name__
+            raise DaotaiError(f"psnr {name}: dtype {kind} must be uint8")
+    if a.shape != b.shape:
+        raise DaotaiError(f"psnr: shapes {a.shape} and {b.shape} must match")
+    diff = a.astype(np.int16) - b.astype(np.int16)
+    mse = float(np.mean(np.square(diff, dtype=np.int32), dtype=np.float64))
+    if mse == 0.0:
+        return math.inf
+    return 10.0 * math.log10(255.0**2 / mse)
+
+
+def psnr_series(frames_a: Iterable[np.ndarray], frames_b: Iterable[np.ndarray]) -> np.ndarray:
+    """(N,) float64 per-frame PSNR of two equally long frame sequences."""
+    values = []
+    iter_a, iter_b = iter(frames_a), iter(frames_b)
+    missing = object()
+    while True:
+        a, b = next(iter_a, missing), next(iter_b, missing)
+        if a is missing and b is missing:
+            break
+        if a is missing or b is missing:
+            shorter = "a" if a is missing else "b"
+            raise DaotaiError(
+                f"psnr_series: sequence {shorter} ended after {len(values)} frames; "
+                "both must be equally long"
+            )
+        values.append(psnr(a, b))  # type: ignore[arg-type]
+    return np.array(values, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class VideoScan:
+    """Per-frame statistics and findings of one pass over a video."""
+
+    frames: int
+    stats: tuple[FrameStats, ...]
+    black_frames: tuple[int, ...]
+    green_frames: tuple[int, ...]
+    frozen_runs: tuple[tuple[int, int], ...]
+    flicker: float
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form (for qc.json)."""
+        return asdict(self)
+
+
+def scan_video(
+    path: str | os.PathLike[str],
+    *,
+    frozen_max_diff: float = FROZEN_MAX_DIFF,
+    frozen_min_length: int = FROZEN_MIN_LENGTH,
+    flicker_window: int = FLICKER_WINDOW,
+) -> VideoScan:
+    """Decode a file once (as thumbnails) and collect stats, black/green frames, frozen runs
+    and the flicker score."""
+    if isinstance(frozen_min_length, bool) or not isinstance(frozen_min_length, int):
+        raise DaotaiError(f"frozen_min_length: {frozen_min_length!r} must be an integer >= 2")
+    if frozen_min_length < 2:
+        raise DaotaiError(f"frozen_min_length: {frozen_min_length!r} must be an integer >= 2")
+    if isinstance(flicker_window, bool) or not isinstance(flicker_window, int):
+        raise DaotaiError(f"flicker_window: {flicker_window!r} must be an integer >= 1")
+    if flicker_window < 1:
+        raise DaotaiError(f"flicker_window: {flicker_window!r} must be an integer >= 1")
+    stats: list[FrameStats] = []
+    black: list[int] = []
+    green: list[int] = []
+    diffs: list[float] = []
+    previous: np.ndarray | None = None
+    for index, small in enumerate(decode_frames(path, max_side=THUMB_SIDE)):
+        stats.append(frame_stats(small))
+        if is_black(small):
+            black.append(index)
+        if is_green(small):
+            green.append(index)
+        if previous is not None:
+            diffs.append(mean_abs_diff(previous, small))
+        previous = small
+    means = np.array([s.mean_luma for s in stats])
+    return VideoScan(
+        frames=len(stats),
+        stats=tuple(stats),
+        black_frames=tuple(black),
+        green_frames=tuple(green),
+        frozen_runs=tuple(_runs_below(diffs, frozen_max_diff, frozen_min_length)),
+        flicker=_flicker_from_means(means, flicker_window),
+    )
