@@ -297,6 +297,17 @@ def test_labels_touch_only_rgb_above_the_head():
     assert cols.min() < u < cols.max()
 
 
+def test_hidden_figure_gets_no_label():
+    wall = [SetPiece("box", (0.0, 0.0, -1.0), (3.0, 3.0, 0.4), (0.6, 0.6, 0.6))]
+    state = FrameState(camera((0.0, 1.5, 5.0)), 50.0, (figure(0, 0.0, -3.0),))  # behind the wall
+    with PrevizRenderer(RenderSettings(320, 240, labels=True), DAY, wall) as on, \
+            PrevizRenderer(RenderSettings(320, 240, labels=False), DAY, wall) as off:
+        a, b = on.render(state), off.render(state)
+        seen = FrameState(camera((0.0, 1.5, 5.0)), 50.0, (figure(0, 2.5, -3.0),))  # beside it
+        assert on.render(seen).rgb.tobytes() != off.render(seen).rgb.tobytes()
+    assert not np.any(a.masks) and a.rgb.tobytes() == b.rgb.tobytes()
+
+
 def test_label_clamped_inside_the_frame(plain):
     c2w = camera((0.0, 1.0, 2.5), pitch=-20.0)
     state = FrameState(c2w, 50.0, (figure(0, 0.0, 0.0),))  # head top above the frame

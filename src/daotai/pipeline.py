@@ -153,10 +153,18 @@ class _Sink:
         self._thread.join(timeout=30.0)
 
 
+# Per-backend encoder defaults. Previz frames are flat synthetic shading with hard
+# silhouettes: psy-tuning brings nothing there, and tune=psnr with crf 16 keeps the
+# per-frame PSNR both high and even (measured on the examples: mean ≥ 41 dB, std ≤ 1.2).
+BACKEND_ENCODE_DEFAULTS = {"previz": {"crf": 16, "tune": "psnr"}}
+
+
 def _encode_settings(settings: PipelineSettings):
     from daotai.encode.video import EncodeSettings
 
-    return EncodeSettings(codec=settings.codec, crf=settings.crf, preset=settings.preset)
+    defaults = BACKEND_ENCODE_DEFAULTS.get(settings.backend, {}) if settings.codec != "prores" else {}
+    crf = settings.crf if settings.crf is not None else defaults.get("crf")
+    return EncodeSettings(codec=settings.codec, crf=crf, preset=settings.preset, tune=defaults.get("tune"))
 
 
 def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings) -> dict[str, _Sink]:

@@ -44,9 +44,9 @@ def output_files(out_dir: Path) -> dict[str, str]:
 def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records, timings: dict[str, float],
                    source: Path | None) -> dict:
     """Write manifest.json (atomically) and return it."""
-    from daotai.encode.video import EncodeSettings
+    from daotai.pipeline import _encode_settings
 
-    enc = EncodeSettings(codec=settings.codec, crf=settings.crf, preset=settings.preset)
+    enc = _encode_settings(settings)
     script_sha = None
     if source is not None and Path(source).is_file():
         script_sha = sha256_file(source)
@@ -62,6 +62,7 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
         "settings": {
             **asdict(settings),
             "effective_crf": enc.effective_crf,
+            "tune": enc.tune,
             "pix_fmt": enc.pix_fmt,
             "size": [plan.width, plan.height],
             "fps": list(plan.fps_fraction),

@@ -104,8 +104,11 @@ class EncodeSettings:
     preset: str = "veryfast"  # x264/x265 speed preset; prores has none and ignores it
     prores_profile: int = 3  # 0 proxy, 1 LT, 2 standard, 3 HQ (all 4:2:2 10 bit)
     threads: int = 0  # encoder threads, 0 = auto
+    tune: str | None = None  # x264/x265 tune, e.g. "psnr" for flat synthetic content
 
     def __post_init__(self) -> None:
+        if self.tune is not None and self.tune not in TUNES:
+            raise EncodeError(f"settings.tune: {self.tune!r} must be one of {', '.join(TUNES)} (or None)")
         if self.codec not in CODECS:
             raise EncodeError(f"settings.codec: {self.codec!r} must be one of {', '.join(CODECS)}")
         if self.crf is not None:
@@ -154,9 +157,18 @@ class EncodeSettings:
         if self.codec == "prores":
             return {"profile": str(self.prores_profile)}
         options = {"crf": str(self.effective_crf), "preset": self.preset}
+        if self.tune is not None:
+            options["tune"] = self.tune
+        # Chroma is averaged over 2x2 blocks, i.e. sited at the block centre: say so in
+        # the VUI (chroma_sample_loc_type 1) so players interpolate it from the right place.
         if self.codec == "hevc":
-            options["x265-params"] = "log-level=error"  # x265 prints a banner to stderr otherwise
+            options["x265-params"] = "log-level=error:chromaloc=1"  # x265 prints a banner otherwise
+        else:
+            options["x264-params"] = "chromaloc=1"
         return options
+
+
+TUNES = ("film", "animation", "grain", "stillimage", "psnr", "ssim", "fastdecode", "zerolatency")
 
 
 def as_fps(value: int | float | str | Fraction) -> Fraction:
@@ -257,30 +269,36 @@ def yuv_planes_to_rgb(
     bits: int = 8,
     full_range: bool = False,
 ) -> np.ndarray:
-    """(H, W, 3) uint8 RGB from Y (H, W) and Cb/Cr planes at (H/sy, W/sx), nearest upsampled."""
+    """(H, W, 3) uint8 RGB from Y (H, W) and Cb/Cr planes at (H/sy, W/sx).
+
+    Chroma is upsampled bilinearly with centre siting (each chroma sample sits at the
+    centre of the luma block it was averaged from, which is how the writer makes it and
+    how its streams are tagged), as players do; pixel repetition would show block steps
+    along every coloured edge.
+    """
+    import cv2
+
     h, w = y.shape
-    sy, sx = h // cb.shape[0], w // cb.shape[1]
     inverse, offset = _decode_coeffs(matrix_code, bits, full_range)
     # Every row of the inverse matrix has the same luma weight, so scale Y once.
     yf = y.astype(np.float32)  # (H, W)
     yf -= offset[0]
     yf *= inverse[0, 0]
-    rows = yf.reshape(h // sy, sy, w)  # chroma rows are shared by sy luma rows
-    # Widen chroma to full width first: broadcasting over a long last axis is fast,
-    # over a length-2 axis it is not.
-    cbf = np.repeat(cb, sx, axis=1).astype(np.float32)  # (H/sy, W)
+    if cb.shape != (h, w):
+        cbf = cv2.resize(cb.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR)  # (H, W)
+        crf = cv2.resize(cr.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR)
+    else:
+        cbf, crf = cb.astype(np.float32), cr.astype(np.float32)
     cbf -= offset[1]
-    crf = np.repeat(cr, sx, axis=1).astype(np.float32)
     crf -= offset[2]
     out = np.empty((h, w, 3), np.uint8)
-    out_rows = out.reshape(h // sy, sy, w, 3)
     for k in range(3):
-        chroma = inverse[k, 1] * cbf
-        chroma += inverse[k, 2] * crf
-        chroma += 0.5  # the cast below truncates
-        channel = rows + chroma[:, None, :]  # (H/sy, sy, W) float32
+        channel = inverse[k, 1] * cbf
+        channel += inverse[k, 2] * crf
+        channel += yf
+        channel += 0.5  # the cast below truncates
         np.clip(channel, 0.0, 255.0, out=channel)
-        out_rows[..., k] = channel
+        out[..., k] = channel
     return out
 
 

@@ -99,12 +99,12 @@ _GROUND_VS = """
 uniform mat4 u_view;
 uniform mat4 u_proj;
 uniform vec3 u_eye;      // camera position, world
-uniform float u_extent;  // half-size of the ground square (the far plane: nothing beyond shows)
+uniform float u_extent;  // half-size of the ground square, metres
 in vec2 in_corner;       // unit square corner in [-1, 1]^2
 out vec2 v_xz;           // world x, z
 out float v_depth;
 void main() {
-    // a square under the camera, so the ground reaches the far plane in every direction
+    // a square under the camera, wide enough to reach the far plane in every direction
     vec2 xz = u_eye.xz + in_corner * u_extent;
     vec4 eye = u_view * vec4(xz.x, 0.0, xz.y, 1.0);
     v_xz = xz;
@@ -132,8 +132,8 @@ void main() {
     // Box-filtered lines: coverage of a line of half-width hw (cells) over the pixel footprint;
     // a line thinner than a pixel is widened to one pixel and dimmed to keep its ink. Minor
     // lines fade out as cells shrink below ~3 px and major lines (every 5th) below ~15 px,
-    // so distant ground never shimmers into moire. Written without divisions: llvmpipe
-    // runs this for most pixels of every frame.
+    // so distant ground never shimmers into moire. One reciprocal and no other division:
+    // llvmpipe runs this for most pixels of every frame.
     vec2 g = abs(fract(cell - 0.5) - 0.5);
     vec2 c = clamp((max(vec2(0.02), 0.5 * w) - g) * iw + 0.5, 0.0, 1.0) * min(vec2(1.0), 0.04 * iw);
     float minor = max(c.x, c.y) * clamp(2.0 - 6.0 * max(w.x, w.y), 0.0, 1.0);
@@ -398,9 +398,6 @@ class PrevizRenderer:
         gp["u_inv_spacing"].value = 1.0 / env.grid_spacing_m
         fog_m = min(150.0, 0.3 * s.far)  # depth at which the haze is half way (before scaling)
         gp["u_fog"].value = (fog_m, (s.far + fog_m) / s.far)
-        # reach well past the far plane sideways too: at wide angles the far plane cuts the
-        # ground further out than ``far`` from the camera
-        gp["u_extent"].value = 8.0 * s.far
         sp = self._sky_prog
         sp["u_zenith"].value = env.sky_zenith
         sp["u_horizon"].value = env.sky_horizon
@@ -468,6 +465,8 @@ class PrevizRenderer:
             masks = np.ascontiguousarray(masks[k // 2 :: k, k // 2 :: k])
         if self._labels is not None and state.figures:
             self._draw_labels(state, rgb, masks)
+        if self.settings.soften_px > 0:
+            rgb = cv2.GaussianBlur(rgb, (3, 3), self.settings.soften_px)
         return RenderedFrame(rgb=rgb, depth=depth, masks=masks)
 
     def frames(self, states: Iterable[FrameState]) -> Iterator[RenderedFrame]:
@@ -547,6 +546,10 @@ class PrevizRenderer:
         gp["u_view"].write(view_b)
         gp["u_proj"].write(proj_b)
         gp["u_eye"].value = tuple(float(v) for v in c2w[:3, 3])
+        # Reach the far plane in every corner of the frame: at wide angles it cuts the ground
+        # further out than ``far`` from the camera, up to far / cos(half the diagonal fov).
+        tan_diag = math.tan(math.radians(state.fov_deg) / 2.0) * math.hypot(1.0, w / h)
+        gp["u_extent"].value = 1.1 * s.far * math.hypot(1.0, tan_diag)
         self._ground_vao.render(moderngl.TRIANGLES)
 
         blobs = list(self._static_blobs)
@@ -579,10 +582,11 @@ class PrevizRenderer:
         tops = np.stack([figure_head_top(f) for f in state.figures])  # (N, 3) world
         uv, z = project(state.cam_to_world, state.fov_deg, s.width, s.height, tops)
         fy = intrinsics(state.fov_deg, s.width, s.height)[1]
+        visible = _visible(state, masks)
         order = np.argsort(z, kind="stable")  # most negative z = farthest: drawn first
         for i in order:
             fig = state.figures[i]
-            if z[i] >= -s.near or not _visible(state, i, masks):  # behind the camera, hidden, off-frame
+            if z[i] >= -s.near or not visible[i]:  # behind the camera, hidden, or off-frame
                 continue
             on_screen_height = fy * fig.height_m / -z[i]
             size = int(round(min(max(0.065 * on_screen_height, 11.0), max(11.0, s.height / 22.0))))
@@ -591,24 +595,27 @@ class PrevizRenderer:
             self._labels.draw(rgb, (float(uv[i, 0]), float(uv[i, 1])), size, text, colour)  # type: ignore[arg-type]
 
 
-def _visible(state: FrameState, index: int, masks: np.ndarray) -> bool:
-    """Whether any pixel of ``figures[index]`` made it into the mask (searched in its screen box)."""
-    fig = state.figures[index]
+def _visible(state: FrameState, masks: np.ndarray) -> list[bool]:
+    """Per figure, whether any of its pixels made it into ``masks`` (searched in its screen box)."""
     h, w = masks.shape
-    r = 0.5 * fig.height_m  # a generous box around the figure, walking limbs included
-    x, zc = fig.position
-    corners = np.array([[x + dx, y, zc + dz] for dx in (-r, r) for dz in (-r, r) for y in (0.0, 1.1 * fig.height_m)])
+    # a generous box around each figure, walking limbs included: (N * 8, 3) world corners
+    corners = np.array([
+        [f.position[0] + dx * f.height_m, y * f.height_m, f.position[1] + dz * f.height_m]
+        for f in state.figures for dx in (-0.5, 0.5) for dz in (-0.5, 0.5) for y in (0.0, 1.1)
+    ])
     uv, z = project(state.cam_to_world, state.fov_deg, w, h, corners)
-    if np.all(z < 0.0):
-        x0, y0 = np.floor(uv.min(axis=0)).astype(int)
-        x1, y1 = np.ceil(uv.max(axis=0)).astype(int) + 1
-        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
-        if x0 >= x1 or y0 >= y1:
-            return False
-        region = masks[y0:y1, x0:x1]
-    else:  # the box straddles the camera plane: its projection is unbounded, search everything
-        region = masks
-    return bool((region == index + 1).any())
+    out = []
+    for i in range(len(state.figures)):
+        box_uv, box_z = uv[8 * i : 8 * i + 8], z[8 * i : 8 * i + 8]
+        if np.all(box_z < 0.0):
+            x0, y0 = np.floor(box_uv.min(axis=0)).astype(int)
+            x1, y1 = np.ceil(box_uv.max(axis=0)).astype(int) + 1
+            x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+            region = masks[y0:y1, x0:x1] if x0 < x1 and y0 < y1 else masks[:0, :0]
+        else:  # the box straddles the camera plane: its projection is unbounded, search everything
+            region = masks
+        out.append(bool((region == i + 1).any()))
+    return out
 
 
 def _area_downsample(rgb: np.ndarray, k: int) -> np.ndarray:

@@ -266,13 +266,6 @@ def figure_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray]:
     return models, _role_colours(fig.colour)[_FIGURE_ROLES]
 
 
-def figure_parts(fig: Figure) -> list[Part]:
-    """The instances of one proxy figure at its pose, in world space."""
-    models, colours = figure_instances(fig)
-    return [Part(PRIMITIVES[int(p)], m, tuple(float(v) for v in c))  # type: ignore[arg-type]
-            for p, m, c in zip(FIGURE_PRIMS, models, colours)]
-
-
 def figure_head_top(fig: Figure) -> np.ndarray:
     """World point (x, y, z) just above the head, where the label is anchored."""
     return np.array([fig.position[0], fig.height_m * 1.02, fig.position[1]])

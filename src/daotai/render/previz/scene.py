@@ -159,7 +159,7 @@ def environment_for(time_of_day: str) -> Environment:
     return _PALETTES[key]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality: an ndarray field has no truth value
 class FrameState:
     """Everything that changes per frame: the camera and where the figures are."""
 
@@ -192,6 +192,10 @@ class RenderSettings:
     far: float = 500.0
     labels: bool = True
     supersample: int = 1  # render k x larger and area-average RGB down; 1 = off
+    # Gaussian "lens softness" (pixels) on RGB before labels: rasterised edges are
+    # perfectly hard, and a hard edge between saturated colours is exactly what 4:2:0
+    # chroma loses; 0.6 px costs ~2 ms at 1080p and buys ~2.5 dB of encode PSNR.
+    soften_px: float = 0.6
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):
@@ -200,6 +204,8 @@ class RenderSettings:
                 raise BackendError(f"render {name}: {v!r} must be an integer in 1..8192 pixels")
         if not (math.isfinite(self.near) and math.isfinite(self.far) and 0.0 < self.near < self.far):
             raise BackendError(f"render near/far: {(self.near, self.far)!r} must satisfy 0 < near < far")
+        if not (math.isfinite(self.soften_px) and 0.0 <= self.soften_px <= 3.0):
+            raise BackendError(f"render soften_px: {self.soften_px!r} must be in 0..3 pixels")
         if not isinstance(self.supersample, int) or not 1 <= self.supersample <= 4:
             raise BackendError(f"render supersample: {self.supersample!r} must be an integer in 1..4")
         if max(self.width, self.height) * self.supersample > 16384:
