@@ -1,0 +1,113 @@
+"""Previz render + encode speed as a ratio of real time, measured in one run.
+
+For each size (1920x1080 and 640x360 at 30 fps) the office example is re-planned at that
+size and frame rate, and every shot goes through the real pipeline stage (render on the
+main thread, encoders on their own threads, files written atomically). It prints
+
+    realtime = clip seconds / wall seconds      (targets: >= 1.0 at 1080p, >= 4 at 360p)
+
+plus the split between rendering and encoding, with and without control channels. The
+baseline in the same run is the encoder alone fed pre-rendered frames, so machine noise
+shows up on both sides of the comparison.
+
+    python bench/previz.py [--script examples/office.json] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+from daotai.encode.video import EncodeSettings, VideoWriter
+from daotai.pipeline import PipelineSettings, ShotRecord, _encode_settings, render_shot
+from daotai.plan.planner import plan_script
+from daotai.render.base import RunContext
+from daotai.render.previz.backend import PrevizBackend, frame_states
+from daotai.script.load import load_script
+from daotai.script.schema import Size
+
+SIZES = {"1080p": (1920, 1080), "360p": (640, 360)}
+TARGETS = {"1080p": 1.0, "360p": 4.0}
+
+
+def _plan(script_path: Path, width: int, height: int, seconds: float):
+    script = load_script(script_path)
+    shots = []
+    remaining = seconds
+    for shot in script.shots:
+        take = min(shot.duration, remaining)
+        if take <= 0:
+            break
+        shots.append(shot.model_copy(update={"duration": take}))
+        remaining -= take
+    script = script.model_copy(update={"size": Size(width=width, height=height), "fps": 30.0, "shots": tuple(shots)})
+    return plan_script(script)
+
+
+def _run_pipeline(plan, controls: bool, out: Path) -> tuple[float, float]:
+    """Wall seconds and render-only seconds for every shot through render_shot."""
+    settings = PipelineSettings(controls=controls)
+    backend = PrevizBackend()
+    backend._renderer_for(plan)  # warm the GL context outside the timing, as a long run would be
+    wall = render = 0.0
+    try:
+        for shot in plan.shots:
+            record = ShotRecord(shot.shot_id)
+            started = time.perf_counter()
+            for _ in render_shot(backend, plan, shot, out, settings, RunContext(), record):
+                pass
+            wall += time.perf_counter() - started
+            render += record.render_s
+    finally:
+        backend.close()
+    return wall, render
+
+
+def _encode_only(plan, out: Path) -> float:
+    """Seconds to encode the same frames (pre-rendered, in memory) with the same settings."""
+    backend = PrevizBackend()
+    gl = backend._renderer_for(plan)
+    frames = [gl.render(state).rgb for shot in plan.shots for state in frame_states(plan, shot)]
+    backend.close()
+    settings = _encode_settings(PipelineSettings())
+    started = time.perf_counter()
+    with VideoWriter(out / "encode_only.mp4", plan.width, plan.height, Fraction(*plan.fps_fraction), settings) as writer:
+        for frame in frames:
+            writer.write(frame)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--script", type=Path, default=Path(__file__).resolve().parent.parent / "examples" / "office.json")
+    parser.add_argument("--seconds", type=float, default=6.0, help="clip seconds rendered per size")
+    args = parser.parse_args()
+    print(f"previz render + encode, {args.script.name}, {args.seconds:g} s per size at 30 fps")
+    print(f"{'size':>6} {'controls':>8} {'frames':>6} {'wall s':>7} {'render s':>8} {'realtime':>9} {'target':>7}  encode-only fps")
+    work = Path(tempfile.mkdtemp(prefix="daotai-bench-"))
+    for sub in ("shots", "control"):
+        (work / sub).mkdir()
+    try:
+        for label, (width, height) in SIZES.items():
+            plan = _plan(args.script, width, height, args.seconds)
+            clip_s = plan.total_frames / 30.0
+            frames = sum(s.frames for s in plan.shots)
+            encode_s = _encode_only(plan, work)
+            for controls in (False, True):
+                wall, render = _run_pipeline(plan, controls, work)
+                ratio = clip_s / wall
+                verdict = "ok" if ratio >= TARGETS[label] else "MISS"
+                print(
+                    f"{label:>6} {str(controls):>8} {frames:>6} {wall:7.2f} {render:8.2f} {ratio:8.2f}x "
+                    f"{TARGETS[label]:>5.1f}x {verdict}  {frames / encode_s:6.1f}"
+                )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
