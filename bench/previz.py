@@ -23,7 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from daotai.encode.video import EncodeSettings, VideoWriter
-from daotai.pipeline import PipelineSettings, ShotRecord, _encode_settings, render_shot
+from daotai.pipeline import PipelineSettings, ShotRecord, encode_settings_for, render_shot
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
 from daotai.render.previz.backend import PrevizBackend, frame_states
@@ -73,7 +73,7 @@ def _encode_only(plan, out: Path) -> float:
     gl = backend._renderer_for(plan)
     frames = [gl.render(state).rgb for shot in plan.shots for state in frame_states(plan, shot)]
     backend.close()
-    settings = _encode_settings(PipelineSettings())
+    settings = encode_settings_for(PipelineSettings(), plan.width, plan.height)
     started = time.perf_counter()
     with VideoWriter(out / "encode_only.mp4", plan.width, plan.height, Fraction(*plan.fps_fraction), settings) as writer:
         for frame in frames:

@@ -161,7 +161,10 @@ def doctor() -> None:
 def main() -> None:
     """Entry point: run the app and turn errors into messages and exit codes."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns an Exit's code instead of raising it.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except ScriptError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         sys.exit(exc.exit_code)

@@ -36,7 +36,7 @@ class PipelineSettings:
     backend: str = "previz"
     codec: str = "h264"
     crf: int | None = None
-    preset: str = "veryfast"
+    preset: str | None = None  # None: chosen per backend and frame size
     controls: bool = True
     shots: tuple[str, ...] = ()
     strict: bool = False
@@ -156,15 +156,23 @@ class _Sink:
 # Per-backend encoder defaults. Previz frames are flat synthetic shading with hard
 # silhouettes: psy-tuning brings nothing there, and tune=psnr with crf 16 keeps the
 # per-frame PSNR both high and even (measured on the examples: mean ≥ 41 dB, std ≤ 1.2).
-BACKEND_ENCODE_DEFAULTS = {"previz": {"crf": 16, "tune": "psnr"}}
+# At 720p and above x264's ultrafast preset encodes previz ~1.7x faster than veryfast
+# at the same PSNR (45.8 vs 44.9 dB at 1080p, crf 16; files ~4x larger), which is what
+# keeps render + encode at real time on two cores.
+BACKEND_ENCODE_DEFAULTS = {"previz": {"crf": 16, "tune": "psnr", "large_preset": "ultrafast"}}
+LARGE_FRAME_PIXELS = 1280 * 720
 
 
-def _encode_settings(settings: PipelineSettings):
+def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int = 0):
     from daotai.encode.video import EncodeSettings
 
     defaults = BACKEND_ENCODE_DEFAULTS.get(settings.backend, {}) if settings.codec != "prores" else {}
     crf = settings.crf if settings.crf is not None else defaults.get("crf")
-    return EncodeSettings(codec=settings.codec, crf=crf, preset=settings.preset, tune=defaults.get("tune"))
+    preset = settings.preset
+    if preset is None:
+        large = width * height >= LARGE_FRAME_PIXELS
+        preset = defaults.get("large_preset", "veryfast") if large else "veryfast"
+    return EncodeSettings(codec=settings.codec, crf=crf, preset=preset, tune=defaults.get("tune"))
 
 
 def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings) -> dict[str, _Sink]:
@@ -172,7 +180,7 @@ def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSet
     from daotai.render.previz.control import depth_to_preview, depth_to_uint16_mm
 
     fps = Fraction(*plan.fps_fraction)
-    enc = _encode_settings(settings)
+    enc = encode_settings_for(settings, plan.width, plan.height)
     shot_path = out_dir / "shots" / f"{shot.shot_id}{enc.container}"
     control = out_dir / "control"
 
@@ -203,7 +211,7 @@ def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSet
 
 def shot_files(shot_id: str, settings: PipelineSettings) -> dict[str, str]:
     """Output paths of one shot, relative to the output folder."""
-    files = {"shot": f"shots/{shot_id}{_encode_settings(settings).container}"}
+    files = {"shot": f"shots/{shot_id}{encode_settings_for(settings).container}"}
     if settings.controls:
         files.update(
             depth=f"control/{shot_id}_depth.mkv",
@@ -303,7 +311,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         raise PlanError(f"--output: {out_dir} exists and is not a folder")
     if settings.shots:
         plan = select_shots(plan, list(settings.shots))
-    _encode_settings(settings)  # validate codec/crf/preset before any work
+    encode_settings_for(settings)  # validate codec/crf/preset before any work
     for sub in ("shots", "control") if settings.controls else ("shots",):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
@@ -372,7 +380,7 @@ def _assemble(plan: Plan, out_dir: Path, settings: PipelineSettings, records: li
         kind = shot.transition.type
         seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
         clips.append(ClipSpec(path=out_dir / record.files["shot"], transition_in=Transition(kind, seconds)))
-    enc = _encode_settings(settings)
+    enc = encode_settings_for(settings, plan.width, plan.height)
     target = out_dir / f"sequence{enc.container}"
     progress: list[tuple[int, int]] = []
 

@@ -44,9 +44,9 @@ def output_files(out_dir: Path) -> dict[str, str]:
 def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records, timings: dict[str, float],
                    source: Path | None) -> dict:
     """Write manifest.json (atomically) and return it."""
-    from daotai.pipeline import _encode_settings
+    from daotai.pipeline import encode_settings_for
 
-    enc = _encode_settings(settings)
+    enc = encode_settings_for(settings, plan.width, plan.height)
     script_sha = None
     if source is not None and Path(source).is_file():
         script_sha = sha256_file(source)
@@ -63,6 +63,7 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
             **asdict(settings),
             "effective_crf": enc.effective_crf,
             "tune": enc.tune,
+            "preset": enc.preset,
             "pix_fmt": enc.pix_fmt,
             "size": [plan.width, plan.height],
             "fps": list(plan.fps_fraction),

@@ -100,7 +100,7 @@ class PrevizBackend:
         yield Progress("render", shot.shot_id, 0, shot.frames)
         for index, state in enumerate(frame_states(job.plan, shot)):
             ctx.check()
-            frame = renderer.render(state)
+            frame = renderer.render(state, depth=job.controls)
             yield Frame(
                 shot_id=shot.shot_id,
                 index=index,

@@ -440,8 +440,12 @@ class PrevizRenderer:
 
     # ------------------------------------------------------------------ frames
 
-    def render(self, state: FrameState) -> RenderedFrame:
-        """Draw one frame: RGB (H, W, 3) uint8, depth (H, W) float32 metres, masks (H, W) uint8."""
+    def render(self, state: FrameState, depth: bool = True) -> RenderedFrame:
+        """Draw one frame: RGB (H, W, 3) uint8, depth (H, W) float32 metres, masks (H, W) uint8.
+
+        ``depth=False`` skips reading the depth attachment back (the largest read, 4 bytes a
+        pixel) when no control channel is wanted; ``RenderedFrame.depth`` is then None.
+        """
         import cv2
 
         if self._ctx is None:
@@ -450,18 +454,21 @@ class PrevizRenderer:
             raise BackendError(f"figures: {len(state.figures)} figures exceed the 254 a uint8 mask can index")
         k = self.settings.supersample
         w, h = self._size
-        depth = np.empty((h, w), np.float32)  # (kH, kW) float32 metres
-        masks = np.empty((h, w), np.uint8)  # (kH, kW) uint8 ids
+        want_depth = depth
+        depth = np.empty((h, w), np.float32) if want_depth else None  # (kH, kW) float32 metres
+        masks = np.empty((h, w), np.uint8)  # (kH, kW) uint8 ids (labels need them too)
         with self._ctx:
             self._draw(state)
             self._fbo.read_into(self._rgba, components=4, attachment=0, dtype="f1")
-            self._fbo.read_into(depth, components=1, attachment=1, dtype="f4")
+            if want_depth:
+                self._fbo.read_into(depth, components=1, attachment=1, dtype="f4")
             self._fbo.read_into(masks, components=1, attachment=2, dtype="u1")
         rgb = cv2.cvtColor(self._rgba, cv2.COLOR_RGBA2RGB)  # (kH, kW, 3) uint8, a new array
         if k > 1:
             rgb = _area_downsample(rgb, k)
             # depth and ids are sampled, not averaged: a blend of two depths or ids is neither
-            depth = np.ascontiguousarray(depth[k // 2 :: k, k // 2 :: k])
+            if depth is not None:
+                depth = np.ascontiguousarray(depth[k // 2 :: k, k // 2 :: k])
             masks = np.ascontiguousarray(masks[k // 2 :: k, k // 2 :: k])
         if self._labels is not None and state.figures:
             self._draw_labels(state, rgb, masks)

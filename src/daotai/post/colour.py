@@ -1,0 +1,164 @@
+"""Deflicker and colour matching of shots, both in CIE L*a*b* (a perceptual space).
+
+Deflicker: frame-to-frame brightness wobble is measured as each frame's mean L* and
+removed by scaling L* so the mean follows its centred moving average over ``window``
+frames; slow exposure changes (fades, a lamp turned on) survive, fast flicker does not.
+The step is streaming: it holds ``window // 2`` frames of look-ahead.
+
+Colour matching (Reinhard et al. 2001 statistics transfer): the mean and standard
+deviation of L*, a*, b* over a whole shot are mapped onto those of a reference shot. One
+global transform per shot, not per frame, so matching never adds flicker of its own.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from daotai.errors import EncodeError
+
+__all__ = [
+    "DeflickerConfig",
+    "LabStats",
+    "MatchColourConfig",
+    "deflicker_frames",
+    "lab_stats",
+    "match_colour_frames",
+    "transfer_lab",
+]
+
+STATS_SIDE = 160  # longer side of the thumbnails colour statistics are taken on
+MIN_STD = 1e-3  # guards the ratio of standard deviations on flat (single-colour) shots
+
+
+@dataclass(frozen=True)
+class DeflickerConfig:
+    """Deflicker step: centred moving-average window (odd number of frames ≥ 3)."""
+
+    window: int = 9
+
+    def __post_init__(self) -> None:
+        w = self.window
+        if isinstance(w, bool) or not isinstance(w, int) or w < 3 or w % 2 == 0:
+            raise EncodeError(f"deflicker.window: {w!r} must be an odd integer >= 3")
+
+
+@dataclass(frozen=True)
+class MatchColourConfig:
+    """Colour-match step: the reference clip whose L*a*b* statistics the shot takes on."""
+
+    reference: str
+    strength: float = 1.0  # 0 = untouched, 1 = full transfer
+
+    def __post_init__(self) -> None:
+        s = self.strength
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0.0 <= s <= 1.0:
+            raise EncodeError(f"match_colour.strength: {s!r} must be a number in [0, 1]")
+
+
+@dataclass(frozen=True)
+class LabStats:
+    """Per-channel mean and standard deviation of L*, a*, b* (L* in 0..100)."""
+
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+
+
+def to_lab(frame: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8 sRGB → (H, W, 3) float32 L*a*b* (L* 0..100)."""
+    return cv2.cvtColor(frame.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_RGB2Lab)
+
+
+def from_lab(lab: np.ndarray) -> np.ndarray:
+    """(H, W, 3) float32 L*a*b* → (H, W, 3) uint8 sRGB, rounded and clipped."""
+    rgb = cv2.cvtColor(lab, cv2.COLOR_Lab2RGB)  # float32, about 0..1
+    return np.clip(rgb * 255.0 + 0.5, 0, 255).astype(np.uint8)
+
+
+def _thumb(frame: np.ndarray) -> np.ndarray:
+    """Area-downscaled copy with the longer side at most STATS_SIDE."""
+    h, w = frame.shape[:2]
+    k = max(h, w) / STATS_SIDE
+    if k <= 1:
+        return frame
+    return cv2.resize(frame, (max(1, round(w / k)), max(1, round(h / k))), interpolation=cv2.INTER_AREA)
+
+
+def lab_stats(frames: Iterable[np.ndarray]) -> LabStats:
+    """L*a*b* statistics pooled over all pixels of all (thumbnailed) frames."""
+    total = np.zeros(3, np.float64)
+    squares = np.zeros(3, np.float64)
+    count = 0
+    for frame in frames:
+        lab = to_lab(_thumb(frame)).reshape(-1, 3).astype(np.float64)
+        total += lab.sum(axis=0)
+        squares += np.square(lab).sum(axis=0)
+        count += lab.shape[0]
+    if count == 0:
+        raise EncodeError("match_colour: no frames to take colour statistics from")
+    mean = total / count
+    std = np.sqrt(np.maximum(squares / count - np.square(mean), 0.0))
+    return LabStats(tuple(float(v) for v in mean), tuple(float(v) for v in std))
+
+
+def transfer_lab(frame: np.ndarray, source: LabStats, target: LabStats, strength: float = 1.0) -> np.ndarray:
+    """Map one frame from the source shot's Lab statistics to the target's: (H, W, 3) uint8."""
+    lab = to_lab(frame)
+    mu_s, mu_t = np.float32(source.mean), np.float32(target.mean)
+    gain = np.float32(target.std) / np.maximum(np.float32(source.std), MIN_STD)
+    mapped = (lab - mu_s) * gain + mu_t  # (H, W, 3) float32
+    if strength < 1.0:
+        mapped = lab + np.float32(strength) * (mapped - lab)
+    mapped[..., 0] = np.clip(mapped[..., 0], 0.0, 100.0)
+    return from_lab(mapped)
+
+
+def match_colour_frames(
+    frames: Iterable[np.ndarray], source: LabStats, target: LabStats, strength: float = 1.0
+) -> Iterator[np.ndarray]:
+    """Apply one global Lab transfer to every frame of a shot."""
+    for frame in frames:
+        yield transfer_lab(frame, source, target, strength)
+
+
+def _mean_l(frame: np.ndarray) -> float:
+    """Mean L* of a frame (on a thumbnail: flicker is a whole-frame effect)."""
+    return float(to_lab(_thumb(frame))[..., 0].mean(dtype=np.float64))
+
+
+def _correct(frame: np.ndarray, mean_l: float, target_l: float) -> np.ndarray:
+    """Scale L* so the frame's mean moves from mean_l to target_l."""
+    if abs(target_l - mean_l) < 0.05 or mean_l < 0.5:
+        return frame  # nothing to fix, or a black frame that must stay black
+    lab = to_lab(frame)
+    lab[..., 0] *= np.float32(target_l / mean_l)
+    np.clip(lab[..., 0], 0.0, 100.0, out=lab[..., 0])
+    return from_lab(lab)
+
+
+def deflicker_frames(frames: Iterable[np.ndarray], config: DeflickerConfig = DeflickerConfig()) -> Iterator[np.ndarray]:
+    """Stream frames with fast brightness changes removed (look-ahead of window // 2 frames)."""
+    half = config.window // 2
+    means: list[float] = []  # mean L* of every frame seen so far
+    pending: deque[np.ndarray] = deque()  # frames read but not yet written
+    written = 0
+
+    def target(i: int, last: int) -> float:
+        """Centred moving average of mean L* around frame i, shrunk at the clip's ends."""
+        reach = min(half, i, last - i)  # symmetric window keeps ramps (fades) unbiased
+        return float(np.mean(means[i - reach : i + reach + 1]))
+
+    for frame in frames:
+        means.append(_mean_l(frame))
+        pending.append(frame)
+        if len(means) - 1 - written >= half:  # frame `written` now has its look-ahead
+            yield _correct(pending.popleft(), means[written], target(written, written + half))
+            written += 1
+    last = len(means) - 1
+    while pending:
+        yield _correct(pending.popleft(), means[written], target(written, last))
+        written += 1

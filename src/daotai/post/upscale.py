@@ -1,0 +1,159 @@
+"""Spatial upscaling ×2 / ×4 of (H, W, 3) uint8 frames.
+
+``classical`` (the default, no weights): Lanczos interpolation refined by iterative back
+projection — the upscaled frame is repeatedly corrected so that, box-downscaled again, it
+reproduces the low-resolution input — and then clamped, pixel by pixel, to the value range
+of the input's 3x3 neighbourhood at that spot. Back projection restores the contrast that
+interpolation smears across edges; the clamp removes the ringing (halos) that both Lanczos
+and back projection put beside hard edges, while flat areas and gradients are untouched.
+
+``spandrel``: a neural single-image upscaler (Real-ESRGAN family) loaded from a user's
+``.safetensors``/``.pth`` file through the optional ``spandrel`` package; the file's SHA-256
+is checked against the one the user gave before anything is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from daotai.errors import BackendError, DependencyMissing, EncodeError
+
+__all__ = ["FACTORS", "METHODS", "UpscaleConfig", "upscale_classical", "upscale_frames", "Upscaler"]
+
+FACTORS = (2, 4)
+METHODS = ("classical", "lanczos", "spandrel")
+BACK_PROJECTION_ITERATIONS = 3  # PSNR gain saturates after about 3 (measured on synthetic frames)
+
+
+@dataclass(frozen=True)
+class UpscaleConfig:
+    """Upscale step: factor 2 or 4; method classical | lanczos | spandrel (needs model + sha256)."""
+
+    factor: int = 2
+    method: str = "classical"
+    model: str | None = None  # spandrel only: path of the weights file
+    sha256: str | None = None  # spandrel only: expected hex digest of the weights file
+
+    def __post_init__(self) -> None:
+        if isinstance(self.factor, bool) or self.factor not in FACTORS:
+            raise EncodeError(f"upscale.factor: {self.factor!r} must be 2 or 4")
+        if self.method not in METHODS:
+            raise EncodeError(f"upscale.method: {self.method!r} must be one of {', '.join(METHODS)}")
+        if self.method == "spandrel":
+            if not self.model:
+                raise EncodeError("upscale.model: required for method 'spandrel' (a .safetensors file)")
+            if not self.sha256 or len(self.sha256) != 64:
+                raise EncodeError(
+                    f"upscale.sha256: {self.sha256!r} must be the 64-hex-digit SHA-256 of the "
+                    "weights file (method 'spandrel' refuses unchecked weights)"
+                )
+
+
+def _lanczos(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Lanczos-4 resize of a float32 image."""
+    return cv2.resize(image, (width, height), interpolation=cv2.INTER_LANCZOS4)
+
+
+def upscale_classical(frame: np.ndarray, factor: int, iterations: int = BACK_PROJECTION_ITERATIONS) -> np.ndarray:
+    """Lanczos + back projection + local-range clamp; (H, W, 3) uint8 → (fH, fW, 3) uint8."""
+    if factor not in FACTORS:
+        raise EncodeError(f"upscale.factor: {factor!r} must be 2 or 4")
+    h, w = frame.shape[:2]
+    big_w, big_h = w * factor, h * factor
+    low = frame.astype(np.float32)  # (H, W, 3) float32, 0..255
+    up = _lanczos(low, big_w, big_h)  # (fH, fW, 3) float32
+    for _ in range(iterations):
+        # INTER_AREA is the box filter most downscalers use, so it is the model inverted here.
+        residual = low - cv2.resize(up, (w, h), interpolation=cv2.INTER_AREA)
+        up += cv2.resize(residual, (big_w, big_h), interpolation=cv2.INTER_CUBIC)
+    kernel = np.ones((3, 3), np.uint8)
+    lo = cv2.resize(cv2.erode(low, kernel), (big_w, big_h), interpolation=cv2.INTER_NEAREST)
+    hi = cv2.resize(cv2.dilate(low, kernel), (big_w, big_h), interpolation=cv2.INTER_NEAREST)
+    np.clip(up, lo, hi, out=up)
+    up += 0.5  # the cast truncates
+    return np.clip(up, 0, 255).astype(np.uint8)
+
+
+def upscale_lanczos(frame: np.ndarray, factor: int) -> np.ndarray:
+    """Plain Lanczos-4 resize; (H, W, 3) uint8 → (fH, fW, 3) uint8."""
+    h, w = frame.shape[:2]
+    return cv2.resize(frame, (w * factor, h * factor), interpolation=cv2.INTER_LANCZOS4)
+
+
+class Upscaler:
+    """A loaded upscaler for one config; call it on frames, close() to free a model."""
+
+    def __init__(self, config: UpscaleConfig):
+        self.config = config
+        self._model = None
+        if config.method == "spandrel":
+            self._model = _load_spandrel(config)
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        """Upscale one (H, W, 3) uint8 frame."""
+        if self.config.method == "classical":
+            return upscale_classical(frame, self.config.factor)
+        if self.config.method == "lanczos":
+            return upscale_lanczos(frame, self.config.factor)
+        return _run_spandrel(self._model, frame, self.config.factor)
+
+    def close(self) -> None:
+        """Drop the model (if any)."""
+        self._model = None
+
+
+def upscale_frames(frames: Iterator[np.ndarray], config: UpscaleConfig) -> Iterator[np.ndarray]:
+    """Upscale a stream of frames lazily."""
+    upscaler = Upscaler(config)
+    try:
+        for frame in frames:
+            yield upscaler(frame)
+    finally:
+        upscaler.close()
+
+
+# --------------------------------------------------------------------------- neural (optional)
+
+
+def _load_spandrel(config: UpscaleConfig):
+    """Check the weights file's hash, then load it with spandrel (raises DependencyMissing)."""
+    from daotai.deliver.files import sha256_file
+
+    path = Path(config.model or "")
+    if not path.is_file():
+        raise BackendError(f"upscale.model: {str(path)!r} does not exist or is not a file")
+    digest = sha256_file(path)
+    if digest.lower() != (config.sha256 or "").lower():
+        raise BackendError(
+            f"upscale.model: {str(path)!r} has SHA-256 {digest}, expected {config.sha256}; "
+            "refusing to load weights that differ from the ones you named"
+        )
+    try:
+        import spandrel  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        raise DependencyMissing("spandrel", "neural", "neural upscaling (--method spandrel)") from None
+    descriptor = spandrel.ModelLoader().load_from_file(str(path))
+    if not isinstance(descriptor, spandrel.ImageModelDescriptor):
+        raise BackendError(f"upscale.model: {str(path)!r} is not a single-image model")
+    if descriptor.scale != config.factor:
+        raise BackendError(
+            f"upscale.factor: {config.factor} but the model in {str(path)!r} upscales ×{descriptor.scale}"
+        )
+    return descriptor.eval()
+
+
+def _run_spandrel(model, frame: np.ndarray, factor: int) -> np.ndarray:
+    """One frame through a spandrel model on the CPU or the model's device."""
+    import torch
+
+    tensor = torch.from_numpy(frame).permute(2, 0, 1)[None].float().div_(255.0)  # (1, 3, H, W)
+    with torch.inference_mode():
+        out = model(tensor.to(model.device))  # (1, 3, fH, fW) float in 0..1
+    out = out[0].clamp_(0, 1).mul_(255.0).add_(0.5).byte().permute(1, 2, 0)
+    return np.ascontiguousarray(out.cpu().numpy())  # (fH, fW, 3) uint8

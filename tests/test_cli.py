@@ -1,0 +1,110 @@
+"""The command line as a user meets it: exit codes, one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def daotai(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="120")
+    return subprocess.run(
+        [sys.executable, "-m", "daotai.cli", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300
+    )
+
+
+def test_validate_ok():
+    result = daotai("validate", "examples/office.json")
+    assert result.returncode == 0
+    assert "ok" in result.stdout and "4 shots" in result.stdout
+
+
+def test_validate_bad_script_lists_every_problem_without_traceback(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"shots": [{"shot_id": "a", "camera": {"fov": 190}}, {"shot_id": "a", "duration": 0}], "extra": 1}))
+    result = daotai("validate", str(bad))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "shots[0].camera.fov: 190 must be between 1 and 170" in result.stderr
+    assert "shots[1].shot_id: 'a' is a duplicate" in result.stderr
+    assert "shots[1].duration: 0 must be between 0 and 120" in result.stderr
+    assert "extra: 1 is not a known field" in result.stderr
+
+
+def test_validate_json_output(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"shots": [{"shot_id": "a", "duration": NaN}]}')
+    result = daotai("validate", "--json", str(bad))
+    assert result.returncode == 2
+    payload = json.loads(result.stdout)
+    assert payload["ok"] is False and payload["issues"][0]["path"] == "shots[0].duration"
+
+
+def test_missing_file_and_unknown_backend_are_clear(tmp_path):
+    missing = daotai("validate", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    result = daotai("render", "examples/minimal.json", "-o", str(tmp_path / "o"), "--backend", "nonsense")
+    assert result.returncode == 4
+    assert "not a known backend" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_schema_is_json_with_defs():
+    result = daotai("schema")
+    assert result.returncode == 0
+    schema = json.loads(result.stdout)
+    assert "Shot" in schema["$defs"]
+
+
+def test_plan_is_written_and_byte_identical(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert daotai("plan", "examples/street_zh.json", "-o", str(first)).returncode == 0
+    assert daotai("plan", "examples/street_zh.json", "-o", str(second)).returncode == 0
+    assert first.read_bytes() == second.read_bytes()
+    assert json.loads(first.read_text())["total_frames"] > 0
+
+
+def test_preset_overrides_size(tmp_path):
+    out = tmp_path / "p.json"
+    assert daotai("plan", "examples/minimal.json", "-o", str(out), "--preset", "preview").returncode == 0
+    plan = json.loads(out.read_text())
+    assert (plan["width"], plan["height"]) == (640, 360)
+    bad = daotai("plan", "examples/minimal.json", "-o", str(out), "--preset", "huge")
+    assert bad.returncode == 2 and "--preset: 'huge' must be one of" in bad.stderr
+
+
+def test_doctor_reports_machine():
+    result = daotai("doctor")
+    assert result.returncode == 0
+    for word in ("cpu cores", "memory", "video encoders", "libx264", "previz OpenGL"):
+        assert word in result.stdout
+
+
+@pytest.mark.slow
+def test_render_then_qc_folder(tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({
+        "size": "320x180", "fps": 12, "scene": "office",
+        "characters": [{"id": "a", "name": "Lin"}],
+        "shots": [{"shot_id": "s1", "duration": 1.5, "camera": "pan_left"}, {"shot_id": "s2", "duration": 1, "transition": "fade"}],
+    }))
+    out = tmp_path / "out"
+    result = daotai("render", str(script), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert (out / "sequence.mp4").is_file() and "done" in result.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seeds"]["shots"].keys() == {"s1", "s2"}
+    assert all(len(h) == 64 for h in manifest["files"].values())
+    assert "shots/s1.mp4" in manifest["files"]
+    checked = daotai("qc", str(out))
+    assert checked.returncode == 0 and "s1" in checked.stdout
+    # render accepts a plan file too, and --shots picks shots
+    again = daotai("render", str(out / "plan.json"), "-o", str(tmp_path / "again"), "--shots", "s2", "--no-controls")
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in (tmp_path / "again" / "shots").iterdir()) == ["s2.mp4"]
