@@ -430,3 +430,14 @@ def test_projection_helpers_agree_with_the_gl_matrix():
     # mirrored y: window y (row from the top) = (ndc_y + 1) / 2 * H
     assert np.allclose(np.c_[(ndc[0] + 1) / 2 * 400, (ndc[1] + 1) / 2 * 300], uv)
     assert np.all(z < 0)
+
+
+def test_softening_touches_rgb_only_and_keeps_colours():
+    state = FrameState(camera((0.0, 1.0, 4.0)), 50.0, (figure(0, 0.0, 0.0),))
+    with PrevizRenderer(RenderSettings(320, 240, labels=False), DAY) as hard, \
+            PrevizRenderer(RenderSettings(320, 240, labels=False, soften_px=0.6), DAY) as soft:
+        a, b = hard.render(state), soft.render(state)
+    assert np.array_equal(a.depth, b.depth) and np.array_equal(a.masks, b.masks)
+    assert not np.array_equal(a.rgb, b.rgb)
+    # a mild blur: flat areas keep their colour, only edges change
+    assert np.abs(a.rgb.astype(int) - b.rgb).mean() < 3.0

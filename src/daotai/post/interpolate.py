@@ -166,7 +166,7 @@ def interpolate_frames(
             a, b, index, pair = b, next(source, None), index + 1, None
         t = float(position - index)
         if b is None or t <= 1e-6:
-            yield a.copy() if t <= 1e-6 else a  # past the end: hold the last frame
+            yield a  # on a source frame, or past the end: hold it
             continue
         if dis is None:
             yield _blend(a, b, t)

@@ -197,6 +197,49 @@ class DepthModel:
         object.__setattr__(self, "occluders", occluders)
 
 
+@dataclass(frozen=True, eq=False)
+class DepthMap:
+    """Exact per-pixel depth of one frame (e.g. a renderer's depth control channel).
+
+    ``depth_m`` is the distance along the camera's −z axis in metres at each pixel centre,
+    ``inf`` for the sky (or anything too far to tell from it). ``exclude`` marks pixels that
+    move on their own (a walking character): tracks starting on or next to them are not used.
+    The map may have another size than the frames; positions are scaled to it.
+    """
+
+    depth_m: np.ndarray  # (H, W) float32 metres, inf = sky
+    exclude: np.ndarray | None = None  # (H, W) bool, True = moves independently of the camera
+
+    def __post_init__(self) -> None:
+        depth = np.asarray(self.depth_m, dtype=np.float32)
+        if depth.ndim != 2 or min(depth.shape) < 2:
+            raise PlanError(f"DepthMap.depth_m: shape {depth.shape} must be (H, W), both >= 2")
+        if np.isnan(depth).any() or (depth <= 0).any():
+            raise PlanError("DepthMap.depth_m: depths must be > 0 metres (inf for sky), not NaN")
+        object.__setattr__(self, "depth_m", depth)
+        if self.exclude is not None:
+            exclude = np.asarray(self.exclude, dtype=bool)
+            if exclude.shape != depth.shape:
+                raise PlanError(f"DepthMap.exclude: shape {exclude.shape} must match depth_m's "
+                                f"{depth.shape}")
+            object.__setattr__(self, "exclude", exclude)
+
+    @staticmethod
+    def from_millimetres(depth_mm: np.ndarray, exclude: np.ndarray | None = None,
+                         sky_code: int = 65535) -> "DepthMap":
+        """A map from a 16-bit control frame: millimetres, ``sky_code`` = sky / too far."""
+        mm = np.asarray(depth_mm)
+        if mm.dtype != np.uint16:
+            raise PlanError(f"depth_mm: dtype {mm.dtype} must be uint16 millimetres")
+        # 0 mm would be a surface on the lens; clamp it to 1 mm rather than divide by zero.
+        depth = np.maximum(mm, 1).astype(np.float32) * np.float32(1e-3)  # (H, W) metres
+        depth[mm == sky_code] = np.inf
+        return DepthMap(depth, exclude)
+
+
+SceneModel = DepthModel | DepthMap
+
+
 def focal_px(fov_deg: float, height: int) -> float:
     """Focal length in pixels for a vertical field of view: (H / 2) / tan(fov / 2)."""
     return (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
@@ -288,6 +331,88 @@ def _reproject(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
     return _project(cam_b, fov_b, points, hit.astype(np.float64), width, height)
 
 
+def _inverse_depth(depth: DepthMap) -> np.ndarray:
+    """(H, W) float64 inverse depth in 1/m, 0 for the sky."""
+    return 1.0 / depth.depth_m.astype(np.float64)  # inf -> 0
+
+
+def _bilinear(image: np.ndarray, xy: np.ndarray) -> np.ndarray:
+    """Bilinear samples (N,) of an (H, W) array at array coordinates (N, 2), clamped inside."""
+    h, w = image.shape
+    x = np.clip(xy[:, 0], 0.0, w - 1.0)
+    y = np.clip(xy[:, 1], 0.0, h - 1.0)
+    x0 = np.minimum(np.floor(x).astype(np.int64), w - 2)
+    y0 = np.minimum(np.floor(y).astype(np.int64), h - 2)
+    fx, fy = x - x0, y - y0
+    top = image[y0, x0] * (1 - fx) + image[y0, x0 + 1] * fx
+    bottom = image[y0 + 1, x0] * (1 - fx) + image[y0 + 1, x0 + 1] * fx
+    return top * (1 - fy) + bottom * fy
+
+
+def _unproject(cam: np.ndarray, fov_deg: float, points_uv: np.ndarray, inverse: np.ndarray,
+               width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Homogeneous world points (X (N, 3), w (N,)) of pixels at view-axis inverse depths.
+
+    A pixel at view-axis depth z is the camera-space point z * (x_n, y_n, -1); scaled by
+    1 / z that is ((x_n, y_n, -1), 1 / z), so the sky (1 / z = 0) is a direction, no division.
+    """
+    f = focal_px(fov_deg, height)
+    local = np.stack([(points_uv[:, 0] - width / 2.0) / f,
+                      -(points_uv[:, 1] - height / 2.0) / f,
+                      -np.ones(len(points_uv))], axis=1)  # (N, 3) camera space, z = -1
+    world = local @ cam[:3, :3].T + inverse[:, None] * cam[:3, 3]  # (N, 3)
+    return world, inverse
+
+
+def _depth_map_reproject(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
+                         points_uv: np.ndarray, width: int, height: int,
+                         depth: DepthMap) -> np.ndarray:
+    """Positions (N, 2) in frame b of frame a's pixels placed at the depth map's depths."""
+    inverse = _inverse_depth(depth)  # (h, w) 1/m
+    scale = np.array([inverse.shape[1] / width, inverse.shape[0] / height])
+    # Inverse depth is affine in (u, v) on any plane, so bilinear interpolation of it is
+    # exact on flat surfaces; depth itself would bend between pixel centres.
+    inv = _bilinear(inverse, points_uv * scale - 0.5)  # (N,) 1/m
+    world, w = _unproject(cam_a, fov_a, points_uv, inv, width, height)
+    return _project(cam_b, fov_b, world, w, width, height)
+
+
+def _depth_map_screen(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
+                      points_uv: np.ndarray, width: int, height: int, depth: DepthMap,
+                      radius_px: float, edge_flow_px: float) -> tuple[np.ndarray, np.ndarray]:
+    """(edge, moving) masks (N,) for tracks starting at points_uv in frame a.
+
+    ``edge``: the planned flow of the pixels within ``radius_px`` is no affine field (off by
+    more than ``edge_flow_px`` somewhere): the track's window straddles an occlusion edge
+    whose two sides move apart, or reaches behind camera b. ``moving``: an ``exclude`` pixel
+    lies within ``radius_px``.
+    """
+    inverse = _inverse_depth(depth)  # (h, w) 1/m
+    h, w = inverse.shape
+    scale = np.array([w / width, h / height])
+    reach = max(1, math.ceil(radius_px * float(scale.max())))  # map px
+    steps = np.arange(-reach, reach + 1)
+    offsets = np.stack(np.meshgrid(steps, steps), -1).reshape(-1, 2)  # (M, 2) map px
+    centre = np.floor(points_uv * scale).astype(np.int64)  # (N, 2) pixel index (col, row)
+    cells = centre[:, None, :] + offsets[None]  # (N, M, 2)
+    cells[..., 0] = np.clip(cells[..., 0], 0, w - 1)
+    cells[..., 1] = np.clip(cells[..., 1], 0, h - 1)
+    n, m = cells.shape[:2]
+    uv = ((cells + 0.5) / scale).reshape(-1, 2)  # (N * M, 2) frame px of the pixel centres
+    world, wh = _unproject(cam_a, fov_a, uv, inverse[cells[..., 1], cells[..., 0]].ravel(),
+                           width, height)
+    flow = (_project(cam_b, fov_b, world, wh, width, height) - uv).reshape(n, m, 2)
+    rel = uv.reshape(n, m, 2) - points_uv[:, None, :]  # (N, M, 2) offsets from the track, px
+    design = np.concatenate([rel, np.ones((n, m, 1))], axis=2)  # (N, M, 3)
+    with np.errstate(invalid="ignore"):
+        fitted = design @ (np.linalg.pinv(design) @ np.nan_to_num(flow))  # (N, M, 2) affine fit
+        residual = np.linalg.norm(flow - fitted, axis=2).max(axis=1)  # (N,) px; NaN behind b
+    edge = ~(residual <= edge_flow_px)
+    if depth.exclude is None:
+        return edge, np.zeros(n, dtype=bool)
+    return edge, depth.exclude[cells[..., 1], cells[..., 0]].any(axis=1)
+
+
 def _check_cam(cam: np.ndarray, name: str) -> np.ndarray:
     """A validated (4, 4) float64 cam_to_world."""
     arr = np.asarray(cam, dtype=np.float64)
@@ -308,13 +433,16 @@ def _check_fov(fov: float, name: str) -> float:
 
 def expected_flow(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
                   points_uv: np.ndarray, width: int, height: int,
-                  depth_model: DepthModel = DepthModel()) -> np.ndarray:
+                  depth_model: SceneModel = DepthModel()) -> np.ndarray:
     """Planned pixel displacement (N, 2) from frame a to b of pixels (N, 2) of frame a."""
     cam_a, cam_b = _check_cam(cam_a, "cam_a"), _check_cam(cam_b, "cam_b")
     fov_a, fov_b = _check_fov(fov_a, "fov_a"), _check_fov(fov_b, "fov_b")
     uv = np.asarray(points_uv, dtype=np.float64)
     if uv.ndim != 2 or uv.shape[1] != 2:
         raise PlanError(f"points_uv: shape {uv.shape} must be (N, 2)")
+    if isinstance(depth_model, DepthMap):
+        return _depth_map_reproject(cam_a, fov_a, cam_b, fov_b, uv, width, height,
+                                    depth_model) - uv
     return _reproject(cam_a, fov_a, cam_b, fov_b, uv, width, height, depth_model) - uv
 
 

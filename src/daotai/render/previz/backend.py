@@ -16,6 +16,7 @@ from daotai.render.previz.gl import PrevizRenderer
 from daotai.render.previz.scene import Environment, Figure, FrameState, RenderSettings, SetPiece, environment_for
 
 PROGRESS_EVERY = 4  # frames between progress events: enough for a smooth bar, cheap to draw
+LENS_SOFTNESS_PX = 0.6  # see RenderSettings.soften_px
 
 
 def environment_for_plan(plan: Plan) -> Environment:
@@ -76,9 +77,10 @@ class PrevizBackend:
 
     name = "previz"
 
-    def __init__(self, supersample: int = 1, labels: bool = True):
+    def __init__(self, supersample: int = 1, labels: bool = True, soften_px: float = LENS_SOFTNESS_PX):
         self.supersample = supersample
         self.labels = labels
+        self.soften_px = soften_px
         self._renderer: PrevizRenderer | None = None
         self._key: tuple | None = None
 
@@ -87,7 +89,8 @@ class PrevizBackend:
         if self._renderer is None or self._key != key:
             self.close()
             settings = RenderSettings(
-                width=plan.width, height=plan.height, labels=self.labels, supersample=self.supersample
+                width=plan.width, height=plan.height, labels=self.labels, supersample=self.supersample,
+                soften_px=self.soften_px,
             )
             self._renderer = PrevizRenderer(settings, environment_for_plan(plan), set_pieces_for_plan(plan))
             self._key = key

@@ -192,10 +192,11 @@ class RenderSettings:
     far: float = 500.0
     labels: bool = True
     supersample: int = 1  # render k x larger and area-average RGB down; 1 = off
-    # Gaussian "lens softness" (pixels) on RGB before labels: rasterised edges are
-    # perfectly hard, and a hard edge between saturated colours is exactly what 4:2:0
-    # chroma loses; 0.6 px costs ~2 ms at 1080p and buys ~2.5 dB of encode PSNR.
-    soften_px: float = 0.6
+    # Gaussian "lens softness" (sigma in pixels) on the finished RGB; 0 = off. Rasterised
+    # edges are perfectly hard, and a hard edge between saturated colours is exactly what
+    # 4:2:0 chroma loses: the previz backend uses 0.6 px (~2 ms at 1080p, ~2.5 dB of
+    # encode PSNR). Depth and masks are never softened.
+    soften_px: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):

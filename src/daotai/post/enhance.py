@@ -1,0 +1,375 @@
+"""Restoration of a finished clip: colour match, deflicker, frame interpolation, upscale.
+
+Steps are frozen configs (``MatchColourConfig``, ``DeflickerConfig``, ``InterpolateConfig``,
+``UpscaleConfig``) and always run in that order, whatever order they were given in: colour
+statistics are taken on the untouched input, flow is cheapest and most reliable at the
+small size, and upscaling last means every other step works on fewer pixels. Frames stream
+from the decoder through the steps into an atomic ``VideoWriter``: memory stays at a few
+frames, and an interrupted run leaves nothing at the output path.
+
+Every run also writes ``<output stem>.enhance.json`` (a manifest: input and output format
+and hash, the steps with their settings, timings) unless asked not to.
+
+In a render (``PipelineSettings.enhance``), the shots as planned stay untouched — QC
+compares them with the plan — and the enhanced copies are delivered beside them as
+``shots/<id>_enhanced.mp4`` together with ``sequence_enhanced.mp4`` assembled from them
+and ``enhance.json`` describing what was applied (see ``enhance_render``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
+from daotai.errors import EncodeError
+from daotai.post.colour import (
+    DeflickerConfig,
+    MatchColourConfig,
+    deflicker_frames,
+    lab_stats,
+    match_colour_frames,
+)
+from daotai.post.interpolate import InterpolateConfig, interpolate_frames, output_fps, output_frame_count
+from daotai.post.upscale import UpscaleConfig, upscale_frames
+from daotai.render.base import Output, Progress, RunContext
+
+__all__ = [
+    "EnhanceResult",
+    "Step",
+    "apply_to_shot",
+    "enhance",
+    "enhance_iter",
+    "enhance_render",
+    "enhanced_name",
+    "parse_steps",
+    "plan_output",
+]
+
+Step = Union[MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfig]
+ORDER = (MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfig)
+STEP_NAMES = {MatchColourConfig: "match_colour", DeflickerConfig: "deflicker",
+              InterpolateConfig: "interpolate", UpscaleConfig: "upscale"}
+ENHANCED_SUFFIX = "_enhanced"
+STATS_SIDE = 160  # thumbnail side for colour statistics (decoded with skipping, cheap)
+
+
+@dataclass(frozen=True)
+class EnhanceResult:
+    """What an enhance run wrote."""
+
+    path: Path
+    width: int
+    height: int
+    fps: Fraction
+    frames: int
+    manifest: dict[str, Any]
+    manifest_path: Path | None
+
+
+# --------------------------------------------------------------------------- step lists
+
+
+def ordered(steps: Sequence[Step]) -> tuple[Step, ...]:
+    """Steps in the fixed processing order; at most one of each kind."""
+    seen: dict[type, Step] = {}
+    for step in steps:
+        kind = type(step)
+        if kind not in STEP_NAMES:
+            raise EncodeError(f"enhance.steps: {step!r} is not an enhancement step")
+        if kind in seen:
+            raise EncodeError(f"enhance.steps: {STEP_NAMES[kind]} given twice; give each step once")
+        seen[kind] = step
+    return tuple(seen[kind] for kind in ORDER if kind in seen)
+
+
+def parse_interpolate(value: str, method: str = "dis") -> InterpolateConfig:
+    """'x2' | 'x4' | a frame rate ('60', '59.94', '60000/1001') → InterpolateConfig."""
+    text = value.strip().lower()
+    if text in ("x2", "x4", "2x", "4x"):
+        return InterpolateConfig(factor=int(text.strip("x")), method=method)
+    try:
+        fps = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise EncodeError(f"interpolate: {value!r} must be x2, x4 or a frame rate such as 60") from None
+    return InterpolateConfig(fps=fps, method=method)
+
+
+def parse_upscale(value: str, method: str = "classical", model: str | None = None,
+                  sha256: str | None = None) -> UpscaleConfig:
+    """'2' | '4' | 'x2' | 'x4' → UpscaleConfig."""
+    text = value.strip().lower().strip("x")
+    if text not in ("2", "4"):
+        raise EncodeError(f"upscale: {value!r} must be 2 or 4")
+    return UpscaleConfig(factor=int(text), method=method, model=model, sha256=sha256)
+
+
+def parse_steps(spec: str) -> tuple[Step, ...]:
+    """'upscale=2,interpolate=60,deflicker,match=ref.mp4' → ordered step configs.
+
+    Keys: ``upscale=2|4``, ``upscale_method=classical|lanczos``, ``interpolate=x2|x4|<fps>``,
+    ``interpolate_method=dis|blend``, ``deflicker`` or ``deflicker=<window>``,
+    ``match=<clip or shot id>``.
+    """
+    options: dict[str, str] = {}
+    for raw in spec.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        key, _, value = item.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if key in options:
+            raise EncodeError(f"--enhance: {key!r} given twice in {spec!r}")
+        options[key] = value.strip()
+    known = {"upscale", "upscale_method", "interpolate", "interpolate_method", "deflicker", "match", "match_colour"}
+    for key in options:
+        if key not in known:
+            raise EncodeError(f"--enhance: unknown step {key!r} in {spec!r}; use {', '.join(sorted(known))}")
+    steps: list[Step] = []
+    if "match" in options or "match_colour" in options:
+        reference = options.get("match") or options.get("match_colour") or ""
+        if not reference:
+            raise EncodeError("--enhance: match needs a reference, e.g. match=ref.mp4 or match=<shot id>")
+        steps.append(MatchColourConfig(reference=reference))
+    if "deflicker" in options:
+        window = options["deflicker"]
+        if window and not window.isdigit():
+            raise EncodeError(f"--enhance: deflicker={window!r} must be an odd window in frames, e.g. 9")
+        steps.append(DeflickerConfig(window=int(window)) if window else DeflickerConfig())
+    if "interpolate" in options:
+        steps.append(parse_interpolate(options["interpolate"], options.get("interpolate_method", "dis")))
+    if "upscale" in options:
+        steps.append(parse_upscale(options["upscale"], options.get("upscale_method", "classical")))
+    if not steps:
+        raise EncodeError(f"--enhance: {spec!r} names no step (upscale, interpolate, deflicker, match)")
+    return ordered(steps)
+
+
+def step_record(step: Step) -> dict[str, Any]:
+    """A JSON-ready description of one step for the manifest."""
+    record = {"step": STEP_NAMES[type(step)], **asdict(step)}
+    return {k: (str(v) if isinstance(v, Fraction) else v) for k, v in record.items()}
+
+
+def plan_output(steps: Sequence[Step], width: int, height: int, fps: Fraction, frames: int) -> tuple[int, int, Fraction, int]:
+    """(width, height, fps, frames) a step list turns an input of that format into."""
+    for step in ordered(steps):
+        if isinstance(step, InterpolateConfig):
+            new_fps = output_fps(step, fps)
+            frames, fps = output_frame_count(frames, fps, new_fps), new_fps
+        elif isinstance(step, UpscaleConfig):
+            width, height = width * step.factor, height * step.factor
+    return width, height, fps, frames
+
+
+def enhanced_name(path: str | Path) -> Path:
+    """shots/a.mp4 → shots/a_enhanced.mp4."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}{ENHANCED_SUFFIX}{path.suffix}")
+
+
+def manifest_path_for(out_path: Path) -> Path:
+    """Where the manifest of an enhanced file goes: <stem>.enhance.json beside it."""
+    return out_path.with_name(f"{out_path.stem}.enhance.json")
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info, stats: dict) -> Iterator[np.ndarray]:
+    """Wire the lazily evaluated step generators onto the decoded frames."""
+    count, fps = info.frames, info.fps
+    for step in steps:
+        if isinstance(step, MatchColourConfig):
+            reference = Path(step.reference)
+            target = lab_stats(decode_frames(reference, max_side=STATS_SIDE))
+            source = lab_stats(decode_frames(src, max_side=STATS_SIDE))
+            stats["match_colour"] = {"source": asdict(source), "reference": asdict(target)}
+            frames = match_colour_frames(frames, source, target, step.strength)
+        elif isinstance(step, DeflickerConfig):
+            frames = deflicker_frames(frames, step)
+        elif isinstance(step, InterpolateConfig):
+            frames = interpolate_frames(frames, count, fps, step)
+            new_fps = output_fps(step, fps)
+            count, fps = output_frame_count(count, fps, new_fps), new_fps
+        elif isinstance(step, UpscaleConfig):
+            frames = upscale_frames(frames, step)
+    return frames
+
+
+def _check_paths(src: Path, dst: Path, steps: Sequence[Step]) -> None:
+    """Refuse runs that would read what they write, or name a missing reference."""
+    if src.resolve() == dst.resolve():
+        raise EncodeError(f"output: {str(dst)!r} is the input; choose another file name")
+    for step in steps:
+        if isinstance(step, MatchColourConfig) and not Path(step.reference).is_file():
+            raise EncodeError(f"match_colour.reference: {step.reference!r} does not exist or is not a file")
+
+
+def _info_record(path: Path, width: int, height: int, fps: Fraction, frames: int) -> dict[str, Any]:
+    """Format of one side of the run for the manifest."""
+    return {"path": path.name, "width": width, "height": height, "fps": str(fps), "frames": frames,
+            "duration_s": round(float(frames / fps), 6)}
+
+
+def enhance_iter(
+    src: str | Path,
+    dst: str | Path,
+    steps: Sequence[Step],
+    settings: EncodeSettings | None = None,
+    ctx: RunContext | None = None,
+    shot_id: str | None = None,
+    write_manifest: bool = True,
+) -> Iterator[Progress | Output]:
+    """Enhance src into dst, yielding Progress('enhance', …) per frame; returns EnhanceResult."""
+    from daotai import __version__
+    from daotai.deliver.files import atomic_write_text, sha256_file
+
+    src, dst = Path(src), Path(dst)
+    steps = ordered(steps)
+    if not steps:
+        raise EncodeError("enhance.steps: empty; give at least one of upscale, interpolate, deflicker, match colour")
+    _check_paths(src, dst, steps)
+    ctx = ctx or RunContext()
+    info = probe(src)
+    width, height, fps, total = plan_output(steps, info.width, info.height, info.fps, info.frames)
+    label = "+".join(STEP_NAMES[type(s)] for s in steps)
+    started = time.perf_counter()
+    stats: dict[str, Any] = {}
+    yield Progress("enhance", shot_id, 0, total, label)
+    frames = _chain(decode_frames(src), steps, src, info, stats)
+    try:
+        with VideoWriter(dst, width, height, fps, settings) as writer:
+            for frame in frames:
+                ctx.check()
+                writer.write(frame)
+                yield Progress("enhance", shot_id, writer.frames_written, total, label)
+            if writer.frames_written != total:  # guards the frame-count arithmetic above
+                raise EncodeError(f"{str(dst)!r}: wrote {writer.frames_written} frames, planned {total}")
+    finally:
+        close = getattr(frames, "close", None)
+        if close is not None:
+            close()  # stops the decoder and every step generator now, not at garbage collection
+    seconds = time.perf_counter() - started
+    manifest = {
+        "daotai": __version__,
+        "input": {**_info_record(src, info.width, info.height, info.fps, info.frames), "sha256": sha256_file(src)},
+        "output": {**_info_record(dst, width, height, fps, total), "sha256": sha256_file(dst)},
+        "steps": [step_record(s) for s in steps],
+        "encode": asdict(settings or EncodeSettings()),
+        "seconds": round(seconds, 3),
+        "output_fps_rate": round(total / seconds, 2) if seconds > 0 else None,
+        **({"statistics": stats} if stats else {}),
+    }
+    manifest_file = None
+    if write_manifest:
+        manifest_file = manifest_path_for(dst)
+        atomic_write_text(manifest_file, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    yield Output("enhanced", str(dst), shot_id)
+    return EnhanceResult(dst, width, height, fps, total, manifest, manifest_file)
+
+
+def enhance(
+    src: str | Path,
+    dst: str | Path,
+    steps: Sequence[Step],
+    settings: EncodeSettings | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    ctx: RunContext | None = None,
+    write_manifest: bool = True,
+) -> EnhanceResult:
+    """Enhance src into dst and return what was written (progress through on_progress)."""
+    events = enhance_iter(src, dst, steps, settings, ctx, write_manifest=write_manifest)
+    while True:
+        try:
+            event = next(events)
+        except StopIteration as stop:
+            return stop.value
+        if on_progress is not None and isinstance(event, Progress):
+            on_progress(event.done, event.total)
+
+
+def apply_to_shot(
+    path: str | Path,
+    steps: Sequence[Step],
+    settings: EncodeSettings | None = None,
+    ctx: RunContext | None = None,
+    shot_id: str | None = None,
+) -> Iterator[Progress | Output]:
+    """Enhance one shot file into <stem>_enhanced<suffix> beside it; returns EnhanceResult."""
+    return (yield from enhance_iter(path, enhanced_name(path), steps, settings, ctx, shot_id, write_manifest=False))
+
+
+# --------------------------------------------------------------------------- in a render
+
+
+def _resolve_references(steps: Sequence[Step], out_dir: Path, shot_files: dict[str, str]) -> tuple[Step, ...]:
+    """match=<shot id> means that shot's (unenhanced) file in this render."""
+    resolved = []
+    for step in steps:
+        if isinstance(step, MatchColourConfig) and step.reference in shot_files:
+            step = replace(step, reference=str(out_dir / shot_files[step.reference]))
+        resolved.append(step)
+    return tuple(resolved)
+
+
+def enhance_render(
+    plan, out_dir: Path, shot_files: dict[str, str], steps: Sequence[Step],
+    settings: EncodeSettings | None = None, ctx: RunContext | None = None,
+) -> Iterator[Progress | Output]:
+    """Enhanced copies of every shot of a render, their sequence and enhance.json.
+
+    ``shot_files`` maps shot id → shot file relative to out_dir. Returns the enhance.json
+    record (a dict).
+    """
+    from daotai.deliver.files import atomic_write_text
+    from daotai.post.assemble import ClipSpec, Transition, assemble
+
+    out_dir = Path(out_dir)
+    ctx = ctx or RunContext()
+    steps = _resolve_references(ordered(steps), out_dir, shot_files)
+    shots_record = {}
+    clips = []
+    result = None
+    for shot in plan.shots:
+        source = out_dir / shot_files[shot.shot_id]
+        result = yield from apply_to_shot(source, steps, settings, ctx, shot.shot_id)
+        shots_record[shot.shot_id] = {
+            "source": shot_files[shot.shot_id],
+            "enhanced": result.path.relative_to(out_dir).as_posix(),
+            "width": result.width, "height": result.height, "fps": str(result.fps), "frames": result.frames,
+            "seconds": result.manifest["seconds"],
+        }
+        plan_fps = Fraction(*plan.fps_fraction)
+        kind = shot.transition.type
+        seconds = shot.transition.frames / float(plan_fps) * (2 if kind == "fade" else 1)
+        clips.append(ClipSpec(path=result.path, transition_in=Transition(kind, seconds)))
+    ctx.check()
+    assert result is not None  # a plan has at least one shot
+    sequence = out_dir / f"sequence{ENHANCED_SUFFIX}{result.path.suffix}"
+
+    def check(done: int, total: int) -> None:
+        ctx.check()
+
+    yield Progress("assemble", None, 0, 1, "enhanced")
+    assembled = assemble(clips, sequence, result.fps, settings, on_progress=check)
+    yield Progress("assemble", None, 1, 1, "enhanced")
+    yield Output("sequence_enhanced", str(sequence))
+    record = {
+        "steps": [step_record(s) for s in steps],
+        "note": "shots/<id>.mp4 and sequence.mp4 are the render as planned (checked by qc.json); "
+                "the *_enhanced files are restored copies with the format below",
+        "shots": shots_record,
+        "sequence": {"path": sequence.name, "width": assembled.width, "height": assembled.height,
+                     "fps": str(assembled.fps), "frames": assembled.frames},
+    }
+    atomic_write_text(out_dir / "enhance.json", json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    yield Output("enhance_manifest", str(out_dir / "enhance.json"))
+    return record

@@ -1,0 +1,422 @@
+"""Known video models, where their weights live, and a loader that refuses unsafe files.
+
+A model is a registry name (``wan2.1-t2v-1.3b``) or a local diffusers folder (one with a
+``model_index.json``). Safety rules, checked before any weight is read into memory:
+
+- only safetensors: pickle formats (.bin .pt .pth .ckpt .pkl) are refused even when a
+  library could read them "weights only" (that path has had code-execution bugs);
+- ``trust_remote_code`` is never set, and every component in ``model_index.json`` must
+  come from diffusers or transformers (anything else would need downloaded code);
+- every safetensors header is parsed: size limit, known dtypes, contiguous offsets and a
+  file length that matches (catches truncated downloads);
+- formats this loader cannot run (GGUF, TensorRT engines, ONNX, NVFP4-packed checkpoints)
+  get an error that says what to use instead;
+- a sha256 manifest (``.daotai-sha256.json`` in the model folder) written by ``pull`` (from
+  the hub's own metadata) or ``verify --record`` is checked: files whose size or mtime
+  changed since are re-hashed on load; ``verify`` re-hashes everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterator
+
+from daotai.errors import BackendError, DependencyMissing
+
+MANIFEST_NAME = ".daotai-sha256.json"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+UNSUPPORTED_SUFFIXES = {
+    ".gguf": "GGUF checkpoints are not loaded through diffusers pipelines here; use the diffusers (safetensors) release of the model",
+    ".engine": "TensorRT engines only run under TensorRT; use the diffusers (safetensors) release of the model",
+    ".plan": "TensorRT plans only run under TensorRT; use the diffusers (safetensors) release of the model",
+    ".onnx": "ONNX exports are not run by this backend; use the diffusers (safetensors) release of the model",
+}
+# safetensors dtypes torch can hold on every device; packed FP4 (NVFP4/MXFP4) is not among them.
+SAFE_DTYPES = frozenset(
+    {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2", "U16", "U32", "U64"}
+)
+MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
+ALLOWED_LIBRARIES = frozenset({"diffusers", "transformers"})
+HASH_CHUNK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A known model: where it is published and how daotai runs it."""
+
+    name: str
+    repo_id: str
+    revision: str | None  # a commit hash pins the files; None = the repo's main branch (unpinned)
+    family: str  # backend that runs it: "wan" | "wan-vace" | "ltx"
+    pipeline: str  # diffusers pipeline class in model_index.json
+    footprint: str  # key of daotai.runtime.memory.MODELS
+    native_fps: float
+    size_gb: float  # download size, roughly (for `models list`)
+
+
+# Revisions: no commit hashes could be confirmed offline, so these track the main branch;
+# `pull` records the commit it actually got in the folder's manifest.
+REGISTRY = MappingProxyType(
+    {
+        s.name: s
+        for s in (
+            ModelSpec("wan2.1-t2v-1.3b", "Wan-AI/Wan2.1-T2V-1.3B-Diffusers", None, "wan", "WanPipeline", "wan2.1-t2v-1.3b", 16.0, 29.0),
+            ModelSpec("wan2.1-t2v-14b", "Wan-AI/Wan2.1-T2V-14B-Diffusers", None, "wan", "WanPipeline", "wan2.1-t2v-14b", 16.0, 80.0),
+            ModelSpec("wan2.1-vace-1.3b", "Wan-AI/Wan2.1-VACE-1.3B-diffusers", None, "wan-vace", "WanVACEPipeline", "wan2.1-vace-1.3b", 16.0, 30.0),
+            ModelSpec("wan2.1-vace-14b", "Wan-AI/Wan2.1-VACE-14B-diffusers", None, "wan-vace", "WanVACEPipeline", "wan2.1-vace-14b", 16.0, 85.0),
+            ModelSpec("wan2.2-ti2v-5b", "Wan-AI/Wan2.2-TI2V-5B-Diffusers", None, "wan", "WanPipeline", "wan2.2-ti2v-5b", 24.0, 34.0),
+            ModelSpec("ltx-video-2b", "Lightricks/LTX-Video", None, "ltx", "LTXPipeline", "ltx-video-2b", 24.0, 28.0),
+            ModelSpec("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline", "ltx-video-13b", 24.0, 60.0),
+        )
+    }
+)
+
+# Pipeline classes each backend family accepts from a local folder.
+FAMILY_PIPELINES = MappingProxyType(
+    {
+        "wan": ("WanPipeline",),
+        "wan-vace": ("WanVACEPipeline",),
+        "ltx": ("LTXPipeline", "LTXConditionPipeline"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model folder on disk ready for the safety checks and loading."""
+
+    name: str  # registry name or the folder as given
+    path: Path
+    spec: ModelSpec | None  # None for a local folder
+
+
+# ------------------------------------------------------------------ locating
+
+
+def _hub() -> Any:
+    """huggingface_hub, or DependencyMissing."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise DependencyMissing("huggingface_hub", "neural", "model downloads") from None
+    return huggingface_hub
+
+
+def spec_for(name: str) -> ModelSpec:
+    """The registry entry called ``name``."""
+    spec = REGISTRY.get(name.strip().lower())
+    if spec is None:
+        raise BackendError(
+            f"--model: {name!r} is neither a known model ({', '.join(sorted(REGISTRY))}) nor a folder with model_index.json"
+        )
+    return spec
+
+
+def cached_path(spec: ModelSpec) -> Path | None:
+    """The local snapshot of a registry model (honours HF_HOME), or None when not downloaded."""
+    hub = _hub()
+    try:
+        folder = hub.snapshot_download(spec.repo_id, revision=spec.revision, local_files_only=True)
+    except Exception:  # not cached (the hub raises several kinds of LocalEntryNotFound)
+        return None
+    path = Path(folder)
+    return path if (path / "model_index.json").is_file() else None
+
+
+def resolve_model(name_or_path: str) -> ResolvedModel:
+    """A registry name or a local diffusers folder → its folder; never downloads."""
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_dir():
+        if not (candidate / "model_index.json").is_file():
+            raise BackendError(f"--model: folder {candidate} has no model_index.json; it is not a diffusers model folder")
+        return ResolvedModel(str(name_or_path), candidate.resolve(), None)
+    if os.sep in name_or_path or name_or_path.startswith("."):
+        raise BackendError(f"--model: folder {name_or_path} does not exist")
+    spec = spec_for(name_or_path)
+    path = cached_path(spec)
+    if path is None:
+        raise BackendError(
+            f"--model: {spec.name} is not downloaded (looked in the Hugging Face cache); "
+            f"run: daotai models pull {spec.name}"
+        )
+    return ResolvedModel(spec.name, path, spec)
+
+
+# ------------------------------------------------------------------ safety checks
+
+
+def read_safetensors_header(path: Path) -> dict[str, Any]:
+    """Parse and validate a safetensors header; raise BackendError naming the file and the rule."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise BackendError(f"{path}: truncated safetensors file ({size} bytes); delete it and pull the model again")
+        (length,) = struct.unpack("<Q", head)
+        if length > MAX_HEADER_BYTES or length > size - 8:
+            raise BackendError(f"{path}: corrupt safetensors header (declares {length} bytes in a {size}-byte file); pull the model again")
+        raw = fh.read(length)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BackendError(f"{path}: corrupt safetensors header (not JSON); pull the model again") from None
+    if not isinstance(header, dict):
+        raise BackendError(f"{path}: corrupt safetensors header (not a JSON object); pull the model again")
+    metadata = header.get("__metadata__") or {}
+    if isinstance(metadata, dict) and any("nvfp4" in str(v).lower() or "fp4" == str(v).lower() for v in metadata.values()):
+        raise BackendError(f"{path}: an NVFP4-quantised checkpoint, which this loader cannot run; use the bf16 diffusers release")
+    spans = []
+    for key, info in header.items():
+        if key == "__metadata__":
+            continue
+        if not isinstance(info, dict) or "dtype" not in info or "data_offsets" not in info:
+            raise BackendError(f"{path}: corrupt safetensors header (tensor {key!r} has no dtype/offsets); pull the model again")
+        if info["dtype"] not in SAFE_DTYPES:
+            raise BackendError(
+                f"{path}: tensor {key!r} has dtype {info['dtype']!r}, which this loader cannot run here; "
+                "use the bf16/fp16 diffusers release of the model"
+            )
+        start, end = info["data_offsets"]
+        spans.append((int(start), int(end)))
+    spans.sort()
+    cursor = 0
+    for start, end in spans:
+        if start != cursor or end < start:
+            raise BackendError(f"{path}: corrupt safetensors header (overlapping or gapped tensor data); pull the model again")
+        cursor = end
+    if 8 + length + cursor != size:
+        raise BackendError(
+            f"{path}: truncated or padded safetensors file ({size} bytes on disk, header needs {8 + length + cursor}); "
+            "delete it and pull the model again"
+        )
+    return header
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _files(folder: Path) -> Iterator[Path]:
+    """Every regular file of a model folder (symlinks into the hub's blob store followed)."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != MANIFEST_NAME and ".cache" not in path.relative_to(folder).parts:
+            yield path
+
+
+def read_model_index(folder: Path) -> dict[str, Any]:
+    """model_index.json of a diffusers folder."""
+    try:
+        index = json.loads((folder / "model_index.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BackendError(f"{folder}/model_index.json: unreadable ({exc}); pull the model again") from None
+    if not isinstance(index, dict) or "_class_name" not in index:
+        raise BackendError(f"{folder}/model_index.json: has no _class_name; it is not a diffusers pipeline folder")
+    return index
+
+
+def components_of(index: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Component name → (library, class) from model_index.json; optional (null) entries skipped."""
+    found = {}
+    for key, value in index.items():
+        if key.startswith("_") or not isinstance(value, list) or len(value) != 2:
+            continue
+        library, cls = value
+        if library is None or cls is None:
+            continue
+        found[key] = (str(library), str(cls))
+    return found
+
+
+def _has_weights(cls: str) -> bool:
+    """Whether a component class carries tensors (models do; schedulers, tokenizers, processors don't)."""
+    return not any(word in cls for word in ("Scheduler", "Tokenizer", "Processor", "FeatureExtractor"))
+
+
+def check_model_folder(folder: Path, family: str | None = None) -> dict[str, Any]:
+    """Run every safety rule on a model folder before loading; returns model_index.json."""
+    index = read_model_index(folder)
+    if family is not None and index["_class_name"] not in FAMILY_PIPELINES[family]:
+        raise BackendError(
+            f"{folder}: is a {index['_class_name']} model; the {family!r} backend needs one of "
+            f"{', '.join(FAMILY_PIPELINES[family])}"
+        )
+    for name, (library, cls) in components_of(index).items():
+        if library not in ALLOWED_LIBRARIES:
+            raise BackendError(
+                f"{folder}: component {name!r} comes from {library!r}, which would need remote code; daotai never runs it"
+            )
+        sub = folder / name
+        if not sub.is_dir():
+            raise BackendError(f"{folder}: component {name!r} ({cls}) is missing; pull the model again")
+        weights = [p for p in sub.rglob("*") if p.is_file()]
+        for path in weights:
+            message = UNSUPPORTED_SUFFIXES.get(path.suffix.lower())
+            if message:
+                raise BackendError(f"{path}: {message}")
+        tensors = [p for p in weights if p.suffix == ".safetensors"]
+        pickles = [p for p in weights if p.suffix.lower() in PICKLE_SUFFIXES]
+        if pickles and not tensors:
+            raise BackendError(
+                f"{pickles[0]}: pickle weights are refused (they can run code when loaded); "
+                "use a release with .safetensors files"
+            )
+        if _has_weights(cls) and not tensors:
+            raise BackendError(f"{folder}: component {name!r} ({cls}) has no .safetensors weights; pull the model again")
+        for path in tensors:
+            read_safetensors_header(path)
+    check_manifest(folder, full=False)
+    return index
+
+
+# ------------------------------------------------------------------ sha256 manifests
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The folder's sha256 manifest, or None when it has none."""
+    path = folder / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        raise BackendError(f"{path}: unreadable manifest; run: daotai models verify {folder} --record") from None
+
+
+def write_folder_manifest(folder: Path, expected: dict[str, str] | None = None, source: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Hash every file (checking ``expected`` hashes from the hub first) and record them."""
+    from daotai.deliver.files import atomic_write_text
+
+    files = {}
+    for path in _files(folder):
+        rel = path.relative_to(folder).as_posix()
+        digest = sha256_of(path)
+        want = (expected or {}).get(rel)
+        if want is not None and want != digest:
+            raise BackendError(f"{path}: sha256 {digest[:12]}… does not match the hub's {want[:12]}…; delete it and pull again")
+        stat = path.stat()
+        files[rel] = {"sha256": digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    manifest = {"source": source or {"kind": "local"}, "files": files}
+    atomic_write_text(folder / MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def check_manifest(folder: Path, full: bool = True) -> int:
+    """Compare files with the manifest; ``full`` re-hashes all, else only changed ones. Returns files checked."""
+    manifest = read_manifest(folder)
+    if manifest is None:
+        if full:
+            raise BackendError(f"{folder}: has no sha256 manifest; record one with: daotai models verify {folder} --record")
+        return 0
+    checked = 0
+    for rel, info in manifest.get("files", {}).items():
+        path = folder / rel
+        if not path.is_file():
+            raise BackendError(f"{path}: listed in the manifest but missing; pull the model again")
+        stat = path.stat()
+        if stat.st_size != info["size"]:
+            raise BackendError(f"{path}: {stat.st_size} bytes, the manifest says {info['size']}; pull the model again")
+        if full or stat.st_mtime_ns != info.get("mtime_ns"):
+            if sha256_of(path) != info["sha256"]:
+                raise BackendError(f"{path}: sha256 does not match the manifest (corrupt or modified); pull the model again")
+            checked += 1
+    return checked
+
+
+# ------------------------------------------------------------------ pull / rm
+
+
+def hub_sha256(spec: ModelSpec) -> tuple[dict[str, str], str | None]:
+    """Expected sha256 per file (LFS files) and the commit, from the hub's metadata."""
+    hub = _hub()
+    info = hub.HfApi().model_info(spec.repo_id, revision=spec.revision, files_metadata=True)
+    expected = {}
+    for sibling in info.siblings or ():
+        lfs = getattr(sibling, "lfs", None)
+        sha = getattr(lfs, "sha256", None) if lfs is not None else None
+        if sha is None and isinstance(lfs, dict):
+            sha = lfs.get("sha256")
+        if sha:
+            expected[sibling.rfilename] = sha
+    return expected, getattr(info, "sha", None)
+
+
+def pull(name: str) -> Path:
+    """Download (resumable; HF_HOME / HF_ENDPOINT honoured), verify against the hub's sha256, record a manifest."""
+    spec = spec_for(name)
+    hub = _hub()
+    try:
+        expected, commit = hub_sha256(spec)
+        folder = Path(
+            hub.snapshot_download(
+                spec.repo_id,
+                revision=commit or spec.revision,
+                ignore_patterns=[f"*{s}" for s in PICKLE_SUFFIXES + tuple(UNSUPPORTED_SUFFIXES)],
+            )
+        )
+    except DependencyMissing:
+        raise
+    except Exception as exc:
+        endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+        raise BackendError(
+            f"models pull {spec.name}: could not download {spec.repo_id} from {endpoint} ({type(exc).__name__}); "
+            "check the network or set HF_ENDPOINT to a mirror, then run the command again (downloads resume)"
+        ) from None
+    expected = {k: v for k, v in expected.items() if (folder / k).exists()}
+    write_folder_manifest(folder, expected, {"kind": "hub", "repo_id": spec.repo_id, "commit": commit})
+    check_model_folder(folder, spec.family)
+    return folder
+
+
+def remove(name: str) -> int:
+    """Delete a registry model's cached snapshots; returns bytes freed (0 when none were cached)."""
+    spec = spec_for(name)
+    hub = _hub()
+    try:
+        cache = hub.scan_cache_dir()
+    except Exception:  # no cache folder yet
+        return 0
+    hashes = [rev.commit_hash for repo in cache.repos if repo.repo_id == spec.repo_id for rev in repo.revisions]
+    if not hashes:
+        return 0
+    strategy = cache.delete_revisions(*hashes)
+    freed = int(strategy.expected_freed_size)
+    strategy.execute()
+    return freed
+
+
+# ------------------------------------------------------------------ loading
+
+
+def load_pipeline(name_or_path: str, family: str, runtime: Any) -> tuple[Any, ResolvedModel]:
+    """Resolve, check and load a diffusers pipeline for ``family`` on ``runtime``'s dtypes (not moved yet)."""
+    model = resolve_model(name_or_path)
+    index = check_model_folder(model.path, family)
+    try:
+        import diffusers
+    except ImportError:
+        raise DependencyMissing("diffusers", "neural", "neural rendering") from None
+    cls = getattr(diffusers, index["_class_name"])
+    dtypes = {
+        "default": runtime.dtype("transformer"),
+        "text_encoder": runtime.dtype("text_encoder"),
+        "vae": runtime.dtype("vae"),
+    }
+    try:
+        pipe = cls.from_pretrained(
+            str(model.path), torch_dtype=dtypes, use_safetensors=True, local_files_only=True
+        )
+    except (OSError, ValueError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BackendError(f"{model.path}: could not load the {family} pipeline ({first}); pull the model again") from None
+    return pipe, model
