@@ -13,6 +13,18 @@ need_gl_libs() {
     ! compgen -G "/usr/lib/*/dri/swrast_dri.so" >/dev/null
 }
 
+need_cjk_font() {
+  ! command -v fc-list >/dev/null || [ -z "$(fc-list :lang=zh 2>/dev/null | head -n 1)" ]
+}
+
+# Chinese names on previz labels and contact sheets need a CJK font (optional: without
+# one, labels fall back to the ASCII character id).
+if need_cjk_font && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "setup: installing a CJK font for labels (fonts-wqy-microhei)" >&2
+  (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fontconfig fonts-wqy-microhei >/dev/null) ||
+    echo "setup: could not install a CJK font; labels will use character ids" >&2
+fi
+
 if need_gl_libs; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing Mesa EGL (headless OpenGL for previz)" >&2
