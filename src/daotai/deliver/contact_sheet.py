@@ -32,22 +32,27 @@ def _font(size: int):
 
 
 def _move_words(shot) -> str:
+    """'dolly in', 'pan left', 'crane up', 'orbit +30°', 'zoom 60→36' … from the resolved move."""
     move = shot.move
-    if move.type == "static":
-        return "static"
-    bits = [move.type.replace("_", " ")]
     x, y, z = move.motion
-    if z:
-        bits.append("in" if z < 0 else "out")
-    if move.rotate[0]:
-        bits.append("right" if move.rotate[0] > 0 else "left")
-    if move.rotate[1]:
-        bits.append("up" if move.rotate[1] > 0 else "down")
-    if move.orbit:
-        bits.append(f"{move.orbit:+g}°")
-    if move.fov_end != move.fov:
-        bits.append(f"fov {move.fov:g}→{move.fov_end:g}")
-    return " ".join(bits)
+    pan, tilt, roll = move.rotate
+    kind = move.type
+    words = {
+        "static": "static",
+        "pan": f"pan {'right' if pan > 0 else 'left'}",
+        "tilt": f"tilt {'up' if tilt > 0 else 'down'}",
+        "roll": f"roll {'clockwise' if roll > 0 else 'counter-clockwise'}",
+        "dolly": f"dolly {'in' if z < 0 else 'out'}",
+        "truck": f"truck {'right' if x > 0 else 'left'}",
+        "pedestal": f"pedestal {'up' if y > 0 else 'down'}",
+        "crane": f"crane {'up' if y > 0 else 'down'}",
+        "orbit": f"orbit {move.orbit:+g}°",
+        "zoom": f"zoom {'in' if move.fov_end < move.fov else 'out'} {move.fov:g}→{move.fov_end:g}",
+        "dolly_zoom": f"dolly zoom {'in' if z < 0 else 'out'}",
+        "handheld": f"handheld ±{move.shake:g}°",
+        "follow": "follow",
+    }
+    return words.get(kind, kind.replace("_", " "))
 
 
 def render_contact_sheet(plan: Plan, middles: dict[str, np.ndarray | None]) -> Image.Image:
