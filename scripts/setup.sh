@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-EXTRAS=${DAOTAI_EXTRAS:-dev}
+EXTRAS=${DAOTAI_EXTRAS:-dev,server,neural}
 
 need_gl_libs() {
   ! compgen -G "/usr/lib/*/libEGL.so.1" >/dev/null ||
@@ -44,6 +44,10 @@ stamp=.venv/.daotai-setup
 want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1) $EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  case ",$EXTRAS," in
+    # Pinned so pip takes the CPU wheel instead of downloading a multi-GB CUDA build.
+    *,neural,*) .venv/bin/python -m pip install -q "torch==2.13.0" ;;
+  esac
   .venv/bin/python -m pip install -q -e ".[${EXTRAS}]"
   echo "$want" > "$stamp"
 fi

@@ -15,8 +15,10 @@ import pytest
 
 from daotai.errors import EncodeError, PlanError
 from daotai.qc.camera import (
+    DEPTH_MAP_CONFIG,
     CameraAdherence,
     Cylinder,
+    DepthMap,
     DepthModel,
     cast_rays,
     check_camera,
@@ -438,3 +440,150 @@ def test_planner_trajectories_pass_when_available():
         assert report.ok, (name, report.summary)
         assert report.error_mean_px <= 0.5, (name, report.error_mean_px)
         assert any(c.significant for c in report.components), name
+
+
+# --------------------------------------------------------------------------- depth maps
+
+
+def render_depth(cam: np.ndarray, fov: float, width: int = W, height: int = H,
+                 cylinders=()) -> np.ndarray:
+    """(H, W) float32 view-axis depth in metres (inf = sky) of the test scene, test-only."""
+    f = (height / 2) / math.tan(math.radians(fov) / 2)
+    uu, vv = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)  # (H, W)
+    local = np.stack([(uu - width / 2) / f, -(vv - height / 2) / f, -np.ones_like(uu)], -1)
+    length = np.linalg.norm(local, axis=-1).reshape(-1)  # (HW,) |ray| per unit view depth
+    dirs = local.reshape(-1, 3) @ cam[:3, :3].T / length[:, None]  # (HW, 3) unit world rays
+    origin = cam[:3, 3]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(dirs[:, 1] < -1e-9, -origin[1] / dirs[:, 1], np.inf)  # metres along rays
+    for (cx, cz, radius, cyl_h) in cylinders:
+        t = np.minimum(t, _side_hit(origin, dirs, cx, cz, radius, cyl_h))
+    return (t / length).astype(np.float32).reshape(height, width)
+
+
+def depth_maps(cams, fovs, cylinders_per_frame=None, exclude_cylinders=False):
+    """Per-frame DepthMaps of the test scene; exclude marks the cylinders when asked."""
+    maps = []
+    for i, (cam, fov) in enumerate(zip(cams, fovs)):
+        cyl = () if cylinders_per_frame is None else cylinders_per_frame(i)
+        depth = render_depth(cam, fov, cylinders=cyl)
+        exclude = None
+        if exclude_cylinders:
+            exclude = np.isfinite(depth) & (depth < render_depth(cam, fov) - 1e-4)
+        maps.append(DepthMap(depth, exclude))
+    return maps
+
+
+def test_depth_map_flow_matches_independent_projection():
+    cams, fovs = shot(pan=10.0, tilt=-4.0, roll=3.0, motion=(0.4, 0.2, -0.8), fov_end=42.0)
+    a, b = cams[2], cams[9]
+    cylinder = (-0.2, -6.0, 0.4, 1.8)
+    dmap = DepthMap(render_depth(a, fovs[2], cylinders=(cylinder,)))
+    points = np.array([[0.3, 0.0, -4.0], [-1.2, 0.0, -2.5], [2.0, 0.0, -9.0],
+                       [-0.2, 1.0, -5.6]])  # ground, ground, ground, the cylinder's front
+    uv_a = np.stack([_project(a, fovs[2], p) for p in points])
+    uv_b = np.stack([_project(b, fovs[9], p) for p in points])
+    flow = expected_flow(a, fovs[2], b, fovs[9], uv_a, W, H, dmap)
+    # Between pixel centres the map is interpolated in inverse depth: exact on the ground
+    # plane, close on the curved cylinder.
+    np.testing.assert_allclose(flow[:3], (uv_b - uv_a)[:3], atol=1e-3)
+    np.testing.assert_allclose(flow[3], (uv_b - uv_a)[3], atol=0.05)
+    sky = np.array([[160.0, 2.0]])  # above the horizon: a direction, only rotation moves it
+    rotation_only = expected_flow(a, fovs[2], b, fovs[9], sky, W, H, DepthModel(ground_y=-1e9))
+    np.testing.assert_allclose(expected_flow(a, fovs[2], b, fovs[9], sky, W, H, dmap),
+                               rotation_only, atol=1e-6)
+
+
+def test_depth_map_from_millimetres_and_validation():
+    mm = np.array([[1500, 65535], [0, 20000]], dtype=np.uint16)
+    dmap = DepthMap.from_millimetres(mm, np.array([[True, False], [False, False]]))
+    assert dmap.depth_m[0, 0] == pytest.approx(1.5) and math.isinf(dmap.depth_m[0, 1])
+    assert dmap.depth_m[1, 0] > 0  # 0 mm is clamped, never a division by zero
+    with pytest.raises(PlanError, match="uint16"):
+        DepthMap.from_millimetres(mm.astype(np.float32))
+    with pytest.raises(PlanError, match="depth_m"):
+        DepthMap(np.array([[1.0, np.nan], [1.0, 1.0]]))
+    with pytest.raises(PlanError, match="exclude"):
+        DepthMap(np.ones((4, 4)), np.zeros((2, 2), bool))
+
+
+# A near post that the plan's geometric model does not know about: its parallax is only right
+# when the depth map is used.
+POST = (0.6, -2.6, 0.25, 3.0)
+
+
+@pytest.mark.parametrize("case", ["dolly_in", "truck_right", "pan_right", "pedestal_up"])
+def test_depth_map_moves_pass_with_unmodelled_geometry(case):
+    kwargs, name, sign = CASES[case]
+    cams, fovs = shot(**kwargs)
+
+    def posts(i):
+        return (POST,)
+
+    frames = render_shot(cams, fovs, cylinders_per_frame=posts)
+    report = check_camera(frames, cams, fovs, depth_maps(cams, fovs, posts),
+                          config=DEPTH_MAP_CONFIG)
+    comp = report.component(name)
+    assert comp.direction_ok is True and np.sign(comp.measured_total) == sign, report.summary
+    assert 0.8 < comp.ratio < 1.25, comp
+    assert report.error_mean_px <= 0.5, (case, report.error_mean_px)
+    assert report.ok, report.summary
+
+
+def test_depth_map_excludes_edges_only_where_sides_move_apart():
+    def posts(i):
+        return (POST,)
+
+    results = {}
+    for case in ("truck_right", "pan_right"):
+        cams, fovs = shot(**CASES[case][0])
+        results[case] = check_camera(render_shot(cams, fovs, cylinders_per_frame=posts), cams,
+                                     fovs, depth_maps(cams, fovs, posts), config=DEPTH_MAP_CONFIG)
+    truck, pan = results["truck_right"], results["pan_right"]
+    # A truck separates the post from the ground behind it: its outline tracks are dropped.
+    # A pan moves both sides alike, so the same outline costs no tracks.
+    truck_share = truck.tracks_excluded / (truck.tracks_used + truck.tracks_excluded)
+    pan_share = pan.tracks_excluded / (pan.tracks_used + pan.tracks_excluded)
+    assert truck_share > pan_share + 0.02, (truck_share, pan_share)
+
+
+def test_depth_map_walker_in_exclude_is_not_blamed():
+    cams, fovs = shot(pan=6.0)
+
+    def walker(i):  # crossing left to right at 0.12 m per frame, 4 m away
+        return ((-0.9 + 0.12 * i, -4.0, 0.35, 1.8),)
+
+    frames = render_shot(cams, fovs, cylinders_per_frame=walker)
+    report = check_camera(frames, cams, fovs,
+                          depth_maps(cams, fovs, walker, exclude_cylinders=True),
+                          config=DEPTH_MAP_CONFIG)
+    assert report.ok, report.summary
+    assert report.error_mean_px <= 0.5
+    # The walker covers about a fifth of the detected corners; they must all be left out.
+    assert report.tracks_excluded > 0.15 * (report.tracks_used + report.tracks_excluded)
+
+
+def test_depth_map_wrong_direction_still_fails():
+    planned, fovs = shot(motion=(0.6, 0.0, 0.0))
+    filmed, _ = shot(motion=(-0.6, 0.0, 0.0))
+    maps = depth_maps(planned, fovs)  # the planned camera's depth, as a renderer would write
+    report = check_camera(render_shot(filmed, fovs), planned, fovs, maps, config=DEPTH_MAP_CONFIG)
+    horizontal = report.component("horizontal")
+    assert horizontal.direction_ok is False
+    assert not report.ok
+    assert report.error_mean_px > 1.0
+
+
+def test_depth_map_callable_lookup_and_type_errors():
+    cams, fovs = shot(pan=12.0, n=5)
+    maps = depth_maps(cams, fovs)
+    asked = []
+
+    def lookup(i):
+        asked.append(i)
+        return maps[i]
+
+    report = check_camera(render_shot(cams, fovs), cams, fovs, lookup, config=DEPTH_MAP_CONFIG)
+    assert asked == [0, 1, 2, 3] and report.ok, report.summary
+    with pytest.raises(PlanError, match="DepthMap"):
+        check_camera(render_shot(cams, fovs), cams, fovs, [maps[0]] * 4 + [None])

@@ -113,6 +113,12 @@ def render(
     codec: str = typer.Option("h264", "--codec", help="h264 | hevc | prores"),
     controls: bool = typer.Option(True, "--controls/--no-controls", help="write depth and mask channels"),
     strict: bool = typer.Option(False, "--strict", help="exit non-zero when quality checks fail"),
+    enhance_spec: Optional[str] = typer.Option(
+        None, "--enhance", help="also deliver restored copies, e.g. upscale=2,interpolate=60,deflicker,match=<shot id>"
+    ),
+    model: Optional[str] = typer.Option(None, "--model", help="neural backends: registry name or diffusers folder"),
+    device: Optional[str] = typer.Option(None, "--device", help="neural backends: auto | cuda | cuda:N | mps | cpu"),
+    steps: Optional[int] = typer.Option(None, "--steps", help="neural backends: denoising steps"),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc."""
     from daotai.cli_progress import run_with_progress
@@ -125,6 +131,10 @@ def render(
         controls=controls,
         shots=tuple(s.strip() for s in shots.split(",") if s.strip()) if shots else (),
         strict=strict,
+        **({"enhance": _enhance_spec(enhance_spec)} if enhance_spec else {}),
+        model=model,
+        device=device,
+        steps=steps,
     )
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)
     out.print(f"[green]done[/green] {result.sequence} ({result.summary})")
@@ -150,12 +160,187 @@ def qc(
         raise QualityError(f"quality checks failed: see {folder / 'qc.json'}")
 
 
+def _enhance_spec(spec: str) -> str:
+    """Validate an --enhance spec before any rendering starts."""
+    from daotai.post.enhance import parse_steps
+
+    parse_steps(spec)
+    return spec
+
+
+def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256):
+    """Step configs from the enhance/watch options (EncodeError names a bad value)."""
+    from daotai.errors import EncodeError
+    from daotai.post.colour import DeflickerConfig, MatchColourConfig
+    from daotai.post.enhance import ordered, parse_interpolate, parse_upscale
+
+    steps = []
+    if match_colour is not None:
+        steps.append(MatchColourConfig(reference=str(match_colour)))
+    if deflicker:
+        steps.append(DeflickerConfig())
+    if interpolate:
+        steps.append(parse_interpolate(interpolate, interpolate_method))
+    if upscale:
+        steps.append(parse_upscale(upscale, method, str(model) if model else None, sha256))
+    if not steps:
+        raise EncodeError("enhance: no step given; use --upscale, --interpolate, --deflicker or --match-colour")
+    return ordered(steps)
+
+
+_UPSCALE_HELP = "upscale ×2 or ×4"
+_INTERP_HELP = "frame rate (e.g. 60), x2 or x4"
+_METHOD_HELP = "upscale method: classical | lanczos | spandrel (needs --model and --sha256)"
+
+
+@app.command()
+def enhance(
+    source: Path = typer.Argument(..., help="video to restore"),
+    output: Path = typer.Option(..., "-o", "--output", help="video to write (.mp4)"),
+    upscale: Optional[str] = typer.Option(None, "--upscale", help=_UPSCALE_HELP),
+    interpolate: Optional[str] = typer.Option(None, "--interpolate", help=_INTERP_HELP),
+    deflicker: bool = typer.Option(False, "--deflicker", help="remove fast brightness flicker"),
+    match_colour: Optional[Path] = typer.Option(None, "--match-colour", "--match-color", help="reference clip"),
+    method: str = typer.Option("classical", "--method", help=_METHOD_HELP),
+    interpolate_method: str = typer.Option("dis", "--interpolate-method", help="dis (optical flow) | blend"),
+    model: Optional[Path] = typer.Option(None, "--model", help="upscaler weights (.safetensors) for spandrel"),
+    sha256: Optional[str] = typer.Option(None, "--sha256", help="expected SHA-256 of --model"),
+) -> None:
+    """Restore a clip: upscale, interpolate frames, deflicker, match colour to a reference."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from daotai.post.enhance import enhance_iter
+    from daotai.render.base import Progress as ProgressEvent
+
+    from daotai.encode.video import probe
+
+    steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256)
+    probe(source)  # a missing or unreadable input is reported before the progress bar appears
+    events = enhance_iter(source, output, steps)
+    columns = (TextColumn("{task.description}"), BarColumn(bar_width=None), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err) as bars:
+        task = bars.add_task("enhance", total=None)
+        while True:
+            try:
+                event = next(events)
+            except StopIteration as stop:
+                result = stop.value
+                break
+            if isinstance(event, ProgressEvent):
+                bars.update(task, description=escape(event.message), completed=event.done, total=event.total)
+    out.print(
+        f"[green]enhanced[/green] {output}: {result.width}x{result.height}, {result.frames} frames at "
+        f"{float(result.fps):g} fps ({', '.join(s['step'] for s in result.manifest['steps'])})"
+    )
+
+
+@app.command()
+def watch(
+    folder: Path = typer.Argument(..., help="folder to watch"),
+    upscale: Optional[str] = typer.Option(None, "--upscale", help=_UPSCALE_HELP),
+    interpolate: Optional[str] = typer.Option(None, "--interpolate", help=_INTERP_HELP),
+    deflicker: bool = typer.Option(False, "--deflicker", help="remove fast brightness flicker"),
+    match_colour: Optional[Path] = typer.Option(None, "--match-colour", "--match-color", help="reference clip"),
+    method: str = typer.Option("classical", "--method", help=_METHOD_HELP),
+    once: bool = typer.Option(False, "--once", help="scan once and exit"),
+    interval: float = typer.Option(2.0, "--interval", help="seconds between scans"),
+    settle: float = typer.Option(5.0, "--settle", help="seconds a new file must stay untouched"),
+) -> None:
+    """Enhance every new video dropped into FOLDER to <name>_enhanced.mp4 beside it."""
+    from daotai.post.watch import run_watch
+
+    steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, "dis", None, None)
+    for event in run_watch(folder, steps, once=once, interval_s=interval, settle_s=settle):
+        colour = {"done": "green", "failed": "red"}.get(event.status, "dim")
+        if event.status != "waiting" or once:
+            err.print(f"[{colour}]{event.status}[/{colour}] {escape(event.name)}: {escape(event.detail)}")
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind; beyond loopback a token is required"),
+    port: int = typer.Option(8000, "--port", help="TCP port"),
+    data_dir: Path = typer.Option(Path("daotai-data"), "--data-dir", help="job store and outputs"),
+    token: Optional[str] = typer.Option(None, "--token", envvar="DAOTAI_TOKEN", help="bearer token every request must carry"),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, max=64, help="jobs rendered at once"),
+    queue_limit: int = typer.Option(100, "--queue-limit", min=1, help="queued jobs before new ones get 429"),
+) -> None:
+    """Run the local video service (OpenAI Videos API shape + native script jobs)."""
+    from daotai.errors import DependencyMissing
+
+    try:
+        import uvicorn
+    except ImportError:
+        raise DependencyMissing("uvicorn", "server", "daotai serve") from None
+    from daotai.server.app import create_app
+
+    api = create_app(data_dir, token, host=host, concurrency=concurrency, queue_limit=queue_limit)
+    err.print(f"serving on http://{host}:{port} (data in {data_dir})")
+    uvicorn.run(api, host=host, port=port, log_level="warning")
+
+
 @app.command()
 def doctor() -> None:
     """What this machine can do: OS, CPU, memory, GPU, libraries, encoders, what fits."""
     from daotai.runtime.doctor import collect, render_table
 
     out.print(render_table(collect()))
+
+
+models_app = typer.Typer(help="Video models: list, pull, verify, path, rm.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """Known models, their hub repos and whether they are downloaded."""
+    from daotai.runtime.models import REGISTRY, cached_path
+
+    for spec in REGISTRY.values():
+        where = cached_path(spec)
+        state = f"[green]downloaded[/green] {where}" if where else "not downloaded"
+        out.print(f"{spec.name:28} {spec.family:9} {spec.repo_id}@{spec.revision or 'main'} ~{spec.size_gb:g} GB  {state}")
+
+
+@models_app.command("pull")
+def models_pull(name: str = typer.Argument(..., help="registry name (see: daotai models list)")) -> None:
+    """Download a model (resumable), check every file's sha256 against the hub and record a manifest."""
+    from daotai.runtime.models import pull
+
+    out.print(f"[green]pulled[/green] {name} → {pull(name)}")
+
+
+@models_app.command("verify")
+def models_verify(
+    model: str = typer.Argument(..., help="registry name or diffusers folder"),
+    record: bool = typer.Option(False, "--record", help="hash the files now and record them as the manifest"),
+) -> None:
+    """Check a model's files: formats, safetensors headers and every sha256 against its manifest."""
+    from daotai.runtime.models import check_manifest, check_model_folder, resolve_model, write_folder_manifest
+
+    resolved = resolve_model(model)
+    if record:
+        write_folder_manifest(resolved.path)
+    check_model_folder(resolved.path)
+    count = check_manifest(resolved.path, full=True)
+    out.print(f"[green]ok[/green] {resolved.path}: {count} files match the manifest")
+
+
+@models_app.command("path")
+def models_path(model: str = typer.Argument(..., help="registry name or diffusers folder")) -> None:
+    """Print the folder a model loads from."""
+    from daotai.runtime.models import resolve_model
+
+    sys.stdout.write(f"{resolve_model(model).path}\n")
+
+
+@models_app.command("rm")
+def models_rm(name: str = typer.Argument(..., help="registry name")) -> None:
+    """Delete a downloaded model from the cache."""
+    from daotai.runtime.models import remove
+
+    freed = remove(name)
+    out.print(f"removed {name} ({freed / 1e9:.1f} GB freed)" if freed else f"{name} was not downloaded")
 
 
 def main() -> None:

@@ -1,5 +1,9 @@
 """timeline.otio: one clip per shot, crossfades as OTIO transitions, the shot's plan as metadata.
 
+Beside it, when the OTIO adapter plugins are installed, timeline.xml (FCP 7 XML, for
+Premiere / Resolve) and timeline.edl (CMX 3600). Every non-cut transition also gets a
+marker on the incoming clip, which survives formats without transition objects.
+
 Crossfades follow the sequence exactly: a k-frame crossfade overlaps the last k frames of
 the outgoing shot; OTIO models that by trimming the outgoing clip by the transition's
 ``out_offset`` and the incoming clip by its ``in_offset`` (the trims are the handles the
@@ -8,6 +12,7 @@ dissolve uses), so the timeline's duration equals ``sequence.mp4``'s.
 
 from __future__ import annotations
 
+import logging
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,6 +20,8 @@ import opentimelineio as otio
 
 from daotai.deliver.files import atomic_write_text
 from daotai.plan.model import Plan, ShotPlan
+
+log = logging.getLogger("daotai.timeline")
 
 
 def _shot_metadata(shot: ShotPlan) -> dict:
@@ -34,6 +41,19 @@ def _shot_metadata(shot: ShotPlan) -> dict:
         "action": shot.action,
         "transition_in": shot.transition.model_dump(mode="json"),
     }
+
+
+def _transition_marker(shot: ShotPlan, head: int, rate: float) -> otio.schema.Marker:
+    """A marker at the incoming clip's first visible frame naming the transition into it."""
+    kind, frames = shot.transition.type, shot.transition.frames
+    return otio.schema.Marker(
+        name=f"{kind} into {shot.shot_id} ({frames} frames)",
+        marked_range=otio.opentime.TimeRange(
+            otio.opentime.RationalTime(head, rate), otio.opentime.RationalTime(1, rate)
+        ),
+        color=otio.schema.MarkerColor.YELLOW,
+        metadata={"daotai": {"transition": kind, "frames": frames}},
+    )
 
 
 def build_timeline(plan: Plan, shot_files: dict[str, str]) -> otio.schema.Timeline:
@@ -81,6 +101,8 @@ def build_timeline(plan: Plan, shot_files: dict[str, str]) -> otio.schema.Timeli
             ),
         )
         clip.metadata["daotai"] = _shot_metadata(shot)
+        if i > 0 and shot.transition.type != "cut":
+            clip.markers.append(_transition_marker(shot, head, rate))
         if shot.transition.type == "fade":
             k = shot.transition.frames
             clip.effects.append(otio.schema.Effect(name="fade in", effect_name="FadeIn", metadata={"frames": k}))
@@ -90,7 +112,35 @@ def build_timeline(plan: Plan, shot_files: dict[str, str]) -> otio.schema.Timeli
     return timeline
 
 
-def write_timeline(plan: Plan, shot_files: dict[str, str], path: str | Path) -> None:
-    """Write the timeline as .otio JSON atomically."""
+# Editorial exchange formats written beside the .otio when their OTIO adapter plugin is
+# installed (otio-fcp-adapter, otio-cmx3600-adapter): suffix → adapter name.
+EDITORIAL_FORMATS = {".xml": "fcp_xml", ".edl": "cmx_3600"}
+
+
+def available_editorial_formats() -> dict[str, str]:
+    """The EDITORIAL_FORMATS whose adapter is installed."""
+    names = set(otio.adapters.available_adapter_names())
+    return {suffix: name for suffix, name in EDITORIAL_FORMATS.items() if name in names}
+
+
+def write_editorial(timeline: otio.schema.Timeline, base: str | Path) -> list[Path]:
+    """FCP 7 XML and CMX 3600 EDL of the timeline at base.xml / base.edl (those available)."""
+    written = []
+    for suffix, adapter in available_editorial_formats().items():
+        target = Path(base).with_suffix(suffix)
+        try:
+            text = otio.adapters.write_to_string(timeline, adapter)
+        except Exception as error:  # noqa: BLE001 - a third-party plugin; the .otio stays the record
+            # e.g. CMX 3600 only knows SMPTE timecode rates (24, 25, 30, …): a 12 fps animatic has no EDL
+            log.warning("%s not written: the %s adapter refused this timeline (%s)", target.name, adapter, error)
+            continue
+        atomic_write_text(target, text)
+        written.append(target)
+    return written
+
+
+def write_timeline(plan: Plan, shot_files: dict[str, str], path: str | Path) -> list[Path]:
+    """Write the timeline as .otio JSON atomically, plus .xml / .edl beside it; returns the paths."""
     timeline = build_timeline(plan, shot_files)
     atomic_write_text(path, otio.adapters.write_to_string(timeline, "otio_json"))
+    return [Path(path), *write_editorial(timeline, path)]

@@ -24,6 +24,8 @@ from daotai.errors import EncodeError
 __all__ = [
     "DeflickerConfig",
     "LabStats",
+    "LabTransfer",
+    "fit_transfer",
     "MatchColourConfig",
     "deflicker_frames",
     "lab_stats",
@@ -105,24 +107,57 @@ def lab_stats(frames: Iterable[np.ndarray]) -> LabStats:
     return LabStats(tuple(float(v) for v in mean), tuple(float(v) for v in std))
 
 
-def transfer_lab(frame: np.ndarray, source: LabStats, target: LabStats, strength: float = 1.0) -> np.ndarray:
-    """Map one frame from the source shot's Lab statistics to the target's: (H, W, 3) uint8."""
+@dataclass(frozen=True)
+class LabTransfer:
+    """Per-channel affine map in L*a*b*: lab · gain + offset."""
+
+    gain: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+def reinhard(source: LabStats, target: LabStats) -> LabTransfer:
+    """The affine map taking the source statistics exactly onto the target's."""
+    gain = np.asarray(target.std) / np.maximum(np.asarray(source.std), MIN_STD)
+    offset = np.asarray(target.mean) - np.asarray(source.mean) * gain
+    return LabTransfer(tuple(float(v) for v in gain), tuple(float(v) for v in offset))
+
+
+def _compose(first: LabTransfer, then: LabTransfer) -> LabTransfer:
+    """then ∘ first as one affine map."""
+    g1, o1, g2, o2 = (np.asarray(v) for v in (first.gain, first.offset, then.gain, then.offset))
+    return LabTransfer(tuple(float(v) for v in g1 * g2), tuple(float(v) for v in o1 * g2 + o2))
+
+
+def transfer_lab(frame: np.ndarray, transfer: LabTransfer, strength: float = 1.0) -> np.ndarray:
+    """Apply a Lab transfer to one frame: (H, W, 3) uint8 in and out."""
     lab = to_lab(frame)
-    mu_s, mu_t = np.float32(source.mean), np.float32(target.mean)
-    gain = np.float32(target.std) / np.maximum(np.float32(source.std), MIN_STD)
-    mapped = (lab - mu_s) * gain + mu_t  # (H, W, 3) float32
+    mapped = lab * np.float32(transfer.gain) + np.float32(transfer.offset)  # (H, W, 3) float32
     if strength < 1.0:
         mapped = lab + np.float32(strength) * (mapped - lab)
     mapped[..., 0] = np.clip(mapped[..., 0], 0.0, 100.0)
     return from_lab(mapped)
 
 
+def fit_transfer(thumbs: list[np.ndarray], target: LabStats, rounds: int = 3) -> LabTransfer:
+    """Reinhard transfer refined on the shot's thumbnails.
+
+    Saturated colours pushed out of the sRGB gamut are clipped on the way back to RGB,
+    which leaves the first transfer's result short of the target; each round measures the
+    result as it will really come out and corrects the remainder.
+    """
+    transfer = reinhard(lab_stats(thumbs), target)
+    for _ in range(rounds - 1):
+        achieved = lab_stats(transfer_lab(t, transfer) for t in thumbs)
+        transfer = _compose(transfer, reinhard(achieved, target))
+    return transfer
+
+
 def match_colour_frames(
-    frames: Iterable[np.ndarray], source: LabStats, target: LabStats, strength: float = 1.0
+    frames: Iterable[np.ndarray], transfer: LabTransfer, strength: float = 1.0
 ) -> Iterator[np.ndarray]:
     """Apply one global Lab transfer to every frame of a shot."""
     for frame in frames:
-        yield transfer_lab(frame, source, target, strength)
+        yield transfer_lab(frame, transfer, strength)
 
 
 def _mean_l(frame: np.ndarray) -> float:

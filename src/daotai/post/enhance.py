@@ -34,6 +34,7 @@ from daotai.post.colour import (
     DeflickerConfig,
     MatchColourConfig,
     deflicker_frames,
+    fit_transfer,
     lab_stats,
     match_colour_frames,
 )
@@ -59,6 +60,7 @@ STEP_NAMES = {MatchColourConfig: "match_colour", DeflickerConfig: "deflicker",
               InterpolateConfig: "interpolate", UpscaleConfig: "upscale"}
 ENHANCED_SUFFIX = "_enhanced"
 STATS_SIDE = 160  # thumbnail side for colour statistics (decoded with skipping, cheap)
+STATS_FRAMES = 48  # frames sampled for a shot's colour statistics
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,12 @@ def manifest_path_for(out_path: Path) -> Path:
 # --------------------------------------------------------------------------- the run
 
 
+def _sampled(frames: Iterator[np.ndarray], count: int, keep: int = STATS_FRAMES) -> list[np.ndarray]:
+    """At most `keep` evenly spread frames of a stream of `count` (statistics need no more)."""
+    stride = max(1, -(-count // keep))
+    return [frame for i, frame in enumerate(frames) if i % stride == 0]
+
+
 def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info, stats: dict) -> Iterator[np.ndarray]:
     """Wire the lazily evaluated step generators onto the decoded frames."""
     count, fps = info.frames, info.fps
@@ -190,9 +198,11 @@ def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info,
         if isinstance(step, MatchColourConfig):
             reference = Path(step.reference)
             target = lab_stats(decode_frames(reference, max_side=STATS_SIDE))
-            source = lab_stats(decode_frames(src, max_side=STATS_SIDE))
-            stats["match_colour"] = {"source": asdict(source), "reference": asdict(target)}
-            frames = match_colour_frames(frames, source, target, step.strength)
+            thumbs = _sampled(decode_frames(src, max_side=STATS_SIDE), info.frames)
+            transfer = fit_transfer(thumbs, target)
+            stats["match_colour"] = {"source": asdict(lab_stats(thumbs)), "reference": asdict(target),
+                                     "transfer": asdict(transfer)}
+            frames = match_colour_frames(frames, transfer, step.strength)
         elif isinstance(step, DeflickerConfig):
             frames = deflicker_frames(frames, step)
         elif isinstance(step, InterpolateConfig):
@@ -356,6 +366,7 @@ def enhance_render(
     sequence = out_dir / f"sequence{ENHANCED_SUFFIX}{result.path.suffix}"
 
     def check(done: int, total: int) -> None:
+        """Let a cancel stop the assembly between frames."""
         ctx.check()
 
     yield Progress("assemble", None, 0, 1, "enhanced")

@@ -32,6 +32,7 @@ from daotai.errors import EncodeError
 __all__ = ["InterpolateConfig", "interpolate_frames", "output_frame_count", "output_fps", "in_between"]
 
 METHODS = ("dis", "blend")
+FLOW_SIDE = 1024  # flow is estimated at most this wide: smooth motion fields lose little, 1080p runs ~2x faster
 OCCLUSION_TOLERANCE_PX = 1.0  # round-trip error (pixels) still counted as visible
 
 
@@ -99,11 +100,27 @@ def _visibility(forward: np.ndarray, backward: np.ndarray, grid) -> np.ndarray:
     return (error <= OCCLUSION_TOLERANCE_PX + scale).astype(np.float32)
 
 
+def _flow(dis, a: np.ndarray, b: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """DIS flow a → b at most FLOW_SIDE wide, returned at full size: (H, W, 2) float32 pixels."""
+    h, w = a.shape[:2]
+    k = max(h, w) / FLOW_SIDE
+    if k <= 1:
+        return dis.calc(a, b, None)
+    small = (round(w / k), round(h / k))
+    flow = dis.calc(cv2.resize(a, small, interpolation=cv2.INTER_AREA),
+                    cv2.resize(b, small, interpolation=cv2.INTER_AREA), None)
+    flow = cv2.resize(flow, size, interpolation=cv2.INTER_LINEAR)
+    flow[..., 0] *= w / small[0]
+    flow[..., 1] *= h / small[1]
+    return flow
+
+
 def _pair(dis, a: np.ndarray, b: np.ndarray, grid) -> _Pair:
     """Flows both ways between two frames and where each frame's pixels are visible."""
     la, lb = _luma(a), _luma(b)
-    f01 = dis.calc(la, lb, None)
-    f10 = dis.calc(lb, la, None)
+    size = (a.shape[1], a.shape[0])
+    f01 = _flow(dis, la, lb, size)
+    f10 = _flow(dis, lb, la, size)
     return _Pair(f01, f10, _visibility(f01, f10, grid), _visibility(f10, f01, grid))
 
 

@@ -137,7 +137,7 @@ def _load_spandrel(config: UpscaleConfig):
         import spandrel  # noqa: F401
         import torch  # noqa: F401
     except ImportError:
-        raise DependencyMissing("spandrel", "neural", "neural upscaling (--method spandrel)") from None
+        raise DependencyMissing("spandrel", "restore", "neural upscaling (--method spandrel)") from None
     descriptor = spandrel.ModelLoader().load_from_file(str(path))
     if not isinstance(descriptor, spandrel.ImageModelDescriptor):
         raise BackendError(f"upscale.model: {str(path)!r} is not a single-image model")

@@ -33,6 +33,23 @@ inliers (threshold T) of a RANSAC similarity fitted to the measured motion of th
 A frame pair left with fewer than ``TrackerConfig.min_tracks`` tracks (too little texture) is
 skipped and counted.
 
+Scene models: a geometric ``DepthModel`` (above), or a ``DepthMap`` per frame, the exact
+view-axis depth of every pixel (a renderer's depth control channel). With a DepthMap a track
+start is unprojected at the map's depth, bilinearly interpolated in inverse depth (exact on
+planes; the sky, inverse depth 0, becomes a direction at infinity), and reprojected into
+frame b. Steps 2 and 3 above then become:
+
+2'. tracks on a depth discontinuity: the planned flow of the map's pixels within
+    ``CameraCheckConfig.depth_edge_radius_px`` of the start departs from an affine field by
+    more than ``depth_edge_flow_px`` (the tracker's window straddles an occlusion edge whose
+    sides move apart, or a curved silhouette that slides over its surface); an edge with no
+    parallax between its sides (pure rotation or zoom) excludes nothing;
+3'. tracks within ``depth_edge_radius_px`` of a pixel marked in ``DepthMap.exclude`` (what
+    moves on its own: walking characters, overlays drawn over the picture) — with the same
+    close-up fallback as for characters.
+
+``DEPTH_MAP_CONFIG`` is the configuration meant for DepthMap scenes (weaker corners kept).
+
 Known limit: a moving object missing from the depth model that carries clearly more tracks
 than the background can be taken for the background.
 """
@@ -50,11 +67,14 @@ from daotai.errors import EncodeError, PlanError
 
 __all__ = [
     "COMPONENTS",
+    "DEPTH_MAP_CONFIG",
     "CameraAdherence",
     "CameraCheckConfig",
     "ComponentCheck",
     "Cylinder",
+    "DepthMap",
     "DepthModel",
+    "SceneModel",
     "Similarity",
     "TrackedPair",
     "Solid",
@@ -691,6 +711,16 @@ class CameraCheckConfig:
     unplanned_factor: float = 2.0  # still-planned component moving > factor x significance
     character_margin: float = 0.15  # cylinders grow by this fraction when excluding their tracks
     plan_preference: float = 0.5  # "video follows the plan" wins with this share of RANSAC's count
+    # DepthMap scenes: a track is on a depth edge when the planned flow within this radius
+    # departs from an affine field by more than depth_edge_flow_px.
+    depth_edge_radius_px: float = 6.0
+    depth_edge_flow_px: float = 0.1
+
+
+# For DepthMap scenes: the exact depth lets nearly every corner be checked, so weak corners
+# (flat-shaded renders have few strong ones, and bold overlay text would set the bar) are
+# detected too; edge and moving-pixel screening then removes the unreliable ones.
+DEPTH_MAP_CONFIG = CameraCheckConfig(tracker=TrackerConfig(quality=0.001))
 
 
 @dataclass(frozen=True)
@@ -783,26 +813,31 @@ def _as_fovs(fovs: np.ndarray, n: int) -> np.ndarray:
     return arr
 
 
-DepthModels = Sequence[DepthModel] | DepthModel | Callable[[int], DepthModel]
+DepthModels = Sequence[SceneModel] | SceneModel | Callable[[int], SceneModel]
 
 
-def _depth_lookup(depth_models: DepthModels, n: int) -> Callable[[int], DepthModel]:
-    """A frame index -> DepthModel function for one model, a per-frame sequence or a callable."""
-    if isinstance(depth_models, DepthModel):
+def _depth_lookup(depth_models: DepthModels, n: int) -> Callable[[int], SceneModel]:
+    """A frame index -> scene model function for one model, a per-frame sequence or a callable.
+
+    A sequence of DepthMaps is read lazily (it may be a generator-backed sequence); only the
+    model of each pair's first frame is asked for.
+    """
+    if isinstance(depth_models, (DepthModel, DepthMap)):
         return lambda index: depth_models
     if callable(depth_models):
-        def lookup(index: int) -> DepthModel:
+        def lookup(index: int) -> SceneModel:
             model = depth_models(index)
-            if not isinstance(model, DepthModel):
-                raise PlanError(f"depth_models({index}): {model!r} must be a DepthModel")
+            if not isinstance(model, (DepthModel, DepthMap)):
+                raise PlanError(f"depth_models({index}): {model!r} must be a DepthModel or "
+                                "a DepthMap")
             return model
         return lookup
     models = tuple(depth_models)
     if len(models) != n:
         raise PlanError(f"depth_models: {len(models)} models must match the plan's {n} frames")
     for i, model in enumerate(models):
-        if not isinstance(model, DepthModel):
-            raise PlanError(f"depth_models[{i}]: {model!r} must be a DepthModel")
+        if not isinstance(model, (DepthModel, DepthMap)):
+            raise PlanError(f"depth_models[{i}]: {model!r} must be a DepthModel or a DepthMap")
     return models.__getitem__
 
 
@@ -971,7 +1006,22 @@ class _PairResult:
     rotation_only: Similarity | None  # expected motion with every pixel at infinity
 
 
-def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: DepthModel,
+def _planned_depth_map(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: DepthMap,
+                       config: CameraCheckConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Planned motion (K, 2), NaN where undefined or on an edge, and the moving-pixel mask."""
+    a, b = pair.index_a, pair.index_b
+    start = pair.points_uv
+    radius = config.depth_edge_radius_px / pair.analysis_scale  # full-resolution px
+    edge_flow = config.depth_edge_flow_px / pair.analysis_scale
+    planned = _depth_map_reproject(cams[a], fovs[a], cams[b], fovs[b], start, pair.width,
+                                   pair.height, model) - start  # (K, 2) px
+    edge, moving = _depth_map_screen(cams[a], fovs[a], cams[b], fovs[b], start, pair.width,
+                                     pair.height, model, radius, edge_flow)
+    planned[edge] = np.nan
+    return planned, moving
+
+
+def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: SceneModel,
                    stride: int, config: CameraCheckConfig) -> _PairResult | None:
     """Compare one pair's tracks with the plan; None when too few usable tracks remain."""
     width, height = pair.width, pair.height
@@ -980,13 +1030,17 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     min_tracks = config.tracker.min_tracks
     a, b = pair.index_a, pair.index_b
     start, moved = pair.points_uv, pair.displacement  # (K, 2) each
-    planned = _reproject(cams[a], fovs[a], cams[b], fovs[b], start, width, height,
-                         model) - start  # (K, 2) px; NaN where the point falls behind cam b
+    if isinstance(model, DepthMap):
+        planned, on_chars = _planned_depth_map(pair, cams, fovs, model, config)
+    else:
+        planned = _reproject(cams[a], fovs[a], cams[b], fovs[b], start, width, height,
+                             model) - start  # (K, 2) px; NaN where the point falls behind cam b
+        on_chars = _on_characters(cams[a], fovs[a], start, width, height, model,
+                                  config.character_margin)
     usable = np.all(np.isfinite(planned), axis=1)
     # Characters move on their own, so their tracks say nothing about the camera; a close-up
     # may have nothing else, then they stay in.
-    off_chars = usable & ~_on_characters(cams[a], fovs[a], start, width, height, model,
-                                         config.character_margin)
+    off_chars = usable & ~on_chars
     if int(off_chars.sum()) >= min_tracks:
         usable = off_chars
     start, moved, planned = start[usable], moved[usable], planned[usable]

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from daotai.deliver.files import atomic_write_text
-from daotai.errors import DaotaiError, EncodeError
+from daotai.errors import DaotaiError, EncodeError, QualityError
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Progress
 
@@ -53,6 +53,33 @@ class QcReport:
         return "\n".join(lines)
 
 
+# A frozen run is a fault only if the plan moves the picture at least this much per frame
+# inside it: consecutive-frame differences cannot tell an eased start (sub-pixel steps)
+# from a freeze, the plan can.
+FROZEN_MOTION_PX_PER_FRAME = 1.0
+
+
+def planned_motion_px(plan: Plan, shot: ShotPlan, first: int, last: int) -> float:
+    """How far (px) the plan moves the picture between two frames: camera turn, travel
+    relative to the subject distance, zoom, and walking characters (an upper-bound sketch,
+    enough to tell an eased start, which barely moves, from a real freeze)."""
+    if last <= first:
+        return 0.0
+    a = np.array(shot.cameras[first].cam_to_world).reshape(4, 4)
+    b = np.array(shot.cameras[last].cam_to_world).reshape(4, 4)
+    focal = plan.height / 2.0 / math.tan(math.radians(shot.cameras[first].fov) / 2.0)
+    relative = a[:3, :3].T @ b[:3, :3]
+    turn = math.acos(max(-1.0, min(1.0, (np.trace(relative) - 1.0) / 2.0)))
+    travel = float(np.linalg.norm(b[:3, 3] - a[:3, 3])) / max(shot.subject_distance, 0.5)
+    zoom = abs(1.0 / math.tan(math.radians(shot.cameras[last].fov) / 2.0)
+               - 1.0 / math.tan(math.radians(shot.cameras[first].fov) / 2.0)) * plan.height / 2.0
+    walked = max(
+        (math.dist(p.position, q.position) for p, q in zip(shot.character_frames[first], shot.character_frames[last])),
+        default=0.0,
+    ) / max(shot.subject_distance, 0.5)
+    return focal * (turn + travel + walked) + zoom
+
+
 def shot_expects_motion(shot: ShotPlan) -> bool:
     """True when the camera moves or someone walks: a frozen picture would then be a fault."""
     move = shot.move
@@ -81,6 +108,101 @@ def _depth_models(plan: Plan, shot: ShotPlan):
     return models
 
 
+# previz draws each visible character's name in a box just above the head: a screen-space
+# overlay, snapped to whole pixels, that follows no surface of the depth map. Its box is at
+# most about LABEL_HEIGHT_EM font sizes tall and LABEL_EM_PER_CHAR per character wide (plus
+# LABEL_EXTRA_EM for the dot and padding); the font size is at most max(11, H / 22) px.
+LABEL_HEIGHT_EM = 2.6
+LABEL_EM_PER_CHAR = 1.0
+LABEL_EXTRA_EM = 2.0
+
+
+def _label_boxes(mask: np.ndarray, names: list[str]) -> np.ndarray:
+    """(H, W) bool: where previz may have drawn name labels above the characters of ``mask``."""
+    height, width = mask.shape
+    size = max(11.0, height / 22.0)  # px, the largest label font
+    box_h = math.ceil(LABEL_HEIGHT_EM * size)
+    out = np.zeros(mask.shape, dtype=bool)
+    for value, name in enumerate(names, start=1):
+        rows = np.flatnonzero((mask == value).any(axis=1))
+        if rows.size == 0:
+            continue
+        top = int(rows[0])
+        centre = float(np.flatnonzero(mask[top] == value).mean())
+        half = math.ceil(0.5 * size * (LABEL_EXTRA_EM + LABEL_EM_PER_CHAR * len(name)))
+        # The renderer keeps the whole box inside the frame, so a box cut by an image edge
+        # is shifted inward: clamp the same way.
+        y0 = min(max(top - box_h, 0), max(height - box_h, 0))
+        x0 = min(max(round(centre) - half, 0), max(width - 2 * half, 0))
+        out[y0 : max(top, y0 + box_h), x0 : x0 + 2 * half] = True
+    return out
+
+
+class _ControlDepthMaps:
+    """Frame index -> DepthMap, decoded lazily from a shot's depth (and mask) control files.
+
+    Frames are read in order as check_camera asks for them (never backwards); pixels of
+    walking characters (mask value j + 1 for the shot's j-th character) and, for previz, the
+    name labels above every character are marked as moving on their own.
+    """
+
+    def __init__(self, shot: ShotPlan, depth_path: Path, mask_path: Path | None,
+                 label_names: list[str] | None):
+        from daotai.encode.video import decode_gray
+
+        self._shot = shot
+        self._depth = iter(decode_gray(depth_path))
+        self._mask = iter(decode_gray(mask_path)) if mask_path is not None else None
+        self._labels = label_names
+        self._index = -1
+        self._current = None
+
+    def __call__(self, index: int):
+        from daotai.qc.camera import DepthMap
+
+        if index < self._index:
+            raise QualityError(f"{self._shot.shot_id}: depth frame {index} asked for after "
+                               f"frame {self._index}; control frames are read in order")
+        while self._index < index:
+            try:
+                depth_mm = next(self._depth)  # (H, W) uint16 mm
+                mask = next(self._mask) if self._mask is not None else None  # (H, W) uint8
+            except StopIteration:
+                raise QualityError(f"{self._shot.shot_id}: the depth control has fewer frames "
+                                   f"than the {index + 1} the video needs") from None
+            self._index += 1
+            self._current = (depth_mm, mask)
+        depth_mm, mask = self._current
+        exclude = None
+        if mask is not None:
+            people = self._shot.character_frames[index]
+            walkers = [j + 1 for j, person in enumerate(people) if person.walking]
+            exclude = np.isin(mask, walkers) if walkers else np.zeros(mask.shape, dtype=bool)
+            if self._labels:
+                exclude |= _label_boxes(mask, self._labels)
+        return DepthMap.from_millimetres(depth_mm, exclude)
+
+
+def _label_names(plan: Plan, shot: ShotPlan) -> list[str]:
+    """Per mask value - 1, the longest text previz may draw as the character's label."""
+    characters = {c.id: c for c in plan.characters}
+    people = shot.character_frames[0] if shot.character_frames else ()
+    return [max(characters[p.id].name, p.id, key=len) for p in people]
+
+
+def _control_paths(path: Path, shot: ShotPlan,
+                   controls: dict[str, Path] | None) -> tuple[Path | None, Path | None]:
+    """The shot's depth and mask control files where they exist (mask only with depth)."""
+    if controls is None:
+        folder = path.parent.parent / "control"
+        controls = {"depth": folder / f"{shot.shot_id}_depth.mkv",
+                    "mask": folder / f"{shot.shot_id}_mask.mkv"}
+    depth, mask = controls.get("depth"), controls.get("mask")
+    if depth is None or not Path(depth).is_file():
+        return None, None
+    return Path(depth), (Path(mask) if mask is not None and Path(mask).is_file() else None)
+
+
 def _check_format(shot: ShotPlan, plan: Plan, info) -> list[str]:
     problems = []
     if (info.width, info.height) != (plan.width, plan.height):
@@ -93,10 +215,20 @@ def _check_format(shot: ShotPlan, plan: Plan, info) -> list[str]:
 
 
 def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.ndarray] | None,
-               camera: bool = True) -> dict[str, Any]:
-    """Every check of one shot file; returns its qc.json entry (``ok`` and ``failures`` included)."""
+               camera: bool = True, controls: dict[str, Path] | None = None,
+               labels: bool = True) -> dict[str, Any]:
+    """Every check of one shot file; returns its qc.json entry (``ok`` and ``failures`` included).
+
+    Camera adherence predicts image motion from the shot's rendered depth when its depth
+    control file exists (``controls`` maps "depth" / "mask" to files; by default
+    ``control/<shot_id>_depth.mkv`` and ``_mask.mkv`` next to the ``shots`` folder), else from
+    the geometric scene model of the plan; ``camera.depth_source`` records which
+    ("control_depth" or "scene_model"). ``labels``: whether name labels were drawn over the
+    characters (previz): their boxes are kept out of the camera check. Leaving it on for
+    another backend only costs the few tracks above the characters.
+    """
     from daotai.encode.video import decode_frames, probe
-    from daotai.qc.camera import check_camera
+    from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraCheckConfig, check_camera
     from daotai.qc.metrics import psnr, scan_video
 
     entry: dict[str, Any] = {"shot_id": shot.shot_id, "file": path.name}
@@ -125,8 +257,12 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         failures.append(f"{len(scan.black_frames)} black frame(s), first at {scan.black_frames[0]}")
     if scan.green_frames:
         failures.append(f"{len(scan.green_frames)} green frame(s), first at {scan.green_frames[0]}")
-    if expects_motion and scan.frozen_runs:
-        start, length = scan.frozen_runs[0]
+    faulty_runs = [(start, length) for start, length in scan.frozen_runs
+                   if planned_motion_px(plan, shot, start, start + length - 1) / max(length - 1, 1)
+                   >= FROZEN_MOTION_PX_PER_FRAME]
+    entry["frames"]["frozen_faulty"] = [list(r) for r in faulty_runs]
+    if faulty_runs:
+        start, length = faulty_runs[0]
         failures.append(f"picture frozen for {length} frames from frame {start} while the plan moves")
 
     decoded_samples: dict[int, np.ndarray] = {}
@@ -141,8 +277,17 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     cams = np.array([c.cam_to_world for c in shot.cameras], dtype=np.float64).reshape(-1, 4, 4)
     fovs = np.array([c.fov for c in shot.cameras], dtype=np.float64)
     if camera and shot.frames >= 2:
-        adherence = check_camera(frames_with_capture(), cams, fovs, _depth_models(plan, shot))
-        entry["camera"] = adherence.to_dict()
+        depth_path, mask_path = _control_paths(path, shot, controls)
+        if depth_path is not None:
+            names = _label_names(plan, shot) if labels else None
+            models = _ControlDepthMaps(shot, depth_path, mask_path, names)
+            source, config = "control_depth", DEPTH_MAP_CONFIG
+        else:
+            models, source, config = _depth_models(plan, shot), "scene_model", CameraCheckConfig()
+        adherence = check_camera(frames_with_capture(), cams, fovs, models, config=config)
+        entry["camera"] = {**adherence.to_dict(), "depth_source": source,
+                           "depth_file": depth_path.name if depth_path is not None else None,
+                           "mask_file": mask_path.name if mask_path is not None else None}
         if not adherence.ok:
             failures.append(f"camera: {adherence.summary}")
     elif wanted:
@@ -210,7 +355,9 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True) -> Ite
     shots = []
     for i, (shot, record) in enumerate(zip(plan.shots, records)):
         yield Progress("qc", shot.shot_id, i, len(plan.shots))
-        shots.append(check_shot(plan, shot, out_dir / record.files["shot"], record.samples, camera))
+        controls = {k: out_dir / record.files[k] for k in ("depth", "mask") if k in record.files}
+        shots.append(check_shot(plan, shot, out_dir / record.files["shot"], record.samples, camera,
+                                controls=controls))
     yield Progress("qc", None, len(plan.shots), len(plan.shots))
     sequences = sorted(out_dir.glob("sequence.*"))
     sequence = check_sequence(plan, sequences[0]) if sequences else None
@@ -262,7 +409,10 @@ def check_folder(folder: Path, console=None) -> QcReport:
                 samples = {i: gl.render(state).rgb for i, state in enumerate(frame_states(plan, shot)) if i in wanted}
             if console is not None:
                 console.print(f"[dim]checking {shot.shot_id}…[/dim]")
-            shots.append(check_shot(plan, shot, folder / rel, samples))
+            controls = {k: folder / files[k] for k in ("depth", "mask") if files and k in files}
+            shots.append(check_shot(plan, shot, folder / rel, samples,
+                                    controls=controls if files else None,
+                                    labels=backend == "previz"))
     finally:
         if renderer is not None:
             renderer.close()

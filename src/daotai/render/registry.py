@@ -14,8 +14,20 @@ from daotai.render.base import Backend
 BACKENDS = MappingProxyType(
     {
         "previz": "daotai.render.previz.backend:PrevizBackend",
+        "wan": "daotai.render.wan:WanBackend",
+        "wan-vace": "daotai.render.wan_vace:WanVACEBackend",
+        "ltx": "daotai.render.ltx:LTXBackend",
     }
 )
+
+
+# Backends that yield depth and mask with every frame; the others run with controls off.
+CONTROL_BACKENDS = frozenset({"previz"})
+
+
+def makes_controls(name: str) -> bool:
+    """Whether the backend called ``name`` produces depth and mask control channels."""
+    return name in CONTROL_BACKENDS
 
 
 def backend_names() -> list[str]:

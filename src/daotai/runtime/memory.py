@@ -1,7 +1,28 @@
-"""Peak-memory estimates for neural video generation (bytes), from model size × frames × size.
+"""Peak-memory estimates for neural video generation (bytes), and the placement planner.
 
 Coarse on purpose: they decide *whether* a plan fits and which setting would, not exact
-allocator behaviour. Coefficients are documented where they are set.
+allocator behaviour. A generation has three phases, each with its own peak:
+
+- encode: the text encoder's weights (T5/UMT5-XXL: 4.8–5.7 B parameters);
+- denoise: the transformer's weights plus its activations, which grow with the latent
+  token count ``latent_frames × (H / s) × (W / s)`` (``s`` = VAE downsampling × patch);
+  classifier-free guidance runs the two branches one after the other (diffusers' Wan and
+  LTX pipelines), so it does not double them;
+- decode: the VAE's weights plus its decoder activations (tiling divides them).
+
+Offload tiers decide which weights stay resident: ``none`` (everything on the device),
+``model`` (one component at a time), ``group`` (transformer/text encoder streamed block
+by block), ``sequential`` (one layer at a time, very slow). ``OVERHEAD_BYTES`` covers the
+CUDA context and allocator slack.
+
+Checked against published figures (``test_runtime_memory.py`` keeps them within 15%):
+- Wan2.1-T2V-1.3B, 832x480, 81 frames, text encoder off the GPU: published 8.19 GB
+  (Wan's README, ``--offload_model True --t5_cpu``); the denoise phase of the ``model``
+  tier here estimates 7.6 GB (activations 3.8 GB + transformer 2.8 GB + overhead). With
+  diffusers' model offload the UMT5 encoder does visit the GPU (12.4 GB phase peak), so
+  a 12 GB card gets the ``group`` tier (5.2 GB).
+- Wan2.1-T2V-14B, 1280x720, 81 frames, no offload: ~69 GB published; estimate ~62 GB
+  (transformer 28 GB + UMT5 11.4 GB + activations 21.8 GB + overhead).
 """
 
 from __future__ import annotations
@@ -10,6 +31,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 GIB = 1024**3
+OVERHEAD_BYTES = 1.0e9  # CUDA context, cuBLAS workspaces, allocator fragmentation
+TIERS = ("none", "model", "group", "sequential")
+# Live activation bytes per latent token, per unit of width: ~20 (tokens × hidden) tensors
+# in a block's attention path and ~3 (tokens × ffn) in its MLP, at 2 bytes each.
+HIDDEN_TENSORS = 20
+FFN_TENSORS = 3
 
 
 @dataclass(frozen=True)
@@ -26,51 +53,175 @@ class ModelFootprint:
     # Decoder activation bytes per output pixel per frame at bf16, measured order of
     # magnitude for causal 3D VAEs without tiling (their conv caches dominate).
     vae_bytes_per_pixel: float
+    ffn: int = 0  # transformer MLP width (0: 4 × hidden)
+    layers: int = 30  # transformer blocks (group offload keeps ~2 resident)
 
 
 MODELS = MappingProxyType(
     {
-        "wan2.1-t2v-1.3b": ModelFootprint("wan2.1-t2v-1.3b", 1.42, 5.68, 0.13, 16, 4, 1536, 120.0),
-        "wan2.1-t2v-14b": ModelFootprint("wan2.1-t2v-14b", 14.0, 5.68, 0.13, 16, 4, 5120, 120.0),
-        "wan2.2-ti2v-5b": ModelFootprint("wan2.2-ti2v-5b", 5.0, 5.68, 0.7, 32, 4, 3072, 120.0),
-        "ltx-video-2b": ModelFootprint("ltx-video-2b", 1.92, 4.76, 0.4, 32, 8, 2048, 40.0),
+        "wan2.1-t2v-1.3b": ModelFootprint("wan2.1-t2v-1.3b", 1.42, 5.68, 0.13, 16, 4, 1536, 120.0, 8960, 30),
+        "wan2.1-t2v-14b": ModelFootprint("wan2.1-t2v-14b", 14.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 40),
+        # VACE adds control blocks beside every other main block (~+0.7 B at 1.3B, ~+3 B at 14B).
+        "wan2.1-vace-1.3b": ModelFootprint("wan2.1-vace-1.3b", 2.1, 5.68, 0.13, 16, 4, 1536, 120.0, 8960, 30),
+        "wan2.1-vace-14b": ModelFootprint("wan2.1-vace-14b", 17.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 40),
+        "wan2.2-ti2v-5b": ModelFootprint("wan2.2-ti2v-5b", 5.0, 5.68, 0.7, 32, 4, 3072, 120.0, 14336, 30),
+        "ltx-video-2b": ModelFootprint("ltx-video-2b", 1.92, 4.76, 0.4, 32, 8, 2048, 40.0, 8192, 28),
+        "ltx-video-13b": ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16384, 48),
     }
 )
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    weights_bytes: float
+    weights_bytes: float  # resident during the denoise phase
     activations_bytes: float
     vae_decode_bytes: float
     peak_bytes: float
-    offload: str  # "none" | "model" (text encoder moved off after encoding) | "sequential"
+    offload: str  # one of TIERS
+    vae_tiling: bool = False
+    phases: tuple[tuple[str, float], ...] = ()  # (phase, peak bytes)
 
 
-def estimate(model: str, width: int, height: int, frames: int, bytes_per_param: float = 2.0,
+def latent_tokens(m: ModelFootprint, width: int, height: int, frames: int) -> int:
+    """Transformer tokens for one video: latent frames × latent rows × latent columns."""
+    latent_frames = (frames - 1) // m.temporal_down + 1
+    return latent_frames * (height // m.spatial_down) * (width // m.spatial_down)
+
+
+def _resident(m: ModelFootprint, offload: str, phase: str) -> float:
+    """Parameters (billions) resident on the device during a phase under an offload tier."""
+    component = {"encode": m.text_encoder_b, "denoise": m.transformer_b, "decode": m.vae_b}[phase]
+    if offload == "none":
+        return m.transformer_b + m.text_encoder_b + m.vae_b
+    if offload == "model":
+        return component
+    if offload == "group":
+        # Block-level streaming: two blocks in flight; the VAE is small and stays resident.
+        streamed = component * 2.0 / max(m.layers, 1) if phase != "decode" else component
+        return streamed + m.vae_b
+    if offload == "sequential":
+        return component / max(m.layers, 1) * 0.5  # one leaf module (about half a block) at a time
+    raise ValueError(f"offload: {offload!r} must be one of {', '.join(TIERS)}")
+
+
+def footprint_of(model: "str | ModelFootprint") -> ModelFootprint:
+    """A footprint from the table by name, or one given directly (e.g. measured from a folder)."""
+    return model if isinstance(model, ModelFootprint) else MODELS[model]
+
+
+def footprint_from_folder(folder, family: str) -> ModelFootprint:
+    """Parameter counts from a diffusers folder's safetensors headers plus its transformer config."""
+    import json
+    import math
+    from pathlib import Path
+
+    from daotai.runtime.models import read_safetensors_header
+
+    folder = Path(folder)
+
+    def billions(component: str) -> float:
+        total = 0
+        for path in (folder / component).glob("*.safetensors"):
+            header = read_safetensors_header(path)
+            total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+        return total / 1e9
+
+    config = json.loads((folder / "transformer" / "config.json").read_text(encoding="utf-8"))
+    hidden = int(config.get("num_attention_heads", 12)) * int(config.get("attention_head_dim", 128))
+    wan = family.startswith("wan")
+    return ModelFootprint(
+        name=folder.name,
+        transformer_b=billions("transformer"),
+        text_encoder_b=billions("text_encoder"),
+        vae_b=billions("vae"),
+        spatial_down=16 if wan else 32,
+        temporal_down=4 if wan else 8,
+        hidden=hidden,
+        vae_bytes_per_pixel=120.0 if wan else 40.0,
+        ffn=int(config.get("ffn_dim", 4 * hidden)),
+        layers=int(config.get("num_layers", 30)),
+    )
+
+
+def estimate(model: "str | ModelFootprint", width: int, height: int, frames: int, bytes_per_param: float = 2.0,
              offload: str = "none", vae_tiling: bool = False) -> MemoryEstimate:
     """Peak accelerator memory for one generation at the given size and frame count."""
-    m = MODELS[model]
-    latent_frames = (frames - 1) // m.temporal_down + 1
-    tokens = latent_frames * (height // m.spatial_down) * (width // m.spatial_down)
-    resident = {
-        "none": m.transformer_b + m.text_encoder_b + m.vae_b,
-        "model": max(m.transformer_b + m.vae_b, m.text_encoder_b),
-        "sequential": 0.5,  # one block at a time
-    }[offload]
-    weights = resident * 1e9 * bytes_per_param
-    # ~12 live (tokens × hidden) bf16 tensors in a block's forward (attention + FFN), ×2 CFG.
-    activations = tokens * m.hidden * 2 * 12 * 2
+    m = footprint_of(model)
+    tokens = latent_tokens(m, width, height, frames)
+    ffn = m.ffn or 4 * m.hidden
+    activations = tokens * (m.hidden * HIDDEN_TENSORS + ffn * FFN_TENSORS) * 2.0
     pixels = width * height * frames
+    # The VAE decodes causally in chunks of ~8 frames; tiling cuts a chunk's spatial extent ~8x.
     vae = pixels * m.vae_bytes_per_pixel / (8.0 if vae_tiling else 1.0) / max(frames / 8, 1) * 2
-    peak = weights + max(activations, vae)
-    return MemoryEstimate(weights, activations, vae, peak, offload)
+    vae_weights_bytes = 4.0  # the VAE runs in float32 (device rules)
+    phases = {}
+    for phase in ("encode", "denoise", "decode"):
+        resident = _resident(m, offload, phase) * 1e9 * bytes_per_param
+        if phase == "decode" or offload == "none":
+            resident += m.vae_b * 1e9 * (vae_weights_bytes - bytes_per_param)
+        work = activations if phase == "denoise" else vae if phase == "decode" else 0.0
+        phases[phase] = resident + work + OVERHEAD_BYTES
+    weights = _resident(m, offload, "denoise") * 1e9 * bytes_per_param
+    peak = max(phases.values())
+    return MemoryEstimate(weights, activations, vae, peak, offload, vae_tiling, tuple(phases.items()))
 
 
-def choose_settings(model: str, width: int, height: int, frames: int, budget_bytes: float) -> MemoryEstimate | None:
+# Lightest touch first: offload costs speed, so it is used only when needed.
+PLACEMENT_ORDER = (("none", False), ("none", True), ("model", True), ("group", True), ("sequential", True))
+
+
+def choose_settings(model: "str | ModelFootprint", width: int, height: int, frames: int, budget_bytes: float,
+                    bytes_per_param: float = 2.0) -> MemoryEstimate | None:
     """The lightest-touch setting that fits the budget, or None when nothing does."""
-    for offload, tiling in (("none", False), ("none", True), ("model", True), ("sequential", True)):
-        est = estimate(model, width, height, frames, offload=offload, vae_tiling=tiling)
+    for offload, tiling in PLACEMENT_ORDER:
+        est = estimate(model, width, height, frames, bytes_per_param, offload=offload, vae_tiling=tiling)
         if est.peak_bytes <= budget_bytes:
             return est
     return None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The planner's decision for one render."""
+
+    tier: str
+    vae_tiling: bool
+    estimate: MemoryEstimate
+    budget_bytes: float
+
+
+# Fallbacks suggested when a request does not fit: (label, width, height, frames), largest first.
+SUGGESTIONS = (
+    ("--preset draft (81 frames)", 832, 480, 81),
+    ("--preset draft with ~3 s shots (49 frames)", 832, 480, 49),
+    ("--preset preview (81 frames)", 640, 360, 81),
+    ("--preset preview with ~2 s shots (33 frames)", 640, 360, 33),
+    ("--preset preview with 1 s shots (17 frames)", 640, 360, 17),
+)
+
+
+def plan_placement(model: "str | ModelFootprint", width: int, height: int, frames: int, budget_bytes: float,
+                   bytes_per_param: float = 2.0) -> Placement:
+    """Pick an offload tier and VAE tiling that fit, or refuse (before loading) naming what would fit."""
+    from daotai.errors import BackendError
+
+    est = choose_settings(model, width, height, frames, budget_bytes, bytes_per_param)
+    if est is not None:
+        return Placement(est.offload, est.vae_tiling, est, budget_bytes)
+    smallest = estimate(model, width, height, frames, bytes_per_param, "sequential", True)
+    for label, w, h, f in SUGGESTIONS:
+        if w * h * f < width * height * frames and choose_settings(model, w, h, f, budget_bytes, bytes_per_param):
+            hint = f"{label} would fit"
+            break
+    else:
+        hint = "no preset fits; use a smaller model or a machine with more memory"
+    raise BackendError(
+        f"{footprint_of(model).name} at {width}x{height}, {frames} frames needs ~{smallest.peak_bytes / GIB:.1f} GiB even with "
+        f"sequential offload, more than the {budget_bytes / GIB:.1f} GiB available; {hint}"
+    )
+
+
+def next_tier(tier: str) -> str | None:
+    """The next lower-memory tier, or None at the bottom."""
+    index = TIERS.index(tier)
+    return TIERS[index + 1] if index + 1 < len(TIERS) else None

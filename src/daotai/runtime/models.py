@@ -398,6 +398,19 @@ def remove(name: str) -> int:
 # ------------------------------------------------------------------ loading
 
 
+def _quiet_loading() -> None:
+    """Silence the libraries' own progress bars: daotai reports loading as events."""
+    import diffusers.utils.logging as diffusers_logging
+
+    diffusers_logging.disable_progress_bar()
+    try:
+        import transformers.utils.logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    except ImportError:
+        pass
+
+
 def load_pipeline(name_or_path: str, family: str, runtime: Any) -> tuple[Any, ResolvedModel]:
     """Resolve, check and load a diffusers pipeline for ``family`` on ``runtime``'s dtypes (not moved yet)."""
     model = resolve_model(name_or_path)
@@ -407,6 +420,7 @@ def load_pipeline(name_or_path: str, family: str, runtime: Any) -> tuple[Any, Re
     except ImportError:
         raise DependencyMissing("diffusers", "neural", "neural rendering") from None
     cls = getattr(diffusers, index["_class_name"])
+    _quiet_loading()
     dtypes = {
         "default": runtime.dtype("transformer"),
         "text_encoder": runtime.dtype("text_encoder"),
@@ -414,7 +428,7 @@ def load_pipeline(name_or_path: str, family: str, runtime: Any) -> tuple[Any, Re
     }
     try:
         pipe = cls.from_pretrained(
-            str(model.path), torch_dtype=dtypes, use_safetensors=True, local_files_only=True
+            str(model.path), dtype=dtypes, use_safetensors=True, local_files_only=True
         )
     except (OSError, ValueError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

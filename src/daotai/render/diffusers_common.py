@@ -1,0 +1,438 @@
+"""What the diffusers backends (wan, wan-vace, ltx) share: defaults, requests, retiming, stepping.
+
+A backend turns one planned shot into a *native request* (size and frame count the model
+accepts, at the model's native frame rate), runs the pipeline in a worker thread so step
+progress can flow out as events while it denoises, and maps the generated frames back onto
+the plan's frame grid (resize to the plan's size, repeat/drop frames to the plan's fps).
+
+Neural backends make no control channels: the pipeline runs them with controls off.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from daotai.errors import BackendError, Cancelled
+from daotai.plan.model import Plan, ShotPlan
+from daotai.plan.timing import frames_for, round_size, snap_frames
+from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
+
+WAN_NEGATIVE = (
+    "overexposed, oversaturated, static frame, blurred details, subtitles, text, watermark, "
+    "worst quality, low quality, jpeg artifacts, ugly, deformed, disfigured, extra fingers, "
+    "badly drawn hands, badly drawn face, fused fingers, cluttered background, three legs, "
+    "many people in the background, walking backwards"
+)
+LTX_NEGATIVE = "worst quality, inconsistent motion, blurry, jittery, distorted, watermark, text"
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    """Per-model sampling defaults and the size/frame rules of its VAE and patching."""
+
+    family: str
+    steps: int
+    guidance: float
+    shift: float | None  # flow-matching timestep shift (None: keep the scheduler's)
+    negative_prompt: str
+    native_fps: float
+    frame_step: int  # frames must be frame_step*k + 1
+    size_multiple: int  # width and height must be multiples of this
+    max_sequence_length: int  # text tokens the encoder sees
+    snap_rule: str  # key of the plan's ``snapping`` entries
+
+
+# The one table of defaults. Values follow each model's published inference settings
+# (Wan2.1: 50 steps, CFG 5, shift 3 at 480p; LTX-Video: 50 steps, CFG 3, 24 fps).
+DEFAULTS = {
+    "wan": ModelDefaults("wan", 50, 5.0, 3.0, WAN_NEGATIVE, 16.0, 4, 16, 512, "wan"),
+    "wan-vace": ModelDefaults("wan-vace", 50, 5.0, 3.0, WAN_NEGATIVE, 16.0, 4, 16, 512, "wan"),
+    "ltx": ModelDefaults("ltx", 50, 3.0, None, LTX_NEGATIVE, 24.0, 8, 32, 128, "ltx"),
+}
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """Backend options from the command line; None keeps the model's default."""
+
+    steps: int | None = None
+    guidance: float | None = None
+    shift: float | None = None
+    max_sequence_length: int | None = None
+
+
+def effective_defaults(family: str, options: SamplingOptions, native_fps: float | None = None) -> ModelDefaults:
+    """The defaults table entry with the user's overrides applied and checked."""
+    base = DEFAULTS[family]
+    if options.steps is not None and not (1 <= options.steps <= 1000):
+        raise BackendError(f"--steps: {options.steps!r} must be between 1 and 1000")
+    if options.guidance is not None and not (0.0 <= options.guidance <= 50.0):
+        raise BackendError(f"guidance: {options.guidance!r} must be between 0 and 50")
+    if options.shift is not None and not (0.0 < options.shift <= 50.0):
+        raise BackendError(f"shift: {options.shift!r} must be in (0, 50]")
+    return replace(
+        base,
+        steps=options.steps or base.steps,
+        guidance=base.guidance if options.guidance is None else options.guidance,
+        shift=base.shift if options.shift is None else options.shift,
+        max_sequence_length=options.max_sequence_length or base.max_sequence_length,
+        native_fps=native_fps or base.native_fps,
+    )
+
+
+@dataclass(frozen=True)
+class NativeRequest:
+    """What the model is asked for, at its own frame rate and sizes."""
+
+    width: int
+    height: int
+    frames: int  # of the form frame_step*k + 1
+    fps: float
+    prompt: str
+    negative_prompt: str
+    seed: int
+
+
+def native_request(plan: Plan, shot: ShotPlan, defaults: ModelDefaults) -> NativeRequest:
+    """Size from the plan's snapping info; frames = the shot's duration at the native rate, snapped."""
+    snap = next((s for s in shot.snapping if s.backend == defaults.snap_rule), None)
+    if snap is not None and snap.width % defaults.size_multiple == 0 and snap.height % defaults.size_multiple == 0:
+        width, height = snap.width, snap.height
+    else:
+        width, height = round_size(plan.width, plan.height, defaults.size_multiple)
+    frames = snap_frames(frames_for(shot.duration_s, defaults.native_fps), defaults.frame_step)
+    negative = ", ".join(p for p in (shot.negative_prompt, defaults.negative_prompt) if p)
+    return NativeRequest(width, height, frames, defaults.native_fps, shot.prompt, negative, shot.seed)
+
+
+def retime_indexes(native_frames: int, native_fps: float, plan_frames: int, plan_fps: float) -> list[int]:
+    """For each plan frame, the native frame shown at the same time (repeats or drops frames)."""
+    ratio = native_fps / plan_fps
+    return [min(native_frames - 1, int(np.floor(i * ratio + 0.5))) for i in range(plan_frames)]
+
+
+def plan_to_native_indexes(plan_frames: int, plan_fps: float, native_frames: int, native_fps: float) -> list[int]:
+    """For each native frame, the plan frame at the same time (used to sample control signals)."""
+    return retime_indexes(plan_frames, plan_fps, native_frames, native_fps)
+
+
+def retime_notice(request: NativeRequest, plan: Plan, shot: ShotPlan) -> Notice | None:
+    """A Notice describing the retiming and resizing, or None when the output maps 1:1."""
+    parts = []
+    if abs(request.fps - plan.fps) > 1e-6 or request.frames != shot.frames:
+        how = "repeating" if plan.fps > request.fps else "dropping" if plan.fps < request.fps else "trimming"
+        parts.append(
+            f"generated {request.frames} frames at {request.fps:g} fps, retimed to {shot.frames} at "
+            f"{plan.fps:g} fps by {how} frames (no interpolator installed)"
+        )
+    if (request.width, request.height) != (plan.width, plan.height):
+        parts.append(f"generated at {request.width}x{request.height}, resized to {plan.width}x{plan.height}")
+    return Notice("info", "; ".join(parts), shot.shot_id) if parts else None
+
+
+def to_uint8(frames: Any) -> np.ndarray:
+    """Pipeline output (1, F, H, W, 3) or (F, H, W, 3) float in [0, 1] → (F, H, W, 3) uint8."""
+    array = np.asarray(frames, dtype=np.float32)
+    if array.ndim == 5:
+        array = array[0]
+    if array.ndim != 4 or array.shape[-1] != 3:
+        raise BackendError(f"pipeline returned frames of shape {array.shape}; expected (F, H, W, 3)")
+    return np.clip(array * 255.0 + 0.5, 0, 255).astype(np.uint8)  # (F, H, W, 3) uint8
+
+
+def resize_rgb(frame: np.ndarray, width: int, height: int) -> np.ndarray:
+    """(h, w, 3) uint8 → (height, width, 3) uint8, area filter when shrinking."""
+    if frame.shape[1] == width and frame.shape[0] == height:
+        return frame
+    import cv2
+
+    shrinking = width * height < frame.shape[0] * frame.shape[1]
+    interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_CUBIC
+    return np.ascontiguousarray(cv2.resize(frame, (width, height), interpolation=interpolation))
+
+
+def plan_frames(native: np.ndarray, request: NativeRequest, plan: Plan, shot: ShotPlan) -> Iterator[Frame]:
+    """Frames on the plan's grid from native (F, h, w, 3) uint8 output: retimed and resized."""
+    for index, source in enumerate(retime_indexes(len(native), request.fps, shot.frames, plan.fps)):
+        yield Frame(shot_id=shot.shot_id, index=index, rgb=resize_rgb(native[source], plan.width, plan.height))
+
+
+# ------------------------------------------------------------------ stepping in a worker
+
+
+_FINISHED = object()
+
+
+def run_steps(call: Callable[[Callable], Any], shot_id: str, total: int, ctx: RunContext) -> Iterator[Event | tuple]:
+    """Run ``call(callback)`` in a thread; yield Progress per step, then ("result", value).
+
+    ``callback`` is a diffusers ``callback_on_step_end``: it reports the step and sets
+    ``pipe._interrupt`` when the run is cancelled, so the loop stops between steps.
+    """
+    events: queue.Queue = queue.Queue()
+    started = time.perf_counter()
+    state = {"cancelled": False, "last": started}
+
+    def on_step_end(pipe: Any, step: int, timestep: Any, tensors: dict) -> dict:
+        now = time.perf_counter()
+        events.put(Progress("denoise", shot_id, step + 1, total, f"step {step + 1}/{total} {now - state['last']:.2f} s"))
+        state["last"] = now
+        if ctx.cancel.is_set():
+            state["cancelled"] = True
+            pipe._interrupt = True
+        return tensors
+
+    def worker() -> None:
+        try:
+            events.put(("result", call(on_step_end)))
+        except BaseException as exc:  # re-raised in the consumer's thread
+            events.put(("error", exc))
+        events.put(_FINISHED)
+
+    thread = threading.Thread(target=worker, name=f"daotai-denoise-{shot_id}", daemon=True)
+    thread.start()
+    outcome: tuple | None = None
+    while True:
+        item = events.get()
+        if item is _FINISHED:
+            break
+        if isinstance(item, tuple):
+            outcome = item
+        else:
+            yield item
+    thread.join()
+    if state["cancelled"] or ctx.cancel.is_set():
+        raise Cancelled(f"{shot_id}: stopped between denoising steps")
+    if outcome is None:
+        raise BackendError(f"{shot_id}: the pipeline ended without a result")
+    if outcome[0] == "error":
+        raise outcome[1]
+    yield outcome
+
+
+def step_callback_kwargs(callback: Callable) -> dict[str, Any]:
+    """Pipeline keyword arguments that install the step callback."""
+    return {"callback_on_step_end": callback, "callback_on_step_end_tensor_inputs": ["latents"]}
+
+
+def set_shift(pipe: Any, shift: float | None) -> None:
+    """Set the flow-matching shift on the pipeline's scheduler when it has one."""
+    if shift is None:
+        return
+    config = dict(pipe.scheduler.config)
+    key = "shift" if "shift" in config else "flow_shift" if "flow_shift" in config else None
+    if key is None or config.get(key) == shift:
+        return
+    pipe.scheduler = type(pipe.scheduler).from_config(config, **{key: shift})
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for a CUDA/MPS out-of-memory error."""
+    name = type(exc).__name__
+    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+# ------------------------------------------------------------------ loading and placing
+
+
+class DiffusersShotRunner:
+    """A loaded pipeline for one family, kept warm between shots, placed by the memory planner."""
+
+    def __init__(self, family: str, model: str, device: str | None, options: SamplingOptions,
+                 offload: str | None = None):
+        self.family = family
+        self.model = model
+        self.device = device
+        self.options = options
+        self.offload = offload  # None: the memory planner decides
+        self.pipe: Any = None
+        self.runtime: Any = None
+        self.resolved: Any = None
+        self.tier: str | None = None
+        self.defaults: ModelDefaults | None = None
+
+    def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
+        """Load once (first shot), then reuse; yields load progress and the placement notice."""
+        if self.pipe is not None:
+            return
+        from daotai.runtime.device import resolve_runtime
+        from daotai.runtime.models import load_pipeline
+
+        yield Progress("load", shot.shot_id, 0, 1, f"loading {self.model}")
+        started = time.perf_counter()
+        self.runtime = resolve_runtime(self.device)
+        native_fps = None
+        if self.model and not self.model.startswith((".", "/")):
+            from daotai.runtime.models import REGISTRY
+
+            spec = REGISTRY.get(self.model.lower())
+            native_fps = spec.native_fps if spec else None
+        self.defaults = effective_defaults(self.family, self.options, native_fps)
+        request = native_request(plan, shot, self.defaults)
+        tier = self._choose_tier(request)
+        self.pipe, self.resolved = load_pipeline(self.model, self.family, self.runtime)
+        self.pipe.set_progress_bar_config(disable=True)
+        set_shift(self.pipe, self.defaults.shift)
+        self._place(tier)
+        yield Progress("load", shot.shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
+        yield Notice("info", f"{self.family}: {self.resolved.path.name} on {self.runtime.device} "
+                             f"({self.runtime.transformer_dtype}), memory tier {self.tier}", shot.shot_id)
+
+    def _choose_tier(self, request: NativeRequest) -> str:
+        """Offload tier from the planner (or the user's choice); refuses before loading when nothing fits."""
+        from daotai.runtime.memory import TIERS, plan_placement
+
+        if self.offload is not None:
+            if self.offload not in TIERS:
+                raise BackendError(f"offload: {self.offload!r} must be one of {', '.join(TIERS)}")
+            return self.offload
+        if self.runtime.kind == "cpu":
+            return "none"  # weights already live in the memory the CPU computes from
+        from daotai.runtime.memory import footprint_from_folder
+        from daotai.runtime.models import REGISTRY, resolve_model
+
+        spec = REGISTRY.get(self.model.lower())
+        # Registry models use the documented table; local folders are measured from their headers.
+        footprint = spec.footprint if spec is not None else footprint_from_folder(resolve_model(self.model).path, self.family)
+        choice = plan_placement(footprint, request.width, request.height, request.frames,
+                                self.runtime.memory_bytes, bytes_per_param=2.0)
+        return choice.tier
+
+    def _place(self, tier: str) -> None:
+        """Move or hook the pipeline for an offload tier."""
+        from daotai.runtime.memory import TIERS
+
+        pipe, device = self.pipe, self.runtime.device
+        self.tier = tier
+        if self.runtime.kind == "cpu" or tier == "none":
+            pipe.to(device)
+        elif tier == "model":
+            pipe.enable_model_cpu_offload(device=device)
+        elif tier == "group":
+            from diffusers.hooks import apply_group_offloading
+
+            import torch
+
+            for name in ("transformer", "transformer_2", "text_encoder"):
+                module = getattr(pipe, name, None)
+                if module is not None:
+                    apply_group_offloading(module, onload_device=torch.device(device), offload_type="block_level",
+                                           num_blocks_per_group=1)
+            pipe.vae.to(device)
+        elif tier == "sequential":
+            pipe.enable_sequential_cpu_offload(device=device)
+        else:
+            raise BackendError(f"offload: {tier!r} must be one of {', '.join(TIERS)}")
+        if tier != "none" and hasattr(pipe.vae, "enable_tiling"):
+            pipe.vae.enable_tiling()
+
+    def step_down(self) -> str | None:
+        """Re-place the pipeline one memory tier lower; None when already at the lowest."""
+        from daotai.runtime.memory import TIERS
+
+        index = TIERS.index(self.tier or "none")
+        if index + 1 >= len(TIERS):
+            return None
+        try:
+            import torch
+
+            if self.pipe is not None and hasattr(self.pipe, "remove_all_hooks"):
+                self.pipe.remove_all_hooks()
+            self.pipe.to("cpu")
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except Exception:  # best effort: hooks of some tiers cannot be removed cleanly
+            pass
+        self._place(TIERS[index + 1])
+        return self.tier
+
+    def generate(self, shot: ShotPlan, request: NativeRequest, extra: dict[str, Any],
+                 ctx: RunContext) -> Iterator[Event | tuple]:
+        """Run the pipeline for one request (retrying once a tier lower on out-of-memory)."""
+        from daotai.runtime.device import generator_for
+
+        defaults = self.defaults
+        assert defaults is not None
+
+        def call(callback: Callable) -> Any:
+            result = self.pipe(
+                prompt=request.prompt,
+                negative_prompt=request.negative_prompt,
+                height=request.height,
+                width=request.width,
+                num_frames=request.frames,
+                num_inference_steps=defaults.steps,
+                guidance_scale=defaults.guidance,
+                generator=generator_for(request.seed),
+                max_sequence_length=defaults.max_sequence_length,
+                output_type="np",
+                **extra,
+                **step_callback_kwargs(callback),
+            )
+            return result.frames
+
+        for attempt in (0, 1):
+            try:
+                yield from run_steps(call, shot.shot_id, defaults.steps, ctx)
+                return
+            except Cancelled:
+                raise
+            except Exception as exc:
+                if not is_out_of_memory(exc):
+                    raise BackendError(f"{shot.shot_id}: {self.family} pipeline failed: {type(exc).__name__}: "
+                                       f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+                lower = self.step_down() if attempt == 0 else None
+                if lower is None:
+                    raise BackendError(
+                        f"{shot.shot_id}: out of memory at {request.width}x{request.height}, {request.frames} frames "
+                        "even with the lowest memory tier; try --preset preview or shorter shots"
+                    ) from None
+                yield Notice("warning", f"out of memory; retrying once with memory tier {lower}", shot.shot_id)
+
+    def close(self) -> None:
+        """Drop the pipeline and free accelerator memory."""
+        self.pipe = None
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass
+
+
+def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
+                extra_for: Callable[[NativeRequest], Iterator[Event | dict]] | None = None) -> Iterator[Event]:
+    """The whole per-shot flow every diffusers backend shares: load, request, generate, map back."""
+    plan, shot = job.plan, job.shot
+    yield from runner.ensure_loaded(plan, shot)
+    assert runner.defaults is not None
+    request = native_request(plan, shot, runner.defaults)
+    extra: dict[str, Any] = {}
+    if extra_for is not None:
+        for item in extra_for(request):
+            if isinstance(item, dict):
+                extra.update(item)
+            else:
+                yield item
+    ctx.check()
+    native = None
+    for item in runner.generate(shot, request, extra, ctx):
+        if isinstance(item, tuple):
+            native = to_uint8(item[1])
+        else:
+            yield item
+    assert native is not None
+    notice = retime_notice(request, plan, shot)
+    if notice is not None:
+        yield notice
+    yield Progress("render", shot.shot_id, 0, shot.frames, "retiming")
+    for frame in plan_frames(native, request, plan, shot):
+        yield frame
+    yield Progress("render", shot.shot_id, shot.frames, shot.frames)

@@ -1,0 +1,76 @@
+"""`ltx` backend: LTX-Video text-to-video, with keyframe conditioning when asked.
+
+``keyframe="previz"`` renders the shot's first previz frame and passes it as a frame-0
+image condition (needs an ``LTXConditionPipeline`` model such as the 0.9.7 releases);
+the default is plain text-to-video. LTX generates at 24 fps (``frame_rate`` is passed to
+the model so its motion matches) and frames are retimed onto the plan's grid.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from daotai.errors import BackendError
+from daotai.render.base import Event, Frame, RenderJob, RunContext
+from daotai.render.diffusers_common import DiffusersShotRunner, NativeRequest, SamplingOptions, render_shot
+
+DEFAULT_MODEL = "ltx-video-2b"
+KEYFRAMES = ("none", "previz")
+
+
+class LTXBackend:
+    """Text-to-video (and first-frame keyframe) generation with LTX-Video."""
+
+    name = "ltx"
+    family = "ltx"
+
+    def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
+                 guidance: float | None = None, shift: float | None = None, offload: str | None = None,
+                 max_sequence_length: int | None = None, keyframe: str = "none", **_ignored: object):
+        if keyframe not in KEYFRAMES:
+            raise BackendError(f"keyframe: {keyframe!r} must be one of {', '.join(KEYFRAMES)}")
+        options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
+        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload)
+        self.keyframe = keyframe
+
+    def _extra(self, job: RenderJob, ctx: RunContext):
+        """Keyword arguments for this shot: frame rate, and the keyframe condition when asked."""
+
+        def extra(request: NativeRequest) -> Iterator[Event | dict]:
+            yield {"frame_rate": int(round(request.fps))}
+            if self.keyframe == "none":
+                return
+            if type(self.runner.pipe).__name__ != "LTXConditionPipeline":
+                raise BackendError(
+                    f"keyframe: 'previz' needs an LTXConditionPipeline model; {self.runner.model} is "
+                    f"{type(self.runner.pipe).__name__}; use --model ltx-video-0.9.7-distilled"
+                )
+            yield {"image": first_previz_frame(job, ctx, request), "frame_index": 0}
+
+        return extra
+
+    def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
+        """Yield load/denoise progress, then exactly ``job.shot.frames`` frames."""
+        yield from render_shot(self.runner, job, ctx, self._extra(job, ctx))
+
+    def close(self) -> None:
+        """Release the pipeline."""
+        self.runner.close()
+
+
+def first_previz_frame(job: RenderJob, ctx: RunContext, request: NativeRequest):
+    """The shot's first previz frame as a PIL image at the native size."""
+    from PIL import Image
+
+    from daotai.render.base import RenderJob as Job
+    from daotai.render.diffusers_common import resize_rgb
+    from daotai.render.previz.backend import PrevizBackend
+
+    previz = PrevizBackend(labels=False)
+    try:
+        for event in previz.render(Job(job.plan, job.shot, controls=False), ctx):
+            if isinstance(event, Frame):
+                return Image.fromarray(resize_rgb(event.rgb, request.width, request.height))
+    finally:
+        previz.close()
+    raise BackendError(f"{job.shot.shot_id}: previz produced no frame for the keyframe")

@@ -1,0 +1,124 @@
+"""`wan-vace` backend: Wan-VACE guided by the shot's previz depth and the characters' looks.
+
+For every shot the previz renderer (:mod:`daotai.render.previz`, imported here as the
+shared source of control signals, not as another backend) renders the planned camera and
+blocking; its depth, as a near-white log-scaled preview, becomes VACE's control ``video``
+sampled at the model's native frame rate, so camera and blocking follow the script. Each
+character in the shot contributes one ``reference_images`` entry — its first reference
+image from the script, else a flat swatch of its previz colour — so faces and costumes can
+stay the same across shots. The mask is left out: VACE then generates every pixel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from daotai.errors import BackendError
+from daotai.plan.model import Plan, ShotPlan
+from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
+from daotai.render.diffusers_common import (
+    DiffusersShotRunner,
+    NativeRequest,
+    SamplingOptions,
+    plan_to_native_indexes,
+    render_shot,
+    resize_rgb,
+)
+
+DEFAULT_MODEL = "wan2.1-vace-1.3b"
+NEAR_M, FAR_M = 0.05, 500.0  # the previz clip planes (docs/conventions.md)
+REFERENCE_FORMATS = ["PNG", "JPEG", "WEBP"]
+MAX_REFERENCE_PIXELS = 64_000_000
+
+
+class WanVACEBackend:
+    """Depth- and reference-conditioned video with a Wan-VACE model."""
+
+    name = "wan-vace"
+    family = "wan-vace"
+
+    def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
+                 guidance: float | None = None, shift: float | None = None, offload: str | None = None,
+                 max_sequence_length: int | None = None, conditioning_scale: float = 1.0,
+                 reference_root: str | None = None, **_ignored: object):
+        if not (0.0 <= conditioning_scale <= 4.0):
+            raise BackendError(f"conditioning_scale: {conditioning_scale!r} must be between 0 and 4")
+        options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
+        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload)
+        self.conditioning_scale = conditioning_scale
+        self.reference_root = Path(reference_root) if reference_root else Path.cwd()
+        self._previz: Any = None
+
+    def _extra(self, job: RenderJob, ctx: RunContext):
+        """The control video and reference images of this shot."""
+
+        def extra(request: NativeRequest) -> Iterator[Event | dict]:
+            yield Progress("control", job.shot.shot_id, 0, request.frames, "rendering previz depth")
+            video = yield from self._depth_video(job, ctx, request)
+            references, swatches = reference_images(job.plan, job.shot, self.reference_root)
+            if swatches:
+                yield Notice("info", f"no reference image for {', '.join(swatches)}: using a colour swatch",
+                             job.shot.shot_id)
+            yield {"video": video, "reference_images": references or None,
+                   "conditioning_scale": self.conditioning_scale}
+
+        return extra
+
+    def _depth_video(self, job: RenderJob, ctx: RunContext, request: NativeRequest) -> Iterator[Event]:
+        """Previz depth previews at the native frame times and size, as PIL RGB images."""
+        from PIL import Image
+
+        from daotai.render.previz.backend import PrevizBackend
+        from daotai.render.previz.control import depth_to_preview
+
+        if self._previz is None:
+            self._previz = PrevizBackend(labels=False)
+        wanted = plan_to_native_indexes(job.shot.frames, job.plan.fps, request.frames, request.fps)
+        needed = set(wanted)
+        previews: dict[int, np.ndarray] = {}
+        for event in self._previz.render(RenderJob(job.plan, job.shot, controls=True), ctx):
+            if isinstance(event, Frame) and event.index in needed:
+                grey = depth_to_preview(event.depth, NEAR_M, FAR_M)  # (H, W) uint8, near = white
+                rgb = np.repeat(grey[:, :, None], 3, axis=2)  # (H, W, 3) uint8
+                previews[event.index] = resize_rgb(rgb, request.width, request.height)
+        yield Progress("control", job.shot.shot_id, request.frames, request.frames, "previz depth ready")
+        return [Image.fromarray(previews[i]) for i in wanted]
+
+    def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
+        """Yield load/control/denoise progress, then exactly ``job.shot.frames`` frames."""
+        yield from render_shot(self.runner, job, ctx, self._extra(job, ctx))
+
+    def close(self) -> None:
+        """Release the pipeline and the previz GL context."""
+        self.runner.close()
+        if self._previz is not None:
+            self._previz.close()
+            self._previz = None
+
+
+def reference_images(plan: Plan, shot: ShotPlan, root: Path) -> tuple[list[Any], list[str]]:
+    """One image per character in the shot (script reference, else colour swatch); ids that got swatches."""
+    from PIL import Image
+
+    by_id = {c.id: c for c in plan.characters}
+    images, swatches = [], []
+    for char_id in shot.characters:
+        character = by_id[char_id]
+        if character.reference_images:
+            path = Path(character.reference_images[0])
+            path = path if path.is_absolute() else root / path
+            try:
+                with Image.open(path, formats=REFERENCE_FORMATS) as image:
+                    if image.width * image.height > MAX_REFERENCE_PIXELS:
+                        raise BackendError(f"{path}: {image.width}x{image.height} is too large for a reference image")
+                    images.append(image.convert("RGB"))
+                continue
+            except (OSError, SyntaxError) as exc:
+                raise BackendError(f"characters.{char_id}.reference_images: {path} cannot be read ({exc})") from None
+        colour = tuple(int(round(255 * c)) for c in character.colour)
+        images.append(Image.new("RGB", (256, 256), colour))
+        swatches.append(char_id)
+    return images, swatches
