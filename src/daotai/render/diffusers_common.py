@@ -319,11 +319,15 @@ class DiffusersShotRunner:
 
             import torch
 
-            for name in ("transformer", "transformer_2", "text_encoder"):
+            streams = self.runtime.kind == "cuda"  # overlap weight copies with compute
+            for name in ("transformer", "transformer_2"):
                 module = getattr(pipe, name, None)
                 if module is not None:
                     apply_group_offloading(module, onload_device=torch.device(device), offload_type="block_level",
-                                           num_blocks_per_group=1)
+                                           num_blocks_per_group=1, use_stream=streams)
+            # The text encoder's blocks sit below the top level (encoder.block): stream it leaf by leaf.
+            apply_group_offloading(pipe.text_encoder, onload_device=torch.device(device), offload_type="leaf_level",
+                                   use_stream=streams)
             pipe.vae.to(device)
         elif tier == "sequential":
             pipe.enable_sequential_cpu_offload(device=device)

@@ -103,7 +103,7 @@ class PrevizBackend:
         yield Progress("render", shot.shot_id, 0, shot.frames)
         for index, state in enumerate(frame_states(job.plan, shot)):
             ctx.check()
-            frame = renderer.render(state, depth=job.controls)
+            frame = renderer.render(state, with_depth=job.controls)
             yield Frame(
                 shot_id=shot.shot_id,
                 index=index,

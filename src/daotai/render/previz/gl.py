@@ -277,7 +277,7 @@ class RenderedFrame:
     """One rendered frame and its frame-aligned control channels (row 0 = image top)."""
 
     rgb: np.ndarray = field(repr=False)  # (H, W, 3) uint8
-    depth: np.ndarray = field(repr=False)  # (H, W) float32 metres along the view axis, inf = sky
+    depth: np.ndarray | None = field(repr=False)  # (H, W) float32 metres along the view axis, inf = sky; None if not read
     masks: np.ndarray = field(repr=False)  # (H, W) uint8: 0 = none, i + 1 = figures[i]
 
     def character_mask(self, index: int) -> np.ndarray:
@@ -440,10 +440,10 @@ class PrevizRenderer:
 
     # ------------------------------------------------------------------ frames
 
-    def render(self, state: FrameState, depth: bool = True) -> RenderedFrame:
+    def render(self, state: FrameState, with_depth: bool = True) -> RenderedFrame:
         """Draw one frame: RGB (H, W, 3) uint8, depth (H, W) float32 metres, masks (H, W) uint8.
 
-        ``depth=False`` skips reading the depth attachment back (the largest read, 4 bytes a
+        ``with_depth=False`` skips reading the depth attachment back (the largest read, 4 bytes a
         pixel) when no control channel is wanted; ``RenderedFrame.depth`` is then None.
         """
         import cv2
@@ -454,13 +454,12 @@ class PrevizRenderer:
             raise BackendError(f"figures: {len(state.figures)} figures exceed the 254 a uint8 mask can index")
         k = self.settings.supersample
         w, h = self._size
-        want_depth = depth
-        depth = np.empty((h, w), np.float32) if want_depth else None  # (kH, kW) float32 metres
+        depth = np.empty((h, w), np.float32) if with_depth else None  # (kH, kW) float32 metres
         masks = np.empty((h, w), np.uint8)  # (kH, kW) uint8 ids (labels need them too)
         with self._ctx:
             self._draw(state)
             self._fbo.read_into(self._rgba, components=4, attachment=0, dtype="f1")
-            if want_depth:
+            if depth is not None:
                 self._fbo.read_into(depth, components=1, attachment=1, dtype="f4")
             self._fbo.read_into(masks, components=1, attachment=2, dtype="u1")
         rgb = cv2.cvtColor(self._rgba, cv2.COLOR_RGBA2RGB)  # (kH, kW, 3) uint8, a new array
