@@ -41,6 +41,11 @@ def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, 
                     bars.update(shot_tasks[event.shot_id], completed=event.done)
                     done_frames[event.shot_id] = event.done
                     bars.update(overall, completed=sum(done_frames.values()))
+                elif event.stage == "enhance" and event.shot_id is not None:
+                    key = f"{event.shot_id} enhance"
+                    if key not in shot_tasks:
+                        shot_tasks[key] = bars.add_task(f"  {escape(event.shot_id)} enhance", total=event.total)
+                    bars.update(shot_tasks[key], completed=event.done)
                 elif event.stage in ("assemble", "qc") and event.done == 0:
                     bars.console.print(f"[dim]{event.stage}…[/dim]")
             elif isinstance(event, Notice):
