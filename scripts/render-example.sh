@@ -2,5 +2,5 @@
 # Render the bundled example script with the embedded previz backend into out/example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+DAOTAI_EXTRAS="${DAOTAI_EXTRAS-}" bash scripts/setup.sh  # the base install is all previz needs
 exec .venv/bin/daotai render examples/office.json -o out/example "$@"

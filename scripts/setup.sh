@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-EXTRAS=${DAOTAI_EXTRAS:-dev,server,neural}
+EXTRAS=${DAOTAI_EXTRAS-dev,server,neural}
 
 need_gl_libs() {
   ! compgen -G "/usr/lib/*/libEGL.so.1" >/dev/null ||
@@ -39,15 +39,30 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-# Reinstall only when the project's requirements changed since the last set-up.
+# Reinstall only when the project's requirements changed since the last set-up. The stamp
+# lists the extras installed; a request for a subset of them (the render command asks for
+# none) is already satisfied.
 stamp=.venv/.daotai-setup
-want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1) $EXTRAS"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+hash="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+satisfied() {
+  [ -f "$stamp" ] || return 1
+  read -r have_hash have_extras < "$stamp" || true
+  [ "$have_hash" = "$hash" ] || return 1
+  local extra
+  for extra in ${EXTRAS//,/ }; do
+    case ",$have_extras," in *",$extra,"*) ;; *) return 1 ;; esac
+  done
+}
+if ! satisfied; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   case ",$EXTRAS," in
     # Pinned so pip takes the CPU wheel instead of downloading a multi-GB CUDA build.
     *,neural,*) .venv/bin/python -m pip install -q "torch==2.13.0" ;;
   esac
-  .venv/bin/python -m pip install -q -e ".[${EXTRAS}]"
-  echo "$want" > "$stamp"
+  if [ -n "$EXTRAS" ]; then
+    .venv/bin/python -m pip install -q -e ".[${EXTRAS}]"
+  else
+    .venv/bin/python -m pip install -q -e .
+  fi
+  echo "$hash $EXTRAS" > "$stamp"
 fi
