@@ -103,6 +103,15 @@ def plan(
     )
 
 
+def _cluster_address(value: Optional[str]) -> Optional[str]:
+    """The --cluster address, checked before rendering starts (None: render here)."""
+    if value is None:
+        return None
+    from daotai.cluster.runner import check_address
+
+    return check_address(value)
+
+
 @app.command()
 def render(
     script: Path = typer.Argument(..., help="script file, or a plan .json written by `daotai plan`"),
@@ -119,6 +128,9 @@ def render(
     model: Optional[str] = typer.Option(None, "--model", help="neural backends: registry name or diffusers folder"),
     device: Optional[str] = typer.Option(None, "--device", help="neural backends: auto | cuda | cuda:N | mps | cpu"),
     steps: Optional[int] = typer.Option(None, "--steps", help="neural backends: denoising steps"),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="render the shots on Ray: local (start one here) | auto (running cluster) | ray://host:port"
+    ),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc."""
     from daotai.cli_progress import run_with_progress
@@ -135,6 +147,7 @@ def render(
         model=model,
         device=device,
         steps=steps,
+        cluster=_cluster_address(cluster),
     )
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)
     out.print(f"[green]done[/green] {result.sequence} ({result.summary})")
@@ -285,6 +298,12 @@ def doctor() -> None:
     from daotai.runtime.doctor import collect, render_table
 
     out.print(render_table(collect()))
+
+
+from daotai.draft import commands as draft_commands  # noqa: E402  (light: no network, no httpx at import)
+
+app.command(name="draft")(draft_commands.draft)
+app.command(name="prompts")(draft_commands.prompts)
 
 
 models_app = typer.Typer(help="Video models: list, pull, verify, path, rm.", no_args_is_help=True)

@@ -45,6 +45,7 @@ class PipelineSettings:
     device: str | None = None  # neural backends: auto | cuda | cuda:N | mps | cpu
     steps: int | None = None  # neural backends: denoising steps (None: the model's default)
     enhance: str = ""  # e.g. "upscale=2,interpolate=60": restored copies beside the planned shots
+    cluster: str | None = None  # None: render here; else a Ray address (local | auto | ray://host:port)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class ShotRecord:
     render_s: float = 0.0
     wall_s: float = 0.0
     files: dict[str, str] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)  # what the backend decided (retiming, memory tier, retries)
 
 
 def load_plan_or_script(path: Path, preset: str | None, loader: Callable[..., Any]) -> Plan:
@@ -166,6 +168,11 @@ class _Sink:
 # keeps render + encode at real time on two cores.
 BACKEND_ENCODE_DEFAULTS = {"previz": {"crf": 14, "tune": "psnr", "large_preset": "ultrafast"}}
 LARGE_FRAME_PIXELS = 1280 * 720
+# x264's output depends on its thread count, and "auto" follows the machine's core count,
+# so shot and sequence bytes would differ between a laptop, a cluster node and CI. A fixed
+# count keeps renders byte-identical everywhere (local and --cluster alike); 8 threads
+# encode 720p previz as fast as auto did on 2 to 16 cores, because rendering is the bottleneck.
+ENCODE_THREADS = 8
 
 
 def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int = 0):
@@ -177,7 +184,7 @@ def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int 
     if preset is None:
         large = width * height >= LARGE_FRAME_PIXELS
         preset = defaults.get("large_preset", "veryfast") if large else "veryfast"
-    return EncodeSettings(codec=settings.codec, crf=crf, preset=preset, tune=defaults.get("tune"))
+    return EncodeSettings(codec=settings.codec, crf=crf, preset=preset, tune=defaults.get("tune"), threads=ENCODE_THREADS)
 
 
 def backend_options(settings: PipelineSettings, source: Path | None = None) -> dict[str, Any]:
@@ -294,6 +301,8 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
                     sinks["mask"].put(event.mask)
                 frames_seen += 1
             else:
+                if isinstance(event, Notice):
+                    record.notices.append(event.text)
                 yield event
         if frames_seen != shot.frames:
             raise EncodeError(f"{shot.shot_id}: backend produced {frames_seen} frames, the plan has {shot.frames}")
@@ -344,16 +353,21 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         for warning in shot.warnings:
             yield Notice("warning", warning, shot.shot_id)
 
-    backend = create_backend(settings.backend, **backend_options(settings, source))
     records: list[ShotRecord] = []
-    try:
-        for shot in plan.shots:
-            ctx.check()
-            record = ShotRecord(shot.shot_id)
-            yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record)
-            records.append(record)
-    finally:
-        backend.close()
+    if settings.cluster:
+        from daotai.cluster.runner import render_shots
+
+        records = yield from render_shots(plan, out_dir, settings, ctx, source)
+    else:
+        backend = create_backend(settings.backend, **backend_options(settings, source))
+        try:
+            for shot in plan.shots:
+                ctx.check()
+                record = ShotRecord(shot.shot_id)
+                yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record)
+                records.append(record)
+        finally:
+            backend.close()
     timings["render_and_encode_s"] = time.perf_counter() - run_started
     if settings.controls:
         atomic_write_text(out_dir / "control" / "index.json", control_index(plan))

@@ -76,6 +76,8 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
                 "files": r.files,
                 "render_s": round(r.render_s, 4),
                 "wall_s": round(r.wall_s, 4),
+                # what the backend decided or saw: retiming, memory tier, retries, GPU health
+                "notices": list(r.notices),
             }
             for r in records
         ],

@@ -57,6 +57,16 @@ DEFAULTS = {
 }
 
 
+# Per registry model, what differs from its family's row (distilled models sample in few
+# steps without CFG; Wan2.2-TI2V-5B generates at 24 fps; the 14B models use shift 5 at 720p).
+MODEL_OVERRIDES = {
+    "wan2.1-t2v-14b": {"shift": 5.0},
+    "wan2.1-vace-14b": {"shift": 5.0},
+    "wan2.2-ti2v-5b": {"native_fps": 24.0, "shift": 5.0, "size_multiple": 32},
+    "ltx-video-0.9.7-distilled": {"steps": 8, "guidance": 1.0},
+}
+
+
 @dataclass(frozen=True)
 class SamplingOptions:
     """Backend options from the command line; None keeps the model's default."""
@@ -67,9 +77,9 @@ class SamplingOptions:
     max_sequence_length: int | None = None
 
 
-def effective_defaults(family: str, options: SamplingOptions, native_fps: float | None = None) -> ModelDefaults:
-    """The defaults table entry with the user's overrides applied and checked."""
-    base = DEFAULTS[family]
+def effective_defaults(family: str, options: SamplingOptions, model: str | None = None) -> ModelDefaults:
+    """The family's defaults, then the model's row, then the user's overrides (checked)."""
+    base = replace(DEFAULTS[family], **MODEL_OVERRIDES.get((model or "").lower(), {}))
     if options.steps is not None and not (1 <= options.steps <= 1000):
         raise BackendError(f"--steps: {options.steps!r} must be between 1 and 1000")
     if options.guidance is not None and not (0.0 <= options.guidance <= 50.0):
@@ -82,7 +92,6 @@ def effective_defaults(family: str, options: SamplingOptions, native_fps: float 
         guidance=base.guidance if options.guidance is None else options.guidance,
         shift=base.shift if options.shift is None else options.shift,
         max_sequence_length=options.max_sequence_length or base.max_sequence_length,
-        native_fps=native_fps or base.native_fps,
     )
 
 
@@ -183,7 +192,7 @@ def run_steps(call: Callable[[Callable], Any], shot_id: str, total: int, ctx: Ru
         now = time.perf_counter()
         events.put(Progress("denoise", shot_id, step + 1, total, f"step {step + 1}/{total} {now - state['last']:.2f} s"))
         state["last"] = now
-        if ctx.cancel.is_set():
+        if ctx.cancel.is_set() or state.get("abandoned"):
             state["cancelled"] = True
             pipe._interrupt = True
         return tensors
@@ -198,14 +207,20 @@ def run_steps(call: Callable[[Callable], Any], shot_id: str, total: int, ctx: Ru
     thread = threading.Thread(target=worker, name=f"daotai-denoise-{shot_id}", daemon=True)
     thread.start()
     outcome: tuple | None = None
-    while True:
-        item = events.get()
-        if item is _FINISHED:
-            break
-        if isinstance(item, tuple):
-            outcome = item
-        else:
-            yield item
+    finished = False
+    try:
+        while True:
+            item = events.get()
+            if item is _FINISHED:
+                finished = True
+                break
+            if isinstance(item, tuple):
+                outcome = item
+            else:
+                yield item
+    finally:
+        if not finished:  # the consumer went away (closed generator): stop the loop at the next step
+            state["abandoned"] = True
     thread.join()
     if state["cancelled"] or ctx.cancel.is_set():
         raise Cancelled(f"{shot_id}: stopped between denoising steps")
@@ -267,13 +282,7 @@ class DiffusersShotRunner:
         yield Progress("load", shot.shot_id, 0, 1, f"loading {self.model}")
         started = time.perf_counter()
         self.runtime = resolve_runtime(self.device)
-        native_fps = None
-        if self.model and not self.model.startswith((".", "/")):
-            from daotai.runtime.models import REGISTRY
-
-            spec = REGISTRY.get(self.model.lower())
-            native_fps = spec.native_fps if spec else None
-        self.defaults = effective_defaults(self.family, self.options, native_fps)
+        self.defaults = effective_defaults(self.family, self.options, self.model)
         request = native_request(plan, shot, self.defaults)
         tier = self._choose_tier(request)
         self.pipe, self.resolved = load_pipeline(self.model, self.family, self.runtime)
@@ -426,6 +435,10 @@ def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
             else:
                 yield item
     ctx.check()
+    if runner.runtime.kind == "cuda":
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()  # so the health sample reports this shot's peak
     native = None
     for item in runner.generate(shot, request, extra, ctx):
         if isinstance(item, tuple):
@@ -433,6 +446,12 @@ def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
         else:
             yield item
     assert native is not None
+    from daotai.runtime.device import health_sample
+
+    health = health_sample(runner.runtime)
+    if health:
+        level = "warning" if health.get("throttling") else "info"
+        yield Notice(level, "gpu " + ", ".join(f"{k} {v}" for k, v in health.items()), shot.shot_id)
     notice = retime_notice(request, plan, shot)
     if notice is not None:
         yield notice

@@ -2,8 +2,10 @@
 
 ``keyframe="previz"`` renders the shot's first previz frame and passes it as a frame-0
 image condition (needs an ``LTXConditionPipeline`` model such as the 0.9.7 releases);
-the default is plain text-to-video. LTX generates at 24 fps (``frame_rate`` is passed to
-the model so its motion matches) and frames are retimed onto the plan's grid.
+the default is plain text-to-video. Previz is imported here only as the shared source of
+control images, as in ``wan_vace``; backends do not otherwise import each other. LTX
+generates at 24 fps (``frame_rate`` is passed to the model so its motion matches) and
+frames are retimed onto the plan's grid.
 """
 
 from __future__ import annotations
@@ -62,13 +64,12 @@ def first_previz_frame(job: RenderJob, ctx: RunContext, request: NativeRequest):
     """The shot's first previz frame as a PIL image at the native size."""
     from PIL import Image
 
-    from daotai.render.base import RenderJob as Job
     from daotai.render.diffusers_common import resize_rgb
     from daotai.render.previz.backend import PrevizBackend
 
     previz = PrevizBackend(labels=False)
     try:
-        for event in previz.render(Job(job.plan, job.shot, controls=False), ctx):
+        for event in previz.render(RenderJob(job.plan, job.shot, controls=False), ctx):
             if isinstance(event, Frame):
                 return Image.fromarray(resize_rgb(event.rgb, request.width, request.height))
     finally:

@@ -127,3 +127,29 @@ def generator_for(seed: int) -> Any:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
         raise BackendError(f"seed: {seed!r} must be an integer in [0, 2**64)")
     return torch.Generator(device="cpu").manual_seed(seed)
+
+
+def health_sample(runtime: Runtime) -> dict[str, Any]:
+    """Accelerator health now: memory (and, with NVML, temperature and throttle reasons); {} on CPU."""
+    if runtime.kind != "cuda":
+        return {}
+    import torch
+
+    index = int(runtime.device.split(":", 1)[1]) if ":" in runtime.device else 0
+    sample: dict[str, Any] = {
+        "peak_allocated_gib": round(torch.cuda.max_memory_allocated(index) / 1024**3, 2),
+        "reserved_gib": round(torch.cuda.memory_reserved(index) / 1024**3, 2),
+    }
+    try:  # NVML ships with the driver; its Python binding (pynvml) is optional
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        sample["temperature_c"] = pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
+        reasons = pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+        # Idle and application-clock settings are not throttling; anything else is (power, thermal, ...).
+        benign = pynvml.nvmlClocksThrottleReasonGpuIdle | pynvml.nvmlClocksThrottleReasonApplicationsClocksSetting
+        sample["throttling"] = bool(reasons & ~benign)
+    except Exception:  # no binding or no NVML: memory figures only
+        pass
+    return sample

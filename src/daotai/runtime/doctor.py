@@ -96,7 +96,9 @@ def collect() -> list[Check]:
         for preset in ("preview", "draft", "final"):
             width, height = SIZE_PRESETS[preset]
             est = choose_settings("wan2.1-t2v-1.3b", width, height, 81, accel_bytes * 0.9)
-            fits.append(f"{preset}: " + (f"fits ({est.offload} offload, {est.peak_bytes / GIB:.0f} GiB)" if est else "does not fit"))
+            fits.append(f"{preset}: " + (
+                f"fits ({est.offload} offload{', VAE tiling' if est.vae_tiling else ''}, {est.peak_bytes / GIB:.0f} GiB)"
+                if est else "does not fit"))
         checks.append(Check("wan 1.3B, 81 frames (estimate)", "; ".join(fits), True))
     return checks
 

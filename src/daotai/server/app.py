@@ -156,7 +156,10 @@ class Guard:
             if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
                 return 401, "Authorization: a valid 'Bearer <token>' header is required", "unauthorized"
         host = headers.get("host", "")
-        hostname = urlsplit("//" + host).hostname or ""
+        try:
+            hostname = urlsplit("//" + host).hostname or ""
+        except ValueError:  # e.g. an unclosed IPv6 bracket
+            hostname = ""
         if not self.config.host_allowed(hostname):
             return 403, f"Host: {host!r} is not a name of this server", "host_not_allowed"
         if method in ("POST", "PUT", "PATCH", "DELETE"):
@@ -164,7 +167,7 @@ class Guard:
             if site is not None and site not in ("same-origin", "none"):
                 return 403, f"Sec-Fetch-Site: {site!r} requests are refused (cross-site)", "cross_site"
             origin = headers.get("origin")
-            if origin is not None and urlsplit(origin).netloc != host:
+            if origin is not None and _netloc(origin) != host:
                 return 403, f"Origin: {origin!r} does not match Host {host!r}", "cross_origin"
         if method in ("POST", "PUT", "PATCH"):
             kind = headers.get("content-type", "").split(";")[0].strip().lower()
@@ -173,6 +176,14 @@ class Guard:
             length = headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.config.max_body_bytes):
                 return 413, f"Content-Length: {length} exceeds the {self.config.max_body_bytes} byte limit", "body_too_large"
+        return None
+
+
+def _netloc(url: str) -> str | None:
+    """host[:port] of a URL, or None when it does not parse."""
+    try:
+        return urlsplit(url).netloc
+    except ValueError:
         return None
 
 
@@ -254,7 +265,7 @@ def parse_seconds(value: Any, limit: float) -> float:
     return seconds
 
 
-def video_object(job: Job, base: str = "") -> dict[str, Any]:
+def video_object(job: Job) -> dict[str, Any]:
     """A job in the OpenAI `video` object shape."""
     error = None
     if job.status in ("failed", "cancelled"):
@@ -746,12 +757,5 @@ def script_components() -> dict[str, Any]:
 
 def _guarded(app: Any, config: ServerConfig) -> Any:
     """Install the request guard as the outermost layer, keeping `app` a FastAPI object."""
-    app.add_middleware(_GuardMiddleware, config=config)
+    app.add_middleware(Guard, config=config)
     return app
-
-
-class _GuardMiddleware(Guard):
-    """Guard in Starlette's middleware signature (app, **options)."""
-
-    def __init__(self, app: Any, config: ServerConfig):
-        super().__init__(app, config)

@@ -1,8 +1,8 @@
 """Rendering outside the server process.
 
-The server's :class:`Dispatcher` thread claims queued jobs from the store and starts one
-worker process per job (``python -m daotai.server.worker DATA_DIR JOB_ID ATTEMPT``). The
-worker runs :func:`daotai.pipeline.run` into a private ``work-<attempt>`` folder, streams
+The server's :class:`Dispatcher` thread claims queued jobs from the store and hands them to
+warm worker processes (``python -m daotai.server.worker DATA_DIR``, one job id per line on
+stdin; one per model and concurrency slot). For each job the worker runs :func:`daotai.pipeline.run` into a private ``work-<attempt>`` folder, streams
 progress into the store, and publishes the folder as ``out/`` in the same transaction
 that marks the job completed. A worker that dies without finishing its job leaves the job
 ``failed`` with code ``worker_lost``; its work folder is removed, so no partial file ever
@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 from daotai.server.store import JobStore, OutputFile
 
 PROGRESS_INTERVAL_S = 0.25  # at most four progress writes a second per job
@@ -31,36 +32,47 @@ SPRITE_TILE_SIDE = 160  # pixels, longer side of one tile
 
 @dataclass(frozen=True)
 class DispatcherConfig:
-    """How many jobs run at once and how quickly cancellations are enforced."""
+    """How many jobs run at once, how long warm workers wait, how quickly cancels are enforced."""
 
     concurrency: int = 1
     poll_s: float = 0.1
     cancel_grace_s: float = 5.0  # a cancelled worker that has not stopped by then is killed
+    idle_exit_s: float = 300.0  # a warm worker with nothing to do for this long is stopped
 
 
 # ------------------------------------------------------------------ server side
 
 
 @dataclass
-class _Running:
+class _Slot:
+    """One warm worker process: the model it has loaded and the job it runs (if any)."""
+
     proc: subprocess.Popen
-    attempt: int
+    model: str
+    job_id: str | None = None
+    attempt: int = 0
     cancel_seen_at: float | None = None
+    idle_since: float = 0.0
 
 
 class Dispatcher:
-    """Claims queued jobs and runs each in its own worker process; reaps dead workers."""
+    """Claims queued jobs and hands them to warm worker processes; reaps dead workers.
+
+    A worker serves one model and runs jobs one after another, so imports and loaded
+    pipelines stay warm between jobs. A job for another model replaces an idle worker with
+    a fresh process (the old one exits, so its memory goes back to the system).
+    """
 
     def __init__(self, store: JobStore, config: DispatcherConfig = DispatcherConfig()):
         self.store = store
         self.config = config
-        self.running: dict[str, _Running] = {}
+        self.slots: list[_Slot] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        """Start the dispatch loop in a daemon thread."""
+        """Start the dispatch loop in a daemon thread (its worker processes die with the server)."""
         self._thread = threading.Thread(target=self._loop, name="daotai-dispatcher", daemon=True)
         self._thread.start()
 
@@ -70,16 +82,14 @@ class Dispatcher:
         if self._thread is not None:
             self._thread.join(timeout=10.0)
         with self._lock:
-            for running in self.running.values():
-                if running.proc.poll() is None:
-                    running.proc.kill()
-                    running.proc.wait(timeout=10.0)
-            self.running.clear()
+            for slot in self.slots:
+                _end_process(slot.proc, 0.0)
+            self.slots.clear()
 
     def worker_pids(self) -> dict[str, int]:
-        """Job id → pid of its worker process."""
+        """Job id → pid of the worker process running it."""
         with self._lock:
-            return {job_id: r.proc.pid for job_id, r in self.running.items()}
+            return {slot.job_id: slot.proc.pid for slot in self.slots if slot.job_id}
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -90,53 +100,105 @@ class Dispatcher:
             self._stop.wait(self.config.poll_s)
 
     def tick(self) -> None:
-        """One round: reap finished workers, enforce cancellations, start new jobs."""
+        """One round: reap dead workers, free finished slots, enforce cancels, start new jobs."""
         with self._lock:
-            self._reap()
-            self._enforce_cancels()
-            while len(self.running) < self.config.concurrency and not self._stop.is_set():
+            now = time.monotonic()
+            for slot in list(self.slots):
+                if slot.proc.poll() is not None:
+                    self._reap(slot)
+                elif slot.job_id is not None:
+                    self._follow(slot, now)
+                elif now - slot.idle_since > self.config.idle_exit_s:
+                    self.slots.remove(slot)
+                    _end_process(slot.proc, 10.0)
+            while not self._stop.is_set() and self._has_capacity():
                 job = self.store.claim_next()
                 if job is None:
                     break
-                self._launch(job.id, job.attempts)
+                self._assign(job.id, job.attempts, job.model)
 
-    def _launch(self, job_id: str, attempt: int) -> None:
-        job_dir = self.store.job_dir(job_id)
-        job_dir.mkdir(parents=True, exist_ok=True)
-        with open(job_dir / "worker.log", "ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "daotai.server.worker", str(self.store.data_dir), job_id, str(attempt)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(job_dir),
+    def _has_capacity(self) -> bool:
+        idle = sum(1 for slot in self.slots if slot.job_id is None)
+        return idle > 0 or len(self.slots) < self.config.concurrency
+
+    def _assign(self, job_id: str, attempt: int, model: str) -> None:
+        slot = next((s for s in self.slots if s.job_id is None and s.model == model), None)
+        if slot is None:
+            if len(self.slots) >= self.config.concurrency:
+                # Switching model: the idle worker of another model makes room for a fresh one.
+                other = next(s for s in self.slots if s.job_id is None)
+                self.slots.remove(other)
+                _end_process(other.proc, 10.0)
+            slot = _Slot(self._spawn(), model)
+            self.slots.append(slot)
+        slot.job_id, slot.attempt, slot.cancel_seen_at = job_id, attempt, None
+        self.store.job_dir(job_id).mkdir(parents=True, exist_ok=True)
+        self.store.set_worker(job_id, slot.proc.pid)
+        try:
+            assert slot.proc.stdin is not None
+            slot.proc.stdin.write(f"{job_id} {attempt}\n")
+            slot.proc.stdin.flush()
+        except OSError:
+            pass  # the worker just died: the next tick reaps it and fails the job as worker_lost
+
+    def _spawn(self) -> subprocess.Popen:
+        log = open(self.store.data_dir / "worker.log", "ab")
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", "daotai.server.worker", str(self.store.data_dir)],
+                stdin=subprocess.PIPE, stdout=log, stderr=log, text=True, cwd=str(self.store.data_dir),
                 start_new_session=True,  # a Ctrl-C in the server's terminal is the server's to handle
             )
-        self.running[job_id] = _Running(proc, attempt)
-        self.store.set_worker(job_id, proc.pid)
+        finally:
+            log.close()
 
-    def _reap(self) -> None:
-        for job_id, running in list(self.running.items()):
-            code = running.proc.poll()
-            if code is None:
-                continue
-            del self.running[job_id]
-            # The worker finishes its own job; if it is still active, the worker died.
+    def _follow(self, slot: _Slot, now: float) -> None:
+        job = self.store.get(slot.job_id, include_deleted=True)
+        if job.status != "in_progress" or job.attempts != slot.attempt:
+            self._release(slot, job.deleted)
+            slot.job_id, slot.idle_since = None, now
+        elif job.cancel_requested:
+            if slot.cancel_seen_at is None:
+                slot.cancel_seen_at = now
+            elif now - slot.cancel_seen_at > self.config.cancel_grace_s:
+                slot.proc.kill()
+
+    def _reap(self, slot: _Slot) -> None:
+        self.slots.remove(slot)
+        if slot.job_id is None:
+            return
+        job = self.store.get(slot.job_id, include_deleted=True)
+        if job.cancel_requested:
+            self.store.finish(slot.job_id, "cancelled", "cancelled", "stopped on request", attempt=slot.attempt)
+        else:
+            # The worker finishes its own jobs; one still active means the worker died.
             self.store.finish(
-                job_id, "failed", "worker_lost",
-                f"the worker process (pid {running.proc.pid}) exited with code {code} before finishing",
-                attempt=running.attempt,
+                slot.job_id, "failed", "worker_lost",
+                f"the worker process (pid {slot.proc.pid}) exited with code {slot.proc.returncode} before finishing",
+                attempt=slot.attempt,
             )
-            shutil.rmtree(self.store.job_dir(job_id) / f"work-{running.attempt}", ignore_errors=True)
-            job = self.store.get(job_id, include_deleted=True)
-            if job.deleted:
-                shutil.rmtree(self.store.job_dir(job_id) / "out", ignore_errors=True)
+        self._release(slot, job.deleted)
 
-    def _enforce_cancels(self) -> None:
-        now = time.monotonic()
-        for job_id, running in self.running.items():
-            if running.cancel_seen_at is None:
-                if self.store.get(job_id, include_deleted=True).cancel_requested:
-                    running.cancel_seen_at = now
-            elif now - running.cancel_seen_at > self.config.cancel_grace_s and running.proc.poll() is None:
-                running.proc.kill()
+    def _release(self, slot: _Slot, deleted: bool) -> None:
+        shutil.rmtree(self.store.job_dir(slot.job_id) / f"work-{slot.attempt}", ignore_errors=True)
+        if deleted:
+            shutil.rmtree(self.store.job_dir(slot.job_id) / "out", ignore_errors=True)
+
+
+def _end_process(proc: subprocess.Popen, grace_s: float) -> None:
+    """Close a worker's input (it exits when idle), then kill it if it lingers."""
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10.0)
 
 
 # ------------------------------------------------------------------ worker side
@@ -261,6 +323,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int) -> int:
     work = store.job_dir(job_id) / f"work-{attempt}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    os.chdir(work.parent)  # the job folder is the script's base folder (reference images live there)
     ctx = RunContext()
     done = threading.Event()
     watcher = threading.Thread(
@@ -274,7 +337,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int) -> int:
         plan = plan_script(script)
         frames = {shot.shot_id: shot.frames for shot in plan.shots}
         shot_state = {sid: (0, n, "queued") for sid, n in frames.items()}
-        store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames}))
+        store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
         settings = PipelineSettings(backend=job.model, controls=job.kind == "script")
         last_write = 0.0
         rendered: dict[str, int] = {}
@@ -322,22 +385,44 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int) -> int:
         code = type(exc).__name__.replace("Error", "").lower() + "_error"
         store.finish(job_id, "failed", code, str(exc).splitlines()[0][:2000], attempt=attempt)
         return 0
-    except BaseException as exc:
+    except Exception as exc:  # a bug must fail this job, not the warm worker serving the next ones
+        import traceback
+
+        traceback.print_exc()
         shutil.rmtree(work, ignore_errors=True)
         store.finish(job_id, "failed", "internal_error", f"{type(exc).__name__}: {exc}"[:2000], attempt=attempt)
+        return 1
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
         raise
     finally:
         done.set()
 
 
+def serve_jobs(data_dir: str, lines: Iterator[str]) -> int:
+    """Warm worker loop: run each ``JOB_ID ATTEMPT`` line as a job until the input ends."""
+    import daotai.pipeline  # noqa: F401  (loaded once, kept warm for every job)
+
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            try:
+                run_job(data_dir, parts[0], int(parts[1]))
+            except Exception as exc:  # e.g. the job row vanished: report it, serve the next job
+                print(f"daotai worker: job {parts[0]}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m daotai.server.worker DATA_DIR JOB_ID ATTEMPT``."""
+    """``python -m daotai.server.worker DATA_DIR`` (jobs on stdin) or ``DATA_DIR JOB_ID ATTEMPT``."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3:
-        print("usage: python -m daotai.server.worker DATA_DIR JOB_ID ATTEMPT", file=sys.stderr)
-        return 2
     _die_with_parent()
-    return run_job(args[0], args[1], int(args[2]))
+    if len(args) == 1:
+        return serve_jobs(args[0], iter(sys.stdin.readline, ""))
+    if len(args) == 3:
+        return run_job(args[0], args[1], int(args[2]))
+    print("usage: python -m daotai.server.worker DATA_DIR [JOB_ID ATTEMPT]", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,63 @@
+"""Device, dtype and generator rules of the neural runtime."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from daotai.errors import BackendError
+from daotai.runtime.device import DTYPE_RULES, dtype_rule
+
+
+def test_dtype_rules_per_device():
+    assert dtype_rule("cuda") == ("bfloat16", "bfloat16", "float32")
+    # fp16-unsafe parts on Apple Silicon (T5/UMT5 overflow, VAE norms) stay float32
+    assert dtype_rule("mps") == ("float16", "float32", "float32")
+    assert dtype_rule("cpu") == ("float32", "float32", "float32")
+    assert set(DTYPE_RULES) == {"cuda", "mps", "cpu"}
+    with pytest.raises(BackendError, match="'tpu' is not a device kind"):
+        dtype_rule("tpu")
+
+
+def test_importing_the_neural_modules_probes_nothing():
+    code = (
+        "import sys; import daotai.runtime.device, daotai.runtime.models, daotai.runtime.memory, "
+        "daotai.render.wan, daotai.render.wan_vace, daotai.render.ltx, daotai.render.diffusers_common; "
+        "print(sorted(m for m in ('torch', 'diffusers', 'transformers', 'huggingface_hub') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_cpu_runtime_and_explicit_device_errors():
+    from daotai.runtime.device import resolve_runtime
+
+    runtime = resolve_runtime("cpu")
+    assert (runtime.kind, runtime.device) == ("cpu", "cpu")
+    assert runtime.dtype("transformer") is torch.float32 and runtime.dtype("vae") is torch.float32
+    assert runtime.memory_bytes > 0
+    for bad, rule in (("gpu", "is not a device"), ("cuda:x", "must name a GPU index"), ("mps:1", "is not a device")):
+        with pytest.raises(BackendError, match=rule):
+            resolve_runtime(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(BackendError, match="no CUDA GPU"):
+            resolve_runtime("cuda")
+        assert resolve_runtime("auto").kind in ("cpu", "mps")
+
+
+def test_a_seed_means_the_same_noise_every_time():
+    from daotai.runtime.device import generator_for
+
+    a = torch.randn(4, 8, generator=generator_for(123))
+    b = torch.randn(4, 8, generator=generator_for(123))
+    c = torch.randn(4, 8, generator=generator_for(124))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert generator_for(5).device.type == "cpu"  # noise is drawn on the CPU on every device
+    with pytest.raises(BackendError, match="seed"):
+        generator_for(-1)

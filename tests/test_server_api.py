@@ -1,0 +1,362 @@
+"""The local video service against live servers on loopback: OpenAI client, native jobs, hardening."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import warnings
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("fastapi")
+httpx = pytest.importorskip("httpx")
+openai = pytest.importorskip("openai")
+
+from daotai.errors import DaotaiError  # noqa: E402
+from daotai.server.app import create_app  # noqa: E402
+from daotai.server.store import JobStore  # noqa: E402
+from daotai.server.testing import ServerProcess, thread_server  # noqa: E402
+
+SMALL = {"seconds": "1", "size": "160x96"}
+SCRIPT = {
+    "size": "160x96",
+    "fps": 24,
+    "characters": [{"id": "hero", "appearance": "red coat"}],
+    "shots": [
+        {"shot_id": "a", "duration": 1, "camera": {"type": "dolly", "motion": [0, 0, -0.3]}},
+        {"shot_id": "b", "duration": 1, "framing": "close_up"},
+    ],
+}
+
+
+def png_bytes(width: int = 8, height: int = 8) -> bytes:
+    """A valid RGB PNG."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 40, 40)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A tiny PNG whose header claims a huge image (a decompression bomb's calling card)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1024)) + chunk(b"IEND", b"")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A real `daotai serve` subprocess rendering with previz."""
+    server = ServerProcess(tmp_path_factory.mktemp("serve")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def client(live):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield openai.OpenAI(base_url=live.url + "/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture()
+def idle(tmp_path):
+    """A live server in a thread whose dispatcher is off: jobs stay queued (fast, deterministic)."""
+    app = create_app(tmp_path / "data", start_dispatcher=False, queue_limit=150)
+    with thread_server(app) as url:
+        yield url, app.state.store
+
+
+# ------------------------------------------------------------------ OpenAI client
+
+
+def test_openai_client_create_poll_download(client, live, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        video = client.videos.create_and_poll(prompt="a cat crosses the street", model="previz", **SMALL)
+        assert video.status == "completed", video.error
+        assert video.progress == 100 and video.object == "video" and video.model == "previz"
+        assert video.completed_at >= video.created_at
+        content = client.videos.download_content(video.id)
+        thumb = client.videos.download_content(video.id, variant="thumbnail")
+        sheet = client.videos.download_content(video.id, variant="spritesheet")
+    path = tmp_path / "v.mp4"
+    path.write_bytes(content.content)
+    from daotai.encode.video import decode_frames, probe
+
+    info = probe(path)
+    assert (info.width, info.height) == (160, 96)
+    frames = list(decode_frames(path))
+    assert len(frames) == info.frames >= 12 and frames[0].shape == (96, 160, 3)
+    assert frames[len(frames) // 2].std() > 1.0  # a rendered picture, not a blank frame
+    assert thumb.content[:3] == b"\xff\xd8\xff" and sheet.content[:3] == b"\xff\xd8\xff"
+    # The store's checksum is the checksum of the bytes served.
+    job = JobStore(live.data_dir).get(video.id)
+    assert job.outputs["video"].sha256 == hashlib.sha256(content.content).hexdigest()
+
+
+def test_openai_list_retrieve_delete(client, live):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ids = [client.videos.create(prompt=f"shot {i}", **SMALL).id for i in range(3)]
+        assert client.videos.retrieve(ids[0]).id == ids[0]
+        raw = httpx.get(f"{live.url}/v1/videos/{ids[2]}")
+        assert raw.status_code == 200
+        if raw.json()["status"] in ("queued", "in_progress"):
+            assert int(raw.headers["openai-poll-after-ms"]) > 0
+        page = client.videos.list(limit=2, order="asc")
+        assert len(page.data) == 2 and page.has_more
+        seen = [v.id for v in page]  # the client follows `after` cursors itself
+        assert all(i in seen for i in ids) and len(seen) == len(set(seen))
+        newest_first = [v.id for v in client.videos.list(order="desc")]
+        assert newest_first[: 3] == ids[::-1]
+        deleted = client.videos.delete(ids[2])  # queued or running: cancelled, then gone
+        assert deleted.deleted and deleted.id == ids[2]
+        with pytest.raises(openai.NotFoundError):
+            client.videos.retrieve(ids[2])
+        assert ids[2] not in [v.id for v in client.videos.list()]
+        with pytest.raises(openai.BadRequestError):
+            client.videos.create(prompt="x", model="no-such-backend", **SMALL)
+        with pytest.raises(openai.BadRequestError):
+            client.videos.create(prompt="x", seconds="-3", size="160x96")
+        with pytest.raises(openai.BadRequestError):
+            client.videos.create(prompt="x", seconds="1", size="161x96")  # odd width: H.264 needs even
+
+
+# ------------------------------------------------------------------ native script jobs
+
+
+def test_script_validation_errors_are_422_with_paths(live):
+    bad = json.loads(json.dumps(SCRIPT))
+    bad["shots"][0]["duration"] = -1
+    bad["shots"][1]["subject"] = "nobody"
+    reply = httpx.post(f"{live.url}/v1/jobs", json=bad)
+    assert reply.status_code == 422
+    paths = {issue["path"] for issue in reply.json()["issues"]}
+    assert "shots[0].duration" in paths and "shots[1].subject" in paths
+    refs = json.loads(json.dumps(SCRIPT))
+    refs["characters"][0]["reference_images"] = ["/etc/passwd"]
+    reply = httpx.post(f"{live.url}/v1/jobs", json=refs)
+    assert reply.status_code == 422
+    assert reply.json()["issues"][0]["path"] == "characters[0].reference_images"
+    nan = httpx.post(f"{live.url}/v1/jobs", content=b'{"shots": [{"shot_id": "a", "duration": NaN}]}',
+                     headers={"content-type": "application/json"})
+    assert nan.status_code == 422 and nan.json()["issues"][0]["path"] == "shots[0].duration"
+    deep = httpx.post(f"{live.url}/v1/jobs", content=b"[" * 5000 + b"]" * 5000,
+                      headers={"content-type": "application/json"})
+    assert deep.status_code == 422
+
+
+def test_script_job_streams_events_and_serves_every_deliverable(live):
+    reply = httpx.post(f"{live.url}/v1/jobs", json=SCRIPT)
+    assert reply.status_code == 202
+    job_id = reply.json()["id"]
+    assert [s["shot_id"] for s in reply.json()["shots"]] == ["a", "b"]
+    kinds, progress = [], []
+    with httpx.stream("GET", f"{live.url}/v1/jobs/{job_id}/events", timeout=60) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        event = None
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+                kinds.append(event)
+            elif line.startswith("data: ") and event == "progress":
+                progress.append(json.loads(line[6:])["progress"])
+    assert "progress" in kinds and kinds[-1] == "status"
+    assert len(progress) >= 3 and max(progress) >= 85
+    job = httpx.get(f"{live.url}/v1/jobs/{job_id}").json()
+    assert job["status"] == "completed" and job["progress"] == 100
+    assert [(s["shot_id"], s["status"], s["done"] == s["frames"] > 0) for s in job["shots"]] == [
+        ("a", "completed", True), ("b", "completed", True)]
+    names = {o["name"] for o in job["outputs"]}
+    assert {"video", "thumbnail", "spritesheet", "contact_sheet", "manifest", "qc", "timeline", "plan",
+            "shot.a", "shot.b", "depth.a", "mask.b"} <= names
+    for output in job["outputs"]:
+        body = httpx.get(live.url + output["url"])
+        assert body.status_code == 200, output
+        assert hashlib.sha256(body.content).hexdigest() == output["sha256"]
+    # Resuming the stream after the last event returns nothing new and ends.
+    resumed = httpx.get(f"{live.url}/v1/jobs/{job_id}/events", headers={"Last-Event-ID": "999999999"})
+    assert resumed.status_code == 200 and "event:" not in resumed.text
+
+
+# ------------------------------------------------------------------ queue rules
+
+
+def test_idempotency_key_concurrent_and_conflict(idle):
+    url, store = idle
+    body = {"prompt": "same", **SMALL}
+
+    def post(_: int) -> httpx.Response:
+        return httpx.post(f"{url}/v1/videos", json=body, headers={"Idempotency-Key": "k-1"}, timeout=30)
+
+    with ThreadPoolExecutor(10) as pool:
+        replies = list(pool.map(post, range(10)))
+    assert all(r.status_code == 200 for r in replies)
+    assert len({r.json()["id"] for r in replies}) == 1
+    assert store.counts() == {"queued": 1}
+    other = httpx.post(f"{url}/v1/videos", json={**body, "prompt": "different"}, headers={"Idempotency-Key": "k-1"})
+    assert other.status_code == 409
+
+
+def test_queue_limit_answers_429_with_retry_after(tmp_path):
+    app = create_app(tmp_path, start_dispatcher=False, queue_limit=2)
+    with thread_server(app) as url:
+        codes = [httpx.post(f"{url}/v1/videos", json={"prompt": f"p{i}", **SMALL}) for i in range(3)]
+    assert [c.status_code for c in codes] == [200, 200, 429]
+    assert int(codes[2].headers["Retry-After"]) > 0
+    assert codes[2].json()["error"]["code"] == "queue_full"
+
+
+def test_twenty_clients_five_jobs_each_lose_nothing(idle):
+    url, store = idle
+
+    def client_run(n: int) -> list[str]:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            return [http.post("/v1/videos", json={"prompt": f"c{n} j{j}", **SMALL}).json()["id"] for j in range(5)]
+
+    with ThreadPoolExecutor(20) as pool:
+        ids = [i for batch in pool.map(client_run, range(20)) for i in batch]
+    assert len(set(ids)) == 100
+    listed, after = [], None
+    while True:
+        page = httpx.get(f"{url}/v1/videos", params={"limit": 100, **({"after": after} if after else {})}).json()
+        listed += [v["id"] for v in page["data"]]
+        if not page["has_more"]:
+            break
+        after = page["last_id"]
+    assert sorted(listed) == sorted(ids)
+
+
+# ------------------------------------------------------------------ hardening
+
+
+def test_traversal_attempts_are_rejected_and_canary_never_read(idle, tmp_path):
+    url, store = idle
+    canary = tmp_path / "canary.txt"
+    canary.write_text("CANARY-SECRET")
+    job_id = httpx.post(f"{url}/v1/videos", json={"prompt": "p", **SMALL}).json()["id"]
+    # A symlink planted in the jobs folder under a valid-looking id is not a job.
+    planted = "video_" + "0" * 32
+    (store.data_dir / "jobs" / planted).symlink_to(tmp_path)
+    evil_ids = ["../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "%2e%2e%2f%2e%2e", str(canary), "..\\..\\canary.txt",
+                "video_../../canary", planted, f"{job_id}/../../canary.txt", "%00", "video_" + "g" * 32]
+    evil_names = ["../../canary.txt", "..%2Fcanary.txt", str(canary), "..\\canary.txt", "video/../../x", "%2e%2e"]
+    replies = []
+    for bad in evil_ids:
+        replies += [httpx.get(f"{url}/v1/videos/{bad}"), httpx.get(f"{url}/v1/videos/{bad}/content"),
+                    httpx.get(f"{url}/v1/jobs/{bad}"), httpx.get(f"{url}/v1/jobs/{bad}/files/video"),
+                    httpx.delete(f"{url}/v1/videos/{bad}"), httpx.get(f"{url}/v1/videos", params={"after": bad})]
+    for bad in evil_names:
+        replies += [httpx.get(f"{url}/v1/jobs/{job_id}/files/{bad}"),
+                    httpx.get(f"{url}/v1/videos/{job_id}/content", params={"variant": bad})]
+    for reply in replies:
+        assert 400 <= reply.status_code < 500, (reply.request.url, reply.status_code)
+        assert b"CANARY" not in reply.content
+    # A finished job whose file was swapped for a symlink to the canary is not served either.
+    out = store.job_dir(job_id) / "out"
+    out.mkdir(parents=True)
+    (out / "sequence.mp4").symlink_to(canary)
+    from daotai.server.store import OutputFile
+
+    store.claim_next()
+    work = store.job_dir(job_id) / "work-1"
+    work.mkdir()
+    (work / "sequence.mp4").symlink_to(canary)
+    assert store.complete(job_id, 1, work, [OutputFile("video", "sequence.mp4", "0" * 64, 13)])
+    reply = httpx.get(f"{url}/v1/videos/{job_id}/content")
+    assert reply.status_code == 404 and b"CANARY" not in reply.content
+
+
+def test_hostile_uploads_get_4xx_and_server_survives(idle):
+    url, store = idle
+    fields = {"prompt": "with a reference", **SMALL}
+    good = png_bytes()
+    hostile = {
+        "zero": b"",
+        "truncated": good[: len(good) // 2],
+        "bomb": png_claiming(60000, 60000),
+        "wrong_type": b"GIF89a" + b"\0" * 100,
+        "text": b"#!/bin/sh\nrm -rf /\n",
+        "webp_lie": b"RIFF\0\0\0\0AVI " + b"\0" * 64,
+    }
+    for name, data in hostile.items():
+        reply = httpx.post(f"{url}/v1/videos", data=fields, files={"input_reference": (f"{name}.png", data, "image/png")})
+        assert 400 <= reply.status_code < 500, (name, reply.status_code, reply.text)
+    huge = httpx.post(f"{url}/v1/videos", data=fields,
+                      files={"input_reference": ("big.png", b"\x89PNG\r\n\x1a\n" + b"\0" * (17 << 20), "image/png")})
+    assert huge.status_code == 413
+    assert httpx.get(f"{url}/health").status_code == 200
+    assert store.counts() == {}  # nothing hostile was queued
+    ok = httpx.post(f"{url}/v1/videos", data=fields, files={"input_reference": ("ref.png", good, "image/png")})
+    assert ok.status_code == 200
+    job_dir = store.job_dir(ok.json()["id"])
+    from PIL import Image
+
+    with Image.open(job_dir / "reference.png") as image:
+        assert image.size == (8, 8)
+    script = json.loads(store.get(ok.json()["id"]).script)
+    assert script["characters"][0]["reference_images"] == ["reference.png"]
+    assert list((store.data_dir / "staging").iterdir()) == []
+
+
+def test_request_guard_content_type_origin_host_size(idle):
+    url, _ = idle
+    post = f"{url}/v1/videos"
+    body = json.dumps({"prompt": "p", **SMALL})
+    json_type = {"content-type": "application/json"}
+    assert httpx.post(post, content=body, headers={"content-type": "text/plain"}).status_code == 415
+    assert httpx.post(post, content=body, headers={**json_type, "sec-fetch-site": "cross-site"}).status_code == 403
+    assert httpx.post(post, content=body, headers={**json_type, "origin": "http://evil.example"}).status_code == 403
+    assert httpx.post(post, content=body, headers={**json_type, "host": "evil.example"}).status_code == 403
+    assert httpx.get(f"{url}/health", headers={"host": "rebound.example:80"}).status_code == 403
+    assert httpx.get(f"{url}/health", headers={"host": "[::1"}).status_code == 403
+    assert httpx.post(post, content=body, headers={**json_type, "origin": "http://[bad"}).status_code == 403
+    same = url.removeprefix("http://")
+    assert httpx.post(post, content=body, headers={**json_type, "origin": f"http://{same}",
+                                                   "sec-fetch-site": "same-origin"}).status_code == 200
+    assert httpx.post(post, content=b"{" + b" " * (17 << 20) + b"}", headers=json_type).status_code == 413
+    assert httpx.post(post, content=b'{"prompt": "p", "seconds": Infinity}', headers=json_type).status_code == 422
+    assert httpx.post(post, content=b"\xff\xfe", headers=json_type).status_code == 422
+    assert httpx.post(post, content=b"--x\r\nbroken", headers={"content-type": "multipart/form-data; boundary=x"}).status_code == 400
+
+
+def test_token_required_beyond_loopback(tmp_path):
+    with pytest.raises(DaotaiError, match="token"):
+        create_app(tmp_path, host="0.0.0.0")
+    app = create_app(tmp_path, token="s3cret", host="0.0.0.0", start_dispatcher=False)
+    with thread_server(app) as url:
+        assert httpx.get(f"{url}/health").status_code == 401
+        assert httpx.get(f"{url}/health", headers={"authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(f"{url}/health", headers={"authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_openapi_lists_every_endpoint(idle):
+    url, _ = idle
+    paths = httpx.get(f"{url}/openapi.json").json()["paths"]
+    assert set(paths) >= {"/health", "/v1/videos", "/v1/videos/{video_id}", "/v1/videos/{video_id}/content",
+                          "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/events", "/v1/jobs/{job_id}/files/{name}"}
+    assert set(paths["/v1/videos"]["post"]["requestBody"]["content"]) == {"application/json", "multipart/form-data"}
+
+
+def test_serve_refuses_non_loopback_without_token(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "DAOTAI_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from daotai.cli import main; main()", "serve", "--host", "0.0.0.0",
+         "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert done.returncode == 1
+    assert "--token" in done.stderr and "Traceback" not in done.stderr
