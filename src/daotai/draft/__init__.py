@@ -1,0 +1,1 @@
+"""Drafting with a local language model: idea → valid script, and richer shot prompts."""
