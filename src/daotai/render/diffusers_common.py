@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from daotai.plan.prompt import PROMPT_BUDGETS, fit_prompt
 from daotai.errors import BackendError, Cancelled
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.timing import frames_for, round_size, snap_frames
@@ -117,7 +118,11 @@ def native_request(plan: Plan, shot: ShotPlan, defaults: ModelDefaults) -> Nativ
         width, height = round_size(plan.width, plan.height, defaults.size_multiple)
     frames = snap_frames(frames_for(shot.duration_s, defaults.native_fps), defaults.frame_step)
     negative = ", ".join(p for p in (shot.negative_prompt, defaults.negative_prompt) if p)
-    return NativeRequest(width, height, frames, defaults.native_fps, shot.prompt, negative, shot.seed)
+    # The planner keeps the full prompt; each model family gets it fitted to its text budget
+    # (first sentence and camera sentence kept, see daotai.plan.prompt.fit_prompt).
+    budget = defaults.snap_rule if defaults.snap_rule in PROMPT_BUDGETS else "wan"
+    prompt = fit_prompt(shot.prompt, budget)
+    return NativeRequest(width, height, frames, defaults.native_fps, prompt, negative, shot.seed)
 
 
 def retime_indexes(native_frames: int, native_fps: float, plan_frames: int, plan_fps: float) -> list[int]:
