@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-EXTRAS=${DAOTAI_EXTRAS-dev,server,neural}
+EXTRAS=${DAOTAI_EXTRAS-dev,server,neural,cluster,mlx}
 
 need_gl_libs() {
   ! compgen -G "/usr/lib/*/libEGL.so.1" >/dev/null ||
@@ -32,6 +32,18 @@ if need_gl_libs; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri >/dev/null
   else
     echo "setup: Mesa EGL not found; install it (Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)" >&2
+  fi
+fi
+
+# The web console's end-to-end tests drive Debian's Chromium through Playwright (never a
+# browser that Playwright would download).
+if [[ ",$EXTRAS," == *,dev,* ]] && [ ! -x /usr/bin/chromium ] && [ "${DAOTAI_SKIP_CHROMIUM:-0}" != 1 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing Chromium (web console tests)" >&2
+    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ||
+      echo "setup: could not install Chromium; tests/test_web_console.py will fail" >&2
+  else
+    echo "setup: /usr/bin/chromium not found; install it (Debian/Ubuntu: apt-get install chromium)" >&2
   fi
 fi
 

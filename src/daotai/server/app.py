@@ -42,6 +42,7 @@ IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG", b"RIFF": "W
 OUTPUT_NAME = r"^[a-z_]{1,32}(\.[A-Za-z0-9_-]{1,64})?$"
 JOB_ID_PATTERN = r"^video_[0-9a-f]{32}$"
 IDEM_KEY_PATTERN = r"^[!-~]{1,255}$"  # visible ASCII: safe in a header and in logs
+MAX_PLAN_PREVIEW_FRAMES = 20_000  # a preview diagram must stay quick; real runs have no such cap
 SECONDS_PATTERN = r"^(?:[1-9]|[1-5][0-9]|60)$"
 _EVEN_WIDTH = r"(?:6[468]|[7-9][02468]|[1-9][0-9][02468]|[1-6][0-9]{2}[02468]|7[0-5][0-9][02468]|76[0-7][02468]|7680)"
 _EVEN_HEIGHT = r"(?:6[468]|[7-9][02468]|[1-9][0-9][02468]|[1-3][0-9]{2}[02468]|4[0-2][0-9][02468]|43[01][02468]|4320)"
@@ -719,6 +720,53 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
         return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
                             filename=path.name)
 
+    # ---- helpers for the web console: validate, vocabulary, plan preview
+
+    @app.post("/v1/scripts/validate", responses={**errors}, openapi_extra=script_body, tags=["scripts"])
+    async def validate_only(request: Request):
+        """Validate a script without queueing it: {valid, issues[{path, value, rule}], total_seconds}."""
+        from daotai.script.load import parse_document, validate_script
+
+        try:
+            data = parse_document(await request.body(), "json", source="body")
+            script = validate_script(data, source="body")
+        except ScriptError as exc:
+            return {"valid": False, "issues": issue_dicts(exc.issues), "total_seconds": None}
+        return {"valid": True, "issues": [], "total_seconds": sum(s.duration for s in script.shots)}
+
+    @app.get("/v1/schema", tags=["scripts"])
+    def schema_and_vocabulary() -> dict[str, Any]:
+        """The script JSON Schema plus the canonical vocabularies, presets and backends."""
+        from daotai.script import vocab
+        from daotai.script.jsonschema import script_json_schema
+        from daotai.script.schema import SIZE_PRESETS
+
+        vocabulary = {name: [m.value for m in enum] for name, enum in (
+            ("framing", vocab.Framing), ("angle", vocab.Angle), ("camera", vocab.CameraType),
+            ("easing", vocab.Easing), ("time_of_day", vocab.TimeOfDay), ("transition", vocab.TransitionKind),
+        )}
+        return {"schema": script_json_schema(), "vocabulary": vocabulary,
+                "presets": list(SIZE_PRESETS), "backends": backend_names()}
+
+    @app.post("/v1/plan", responses={**errors}, openapi_extra=script_body, tags=["scripts"])
+    async def plan_preview(request: Request):
+        """Top-down camera diagrams of every shot: subject, camera start/end, view direction, fov.
+
+        Like validate, an invalid script is an answer (valid: false, issues), not an HTTP error:
+        the console asks while the director is still typing."""
+        from daotai.script.load import parse_document, validate_script
+
+        try:
+            data = parse_document(await request.body(), "json", source="body")
+            script = validate_script(data, source="body")
+        except ScriptError as exc:
+            return {"valid": False, "issues": issue_dicts(exc.issues), "shots": []}
+        frames = sum(s.duration for s in script.shots) * script.fps
+        if frames > MAX_PLAN_PREVIEW_FRAMES:
+            issue = Issue("shots", f"{frames:.0f} frames", f"a plan preview covers at most {MAX_PLAN_PREVIEW_FRAMES} frames")
+            return {"valid": False, "issues": issue_dicts([issue]), "shots": []}
+        return {"valid": True, "issues": [], "shots": await run_in_threadpool(plan_diagrams, script)}
+
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             from fastapi.openapi.utils import get_openapi
@@ -729,7 +777,83 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
         return app.openapi_schema
 
     app.openapi = openapi
+    if WEB_DIR.is_dir():
+        mount_console(app)
     return _guarded(app, config)
+
+
+def _camera_pose(frame: Any) -> dict[str, Any]:
+    """Position and top-down view direction ([x, z], unit) of one planned camera frame."""
+    m = frame.cam_to_world  # 4x4 row-major; column 2 is camera +z, the view is -z
+    forward = (-m[2], -m[10])
+    norm = math.hypot(*forward) or 1.0
+    return {"position": [m[3], m[7], m[11]], "forward": [forward[0] / norm, forward[1] / norm], "fov": frame.fov}
+
+
+def plan_diagrams(script: Any) -> list[dict[str, Any]]:
+    """Per shot, what a top-down camera diagram needs, taken from the real plan."""
+    from daotai.plan.planner import plan_script
+
+    plan = plan_script(script)
+    aspect = plan.width / plan.height
+    out = []
+    for shot in plan.shots:
+        first = shot.character_frames[0] if shot.character_frames else ()
+        out.append({
+            "shot_id": shot.shot_id, "frames": shot.frames, "duration_s": shot.duration_s,
+            "subject": shot.subject, "aim_point": list(shot.aim_point), "aspect": aspect,
+            "start": _camera_pose(shot.cameras[0]), "end": _camera_pose(shot.cameras[-1]),
+            "path": [_camera_pose(c)["position"] for c in shot.cameras[:: max(1, len(shot.cameras) // 24)]],
+            "characters": [{"id": c.id, "position": list(c.position), "facing": c.facing} for c in first],
+        })
+    return out
+
+
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; img-src 'self' blob: data:; media-src 'self' blob:; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+}
+
+
+class SecurityHeaders:
+    """Adds the CSP and friends to every HTTP response that does not already set them."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.decode("latin-1").lower() for k, _ in message.get("headers", [])}
+                extra = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items() if k not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+WEB_DIR = Path(__file__).with_name("web")
+
+
+def mount_console(app: Any) -> None:
+    """Serve the browser console from the package at /console/ and send / there."""
+    from fastapi.responses import RedirectResponse
+    from starlette.staticfiles import StaticFiles
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Any:
+        return RedirectResponse("/console/", status_code=307)
+
+    app.mount("/console", StaticFiles(directory=WEB_DIR, html=True), name="console")
 
 
 def script_components() -> dict[str, Any]:
@@ -758,4 +882,5 @@ def script_components() -> dict[str, Any]:
 def _guarded(app: Any, config: ServerConfig) -> Any:
     """Install the request guard as the outermost layer, keeping `app` a FastAPI object."""
     app.add_middleware(Guard, config=config)
+    app.add_middleware(SecurityHeaders)  # added last, so outermost: guard refusals carry them too
     return app
