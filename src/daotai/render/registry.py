@@ -17,6 +17,7 @@ BACKENDS = MappingProxyType(
         "wan": "daotai.render.wan:WanBackend",
         "wan-vace": "daotai.render.wan_vace:WanVACEBackend",
         "ltx": "daotai.render.ltx:LTXBackend",
+        "wan-mlx": "daotai.render.wan_mlx:WanMLXBackend",
     }
 )
 

@@ -1,0 +1,129 @@
+"""`wan-mlx` backend: Wan2.1 text-to-video in MLX (Apple-native; also runs on Linux CPU).
+
+Reads the same diffusers folders as the `wan` backend, or a folder written by
+``daotai models convert <model> --to mlx`` (4/8-bit transformer). No torch at run time.
+Frames are generated at Wan's native 16 fps and retimed onto the plan's grid like the
+other neural backends. Noise comes from numpy's PCG64 seeded with ``shot.seed``, so a seed
+reproduces across machines but is not the same noise as the torch backends draw.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from daotai.errors import BackendError
+from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
+from daotai.render.diffusers_common import (
+    SamplingOptions,
+    effective_defaults,
+    native_request,
+    plan_frames,
+    retime_notice,
+)
+
+DEFAULT_MODEL = "wan2.1-t2v-1.3b"
+SPATIAL, TEMPORAL = 8, 4  # Wan2.1 VAE compression
+
+
+def _resolve(model: str) -> Path:
+    """A folder as given, else a registry name through the model store."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    from daotai.runtime.models import resolve_model
+
+    return resolve_model(model).path
+
+
+class WanMLXBackend:
+    """Wan2.1 in MLX; models are loaded at the first shot and kept for the next."""
+
+    name = "wan-mlx"
+
+    def __init__(self, model: str | None = None, steps: int | None = None, guidance: float | None = None,
+                 shift: float | None = None, max_sequence_length: int | None = None,
+                 verify_source: bool = False, **_ignored: object):
+        from daotai.mlx import require_mlx
+
+        require_mlx("the wan-mlx backend")
+        self.model = model or DEFAULT_MODEL
+        self.options = SamplingOptions(steps=steps, guidance=guidance, shift=shift,
+                                       max_sequence_length=max_sequence_length)
+        self.verify_source = verify_source
+        self.parts: dict[str, Any] | None = None
+        self.defaults = None
+
+    def _load(self, shot_id: str) -> Iterator[Event]:
+        """Load transformer (converted or not), VAE decoder, text encoder and tokenizer once."""
+        from daotai.mlx.convert import load_converted_transformer, read_manifest
+        from daotai.mlx.pipeline import load_text_encoder, load_tokenizer, load_transformer, load_vae_decoder
+
+        yield Progress("load", shot_id, 0, 1, f"loading {self.model}")
+        started = time.perf_counter()
+        folder = _resolve(self.model)
+        manifest = read_manifest(folder)
+        if manifest is not None:
+            transformer = load_converted_transformer(folder, self.verify_source)
+            what = f"{manifest['bits']}-bit group {manifest['group_size']}"
+        else:
+            transformer = load_transformer(folder / "transformer")
+            what = "float32"
+        self.parts = {
+            "transformer": transformer,
+            "vae": load_vae_decoder(folder / "vae"),
+            "text_encoder": load_text_encoder(folder / "text_encoder"),
+            "tokenizer": load_tokenizer(folder / "tokenizer"),
+        }
+        self.defaults = effective_defaults("wan", self.options, self.model if manifest is None else None)
+        yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
+        yield Notice("info", f"wan-mlx: {folder.name}, transformer {what}, text encoder and VAE float32", shot_id)
+
+    def _embed(self, prompts: list[str]):
+        """Prompts -> (B, max_len, d_model) embeddings with padding rows zeroed."""
+        from daotai.mlx.text_encoder import wan_prompt_embeds
+
+        assert self.parts is not None and self.defaults is not None
+        ids, mask = self.parts["tokenizer"].encode(prompts, self.defaults.max_sequence_length)
+        return wan_prompt_embeds(self.parts["text_encoder"], ids, mask)
+
+    def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
+        """Yield load/denoise/decode progress, then exactly ``job.shot.frames`` frames."""
+        import mlx.core as mx
+
+        from daotai.mlx.pipeline import SampleSettings, decode_to_uint8, denoise, initial_latents
+
+        plan, shot = job.plan, job.shot
+        if self.parts is None:
+            yield from self._load(shot.shot_id)
+        assert self.parts is not None and self.defaults is not None
+        d = self.defaults
+        request = native_request(plan, shot, d)
+        ctx.check()
+        cond = self._embed([request.prompt])
+        uncond = self._embed([request.negative_prompt]) if d.guidance > 1.0 else None
+        shape = (1, 16, (request.frames - 1) // TEMPORAL + 1, request.height // SPATIAL, request.width // SPATIAL)
+        latents = initial_latents(request.seed, shape)
+        settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=d.shift or 3.0)
+        last = time.perf_counter()
+        for i, latents in denoise(self.parts["transformer"], latents, cond, uncond, settings):
+            now = time.perf_counter()
+            yield Progress("denoise", shot.shot_id, i + 1, d.steps, f"step {i + 1}/{d.steps} {now - last:.2f} s")
+            last = now
+            ctx.check()  # cancellation between steps
+        yield Progress("decode", shot.shot_id, 0, 1, "decoding")
+        native = decode_to_uint8(self.parts["vae"], latents)  # (F, H, W, 3) uint8
+        mx.clear_cache()
+        yield Progress("decode", shot.shot_id, 1, 1)
+        if len(native) != request.frames:
+            raise BackendError(f"{shot.shot_id}: decoded {len(native)} frames, expected {request.frames}")
+        notice = retime_notice(request, plan, shot)
+        if notice is not None:
+            yield notice
+        yield from plan_frames(native, request, plan, shot)
+        yield Progress("render", shot.shot_id, shot.frames, shot.frames)
+
+    def close(self) -> None:
+        """Drop the models."""
+        self.parts = None

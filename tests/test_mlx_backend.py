@@ -1,0 +1,164 @@
+"""The wan-mlx backend: protocol, seeds, cancellation, conversion and a two-shot render through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mlx.core", reason='MLX not installed: pip install "mlx[cpu]" (Linux) or "daotai[mlx]"')
+pytest.importorskip("torch", reason="the tiny test model is built with diffusers: pip install 'daotai[neural]'")
+pytest.importorskip("diffusers", reason="the tiny test model is built with diffusers: pip install 'daotai[neural]'")
+
+from test_neural_build import _scheduler, _umt5, _wan_vae, word_tokenizer  # noqa: E402
+
+from daotai.errors import BackendError, Cancelled  # noqa: E402
+from daotai.render.base import Frame, Progress, RenderJob, RunContext  # noqa: E402
+
+SCRIPT = {
+    "title": "two shots", "fps": 24, "size": [64, 64], "seed": 7, "scene": "office",
+    "characters": [{"id": "ana", "appearance": "blue shirt"}, {"id": "bo", "appearance": "glasses"}],
+    "shots": [
+        {"shot_id": "s01", "duration": 0.5, "camera": {"type": "dolly", "motion": [0, 0, -0.5]}, "subject": "ana"},
+        {"shot_id": "s02", "duration": 0.5, "camera": {"type": "pan", "rotate": [20, 0, 0]}, "subject": "bo"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def wan_folder(tmp_path_factory) -> Path:
+    """A random WanPipeline whose widths divide by 64 (so 4-bit group-64 quantises every block linear)."""
+    import torch
+    from diffusers import WanPipeline, WanTransformer3DModel
+
+    folder = tmp_path_factory.mktemp("mlx_models") / "wan64"
+    torch.manual_seed(0)
+    transformer = WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=32, in_channels=16, out_channels=16,
+        text_dim=32, freq_dim=256, ffn_dim=128, num_layers=2, cross_attn_norm=True,
+        qk_norm="rms_norm_across_heads", rope_max_seq_len=32,
+    )
+    WanPipeline(tokenizer=word_tokenizer(), text_encoder=_umt5(), vae=_wan_vae(), scheduler=_scheduler(),
+                transformer=transformer).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def converted(wan_folder, tmp_path_factory) -> Path:
+    """wan_folder converted through the command line (4-bit, group 64)."""
+    dest = tmp_path_factory.mktemp("mlx_conv") / "wan64-q4"
+    done = _cli("models", "convert", str(wan_folder), "--to", "mlx", "--bits", "4", "--group-size", "64", "-o", str(dest))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dest
+
+
+def _cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "daotai.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "DAOTAI_DEBUG": ""})
+
+
+def _plan(tmp_path: Path):
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import load_script
+
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(SCRIPT))
+    return plan_script(load_script(path)), path
+
+
+def _render(backend, plan, shot, ctx=None) -> list:
+    return list(backend.render(RenderJob(plan, shot, controls=False), ctx or RunContext()))
+
+
+def test_backend_yields_every_frame_in_order_and_is_seeded(wan_folder, tmp_path):
+    from daotai.render.registry import create_backend
+
+    plan, _ = _plan(tmp_path)
+    shot = plan.shots[0]
+    backend = create_backend("wan-mlx", model=str(wan_folder), steps=3, device="cpu")
+    try:
+        events = _render(backend, plan, shot)
+        again = _render(backend, plan, shot)
+    finally:
+        backend.close()
+    frames = [e for e in events if isinstance(e, Frame)]
+    assert [f.index for f in frames] == list(range(shot.frames))
+    assert all(f.rgb.shape == (64, 64, 3) and f.rgb.dtype == np.uint8 for f in frames)
+    steps = [e.done for e in events if isinstance(e, Progress) and e.stage == "denoise"]
+    assert steps == [1, 2, 3]
+    repeat = [e.rgb for e in again if isinstance(e, Frame)]
+    assert all(np.array_equal(a.rgb, b) for a, b in zip(frames, repeat))  # same seed, same frames
+
+
+def test_cancel_stops_between_steps(wan_folder, tmp_path):
+    from daotai.render.wan_mlx import WanMLXBackend
+
+    plan, _ = _plan(tmp_path)
+    backend = WanMLXBackend(model=str(wan_folder), steps=5)
+    ctx = RunContext()
+    seen = []
+    with pytest.raises(Cancelled):
+        for event in backend.render(RenderJob(plan, plan.shots[0], controls=False), ctx):
+            seen.append(event)
+            if isinstance(event, Progress) and event.stage == "denoise" and event.done == 2:
+                ctx.cancel.set()
+    assert [e.done for e in seen if isinstance(e, Progress) and e.stage == "denoise"] == [1, 2]
+    assert not any(isinstance(e, Frame) for e in seen)
+
+
+def test_converted_folder_manifest_and_deviation(wan_folder, converted):
+    import mlx.core as mx
+
+    from daotai.mlx.convert import check_converted, load_converted_transformer
+    from daotai.mlx.pipeline import load_transformer
+
+    manifest = json.loads((converted / "mlx_manifest.json").read_text())
+    assert manifest["bits"] == 4 and manifest["group_size"] == 64 and len(manifest["quantized_layers"]) == 20
+    assert "transformer/diffusion_pytorch_model.safetensors" in manifest["source"]["files"]
+    q = load_converted_transformer(converted, verify_source=True)
+    ref = load_transformer(wan_folder / "transformer")
+    mx.random.seed(5)
+    x, t, c = mx.random.normal((1, 16, 3, 8, 8)), mx.array([500.0]), mx.random.normal((1, 6, 32))
+    a, b = np.array(q(x, t, c)), np.array(ref(x, t, c))
+    err = np.linalg.norm(a - b) / np.linalg.norm(b)
+    assert 0.0 < err < 0.05
+    # a converted file altered afterwards is refused
+    vae_file = next((converted / "vae").glob("*.safetensors"))
+    data = vae_file.read_bytes()
+    vae_file.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    try:
+        with pytest.raises(BackendError, match="sha256"):
+            check_converted(converted)
+    finally:
+        vae_file.write_bytes(data)
+
+
+def test_convert_rejects_bad_bits_and_group_size(wan_folder, tmp_path):
+    bad_group = _cli("models", "convert", str(wan_folder), "--group-size", "48", "-o", str(tmp_path / "a"))
+    assert bad_group.returncode != 0 and "group_size=48" in bad_group.stderr
+    assert "Traceback" not in bad_group.stderr
+    bad_bits = _cli("models", "convert", str(wan_folder), "--bits", "3", "-o", str(tmp_path / "b"))
+    assert bad_bits.returncode != 0 and "bits=3" in bad_bits.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
+    from daotai.encode.video import probe
+
+    plan, script = _plan(tmp_path)
+    out = tmp_path / "out"
+    done = _cli("render", str(script), "--backend", "wan-mlx", "--model", str(converted), "--steps", "2", "-o", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    for shot in plan.shots:
+        info = probe(out / "shots" / f"{shot.shot_id}.mp4")
+        assert (info.width, info.height, info.frames) == (64, 64, shot.frames)
+    assert probe(out / "sequence.mp4").frames == plan.total_frames
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"shots/s01.mp4", "shots/s02.mp4", "sequence.mp4", "qc.json"} <= set(manifest["files"])
+    assert manifest["settings"]["backend"] == "wan-mlx"
+    assert json.loads((out / "qc.json").read_text())
