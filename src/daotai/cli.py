@@ -42,6 +42,15 @@ def _load(script_path: Path, preset: Optional[str] = None):
     return apply_preset(script, preset) if preset else script
 
 
+def _speed_mode(value: Optional[str]) -> Optional[str]:
+    """Check ``--speed`` before anything loads; None keeps the backend's default."""
+    if value is None:
+        return None
+    from daotai.render.speed import parse_speed
+
+    return parse_speed(value)
+
+
 @app.command()
 def validate(
     script: Path = typer.Argument(..., help="script file (.json, .yaml)"),
@@ -128,6 +137,10 @@ def render(
     model: Optional[str] = typer.Option(None, "--model", help="neural backends: registry name or diffusers folder"),
     device: Optional[str] = typer.Option(None, "--device", help="neural backends: auto | cuda | cuda:N | mps | cpu"),
     steps: Optional[int] = typer.Option(None, "--steps", help="neural backends: denoising steps"),
+    speed: Optional[str] = typer.Option(
+        None, "--speed", help="neural backends: exact (default: compile + attention kernels on CUDA) | fast "
+        "(approximate step caching) | off"
+    ),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="render the shots on Ray: local (start one here) | auto (running cluster) | ray://host:port"
     ),
@@ -147,6 +160,7 @@ def render(
         model=model,
         device=device,
         steps=steps,
+        speed=_speed_mode(speed),
         cluster=_cluster_address(cluster),
     )
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)
@@ -360,6 +374,30 @@ def models_rm(name: str = typer.Argument(..., help="registry name")) -> None:
 
     freed = remove(name)
     out.print(f"removed {name} ({freed / 1e9:.1f} GB freed)" if freed else f"{name} was not downloaded")
+
+
+@models_app.command("convert")
+def models_convert(
+    model: str = typer.Argument(..., help="registry name or diffusers Wan folder"),
+    to: str = typer.Option("mlx", "--to", help="target runtime (only: mlx)"),
+    bits: int = typer.Option(4, "--bits", help="transformer weight bits: 4 | 8"),
+    group_size: int = typer.Option(64, "--group-size", help="weights sharing one scale: 32 | 64 | 128"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="new folder (default: <model>-mlx-<bits>bit-g<group>)"),
+) -> None:
+    """Convert a Wan model for the wan-mlx backend (quantised transformer + manifest of source hashes)."""
+    from daotai.errors import BackendError
+
+    if to != "mlx":
+        raise BackendError(f"--to: {to!r} is not supported; the only target is 'mlx'")
+    from daotai.mlx import require_mlx
+
+    require_mlx("daotai models convert --to mlx")
+    from daotai.mlx.convert import convert
+    from daotai.render.wan_mlx import _resolve
+
+    source = _resolve(model)
+    dest = output or Path(f"{source.name}-mlx-{bits}bit-g{group_size}")
+    out.print(f"[green]converted[/green] {source} → {convert(source, dest, bits, group_size)}")
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ class PipelineSettings:
     model: str | None = None  # neural backends: registry name or local diffusers folder
     device: str | None = None  # neural backends: auto | cuda | cuda:N | mps | cpu
     steps: int | None = None  # neural backends: denoising steps (None: the model's default)
+    speed: str | None = None  # neural backends: off | exact | fast (None: exact)
     enhance: str = ""  # e.g. "upscale=2,interpolate=60": restored copies beside the planned shots
     cluster: str | None = None  # None: render here; else a Ray address (local | auto | ray://host:port)
 
@@ -191,7 +192,8 @@ def backend_options(settings: PipelineSettings, source: Path | None = None) -> d
     """Keyword options for the backend factory; previz takes none of the neural ones."""
     if settings.backend == "previz":
         return {}
-    options: dict[str, Any] = {"model": settings.model, "device": settings.device, "steps": settings.steps}
+    options: dict[str, Any] = {"model": settings.model, "device": settings.device, "steps": settings.steps,
+                               "speed": settings.speed}
     if source is not None:
         # Reference images in a script are relative to the script's folder.
         options["reference_root"] = str(Path(source).resolve().parent)

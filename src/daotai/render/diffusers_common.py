@@ -265,8 +265,12 @@ class DiffusersShotRunner:
     """A loaded pipeline for one family, kept warm between shots, placed by the memory planner."""
 
     def __init__(self, family: str, model: str, device: str | None, options: SamplingOptions,
-                 offload: str | None = None):
+                 offload: str | None = None, speed: str | None = None):
+        from daotai.render.speed import parse_speed
+
         self.family = family
+        self.speed = parse_speed(speed)  # checked now so a typo fails before any loading
+        self.speed_config: Any = None
         self.model = model
         self.device = device
         self.options = options
@@ -294,9 +298,26 @@ class DiffusersShotRunner:
         self.pipe.set_progress_bar_config(disable=True)
         set_shift(self.pipe, self.defaults.shift)
         self._place(tier)
+        self._apply_speed()
         yield Progress("load", shot.shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
         yield Notice("info", f"{self.family}: {self.resolved.path.name} on {self.runtime.device} "
                              f"({self.runtime.transformer_dtype}), memory tier {self.tier}", shot.shot_id)
+
+    def _apply_speed(self) -> None:
+        """Select and apply the speed levers for this device (kernel levers only when nothing is offloaded)."""
+        from dataclasses import replace as with_fields
+
+        from daotai.render.speed import apply_levers, levers_for, resolve_attention
+
+        config = resolve_attention(levers_for(self.speed, self.runtime.kind))
+        if self.tier != "none":
+            # Offload hooks move weights during the forward; compiled graphs and layout changes
+            # would fight them, so only the device-agnostic step cache is kept.
+            config = with_fields(config, sdpa=None, attention=None, compile_blocks=False, vae_bf16=False,
+                                 vae_channels_last=False)
+        assert self.defaults is not None
+        apply_levers(self.pipe, config, self.defaults.steps)
+        self.speed_config = config
 
     def _choose_tier(self, request: NativeRequest) -> str:
         """Offload tier from the planner (or the user's choice); refuses before loading when nothing fits."""
@@ -379,6 +400,12 @@ class DiffusersShotRunner:
         assert defaults is not None
 
         def call(callback: Callable) -> Any:
+            from daotai.render.speed import SpeedConfig, denoise_context
+
+            with denoise_context(self.speed_config or SpeedConfig()):
+                return call_pipe(callback)
+
+        def call_pipe(callback: Callable) -> Any:
             result = self.pipe(
                 prompt=request.prompt,
                 negative_prompt=request.negative_prompt,
@@ -431,6 +458,8 @@ def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
     plan, shot = job.plan, job.shot
     yield from runner.ensure_loaded(plan, shot)
     assert runner.defaults is not None
+    if runner.speed_config is not None:
+        yield Notice("info", runner.speed_config.describe(), shot.shot_id)  # recorded in the manifest
     request = native_request(plan, shot, runner.defaults)
     extra: dict[str, Any] = {}
     if extra_for is not None:

@@ -28,11 +28,12 @@ class LTXBackend:
 
     def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
                  guidance: float | None = None, shift: float | None = None, offload: str | None = None,
-                 max_sequence_length: int | None = None, keyframe: str = "none", **_ignored: object):
+                 max_sequence_length: int | None = None, speed: str | None = None, keyframe: str = "none",
+                 **_ignored: object):
         if keyframe not in KEYFRAMES:
             raise BackendError(f"keyframe: {keyframe!r} must be one of {', '.join(KEYFRAMES)}")
         options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload)
+        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed)
         self.keyframe = keyframe
 
     def _extra(self, job: RenderJob, ctx: RunContext):

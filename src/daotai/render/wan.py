@@ -23,9 +23,10 @@ class WanBackend:
 
     def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
                  guidance: float | None = None, shift: float | None = None, offload: str | None = None,
-                 max_sequence_length: int | None = None, **_ignored: object):
+                 max_sequence_length: int | None = None, speed: str | None = None,
+                 **_ignored: object):
         options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload)
+        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed)
 
     def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
         """Yield load/denoise progress, then exactly ``job.shot.frames`` frames."""

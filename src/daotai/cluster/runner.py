@@ -1,0 +1,279 @@
+"""Render the shots of a plan on a Ray cluster: warm actors, dynamic dispatch, retries.
+
+``render_shots`` is the cluster form of the pipeline's per-shot loop. It starts one
+long-lived actor per CPU slot (previz) or per GPU (neural backends), each holding a warm
+backend, and hands shots to whichever actor is idle, so a long shot list keeps every
+actor busy with no barrier between shots. An actor encodes a whole shot with the same
+``daotai.pipeline.render_shot`` a local run uses, into a temp folder on its own machine,
+and returns the file bytes through Ray's object store; the driver writes them into the
+output folder atomically (temp name + rename), so partial files never appear there and
+remote nodes need no shared filesystem. Everything after rendering (assembly, qc,
+contact sheet, timeline, manifest) is the pipeline's own code.
+
+Faults: an actor that dies mid-shot (process killed, node lost) is replaced and its shot
+goes back to the queue for any idle actor, at most ``max_retries`` times per shot; each
+retry is written into the shot's record (its notices reach the manifest). Cancellation
+(``ctx.cancel`` or Ctrl-C) asks every busy actor to stop at its next frame, waits briefly,
+then kills the actors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generator, Iterator
+
+from daotai.errors import BackendError, DaotaiError, DependencyMissing
+from daotai.render.base import Event, Notice, Output, RunContext
+
+ADDRESS_HELP = "local, auto or ray://host:port"
+# Default model of each neural backend, for the resource request when --model is not given.
+DEFAULT_MODELS = {"wan": "wan2.1-t2v-1.3b", "wan-vace": "wan2.1-vace-1.3b", "ltx": "ltx-video-2b"}
+CANCEL_GRACE_S = 10.0  # how long busy actors get to stop cleanly before they are killed
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Where to run and how many actors; 0 workers = one per CPU slot / GPU of the cluster."""
+
+    address: str = "local"
+    workers: int = 0
+    max_retries: int = 2  # extra attempts per shot after a worker died
+    poll_s: float = 0.2  # seconds between progress polls of busy actors
+
+
+@dataclass(frozen=True)
+class ActorResources:
+    """What one actor asks Ray for."""
+
+    num_cpus: float
+    num_gpus: float
+    memory_bytes: int  # host memory; 0 = no request
+
+
+def check_address(address: str) -> str:
+    """The --cluster value, validated: local, auto, ray://host:port or host:port."""
+    value = address.strip()
+    if value in ("local", "auto"):
+        return value
+    rest = value[len("ray://"):] if value.startswith("ray://") else value
+    host, _, port = rest.rpartition(":")
+    if host and port.isdigit() and 0 < int(port) < 65536:
+        return value
+    raise BackendError(f"--cluster: {address!r} must be {ADDRESS_HELP}")
+
+
+def actor_resources(backend: str, model: str | None) -> ActorResources:
+    """Resources per actor: one CPU slot for previz; a GPU plus staged weights for neural models."""
+    from daotai.render.registry import makes_controls
+
+    if makes_controls(backend):  # the CPU previz renderer (llvmpipe + x264)
+        return ActorResources(num_cpus=1, num_gpus=0, memory_bytes=0)
+    from daotai.runtime.memory import MODELS
+    from daotai.runtime.models import REGISTRY
+
+    name = model or DEFAULT_MODELS.get(backend)
+    spec = REGISTRY.get(name) if name else None
+    footprint = MODELS.get(spec.footprint) if spec else None
+    if footprint is None:  # a local folder or an unknown model: just the GPU
+        return ActorResources(num_cpus=1, num_gpus=1, memory_bytes=0)
+    # bf16 weights are loaded into host memory before moving to the GPU, and the offload
+    # tiers the memory planner may choose keep them there.
+    weights = (footprint.transformer_b + footprint.text_encoder_b + footprint.vae_b) * 1e9 * 2
+    return ActorResources(num_cpus=1, num_gpus=1, memory_bytes=int(weights))
+
+
+def worker_count(res: ActorResources, cluster: dict[str, float], shots: int, wanted: int) -> int:
+    """How many actors: what the cluster holds for the request, capped by shots and the ask."""
+    slots = cluster.get("GPU", 0.0) // res.num_gpus if res.num_gpus else cluster.get("CPU", 1.0) // res.num_cpus
+    count = int(slots)
+    if wanted > 0:
+        count = min(count, wanted) if count else 0
+    count = min(count, shots)
+    if count < 1:
+        need = f"{res.num_gpus:g} GPU" if res.num_gpus else f"{res.num_cpus:g} CPU"
+        raise BackendError(f"--cluster: the cluster has no free slot for one worker ({need} each; has {cluster})")
+    return count
+
+
+def connect(address: str) -> bool:
+    """Join (or start) a Ray cluster; True when this call connected (so the caller disconnects after)."""
+    try:
+        import ray
+    except ImportError:
+        raise DependencyMissing("ray", "cluster", "rendering on a cluster (--cluster)") from None
+    if ray.is_initialized():  # a caller (a server, a test) already holds a connection
+        return False
+    address = check_address(address)
+    try:
+        if address == "local":
+            ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise BackendError(f"--cluster: cannot connect to {address!r} ({str(exc).splitlines()[0]})") from None
+    return True
+
+
+@dataclass
+class _Slot:
+    """One actor and what it is doing."""
+
+    handle: Any
+    index: int
+    pid: int = 0
+    host: str = ""
+    shot: int | None = None  # index into plan.shots while busy
+    ref: Any = None  # ObjectRef of the render call
+
+
+def render_shots(plan, out_dir: Path, settings, ctx: RunContext, source: Path | None = None,
+                 config: ClusterConfig | None = None) -> Generator[Event, None, list]:
+    """Render every shot of ``plan`` on the cluster into ``out_dir``; returns records in plan order."""
+    import ray
+
+    from daotai.cluster.worker import ShotWorker
+
+    config = config or ClusterConfig(address=settings.cluster or "local")
+    owns = connect(config.address)
+    try:
+        return (yield from _render_on(ray, ShotWorker, plan, out_dir, settings, ctx, source, config))
+    finally:
+        if owns:
+            ray.shutdown()
+
+
+def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, source: Path | None,
+               config: ClusterConfig) -> Generator[Event, None, list]:
+    """The dispatch loop of :func:`render_shots` on a connected cluster."""
+    from daotai.pipeline import backend_options
+
+    res = actor_resources(settings.backend, settings.model)
+    count = worker_count(res, ray.cluster_resources(), len(plan.shots), config.workers)
+    actor_cls = ray.remote(concurrency_groups={"render": 1, "control": 1})(worker_cls)
+    options = dict(num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=0, max_task_retries=0)
+    if res.memory_bytes:
+        options["memory"] = res.memory_bytes
+    # Every actor of this run holds the same backend/model, so each shot lands on an actor
+    # that already has it warm; shots are not split across models.
+    backend_kwargs = backend_options(settings, source)
+    plan_ref = ray.put(plan)
+    slots: list[_Slot] = []
+    spawned = 0
+
+    def spawn() -> _Slot:
+        nonlocal spawned
+        handle = actor_cls.options(**options).remote(settings.backend, backend_kwargs)
+        ref = handle.info.options(concurrency_group="control").remote()
+        # An actor waits for a free slot (another job may hold the GPUs); stay cancellable meanwhile.
+        while not ray.wait([ref], timeout=config.poll_s)[0]:
+            if ctx.cancel.is_set():
+                ray.kill(handle)
+                ctx.check()
+        info = ray.get(ref)
+        spawned += 1
+        return _Slot(handle, spawned, info["pid"], info["host"])
+
+    records: dict[int, Any] = {}
+    attempts = [0] * len(plan.shots)
+    retries: dict[int, list[str]] = {}
+    pending = deque(sorted(range(len(plan.shots)), key=lambda i: -plan.shots[i].frames))  # longest first
+    finished = False
+    try:
+        for _ in range(count):
+            slots.append(spawn())
+        yield Notice("info", f"cluster: {count} worker{'s' if count != 1 else ''} for backend {settings.backend!r}")
+        while pending or any(s.shot is not None for s in slots):
+            ctx.check()
+            for slot in slots:  # dynamic dispatch: every idle actor takes the next shot
+                if slot.shot is None and pending:
+                    index = pending.popleft()
+                    attempts[index] += 1
+                    slot.shot = index
+                    slot.ref = slot.handle.render.options(concurrency_group="render").remote(plan_ref, index, settings)
+                    shot_id = plan.shots[index].shot_id
+                    yield Notice("info", f"cluster: {shot_id} attempt {attempts[index]} on worker {slot.index} "
+                                         f"(host {slot.host}, pid {slot.pid})", shot_id)
+            busy = [s for s in slots if s.shot is not None]
+            ready, _ = ray.wait([s.ref for s in busy], num_returns=1, timeout=config.poll_s)
+            yield from _poll(ray, busy)
+            for slot in [s for s in busy if s.ref in ready]:
+                index, slot.shot, ref, slot.ref = slot.shot, None, slot.ref, None
+                shot_id = plan.shots[index].shot_id
+                try:
+                    result = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError):
+                    # The worker process or its node died (or the finished files were lost with it).
+                    reason = f"worker {slot.index} (host {slot.host}, pid {slot.pid}) died during attempt {attempts[index]}"
+                    if attempts[index] > config.max_retries:
+                        raise BackendError(f"{shot_id}: {reason}; gave up after {attempts[index]} attempts "
+                                           f"(max_retries {config.max_retries})") from None
+                    retries.setdefault(index, []).append(f"cluster: {reason}; retried")
+                    yield Notice("warning", f"cluster: {shot_id}: {reason}; retrying on another worker", shot_id)
+                    pending.appendleft(index)
+                    slots[slots.index(slot)] = spawn()
+                    continue
+                except ray.exceptions.RayTaskError as exc:
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, DaotaiError):
+                        raise cause from None
+                    raise BackendError(f"{shot_id}: worker {slot.index} failed ({str(exc).splitlines()[0]})") from None
+                yield from _place(result, out_dir, shot_id)
+                record = result.record
+                record.notices.extend(retries.get(index, []))
+                record.notices.append(f"cluster: rendered on host {result.host} (pid {result.pid}), "
+                                      f"attempt {attempts[index]}")
+                records[index] = record
+        finished = True
+    finally:
+        if not finished:
+            _stop(ray, slots)
+        else:
+            for slot in slots:  # release warm resources on the render thread that made them
+                try:
+                    ray.get(slot.handle.close.options(concurrency_group="render").remote(), timeout=CANCEL_GRACE_S)
+                except Exception:  # noqa: BLE001 - a worker that cannot close is killed anyway
+                    pass
+                ray.kill(slot.handle)
+    return [records[i] for i in range(len(plan.shots))]
+
+
+def _poll(ray, busy: list[_Slot]) -> Iterator[Event]:
+    """Progress and notices of busy actors, as the pipeline's own events."""
+    refs = {s.handle.poll.options(concurrency_group="control").remote(): s for s in busy}
+    if not refs:
+        return
+    ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=5.0)
+    for ref in ready:
+        try:
+            events = ray.get(ref)
+        except ray.exceptions.RayError:  # a dead actor surfaces through its render call
+            continue
+        yield from events
+
+
+def _place(result, out_dir: Path, shot_id: str) -> Iterator[Event]:
+    """Write a finished shot's files into the output folder, each atomically."""
+    from daotai.deliver.files import atomic_write_bytes
+
+    for kind, rel in result.record.files.items():
+        atomic_write_bytes(out_dir / rel, result.blobs[rel])
+        yield Output(kind, str(out_dir / rel), shot_id)
+
+
+def _stop(ray, slots: list[_Slot]) -> None:
+    """Cancel every busy actor, give it a moment to clean its temp folder, then kill all."""
+    busy = [s for s in slots if s.ref is not None]
+    for slot in busy:
+        try:
+            slot.handle.cancel.options(concurrency_group="control").remote()
+        except Exception:  # noqa: BLE001 - already dead
+            pass
+    if busy:
+        ray.wait([s.ref for s in busy], num_returns=len(busy), timeout=CANCEL_GRACE_S)
+    for slot in slots:
+        ray.kill(slot.handle)
+

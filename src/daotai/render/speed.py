@@ -1,0 +1,289 @@
+"""Speed levers for the diffusers backends: what each speed mode turns on, and how.
+
+Modes (the backends' ``speed`` option, ``daotai render --speed``):
+- ``off``: the stock pipeline, nothing changed.
+- ``exact`` (default): levers that keep the sampler, the steps and the arithmetic precision
+  of every stage: cuDNN scaled-dot-product attention forced around the denoise loop and a
+  regional ``torch.compile`` of the repeated transformer block (``dynamic=False``). CUDA only;
+  on CPU and MPS ``exact`` changes nothing (the levers are unmeasured there).
+- ``fast`` (opt-in, approximate): ``exact`` plus step caching (the transformer is skipped on a
+  fixed schedule of steps and its last output reused) and, on CUDA, the VAE decoding in
+  bfloat16 with channels-last weights. Caching is device-agnostic, so it also applies on
+  CPU/MPS when asked for.
+
+Nothing here imports torch at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from typing import Any, Iterator
+
+from daotai.errors import BackendError
+
+SPEED_MODES = ("off", "exact", "fast")
+SDPA_BACKENDS = ("cudnn", "flash", "efficient", "math")
+CACHE_KINDS = ("interval", "fbc")
+
+
+@dataclass(frozen=True)
+class SpeedConfig:
+    """Which levers to apply; ``levers_for`` derives one from a mode and a device kind."""
+
+    mode: str = "off"
+    sdpa: str | None = None  # forced SDPA backend around the denoise loop (None: PyTorch's choice)
+    attention: str | None = None  # diffusers attention backend name, "auto": FA3 on Hopper when installed
+    compile_blocks: bool = False  # regional torch.compile of the repeated transformer block
+    vae_bf16: bool = False  # VAE weights and decode in bfloat16 (approximate)
+    vae_channels_last: bool = False  # VAE weights in channels-last (NDHWC) memory format
+    cache: str | None = None  # "interval": fixed-schedule step skipping; "fbc": diffusers first-block cache
+    cache_warmup: float = 0.2  # share of the steps always computed before skipping starts
+    cache_interval: int = 2  # after warm-up, compute 1 step in every ``cache_interval``
+    cache_tail: int = 1  # last steps always computed (they set the fine detail)
+    fbc_threshold: float = 0.05  # first-block cache: relative change below which a step is reused
+
+    def describe(self) -> str:
+        """One line naming the levers (for the Notice that reaches the manifest)."""
+        parts = []
+        if self.attention:
+            parts.append(f"attention={self.attention}")
+        if self.sdpa:
+            parts.append(f"sdpa={self.sdpa}")
+        if self.compile_blocks:
+            parts.append("compile=blocks")
+        if self.vae_bf16:
+            parts.append("vae=bf16")
+        if self.vae_channels_last:
+            parts.append("vae=channels_last")
+        if self.cache == "interval":
+            parts.append(f"cache=interval(warmup {self.cache_warmup:g}, every {self.cache_interval}, "
+                         f"tail {self.cache_tail})")
+        elif self.cache == "fbc":
+            parts.append(f"cache=first_block(threshold {self.fbc_threshold:g})")
+        return f"speed {self.mode}: " + (", ".join(parts) if parts else "no levers")
+
+
+def parse_speed(value: str | None) -> str:
+    """Normalise a speed mode name; None means ``exact``; anything else raises BackendError."""
+    mode = "exact" if value is None else str(value).strip().lower()
+    if mode not in SPEED_MODES:
+        raise BackendError(f"speed: {value!r} must be one of {', '.join(SPEED_MODES)}")
+    return mode
+
+
+def levers_for(mode: str | None, device_kind: str) -> SpeedConfig:
+    """The levers a mode selects on a device kind (cuda | mps | cpu); kernel levers are CUDA-only."""
+    mode = parse_speed(mode)
+    config = SpeedConfig(mode=mode)
+    if mode == "off":
+        return config
+    if device_kind == "cuda":
+        # cuDNN attention is what PyTorch picks on Hopper anyway; forcing it keeps a later
+        # dispatcher change from silently falling back to the slower flash/efficient kernels.
+        config = replace(config, sdpa="cudnn", attention="auto", compile_blocks=True)
+    if mode == "fast":
+        config = replace(config, cache="interval")
+        if device_kind == "cuda":
+            config = replace(config, vae_bf16=True, vae_channels_last=True)
+    return config
+
+
+def check_config(config: SpeedConfig) -> SpeedConfig:
+    """Validate a hand-made config (bench ablations); returns it unchanged."""
+    if config.mode not in SPEED_MODES:
+        raise BackendError(f"speed: {config.mode!r} must be one of {', '.join(SPEED_MODES)}")
+    if config.sdpa is not None and config.sdpa not in SDPA_BACKENDS:
+        raise BackendError(f"sdpa: {config.sdpa!r} must be one of {', '.join(SDPA_BACKENDS)}")
+    if config.cache is not None and config.cache not in CACHE_KINDS:
+        raise BackendError(f"cache: {config.cache!r} must be one of {', '.join(CACHE_KINDS)}")
+    if config.cache_interval < 1:
+        raise BackendError(f"cache_interval: {config.cache_interval!r} must be >= 1")
+    if not 0.0 <= config.cache_warmup <= 1.0:
+        raise BackendError(f"cache_warmup: {config.cache_warmup!r} must be in [0, 1]")
+    return config
+
+
+# ------------------------------------------------------------------ the schedule
+
+
+def computed_steps(steps: int, config: SpeedConfig) -> list[bool]:
+    """Per step, True when the transformer runs (False: its previous output is reused)."""
+    if config.cache != "interval":
+        return [True] * steps
+    warm = max(1, int(round(steps * config.cache_warmup)))
+    tail_start = steps - max(0, config.cache_tail)
+    return [i < warm or i >= tail_start or (i - warm) % config.cache_interval == 0 for i in range(steps)]
+
+
+# ------------------------------------------------------------------ applying levers
+
+
+def _transformers(pipe: Any) -> Iterator[Any]:
+    """The pipeline's denoising transformers (Wan 2.2 has two)."""
+    for name in ("transformer", "transformer_2"):
+        module = getattr(pipe, name, None)
+        if module is not None:
+            yield module
+
+
+def hopper_attention_backend() -> str | None:
+    """diffusers' FlashAttention-3 backend name when FA3 is installed and the GPU is Hopper (sm90), else None."""
+    import importlib.util
+
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        return None
+    # FA3 ships as its own wheel (``flash_attn_interface``); nothing is downloaded at run time.
+    return "_flash_3" if importlib.util.find_spec("flash_attn_interface") is not None else None
+
+
+def resolve_attention(config: SpeedConfig) -> SpeedConfig:
+    """Replace ``attention="auto"`` by what this machine has (None when nothing better than SDPA)."""
+    if config.attention != "auto":
+        return config
+    return replace(config, attention=hopper_attention_backend())
+
+
+def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
+    """Apply the model-changing levers in place; returns what was done (for notices)."""
+    import torch
+
+    check_config(config)
+    done: list[str] = []
+    for transformer in _transformers(pipe):
+        if config.attention not in (None, "auto") and hasattr(transformer, "set_attention_backend"):
+            transformer.set_attention_backend(config.attention)
+            done.append(f"attention backend {config.attention}")
+        if config.cache == "interval":
+            attach_interval_cache(transformer, computed_steps(steps, config))
+            done.append("interval cache hook")
+        elif config.cache == "fbc":
+            from diffusers.hooks import FirstBlockCacheConfig, apply_first_block_cache
+
+            apply_first_block_cache(transformer, FirstBlockCacheConfig(threshold=config.fbc_threshold))
+            done.append("first-block cache hook")
+        if config.compile_blocks and getattr(transformer, "_repeated_blocks", None):
+            # Only the repeated block is compiled: one graph reused 30x compiles in about a minute,
+            # and the hook above stays outside the graph (it wraps the whole model's forward).
+            if config.cache == "fbc":
+                raise BackendError("speed: first-block cache hooks each block; it cannot be combined with compile")
+            # fullgraph only with PyTorch's own attention: an external kernel may need a graph break.
+            transformer.compile_repeated_blocks(dynamic=False, fullgraph=config.attention in (None, "auto"))
+            done.append("compiled repeated blocks")
+    vae = getattr(pipe, "vae", None)
+    if vae is not None and config.vae_bf16:
+        vae.to(torch.bfloat16)
+        done.append("vae bf16")
+    if vae is not None and config.vae_channels_last:
+        to_channels_last(vae)
+        done.append("vae channels-last")
+    return done
+
+
+def to_channels_last(module: Any) -> None:
+    """Convolution weights to channels-last in place: NDHWC for 3D kernels, NHWC for 2D ones."""
+    import torch
+
+    for submodule in module.modules():
+        weight = getattr(submodule, "weight", None)
+        if isinstance(submodule, torch.nn.Conv3d) and weight is not None:
+            weight.data = weight.data.contiguous(memory_format=torch.channels_last_3d)
+        elif isinstance(submodule, torch.nn.Conv2d) and weight is not None:
+            weight.data = weight.data.contiguous(memory_format=torch.channels_last)
+
+
+@contextlib.contextmanager
+def denoise_context(config: SpeedConfig) -> Iterator[None]:
+    """Context around the pipeline call: the preferred SDPA backend first, the others as fallbacks."""
+    if config.sdpa is None:
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    kernels = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+               "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
+    preferred = kernels[config.sdpa]
+    # A priority order rather than one kernel alone: a shape or dtype the preferred kernel
+    # rejects (e.g. an odd head size in a fine-tuned model) falls back instead of failing.
+    order = [preferred] + [k for k in kernels.values() if k != preferred]
+    with sdpa_kernel(order, set_priority=True):
+        yield
+
+
+# ------------------------------------------------------------------ fixed-schedule step cache
+
+
+def _first_value(timestep: Any) -> float:
+    """The first element of a timestep tensor (or number) as a float."""
+    if hasattr(timestep, "flatten"):
+        return float(timestep.flatten()[0])
+    return float(timestep)
+
+
+class IntervalCacheState:
+    """Which step the transformer is on, counted from the timesteps it sees, and the last outputs."""
+
+    def __init__(self, schedule: list[bool]):
+        self.schedule = schedule
+        self.computed = 0  # transformer passes run since attaching (kept across resets)
+        self.reused = 0  # passes answered from the cache since attaching
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the video in progress."""
+        self.step = -1
+        self.branch = 0
+        self.last_t: float | None = None
+        self.outputs: dict[int, Any] = {}  # guidance branch index → last computed output
+
+    def advance(self, t: float) -> None:
+        """Update step/branch from the call's timestep (flow-matching timesteps only decrease)."""
+        if self.last_t is None or t > self.last_t:
+            self.reset()  # a new video: timesteps restart high
+            self.step = 0
+        elif t < self.last_t:
+            self.step += 1
+            self.branch = 0
+        else:
+            self.branch += 1  # same timestep: the next guidance pass (cond, then uncond)
+        self.last_t = t
+
+    def should_compute(self) -> bool:
+        """True when this call must run the transformer."""
+        if self.branch not in self.outputs or self.step >= len(self.schedule):
+            return True
+        return self.schedule[self.step]
+
+
+def attach_interval_cache(transformer: Any, schedule: list[bool]) -> IntervalCacheState:
+    """Register a diffusers hook that reuses the transformer's last output on unscheduled steps."""
+    from diffusers.hooks import HookRegistry, ModelHook
+
+    state = IntervalCacheState(schedule)
+
+    class IntervalCacheHook(ModelHook):
+        """Skips the whole forward on steps the schedule marks False (per guidance branch)."""
+
+        _is_stateful = True
+
+        def new_forward(self, module: Any, *args: Any, **kwargs: Any) -> Any:
+            timestep = kwargs.get("timestep", args[1] if len(args) > 1 else None)
+            state.advance(_first_value(timestep) if timestep is not None else 0.0)
+            if state.should_compute():
+                output = self.fn_ref.original_forward(*args, **kwargs)
+                state.outputs[state.branch] = output
+                state.computed += 1
+                return output
+            state.reused += 1
+            return state.outputs[state.branch]
+
+        def reset_state(self, module: Any) -> Any:
+            state.reset()
+            return module
+
+    registry = HookRegistry.check_if_exists_or_initialize(transformer)
+    registry.register_hook(IntervalCacheHook(), "daotai_interval_cache")
+    transformer._daotai_interval_cache = state  # so callers can read computed/reused counts
+    return state
