@@ -291,6 +291,9 @@ def serve(
     token: Optional[str] = typer.Option(None, "--token", envvar="DAOTAI_TOKEN", help="bearer token every request must carry"),
     concurrency: int = typer.Option(1, "--concurrency", min=1, max=64, help="jobs rendered at once"),
     queue_limit: int = typer.Option(100, "--queue-limit", min=1, help="queued jobs before new ones get 429"),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="render jobs on Ray: auto (running cluster) | ray://host:port | local"
+    ),
 ) -> None:
     """Run the local video service (OpenAI Videos API shape + native script jobs)."""
     from daotai.errors import DependencyMissing
@@ -301,7 +304,8 @@ def serve(
         raise DependencyMissing("uvicorn", "server", "daotai serve") from None
     from daotai.server.app import create_app
 
-    api = create_app(data_dir, token, host=host, concurrency=concurrency, queue_limit=queue_limit)
+    api = create_app(data_dir, token, host=host, concurrency=concurrency, queue_limit=queue_limit,
+                     cluster=_cluster_address(cluster))
     err.print(f"serving on http://{host}:{port} (data in {data_dir})")
     uvicorn.run(api, host=host, port=port, log_level="warning")
 
