@@ -1,8 +1,10 @@
 """run(plan, out_dir, settings, ctx) -> Iterator[Event]: render → encode → assemble → qc → deliver.
 
 Rendering and encoding overlap: each output stream (shot video, depth, depth preview,
-mask) is encoded by its own thread fed through a short queue while the backend renders
-the next frame. Every file is written to a temp name in its folder and renamed when
+mask) is encoded by its own long-lived process (``daotai.encode.procsink``), fed through a
+shared-memory ring while the backend renders the next frame; the renderer holds the GIL
+during GL calls, so encoder threads would starve. ``render_shot`` called without a pool
+falls back to one encoder thread per stream. Every file is written to a temp name in its folder and renamed when
 complete, so an interrupted run leaves nothing half-written at an output path.
 """
 
@@ -200,14 +202,37 @@ def backend_options(settings: PipelineSettings, source: Path | None = None) -> d
     return {k: v for k, v in options.items() if v is not None}
 
 
-def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings) -> dict[str, _Sink]:
-    from daotai.encode.video import VideoWriter, write_gray8, write_gray16, write_preview_h264
-    from daotai.render.previz.control import depth_to_preview, depth_to_uint16_mm
-
+def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings,
+                encoders: Any = None) -> dict[str, Any]:
+    """One sink per output stream: encoder processes from ``encoders`` (an EncoderPool), else threads."""
     fps = Fraction(*plan.fps_fraction)
     enc = encode_settings_for(settings, plan.width, plan.height)
     shot_path = out_dir / "shots" / f"{shot.shot_id}{enc.container}"
     control = out_dir / "control"
+    near, far = 0.05, 500.0  # the renderer's clip planes (docs/conventions.md)
+    if encoders is not None:
+        from daotai.encode.procsink import StreamJob
+
+        w, h = plan.width, plan.height
+        jobs = {"shot": StreamJob("rgb", shot_path, w, h, fps, enc)}
+        if settings.controls:
+            jobs["depth"] = StreamJob("depth16", control / f"{shot.shot_id}_depth.mkv", w, h, fps)
+            jobs["depth_preview"] = StreamJob("depth_preview", control / f"{shot.shot_id}_depth_preview.mp4", w, h, fps,
+                                              near=near, far=far)
+            jobs["mask"] = StreamJob("gray8", control / f"{shot.shot_id}_mask.mkv", w, h, fps)
+        labels = {"shot": "video", "depth": "depth", "depth_preview": "depth preview", "mask": "mask"}
+        sinks: dict[str, Any] = {}
+        try:
+            for stream, job in jobs.items():
+                sinks[stream] = encoders.open(stream, f"{shot.shot_id} {labels[stream]}", job)
+        except BaseException:
+            for sink in sinks.values():
+                sink.abort()
+            raise
+        return sinks
+
+    from daotai.encode.video import VideoWriter, write_gray8, write_gray16, write_preview_h264
+    from daotai.render.previz.control import depth_to_preview, depth_to_uint16_mm
 
     def write_rgb(frames: Iterator[np.ndarray]) -> None:
         with VideoWriter(shot_path, plan.width, plan.height, fps, enc) as writer:
@@ -216,7 +241,6 @@ def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSet
 
     sinks = {"shot": _Sink(f"{shot.shot_id} video", write_rgb)}
     if settings.controls:
-        near, far = 0.05, 500.0
         sinks["depth"] = _Sink(
             f"{shot.shot_id} depth",
             lambda frames: write_gray16((depth_to_uint16_mm(d) for d in frames), control / f"{shot.shot_id}_depth.mkv", fps),
@@ -271,11 +295,15 @@ def _sample_indexes(frames: int) -> set[int]:
 
 
 def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings,
-                ctx: RunContext, record: ShotRecord) -> Iterator[Event]:
-    """Render one shot through the backend into its encoded files; yields progress."""
+                ctx: RunContext, record: ShotRecord, encoders: Any = None) -> Iterator[Event]:
+    """Render one shot through the backend into its encoded files; yields progress.
+
+    ``encoders`` is an :class:`daotai.encode.procsink.EncoderPool` whose processes encode
+    beside the renderer; None encodes on threads of this process.
+    """
     samples = _sample_indexes(shot.frames)
     middle = shot.frames // 2
-    sinks = _shot_sinks(plan, shot, out_dir, settings)
+    sinks = _shot_sinks(plan, shot, out_dir, settings, encoders)
     started = time.perf_counter()
     render_s = 0.0
     frames_seen = 0
@@ -361,15 +389,20 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
         records = yield from render_shots(plan, out_dir, settings, ctx, source)
     else:
-        backend = create_backend(settings.backend, **backend_options(settings, source))
-        try:
-            for shot in plan.shots:
-                ctx.check()
-                record = ShotRecord(shot.shot_id)
-                yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record)
-                records.append(record)
-        finally:
-            backend.close()
+        from daotai.encode.procsink import EncoderPool
+
+        # Encoder processes for the whole run, started first so their imports overlap backend setup.
+        with EncoderPool() as encoders:
+            encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
+            backend = create_backend(settings.backend, **backend_options(settings, source))
+            try:
+                for shot in plan.shots:
+                    ctx.check()
+                    record = ShotRecord(shot.shot_id)
+                    yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record, encoders)
+                    records.append(record)
+            finally:
+                backend.close()
     timings["render_and_encode_s"] = time.perf_counter() - run_started
     if settings.controls:
         atomic_write_text(out_dir / "control" / "index.json", control_index(plan))

@@ -25,6 +25,7 @@ from daotai.errors import BackendError
 SPEED_MODES = ("off", "exact", "fast")
 SDPA_BACKENDS = ("cudnn", "flash", "efficient", "math")
 CACHE_KINDS = ("interval", "fbc")
+MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
 @dataclass(frozen=True)
@@ -215,10 +216,13 @@ def denoise_context(config: SpeedConfig) -> Iterator[None]:
 # ------------------------------------------------------------------ fixed-schedule step cache
 
 
-def _first_value(timestep: Any) -> float:
-    """The first element of a timestep tensor (or number) as a float."""
-    if hasattr(timestep, "flatten"):
-        return float(timestep.flatten()[0])
+def _noise_level(timestep: Any) -> float:
+    """The largest element of a timestep tensor (or a number) as a float.
+
+    Per-token timesteps (conditioned frames at 0, the rest at t) still identify the step by their max.
+    """
+    if hasattr(timestep, "max"):
+        return float(timestep.max())
     return float(timestep)
 
 
@@ -270,10 +274,11 @@ def attach_interval_cache(transformer: Any, schedule: list[bool]) -> IntervalCac
 
         def new_forward(self, module: Any, *args: Any, **kwargs: Any) -> Any:
             timestep = kwargs.get("timestep", args[1] if len(args) > 1 else None)
-            state.advance(_first_value(timestep) if timestep is not None else 0.0)
+            state.advance(_noise_level(timestep) if timestep is not None else 0.0)
             if state.should_compute():
                 output = self.fn_ref.original_forward(*args, **kwargs)
-                state.outputs[state.branch] = output
+                if state.branch < MAX_BRANCHES:  # a caller that repeats timesteps must not grow the cache
+                    state.outputs[state.branch] = output
                 state.computed += 1
                 return output
             state.reused += 1

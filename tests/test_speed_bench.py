@@ -1,0 +1,52 @@
+"""``bench/neural.py --tiny`` in both modes: it runs on the CPU, prints its table and sane JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("diffusers")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(*args: str) -> tuple[str, dict]:
+    """Run the bench script; (stdout, its final JSON line)."""
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "neural.py"), "--tiny", *args],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_exact_mode_matches_stock_on_cpu():
+    out, report = bench("--mode", "exact")
+    assert "x stock" in out and "end-to-end shares" in out
+    rows = report["rows"]
+    assert set(rows) == {"stock", "exact"}  # kernel-lever ablations are CUDA-only
+    exact = rows["exact"]
+    assert exact["levers"] == "speed exact: no levers"
+    # Same weights, seed and arithmetic: the transformer output and the frames match stock's.
+    assert exact["rel_l2"] < 1e-5 and report["ok_exact_rel_l2"]
+    assert exact["psnr_vs_stock"] is None or exact["psnr_vs_stock"] > 60
+    for row in rows.values():
+        parts = row["text_s"] + row["denoise_s"] + row["decode_s"] + row["post_s"]
+        assert math.isclose(parts, row["e2e_s"], rel_tol=1e-6) and row["denoise_s"] > 0
+
+
+def test_fast_mode_reports_its_skips_and_deviation():
+    out, report = bench("--mode", "fast")
+    rows = report["rows"]
+    assert {"stock", "exact", "fast", "vae-bf16", "cache-interval", "cache-fbc"} <= set(rows)
+    fast = rows["fast"]
+    assert fast["computed"] == "8/12"  # 6 steps x 2 guidance passes, steps 2 and 4 reused
+    assert fast["rel_l2"] is None
+    assert fast["psnr_vs_exact"] is not None and 10 < fast["psnr_vs_exact"] < 80
+    assert 0 < fast["ssim_vs_exact"] < 1
+    assert report["fast_projected_50_step_fraction"] == pytest.approx(31 / 50)
+    assert "projected 50-step denoise ratio" in out
