@@ -429,11 +429,12 @@ def main() -> None:
         err.print("[yellow]cancelled[/yellow] interrupted; no partial files were left at output paths")
         sys.exit(130)
     except Exception as exc:  # the last line of defence: never a traceback for users
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+        # Usage errors from the command-line parser (click's ClickException, which typer may
+        # vendor under another module) know how to print themselves.
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
         if os.environ.get("DAOTAI_DEBUG"):
             raise
         err.print(
