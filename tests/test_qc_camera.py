@@ -421,12 +421,9 @@ def test_bad_inputs_raise_daotai_errors():
         check_camera([frames[0], frames[0].astype(np.float32)], cams, fovs, DepthModel())
 
 
-def test_planner_trajectories_pass_when_available():
-    """Cross-check with the planner's own trajectories (skipped where the planner is absent)."""
-    try:
-        from daotai.plan.camera import Move, trajectory
-    except ImportError:  # pragma: no cover - the planner is optional for this module
-        pytest.skip("daotai.plan.camera is not available")
+def test_planner_trajectories_pass():
+    """Cross-check with the planner's own trajectories."""
+    from daotai.plan.camera import Move, trajectory
     start = cam_matrix(rot_x(PITCH), (0.0, EYE_M, 0.0))
     moves = {
         "pan": Move(rotate=(12.0, 0.0, 0.0), fov=FOV),
