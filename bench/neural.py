@@ -57,6 +57,31 @@ TINY = {
     "text": dict(d_model=32, d_kv=8, d_ff=32, num_layers=2, num_heads=2),
     "width": 64, "height": 64, "frames": 17,
 }
+# LTX-Video 2B (0.9.x): 28 blocks, 32 heads x 64, 128 latent channels, T5 width 4096; the 0.9.0 VAE.
+LTX_FULL = {
+    "transformer": dict(in_channels=128, out_channels=128, patch_size=1, patch_size_t=1, num_attention_heads=32,
+                        attention_head_dim=64, cross_attention_dim=2048, num_layers=28, caption_channels=4096),
+    "vae": dict(),
+    "text": dict(d_model=4096, d_kv=64, d_ff=10240, num_layers=2, num_heads=64),
+    "width": 768, "height": 512, "frames": 121,
+}
+LTX_TINY = {
+    "transformer": dict(in_channels=8, out_channels=8, patch_size=1, patch_size_t=1, num_attention_heads=2,
+                        attention_head_dim=8, cross_attention_dim=16, num_layers=1, caption_channels=32),
+    "vae": dict(in_channels=3, out_channels=3, latent_channels=8, block_out_channels=(8, 8, 8, 8),
+                decoder_block_out_channels=(8, 8, 8, 8), layers_per_block=(1, 1, 1, 1, 1),
+                decoder_layers_per_block=(1, 1, 1, 1, 1), spatio_temporal_scaling=(True, True, False, False),
+                decoder_spatio_temporal_scaling=(True, True, False, False),
+                decoder_inject_noise=(False, False, False, False, False), upsample_residual=(False, False, False, False),
+                upsample_factor=(1, 1, 1, 1), timestep_conditioning=False, patch_size=1, patch_size_t=1,
+                encoder_causal=True, decoder_causal=False),
+    "text": dict(d_model=32, d_kv=8, d_ff=32, num_layers=2, num_heads=2),
+    "width": 64, "height": 64, "frames": 9,
+}
+FAMILY = {  # per model family: guidance, native fps, default steps, configs
+    "wan": {"guidance": 5.0, "fps": 16, "steps": 8, "full": None, "tiny": None},
+    "ltx": {"guidance": 3.0, "fps": 24, "steps": 20, "full": LTX_FULL, "tiny": LTX_TINY},
+}
 WORDS = ("a the of and in on at with medium wide close shot camera slowly pushes toward woman man "
          "office street blue shirt glasses walks looks stands light day night").split()
 
@@ -74,8 +99,10 @@ def word_tokenizer() -> Any:
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
 
 
-def build_folder(config: dict, folder: Path, device: str, dtype: Any) -> Path:
-    """Random-weight Wan pipeline of ``config`` saved as a diffusers folder (built on ``device``)."""
+def build_folder(config: dict, folder: Path, device: str, dtype: Any, family: str = "wan") -> Path:
+    """Random-weight pipeline of ``family`` and ``config`` saved as a diffusers folder (built on ``device``)."""
+    if family == "ltx":
+        return build_ltx_folder(config, folder, device, dtype)
     import torch
     from diffusers import AutoencoderKLWan, FlowMatchEulerDiscreteScheduler, WanPipeline, WanTransformer3DModel
     from transformers import UMT5Config, UMT5EncoderModel
@@ -88,6 +115,28 @@ def build_folder(config: dict, folder: Path, device: str, dtype: Any) -> Path:
                                            eos_token_id=1, decoder_start_token_id=0, **config["text"])).to(dtype)
     pipe = WanPipeline(tokenizer=word_tokenizer(), text_encoder=text, vae=vae,
                        scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0), transformer=transformer)
+    pipe.save_pretrained(folder)
+    del pipe, transformer, vae, text
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return folder
+
+
+def build_ltx_folder(config: dict, folder: Path, device: str, dtype: Any) -> Path:
+    """Random-weight LTXPipeline (T5 text encoder cut to 2 layers at full width) saved to ``folder``."""
+    import torch
+    from diffusers import (AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXPipeline,
+                           LTXVideoTransformer3DModel)
+    from transformers import T5Config, T5EncoderModel
+
+    torch.manual_seed(0)
+    with torch.device(device):
+        transformer = LTXVideoTransformer3DModel(**config["transformer"]).to(dtype)
+        vae = AutoencoderKLLTXVideo(**config["vae"]).to(dtype)
+        text = T5EncoderModel(T5Config(vocab_size=64, relative_attention_num_buckets=32, pad_token_id=0,
+                                       eos_token_id=1, decoder_start_token_id=0, **config["text"])).to(dtype)
+    pipe = LTXPipeline(tokenizer=word_tokenizer(), text_encoder=text, vae=vae,
+                       scheduler=FlowMatchEulerDiscreteScheduler(use_dynamic_shifting=True), transformer=transformer)
     pipe.save_pretrained(folder)
     del pipe, transformer, vae, text
     if device.startswith("cuda"):
@@ -192,11 +241,21 @@ def encode_mp4(frames, path: Path, fps: float) -> None:
             writer.write(frame)
 
 
-def fixed_inputs(config: dict, request, device: str, dtype):
+def fixed_inputs(config: dict, request, device: str, dtype, family: str = "wan"):
     """Transformer inputs for the output check: seeded latents, one timestep, seeded text states."""
     import torch
 
     generator = torch.Generator("cpu").manual_seed(1234)
+    if family == "ltx":
+        t_down, s_down = 8, 32  # LTX VAE: 8x in time, 32x in space; patch size 1 → one token per latent cell
+        f, h, w = (request.frames - 1) // t_down + 1, request.height // s_down, request.width // s_down
+        channels = config["transformer"]["in_channels"]
+        latents = torch.randn(1, f * h * w, channels, generator=generator)  # (B, tokens, C) packed
+        text = torch.randn(1, 128, config["transformer"]["caption_channels"], generator=generator)
+        return {"hidden_states": latents.to(device, dtype), "encoder_hidden_states": text.to(device, dtype),
+                "timestep": torch.tensor([500.0], device=device),
+                "encoder_attention_mask": torch.ones(1, 128, device=device), "num_frames": f, "height": h,
+                "width": w, "rope_interpolation_scale": (t_down / request.fps, s_down, s_down), "return_dict": False}
     latent_frames = (request.frames - 1) // 4 + 1
     latents = torch.randn(1, 16, latent_frames, request.height // 8, request.width // 8, generator=generator)
     text = torch.randn(1, 512, config["transformer"]["text_dim"], generator=generator)
@@ -205,7 +264,7 @@ def fixed_inputs(config: dict, request, device: str, dtype):
 
 
 def forward_output(transformer, inputs):
-    """(1, 16, f, h, w) float32 CPU output of one forward on fixed inputs."""
+    """Float32 CPU output of one forward on fixed inputs (Wan (1, 16, f, h, w); LTX (1, tokens, 128))."""
     import torch
 
     with torch.no_grad():
@@ -243,28 +302,36 @@ def psnr_stack(a, b) -> float:
 
 
 def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, work: Path, repeats: int,
-              keep: int):
-    """Stock diffusers: WanPipeline.from_pretrained, float32 VAE, everything on the device.
+              keep: int, family: str = "wan"):
+    """Stock diffusers as its documentation loads it, everything on the device: ``WanPipeline`` with a
+    float32 VAE, or ``LTXPipeline`` wholly in ``dtype``.
 
     ``keep``: frames delivered (the plan's count; ours drops the native extra frame the same way).
     """
     import torch
-    from diffusers import AutoencoderKLWan, WanPipeline
+    from diffusers import AutoencoderKLWan, LTXPipeline, WanPipeline
 
     from daotai.render.diffusers_common import to_uint8
 
     sync, reset_peak, peak = _device_tools(device)
     began = time.perf_counter()
-    vae = AutoencoderKLWan.from_pretrained(folder, subfolder="vae", torch_dtype=torch.float32)
-    pipe = WanPipeline.from_pretrained(folder, vae=vae, torch_dtype=dtype).to(device)
+    if family == "ltx":
+        pipe = LTXPipeline.from_pretrained(folder, torch_dtype=dtype).to(device)
+        extra = {"frame_rate": int(round(request.fps))}
+    else:
+        vae = AutoencoderKLWan.from_pretrained(folder, subfolder="vae", torch_dtype=torch.float32)
+        pipe = WanPipeline.from_pretrained(folder, vae=vae, torch_dtype=dtype).to(device)
+        extra = {}
     pipe.set_progress_bar_config(disable=True)
     sync()
     measure = Measure("stock", steps, load_s=time.perf_counter() - began, levers="diffusers defaults")
+    guidance = FAMILY[family]["guidance"]
 
     def generate(n_steps: int):
         return pipe(prompt=request.prompt, negative_prompt=request.negative_prompt, height=request.height,
-                    width=request.width, num_frames=request.frames, num_inference_steps=n_steps, guidance_scale=5.0,
-                    generator=torch.Generator("cpu").manual_seed(request.seed), output_type="np").frames
+                    width=request.width, num_frames=request.frames, num_inference_steps=n_steps,
+                    guidance_scale=guidance, generator=torch.Generator("cpu").manual_seed(request.seed),
+                    output_type="np", **extra).frames
 
     began = time.perf_counter()
     generate(2)  # warm-up at the measured size: kernels, allocator
@@ -286,14 +353,14 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
             best = replace(measure, text_s=clock.text_s, denoise_s=clock.decode_start - clock.text_end,
                            decode_s=clock.decode_s, total_s=total, peak_bytes=int(peak()), frames=frames)
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
-    del pipe, vae
+    del pipe
     _free(device)
     return best, reference
 
 
 def ablations(device: str, mode: str) -> dict[str, Any]:
     """Single-lever configs measured for ``mode`` (kernel levers only on CUDA)."""
-    from daotai.render.speed import SpeedConfig, hopper_attention_backend
+    from daotai.render.speed import SpeedConfig, fa4_available, hopper_attention_backend
 
     cuda = device.startswith("cuda")
     table: dict[str, Any] = {}
@@ -301,9 +368,10 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
         table["sdpa-cudnn"] = SpeedConfig(mode="exact", sdpa="cudnn")
         table["sdpa-flash"] = SpeedConfig(mode="exact", sdpa="flash")
         table["compile"] = SpeedConfig(mode="exact", compile_blocks=True)
-        fa3 = hopper_attention_backend()
-        if fa3 is not None:  # only where FlashAttention-3 is installed
-            table["attn-fa3"] = SpeedConfig(mode="exact", attention=fa3)
+        if hopper_attention_backend() == "_flash_3":  # only where FlashAttention-3 is installed
+            table["attn-fa3"] = SpeedConfig(mode="exact", attention="_flash_3")
+        if fa4_available():  # only where FlashAttention-4 is installed
+            table["attn-fa4"] = SpeedConfig(mode="exact", attention="fa4")
         table["vae-cl"] = SpeedConfig(mode="exact", vae_channels_last=True)
     if mode in ("fast", "all"):
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
@@ -313,18 +381,21 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
 
 
 def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any, inputs, reference,
-             work: Path, repeats: int) -> Measure:
-    """Our `wan` backend rendering the shot with a speed mode (str) or one hand-made SpeedConfig."""
+             work: Path, repeats: int, family: str = "wan") -> Measure:
+    """Our `wan` / `ltx` backend rendering the shot with a speed mode (str) or one hand-made SpeedConfig."""
     import torch
 
     from daotai.render.base import Frame, RenderJob, RunContext
+    from daotai.render.ltx import LTXBackend
     from daotai.render.speed import apply_levers, denoise_context
     from daotai.render.wan import WanBackend
 
     sync, reset_peak, peak = _device_tools(device)
     shot = plan.shots[0]
     mode = speed if isinstance(speed, str) else "off"
-    backend = WanBackend(model=str(folder), device=device, steps=steps, guidance=5.0, speed=mode)
+    guidance = FAMILY[family]["guidance"]
+    backend_class = LTXBackend if family == "ltx" else WanBackend
+    backend = backend_class(model=str(folder), device=device, steps=steps, guidance=guidance, speed=mode)
     runner = backend.runner
     began = time.perf_counter()
     list(runner.ensure_loaded(plan, shot))  # loads, places and applies the mode's levers
@@ -336,10 +407,11 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
     pipe = runner.pipe
 
     began = time.perf_counter()
+    request = shot_request(plan, runner)
+    extra = {"frame_rate": int(round(request.fps))} if family == "ltx" else {}
     with denoise_context(runner.speed_config):  # warm-up (and compilation) at the measured size
-        pipe(prompt="warm up", height=shot_request(plan, runner).height, width=shot_request(plan, runner).width,
-             num_frames=shot_request(plan, runner).frames, num_inference_steps=2, guidance_scale=5.0,
-             output_type="np")
+        pipe(prompt="warm up", height=request.height, width=request.width, num_frames=request.frames,
+             num_inference_steps=2, guidance_scale=guidance, output_type="np", **extra)
     sync()
     measure.warm_s = time.perf_counter() - began
     if runner.speed_config.cache is None:
@@ -384,14 +456,14 @@ def shot_request(plan, runner):
     return native_request(plan, plan.shots[0], runner.defaults)
 
 
-def bench_plan(width: int, height: int, frames: int):
-    """A one-shot plan whose Wan request is exactly ``frames`` native frames at ``width``x``height``."""
+def bench_plan(width: int, height: int, frames: int, fps: int = 16):
+    """A one-shot plan whose native request is exactly ``frames`` frames at ``width``x``height``."""
     from daotai.plan.planner import plan_script
     from daotai.script.load import validate_script
 
-    seconds = (frames - 1) / 16.0  # frames_for(.., 16) = frames - 1, snapped up to 4k+1 = frames
+    seconds = (frames - 1) / fps  # frames_for(.., fps) = frames - 1, snapped up to the model's 4k+1 / 8k+1
     script = validate_script({
-        "title": "bench", "fps": 16, "size": [width, height], "seed": 1,
+        "title": "bench", "fps": fps, "size": [width, height], "seed": 1,
         "characters": [{"id": "ana", "appearance": "blue shirt, glasses"}],
         "shots": [{"shot_id": "s01", "duration": seconds, "camera": {"type": "dolly", "motion": [0, 0, -0.5]}}],
     })
@@ -441,14 +513,69 @@ def progress(row: Measure) -> None:
           f"rel L2 {fmt(row.rel_l2, '.4f')}", flush=True)
 
 
+def attention_table(config: dict, family: str) -> None:
+    """One self-attention call at the model's full shape with each SDPA kernel: ms, TFLOP/s, rel L2 vs cuDNN."""
+    import torch
+
+    from daotai.render.speed import denoise_context, fa4_available, SpeedConfig
+
+    heads = config["transformer"]["num_attention_heads"]
+    head_dim = config["transformer"]["attention_head_dim"]
+    if family == "ltx":
+        tokens = ((config["frames"] - 1) // 8 + 1) * (config["height"] // 32) * (config["width"] // 32)
+    else:
+        tokens = ((config["frames"] - 1) // 4 + 1) * (config["height"] // 16) * (config["width"] // 16)
+    generator = torch.Generator("cuda").manual_seed(0)
+    q, k, v = (torch.randn(1, heads, tokens, head_dim, device="cuda", dtype=torch.bfloat16, generator=generator)
+               for _ in range(3))  # (B, H, S, D) as SDPA takes them
+    flop = 4 * heads * tokens * tokens * head_dim  # QK^T and PV, 2 FLOP per multiply-add
+    kernels = {"default": SpeedConfig(), "cudnn": SpeedConfig(sdpa="cudnn"), "flash": SpeedConfig(sdpa="flash"),
+               "efficient": SpeedConfig(sdpa="efficient")}
+    if fa4_available():
+        kernels["fa4"] = SpeedConfig(attention="fa4")
+    print(f"self-attention, {tokens} tokens x {heads} heads x {head_dim}, bf16 "
+          f"({flop / 1e12:.1f} TFLOP per call):", flush=True)
+    reference = None
+    for name, config_ in kernels.items():
+        try:
+            with denoise_context(config_):
+                for _ in range(3):
+                    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(10):
+                    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+                end.record()
+                torch.cuda.synchronize()
+        except Exception as error:  # noqa: BLE001 - a kernel that refuses the shape is a result too
+            print(f"  {name:10} failed: {type(error).__name__}: {str(error)[:160]}", flush=True)
+            continue
+        ms = start.elapsed_time(end) / 10
+        if reference is None or name == "cudnn":
+            reference = out.float() if name == "cudnn" or reference is None else reference
+        rel = relative_l2(out.float(), reference)
+        print(f"  {name:10}{ms:9.2f} ms{flop / ms / 1e9:9.0f} TFLOP/s   rel L2 vs cudnn {rel:.2e}", flush=True)
+    del q, k, v, out, reference
+    torch.cuda.empty_cache()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="tiny random model on the CPU (smoke test)")
+    parser.add_argument("--model", choices=("wan", "ltx"), default="wan",
+                        help="wan: Wan2.1-T2V-1.3B, 480x832, 81 frames, CFG 5; ltx: LTX-Video 2B, 768x512, "
+                             "121 frames, CFG 3")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated contenders to run after stock (e.g. exact,fast,attn-fa4)")
+    parser.add_argument("--attention", action="store_true",
+                        help="first time one self-attention call at the model's shape with each SDPA kernel")
     parser.add_argument("--mode", choices=("exact", "fast", "all"), default="exact",
                         help="exact: stock vs speed=exact (+ its ablations); fast: stock, exact, fast (+ its "
                              "ablations); all: everything")
     parser.add_argument("--no-ablate", action="store_true", help="skip the one-lever-at-a-time configs")
-    parser.add_argument("--steps", type=int, default=None, help="denoising steps measured (default 8; tiny 6)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="denoising steps measured (default wan 8, ltx 20; tiny 6)")
     parser.add_argument("--device", default=None, help="default cuda (cpu with --tiny)")
     parser.add_argument("--repeats", type=int, default=1, help="measured renders per contender (best kept)")
     parser.add_argument("--folder", type=Path, default=None, help="reuse/keep the random-weight folder here")
@@ -460,28 +587,34 @@ def main() -> None:
 
     from daotai.render.speed import levers_for
 
-    config = TINY if args.tiny else FULL
+    family = args.model
+    facts = FAMILY[family]
+    config = (facts["tiny"] or TINY) if args.tiny else (facts["full"] or FULL)
     device = args.device or ("cpu" if args.tiny else "cuda")
     kind = device.split(":")[0]
     dtype = torch.float32 if device == "cpu" else torch.bfloat16  # daotai's device rules
-    steps = args.steps or (6 if args.tiny else 8)
+    steps = args.steps or (6 if args.tiny else facts["steps"])
+    guidance = facts["guidance"]
     work = Path(tempfile.mkdtemp(prefix="daotai-bench-"))
-    folder = args.folder or work / "wan-random"
+    folder = args.folder or work / f"{family}-random"
     rows: list[Measure] = []
     try:
+        if args.attention and device.startswith("cuda"):
+            attention_table(config, family)
         if not (folder / "model_index.json").is_file():
             started = time.perf_counter()
-            build_folder(config, folder, device, dtype)
+            build_folder(config, folder, device, dtype, family)
             print(f"built random-weight folder in {time.perf_counter() - started:.1f} s: {folder}", flush=True)
         from daotai.render.diffusers_common import SamplingOptions, effective_defaults, native_request
 
-        plan = bench_plan(config["width"], config["height"], config["frames"])
-        request = native_request(plan, plan.shots[0], effective_defaults("wan", SamplingOptions(steps=steps, guidance=5.0)))
+        plan = bench_plan(config["width"], config["height"], config["frames"], facts["fps"])
+        defaults = effective_defaults(family, SamplingOptions(steps=steps, guidance=guidance))
+        request = native_request(plan, plan.shots[0], defaults)
         assert (request.width, request.height, request.frames) == (config["width"], config["height"], config["frames"])
-        inputs = fixed_inputs(config, request, device, dtype)
+        inputs = fixed_inputs(config, request, device, dtype, family)
 
         stock, reference = run_stock(folder, device, dtype, request, steps, inputs, work, args.repeats,
-                                     plan.shots[0].frames)
+                                     plan.shots[0].frames, family)
         rows.append(stock)
         progress(stock)
         contenders: list[tuple[str, Any]] = [("exact", "exact")]
@@ -489,12 +622,15 @@ def main() -> None:
             contenders.append(("fast", "fast"))
         if not args.no_ablate:
             contenders += list(ablations(device, args.mode).items())
+        if args.only:
+            wanted = {name.strip() for name in args.only.split(",")} | {"exact"}  # exact: the PSNR reference
+            contenders = [(name, speed) for name, speed in contenders if name in wanted]
         for name, speed in contenders:
             elapsed = time.perf_counter() - PROCESS_STARTED
             if elapsed > args.budget_s and name != "exact":
                 print(f"skipped {name}: {elapsed:.0f} s elapsed > --budget-s {args.budget_s:g}", flush=True)
                 continue
-            row = run_ours(name, folder, device, plan, steps, speed, inputs, reference, work, args.repeats)
+            row = run_ours(name, folder, device, plan, steps, speed, inputs, reference, work, args.repeats, family)
             rows.append(row)
             progress(row)
     finally:
@@ -517,7 +653,8 @@ def main() -> None:
           f"'exact' shot (load + warm-up + render): {exact.load_s + exact.warm_s + exact.total_s:.1f} s")
     report = {
         "device": torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu",
-        "size": f"{request.width}x{request.height}", "frames": request.frames, "steps": steps, "cfg": 5.0,
+        "model": family, "size": f"{request.width}x{request.height}", "frames": request.frames, "steps": steps,
+        "cfg": guidance,
         "dtype": str(dtype).replace("torch.", ""), "mode": args.mode,
         "rows": {r.name: {"s_per_step": r.s_per_step, "ratio_step": stock.s_per_step / r.s_per_step,
                           "e2e_s": r.total_s, "ratio_e2e": stock.total_s / r.total_s, "warm_s": r.warm_s,

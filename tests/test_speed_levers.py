@@ -62,7 +62,7 @@ def test_attention_auto_resolves_to_nothing_without_a_hopper_gpu():
     resolved = resolve_attention(levers_for("exact", "cuda"))
     if not torch.cuda.is_available():
         assert resolved.attention is None
-    assert resolved.attention in (None, "_flash_3")
+    assert resolved.attention in (None, "_flash_3", "fa4")
 
 
 def test_hand_made_configs_are_checked():

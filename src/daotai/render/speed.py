@@ -34,7 +34,9 @@ class SpeedConfig:
 
     mode: str = "off"
     sdpa: str | None = None  # forced SDPA backend around the denoise loop (None: PyTorch's choice)
-    attention: str | None = None  # diffusers attention backend name, "auto": FA3 on Hopper when installed
+    # diffusers attention backend name, or "fa4" (PyTorch's flash SDPA served by FlashAttention-4
+    # kernels), or "auto": the best of those this machine has installed (None: PyTorch's SDPA)
+    attention: str | None = None
     compile_blocks: bool = False  # regional torch.compile of the repeated transformer block
     vae_bf16: bool = False  # VAE weights and decode in bfloat16 (approximate)
     vae_channels_last: bool = False  # VAE weights in channels-last (NDHWC) memory format
@@ -128,16 +130,51 @@ def _transformers(pipe: Any) -> Iterator[Any]:
             yield module
 
 
+FA4_MODULE = "flash_attn.cute.interface"  # the flash-attn-4 wheel (CuTe DSL kernels, compiled at first use)
+
+
+def fa4_available() -> bool:
+    """True when PyTorch can route its flash SDPA to FlashAttention-4 kernels on this GPU.
+
+    Needs the ``flash-attn-4`` wheel and a PyTorch with ``activate_flash_attention_impl`` (2.10+),
+    on compute capability 9.x (Hopper) or 10.x (Blackwell). Importing the module is the only
+    honest check: a placeholder package of the same name exists on the index.
+    """
+    import importlib
+
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] not in (9, 10):
+        return False
+    attention = importlib.import_module("torch.nn.attention")
+    if not hasattr(attention, "activate_flash_attention_impl"):
+        return False
+    try:
+        module = importlib.import_module(FA4_MODULE)
+    except Exception:  # noqa: BLE001 - a broken install (missing CUDA libs) must not stop a render
+        return False
+    return hasattr(module, "_flash_attn_fwd") and "FA4" in attention.list_flash_attention_impls()
+
+
 def hopper_attention_backend() -> str | None:
-    """diffusers' FlashAttention-3 backend name when FA3 is installed and the GPU is Hopper (sm90), else None."""
+    """The fastest installed attention on a Hopper/Blackwell GPU: "_flash_3" (diffusers' FA3 backend,
+    Hopper only), "fa4", or None when only PyTorch's own kernels are there."""
     import importlib.util
 
     import torch
 
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+    if not torch.cuda.is_available():
         return None
     # FA3 ships as its own wheel (``flash_attn_interface``); nothing is downloaded at run time.
-    return "_flash_3" if importlib.util.find_spec("flash_attn_interface") is not None else None
+    if torch.cuda.get_device_capability() == (9, 0) and importlib.util.find_spec("flash_attn_interface") is not None:
+        try:
+            import flash_attn_interface  # noqa: F401 - the index also has an empty placeholder of this name
+
+            if hasattr(flash_attn_interface, "flash_attn_func"):
+                return "_flash_3"
+        except Exception:  # noqa: BLE001
+            pass
+    return "fa4" if fa4_available() else None
 
 
 def resolve_attention(config: SpeedConfig) -> SpeedConfig:
@@ -154,7 +191,11 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
     check_config(config)
     done: list[str] = []
     for transformer in _transformers(pipe):
-        if config.attention not in (None, "auto") and hasattr(transformer, "set_attention_backend"):
+        if config.attention == "fa4":
+            # Served below diffusers: its default (native SDPA) backend stays, and denoise_context
+            # points PyTorch's flash SDPA at the FA4 kernels and puts flash first.
+            done.append("attention fa4 (flash SDPA)")
+        elif config.attention not in (None, "auto") and hasattr(transformer, "set_attention_backend"):
             transformer.set_attention_backend(config.attention)
             done.append(f"attention backend {config.attention}")
         if config.cache == "interval":
@@ -171,7 +212,7 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
             if config.cache == "fbc":
                 raise BackendError("speed: first-block cache hooks each block; it cannot be combined with compile")
             # fullgraph only with PyTorch's own attention: an external kernel may need a graph break.
-            transformer.compile_repeated_blocks(dynamic=False, fullgraph=config.attention in (None, "auto"))
+            transformer.compile_repeated_blocks(dynamic=False, fullgraph=config.attention in (None, "auto", "fa4"))
             done.append("compiled repeated blocks")
     vae = getattr(pipe, "vae", None)
     if vae is not None and config.vae_bf16:
@@ -197,20 +238,44 @@ def to_channels_last(module: Any) -> None:
 
 @contextlib.contextmanager
 def denoise_context(config: SpeedConfig) -> Iterator[None]:
-    """Context around the pipeline call: the preferred SDPA backend first, the others as fallbacks."""
-    if config.sdpa is None:
+    """Context around the pipeline call: the preferred SDPA backend first, the others as fallbacks.
+
+    With ``attention="fa4"`` PyTorch's flash SDPA is served by FlashAttention-4 inside the context
+    (a process-wide switch, restored on exit) and flash goes first whatever ``sdpa`` says.
+    """
+    sdpa = "flash" if config.attention == "fa4" else config.sdpa
+    if sdpa is None:
         yield
         return
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     kernels = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
                "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
-    preferred = kernels[config.sdpa]
+    preferred = kernels[sdpa]
     # A priority order rather than one kernel alone: a shape or dtype the preferred kernel
     # rejects (e.g. an odd head size in a fine-tuned model) falls back instead of failing.
     order = [preferred] + [k for k in kernels.values() if k != preferred]
-    with sdpa_kernel(order, set_priority=True):
+    with contextlib.ExitStack() as stack:
+        if config.attention == "fa4":
+            stack.enter_context(flash_attention_impl("FA4"))
+        stack.enter_context(sdpa_kernel(order, set_priority=True))
         yield
+
+
+@contextlib.contextmanager
+def flash_attention_impl(name: str) -> Iterator[None]:
+    """PyTorch's flash SDPA served by another implementation (e.g. "FA4") for the duration."""
+    import torch.nn.attention as attention
+
+    previous = attention.current_flash_attention_impl()
+    attention.activate_flash_attention_impl(name)
+    try:
+        yield
+    finally:
+        if previous is None:
+            attention.restore_flash_attention_impl()
+        else:
+            attention.activate_flash_attention_impl(previous)
 
 
 # ------------------------------------------------------------------ fixed-schedule step cache
