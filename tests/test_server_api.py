@@ -147,7 +147,7 @@ def test_script_validation_errors_are_422_with_paths(live):
     refs["characters"][0]["reference_images"] = ["/etc/passwd"]
     reply = httpx.post(f"{live.url}/v1/jobs", json=refs)
     assert reply.status_code == 422
-    assert reply.json()["issues"][0]["path"] == "characters[0].reference_images"
+    assert reply.json()["issues"][0]["path"] == "characters[0].reference_images[0]"
     nan = httpx.post(f"{live.url}/v1/jobs", content=b'{"shots": [{"shot_id": "a", "duration": NaN}]}',
                      headers={"content-type": "application/json"})
     assert nan.status_code == 422 and nan.json()["issues"][0]["path"] == "shots[0].duration"

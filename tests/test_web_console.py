@@ -334,3 +334,67 @@ def test_layout_has_no_overlapping_controls(page, shots_dir, width, height):
     assert overlaps(page) == []
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.click("#lang-btn")
+
+
+def test_reference_image_upload_shows_thumbnails_and_renders_with_the_job(page, live, shots_dir, tmp_path):
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    load_quick(page)
+    lin = tmp_path / "lin.png"
+    Image.new("RGB", (64, 80), (20, 90, 200)).save(lin)
+    lin_ref = "upload:img_" + hashlib.sha256(lin.read_bytes()).hexdigest()[:32]
+    first = page.locator('.card[data-kind=character][data-index="0"]')
+    page.set_input_files('.card[data-kind=character][data-index="0"] input.ref-file', str(lin))
+    thumb = first.locator(f'.ref-thumb[data-ref="{lin_ref}"] img')
+    thumb.wait_for()
+    page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=thumb.element_handle())
+    assert thumb.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [64, 80]  # served back from the store
+    page.wait_for_selector("#validation-status[data-state=ok]")
+
+    # Dropping a file on the second character's zone uploads it too; its remove button takes it out again.
+    buffer = io.BytesIO()
+    Image.new("RGB", (32, 32), (200, 30, 30)).save(buffer, format="PNG")
+    page.locator('.card[data-kind=character][data-index="1"] .dropzone').evaluate(
+        """(zone, bytes) => { const dt = new DataTransfer();
+             dt.items.add(new File([new Uint8Array(bytes)], 'mei.png', {type: 'image/png'}));
+             zone.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); }""",
+        list(buffer.getvalue()))
+    second = page.locator('.card[data-kind=character][data-index="1"]')
+    second.locator(".ref-thumb img").wait_for()
+    assert second.locator(".ref-thumb").count() == 1
+    page.screenshot(path=str(shots_dir / "09_reference_uploaded.png"), full_page=True)
+    for width, height in ((1280, 800), (800, 900)):
+        page.set_viewport_size({"width": width, "height": height})
+        assert overlaps(page) == [], width
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.click("#lang-btn")
+    assert first.locator(".upload-ref").inner_text() == "上传图片" and first.locator(".remove-ref").inner_text() == "移除"
+    assert overlaps(page) == []
+    page.click("#lang-btn")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    second.locator(".remove-ref").click()
+    assert second.locator(".ref-thumb").count() == 0
+    page.click("#undo-btn")
+    assert second.locator(".ref-thumb").count() == 1
+    page.click("#redo-btn")
+    assert second.locator(".ref-thumb").count() == 0
+    page.wait_for_selector("#validation-status[data-state=ok]")
+
+    page.select_option("#backend-select", "previz")
+    page.select_option("#preset-select", "")
+    page.click("#submit-btn")
+    job = page.locator(".job").first
+    for _ in range(600):  # bounded: at most about 120 s
+        status = job.locator(".job-status").get_attribute("data-status")
+        if status in ("completed", "failed", "cancelled"):
+            break
+        page.wait_for_timeout(200)
+    page.screenshot(path=str(shots_dir / "10_reference_run_finished.png"), full_page=True)
+    assert status == "completed", job.inner_text()
+    job_id = job.get_attribute("data-job")
+    manifest = httpx.get(f"{live.url}/v1/jobs/{job_id}/files/manifest").json()
+    sha = hashlib.sha256(lin.read_bytes()).hexdigest()
+    assert [(r["character"], r["reference"], r["sha256"]) for r in manifest["references"]] == [("lin", lin_ref, sha)]

@@ -3,12 +3,13 @@
 ``create_app(data_dir, token)`` builds the FastAPI app. Rendering never happens in this
 process: a dispatcher thread hands jobs to worker processes (see ``worker.py``) and every
 reply is read from the SQLite job store, so the server keeps answering while a worker
-crashes. Clients only ever name jobs by opaque ids and deliverables by fixed names; file
-paths come from the store, never from a request.
+crashes. Clients only ever name jobs and uploaded images by opaque ids and deliverables by
+fixed names; file paths come from the store, never from a request.
 """
 
 
 import asyncio
+import hashlib
 import hmac
 import json
 import math
@@ -32,9 +33,13 @@ from daotai.server.store import (
     NotFound,
     QueueFull,
     StoreError,
+    Upload,
+    UploadConflict,
     body_hash,
     valid_job_id,
+    valid_upload_id,
 )
+from daotai.server.references import reference_issues
 from daotai.server.worker import Dispatcher, DispatcherConfig
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -49,8 +54,10 @@ _EVEN_HEIGHT = r"(?:6[468]|[7-9][02468]|[1-9][0-9][02468]|[1-3][0-9]{2}[02468]|4
 SIZE_PATTERN = f"^{_EVEN_WIDTH}x{_EVEN_HEIGHT}$"
 MEDIA_TYPES = {
     ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".jpg": "image/jpeg",
-    ".png": "image/png", ".json": "application/json", ".otio": "application/json",
+    ".png": "image/png", ".webp": "image/webp", ".json": "application/json", ".otio": "application/json",
 }
+# Pillow format → media type; phone cameras write MPO, a JPEG with extra pictures appended.
+IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "WEBP": "image/webp"}
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,7 @@ def _netloc(url: str) -> str | None:
 # ------------------------------------------------------------------ uploads
 
 
+# The child prints "WIDTH HEIGHT FORMAT"; exit code 3 means more pixels than allowed.
 _DECODE_CHILD = r"""
 import resource, sys, warnings
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
@@ -199,22 +207,51 @@ from PIL import Image
 src, dst, max_pixels = sys.argv[1], sys.argv[2], int(sys.argv[3])
 Image.MAX_IMAGE_PIXELS = max_pixels
 warnings.simplefilter("error", Image.DecompressionBombWarning)
-with Image.open(src, formats=["PNG", "JPEG", "WEBP"]) as im:
+try:
+    im = Image.open(src, formats=["PNG", "JPEG", "WEBP"])
+except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+    sys.exit(3)
+with im:
     w, h = im.size
     if w * h > max_pixels or w < 1 or h < 1:
         sys.exit(3)
     im.load()
-    im.convert("RGB").save(dst, format="PNG")
-print(w, h)
+    if dst != "-":
+        im.convert("RGB").save(dst, format="PNG")
+    print(w, h, im.format)
 """
 
 
-def decode_upload(data: bytes, staging: Path, max_pixels: int, timeout_s: float = 20.0) -> Path:
-    """Decode an uploaded image in a limited subprocess and re-encode it as PNG; raises ValueError."""
+class ImageRejected(ValueError):
+    """An uploaded image that is refused: ``status`` and ``code`` say how to answer."""
+
+    def __init__(self, message: str, status: int = 400, code: str = "invalid_image"):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass(frozen=True)
+class CheckedImage:
+    """What decoding an upload found (and the re-encoded PNG, when one was asked for)."""
+
+    width: int
+    height: int
+    content_type: str
+    png: Path | None
+
+
+def check_image(data: bytes, staging: Path, max_pixels: int, field: str = "input_reference",
+                keep_png: bool = True, timeout_s: float = 20.0) -> CheckedImage:
+    """Decode uploaded bytes fully in a memory- and CPU-limited subprocess; raises ImageRejected.
+
+    The type comes from the bytes (magic numbers, then the decoder), never from the client's
+    file name or part header. With ``keep_png`` the pixels are re-encoded as an RGB PNG.
+    """
     if not data:
-        raise ValueError("input_reference: the file is empty")
+        raise ImageRejected(f"{field}: the file is empty", code="empty_file")
     if not any(data.startswith(magic) for magic in IMAGE_MAGIC) or (data.startswith(b"RIFF") and data[8:12] != b"WEBP"):
-        raise ValueError("input_reference: must be a PNG, JPEG or WebP image")
+        raise ImageRejected(f"{field}: must be a PNG, JPEG or WebP image", code="unsupported_image_type")
     staging.mkdir(parents=True, exist_ok=True)
     import secrets
 
@@ -223,20 +260,38 @@ def decode_upload(data: bytes, staging: Path, max_pixels: int, timeout_s: float 
     src.write_bytes(data)
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-c", _DECODE_CHILD, str(src), str(dst), str(max_pixels)],
+            [sys.executable, "-I", "-c", _DECODE_CHILD, str(src), str(dst) if keep_png else "-", str(max_pixels)],
             capture_output=True, timeout=timeout_s, check=False,
         )
     except subprocess.TimeoutExpired:
         dst.unlink(missing_ok=True)
-        raise ValueError(f"input_reference: decoding took longer than {timeout_s:g} s") from None
+        raise ImageRejected(f"{field}: decoding took longer than {timeout_s:g} s") from None
     finally:
         src.unlink(missing_ok=True)
-    if done.returncode != 0 or not dst.is_file():
+    parts = done.stdout.decode("ascii", "replace").split()
+    if done.returncode != 0 or len(parts) != 3 or parts[2] not in IMAGE_TYPES or (keep_png and not dst.is_file()):
         dst.unlink(missing_ok=True)
-        raise ValueError(
-            f"input_reference: not a decodable PNG/JPEG/WebP image of at most {max_pixels} pixels"
-        )
-    return dst
+        if done.returncode == 3:
+            raise ImageRejected(f"{field}: the image has more than {max_pixels} pixels", 413, "image_too_large")
+        raise ImageRejected(f"{field}: not a decodable PNG/JPEG/WebP image of at most {max_pixels} pixels")
+    return CheckedImage(int(parts[0]), int(parts[1]), IMAGE_TYPES[parts[2]], dst if keep_png else None)
+
+
+def decode_upload(data: bytes, staging: Path, max_pixels: int, timeout_s: float = 20.0) -> Path:
+    """Decode an uploaded image in a limited subprocess and re-encode it as PNG; raises ValueError."""
+    png = check_image(data, staging, max_pixels, timeout_s=timeout_s).png
+    assert png is not None
+    return png
+
+
+def upload_object(upload: Upload) -> dict[str, Any]:
+    """A stored reference image as the API shows it."""
+    return {
+        "id": upload.id, "object": "daotai.upload", "sha256": upload.sha256, "width": upload.width,
+        "height": upload.height, "content_type": upload.content_type, "bytes": upload.bytes,
+        "created_at": int(upload.created_at), "reference": f"upload:{upload.id}",
+        "url": f"/v1/uploads/{upload.id}/content",
+    }
 
 
 # ------------------------------------------------------------------ request → job
@@ -439,6 +494,18 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
         in_progress: int
         workers: int
 
+    class UploadReply(BaseModel):
+        id: str
+        object: Literal["daotai.upload"]
+        sha256: str
+        width: int
+        height: int
+        content_type: Literal["image/png", "image/jpeg", "image/webp"]
+        bytes: int
+        created_at: int
+        reference: str
+        url: str
+
     errors = {code: {"model": ErrorReply} for code in (400, 401, 403, 404, 409, 413, 415, 429)}
 
     @app.exception_handler(StoreError)
@@ -447,6 +514,8 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
             return _json_response(404, error_body(str(exc), code="not_found"))
         if isinstance(exc, IdempotencyConflict):
             return _json_response(409, error_body(str(exc), code="idempotency_conflict"))
+        if isinstance(exc, UploadConflict):
+            return _json_response(409, error_body(str(exc), code="upload_conflict", param="file"))
         if isinstance(exc, QueueFull):
             return _json_response(429, error_body(str(exc), kind="rate_limit_error", code="queue_full"),
                                   headers={"Retry-After": str(config.retry_after_s)})
@@ -627,6 +696,75 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
             raise NotFound(f"variant: {variant!r} is not available for {video_id!r}")
         return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"))
 
+    # ---- reference images for scripts
+
+    upload_body = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+        "type": "object", "required": ["file"], "properties": {"file": {
+            "type": "string", "format": "binary",
+            "description": f"one PNG, JPEG or WebP image (at most {config.max_upload_bytes} bytes and "
+                           f"{config.max_upload_pixels} pixels); its type is read from its bytes"}},
+    }}}}}
+
+    def refuse_upload(status: int, message: str, code: str):
+        return _json_response(status, error_body(message, code=code, param="file"))
+
+    @app.post("/v1/uploads", status_code=201, response_model=UploadReply,
+              responses={**errors, 200: {"model": UploadReply, "description": "the same bytes were uploaded before"}},
+              openapi_extra=upload_body, tags=["uploads"])
+    async def create_upload(request: Request):
+        """Store a reference image for scripts; name it in `characters[].reference_images` as `upload:<id>`.
+
+        The image is fully decoded in a limited subprocess before it is kept. Uploads are content
+        addressed: the same bytes always give the same id (201 the first time, 200 after)."""
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "multipart/form-data":
+            return refuse_upload(415, "Content-Type: an upload is sent as multipart/form-data with one part named 'file'",
+                                 "unsupported_media_type")
+        try:
+            form = await request.form(max_files=1, max_fields=8, max_part_size=64 * 1024)
+        except Exception as exc:  # malformed multipart of any kind is the client's problem
+            return refuse_upload(400, f"body: not valid multipart/form-data ({type(exc).__name__})", "invalid_multipart")
+        parts = [(name, value) for name, value in form.multi_items() if not isinstance(value, str)]
+        if len(parts) != 1 or parts[0][0] != "file":
+            return refuse_upload(400, "file: send exactly one image, as the multipart part named 'file'", "missing_file")
+        data = await parts[0][1].read(config.max_upload_bytes + 1)
+        if len(data) > config.max_upload_bytes:
+            return refuse_upload(413, f"file: larger than {config.max_upload_bytes} bytes", "file_too_large")
+        sha256 = hashlib.sha256(data).hexdigest()
+        upload = await run_in_threadpool(store.upload_by_sha, sha256)
+        created = False
+        if upload is None:  # new bytes: decode them before anything is kept
+            try:
+                image = await run_in_threadpool(check_image, data, config.data_dir / "staging",
+                                                config.max_upload_pixels, "file", False)
+            except ImageRejected as exc:
+                return refuse_upload(exc.status, str(exc), exc.code)
+            upload, created = await run_in_threadpool(
+                store.add_upload, data, sha256, image.content_type, image.width, image.height)
+        return _json_response(201 if created else 200, upload_object(upload))
+
+    def known_upload(upload_id: str) -> Upload:
+        upload = store.find_upload(upload_id) if valid_upload_id(upload_id) else None
+        if upload is None:
+            raise NotFound(f"upload_id: {upload_id[:80]!r} is not a stored upload")
+        return upload
+
+    @app.get("/v1/uploads/{upload_id}", response_model=UploadReply, responses=errors, tags=["uploads"])
+    def upload_info(upload_id: str = PathParam(..., max_length=64)):
+        """What is known about one uploaded image."""
+        return upload_object(known_upload(upload_id))
+
+    @app.get("/v1/uploads/{upload_id}/content", responses={200: {"content": {t: {} for t in sorted(set(IMAGE_TYPES.values()))},
+             "description": "the image, byte for byte as uploaded"}, **errors}, tags=["uploads"])
+    def upload_content(upload_id: str = PathParam(..., max_length=64)):
+        """The uploaded image (looked up by id in the store; its bytes never change)."""
+        upload = known_upload(upload_id)
+        path = store.upload_path(upload)
+        if path is None:
+            raise NotFound(f"upload_id: {upload_id!r} has no stored file")
+        return FileResponse(path, media_type=upload.content_type,
+                            headers={"Cache-Control": "private, max-age=31536000, immutable"})
+
     # ---- native endpoints: whole scripts
 
     script_body = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
@@ -637,7 +775,14 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
     async def submit_script(request: Request, backend: str = Query("previz", max_length=64),
                             preset: str | None = Query(None, max_length=32),
                             idempotency_key: str | None = Header(None, max_length=255, pattern=IDEM_KEY_PATTERN)):
-        """Queue a whole director's script; invalid scripts get 422 with every issue's JSON path."""
+        """Queue a whole director's script; invalid scripts get 422 with every issue's JSON path.
+
+        Reference images: each entry of `characters[].reference_images` names an image uploaded
+        with `POST /v1/uploads`, written `upload:<id>` (e.g. `upload:img_0123456789abcdef0123456789abcdef`,
+        the `reference` field of the upload reply). The server never reads a file path a client
+        sends: a path, or an id it does not hold, is a 422 naming
+        `characters[i].reference_images[j]`. The job's manifest (`files/manifest`) lists every
+        reference used under `references`, with its sha256."""
         from daotai.render.registry import BACKENDS
         from daotai.script.load import parse_document, validate_script
         from daotai.script.presets import apply_preset
@@ -649,9 +794,7 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
             raise HTTPException(400, f"backend: {backend!r} is not a daotai backend; choose one of: {', '.join(sorted(BACKENDS))}")
         data = parse_document(await request.body(), "json", source="body")
         script = validate_script(data, source="body")
-        refs = [Issue(f"characters[{i}].reference_images", list(c.reference_images),
-                      "file paths are not accepted by the server; upload images through POST /v1/videos")
-                for i, c in enumerate(script.characters) if c.reference_images]
+        refs = await run_in_threadpool(reference_issues, script, store)
         if refs:
             raise ScriptError(refs, "body")
         if preset is not None:
@@ -732,6 +875,9 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
             script = validate_script(data, source="body")
         except ScriptError as exc:
             return {"valid": False, "issues": issue_dicts(exc.issues), "total_seconds": None}
+        refs = await run_in_threadpool(reference_issues, script, store)
+        if refs:  # the same rule as POST /v1/jobs, so the console shows it before submitting
+            return {"valid": False, "issues": issue_dicts(refs), "total_seconds": None}
         return {"valid": True, "issues": [], "total_seconds": sum(s.duration for s in script.shots)}
 
     @app.get("/v1/schema", tags=["scripts"])

@@ -26,6 +26,8 @@ from daotai.errors import DaotaiError
 ACTIVE = ("queued", "in_progress")
 TERMINAL = ("completed", "failed", "cancelled")
 JOB_ID = re.compile(r"^video_[0-9a-f]{32}$")
+UPLOAD_ID = re.compile(r"^img_[0-9a-f]{32}$")
+UPLOAD_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp"}
 MAX_ATTEMPTS = 2  # a job interrupted by a server restart is re-queued once, then failed
 
 _SCHEMA = """
@@ -78,6 +80,16 @@ CREATE TABLE IF NOT EXISTS outputs (
     bytes INTEGER NOT NULL,
     PRIMARY KEY (job_id, name)
 );
+CREATE TABLE IF NOT EXISTS uploads (
+    sha256 TEXT PRIMARY KEY,            -- of the bytes the client sent; the same bytes are one upload
+    id TEXT NOT NULL UNIQUE,            -- 'img_' + the first 32 hex digits of sha256
+    content_type TEXT NOT NULL,
+    width INTEGER NOT NULL,
+    height INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    relpath TEXT NOT NULL,              -- relative to the data folder, chosen by the server
+    created_at REAL NOT NULL
+);
 """
 
 
@@ -95,6 +107,10 @@ class IdempotencyConflict(StoreError):
 
 class QueueFull(StoreError):
     """The queue already holds the maximum number of waiting jobs."""
+
+
+class UploadConflict(StoreError):
+    """An upload id is already held by different bytes (a 128-bit prefix collision)."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +162,30 @@ class OutputFile:
     relpath: str
     sha256: str
     bytes: int
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A stored reference image: checked, content-addressed, immutable."""
+
+    id: str
+    sha256: str
+    content_type: str
+    width: int
+    height: int
+    bytes: int
+    relpath: str
+    created_at: float
+
+
+def upload_id(sha256: str) -> str:
+    """The id of the upload whose bytes have this sha256 (so the same bytes always get the same id)."""
+    return "img_" + sha256[:32]
+
+
+def valid_upload_id(value: str) -> bool:
+    """Whether a client-supplied upload id has the only shape we ever issue."""
+    return isinstance(value, str) and UPLOAD_ID.fullmatch(value) is not None
 
 
 def new_job_id() -> str:
@@ -309,6 +349,56 @@ class JobStore:
         with self._connect() as db:
             rows = db.execute("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status").fetchall()
         return {r["status"]: r["n"] for r in rows}
+
+    # ------------------------------------------------------------ uploads
+
+    def upload_path(self, upload: Upload) -> Path | None:
+        """The stored file of an upload; None unless it is a regular file inside uploads/."""
+        root = (self.data_dir / "uploads").resolve()
+        path = self.data_dir / upload.relpath
+        if path.is_symlink() or not path.is_file():
+            return None
+        resolved = path.resolve()
+        return resolved if resolved.is_relative_to(root) else None
+
+    def find_upload(self, value: str) -> Upload | None:
+        """The upload with this id, or None (also for ids of a shape we never issue)."""
+        if not valid_upload_id(value):
+            return None
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM uploads WHERE id = ?", (value,)).fetchone()
+        return Upload(**dict(row)) if row is not None else None
+
+    def upload_by_sha(self, sha256: str) -> Upload | None:
+        """The upload of these exact bytes, if it was stored before and its file is still there."""
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM uploads WHERE sha256 = ?", (sha256,)).fetchone()
+        if row is None:
+            return None
+        upload = Upload(**dict(row))
+        return upload if self.upload_path(upload) is not None else None
+
+    def add_upload(self, data: bytes, sha256: str, content_type: str, width: int, height: int) -> tuple[Upload, bool]:
+        """Store checked image bytes under their sha256 (file first, then the row); (upload, created).
+
+        The file is written atomically before the row is committed, so a row always has its
+        file; two requests with the same bytes write the same file and share one row.
+        """
+        from daotai.deliver.files import atomic_write_bytes
+
+        relpath = f"uploads/{sha256}{UPLOAD_SUFFIX[content_type]}"
+        atomic_write_bytes(self.data_dir / relpath, data)
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT OR IGNORE INTO uploads (sha256, id, content_type, width, height, bytes, relpath, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (sha256, upload_id(sha256), content_type, width, height, len(data), relpath, time.time()),
+            )
+            created = cur.rowcount == 1
+            row = db.execute("SELECT * FROM uploads WHERE sha256 = ?", (sha256,)).fetchone()
+        if row is None:  # another sha256 with the same 128-bit prefix holds the id: never seen in practice
+            raise UploadConflict(f"file: upload id {upload_id(sha256)!r} is taken by different bytes")
+        return Upload(**dict(row)), created
 
     # ------------------------------------------------------------ state changes
 

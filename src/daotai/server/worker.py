@@ -319,6 +319,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     from daotai.render.base import Notice, Output, Progress, RunContext
     from daotai.script.load import validate_script
     from daotai.script.presets import apply_preset
+    from daotai.server.references import materialise_references, record_references
 
     store = JobStore(data_dir)
     job = store.get(job_id, include_deleted=True)
@@ -333,7 +334,11 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     )
     watcher.start()
     try:
-        script = validate_script(json.loads(job.script), source="job")
+        script_data = json.loads(job.script)
+        references: list = []
+        if job.kind == "script":  # upload:<id> names become files in the job folder (the current folder)
+            script_data, references = materialise_references(script_data, store, work.parent)
+        script = validate_script(script_data, source="job")
         if job.preset:
             script = apply_preset(script, job.preset)
         plan = plan_script(script)
@@ -371,6 +376,8 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         if not finished:
             raise Cancelled("the pipeline stopped before finishing")
         ctx.check()
+        if references:
+            record_references(work / "manifest.json", references)
         store.update_progress(job_id, attempt, 97, None, ("progress", {"stage": "deliver", "progress": 97}))
         sequence = next((p for p in (work / "sequence.mp4", work / "sequence.mov") if p.is_file()), None)
         if sequence is not None:

@@ -22,6 +22,8 @@ const I18N = {
     cam_ok: "the camera moved as planned", cam_bad: "the camera did not follow the plan",
     cam_none: "camera not checked", cam_error: "off by {e} px per frame on average", shot_ok: "looks fine", preview_running: "Rendering preview… {p}%",
     none: "(none)", drag: "Drag to reorder", diagram: "Top-down camera diagram",
+    reference_images: "Reference images", upload_image: "Upload image", drop_here: "or drop PNG / JPEG / WebP here",
+    remove: "Remove", uploading: "Uploading {name}…", reference_n: "Reference image {n}",
   },
   zh: {
     app_title: "导演台 · daotai", example: "示例", load_example: "载入示例",
@@ -42,6 +44,8 @@ const I18N = {
     cam_ok: "摄像机按计划运动", cam_bad: "摄像机未按计划运动",
     cam_none: "未检查摄像机", cam_error: "平均每帧偏差 {e} 像素", shot_ok: "正常", preview_running: "正在渲染预览… {p}%",
     none: "（无）", drag: "拖动以排序", diagram: "俯视机位图",
+    reference_images: "参考图", upload_image: "上传图片", drop_here: "或将 PNG / JPEG / WebP 拖放到此处",
+    remove: "移除", uploading: "正在上传 {name}…", reference_n: "参考图 {n}",
   },
 };
 
@@ -70,7 +74,11 @@ const state = {
   lang: localStorage.getItem("daotai.lang") === "zh" ? "zh" : "en",
   vocab: VOCAB_FALLBACK, backends: ["previz"], presets: ["preview", "draft", "final"],
   undo: [], redo: [], lastPush: 0, issues: [], diagrams: {}, jobs: {}, previews: {},
+  refStatus: {}, // character id → {text, kind} of its latest upload
 };
+
+const UPLOAD_REF = /^upload:(img_[0-9a-f]{32})$/;
+const REFERENCE_TYPES = ["image/png", "image/jpeg", "image/webp"];
 
 // ------------------------------------------------------------------ small helpers
 
@@ -417,7 +425,83 @@ function renderCharacters() {
       bound(`characters[${i}].colour`, "color", { key: "colour", fallback: PALETTE[i % PALETTE.length] }),
       bound(`characters[${i}].appearance`, "textarea", { key: "appearance", cls: "wide", optional: true }),
       el("button", { type: "button", class: "delete-character", onclick: () => { remember(); state.script.characters.splice(i, 1); changed(true); } }, t("delete")),
-    ))));
+    ),
+    referencePanel(c, i))));
+}
+
+// ------------------------------------------------------------------ reference images
+
+/** A character's reference images: thumbnails with remove buttons, then an upload button that is also a drop zone. */
+function referencePanel(character, i) {
+  const refs = Array.isArray(character.reference_images) ? character.reference_images : [];
+  const input = el("input", { type: "file", class: "ref-file", hidden: true, multiple: true, accept: REFERENCE_TYPES.join(","),
+    onchange: (e) => { const files = [...e.target.files]; e.target.value = ""; uploadReferences(character.id, i, files); } });
+  const zone = el("div", { class: "dropzone" },
+    el("button", { type: "button", class: "upload-ref", onclick: () => input.click() }, t("upload_image")),
+    el("span", { class: "hint" }, t("drop_here")), input);
+  zone.addEventListener("dragover", (e) => { e.preventDefault(); e.dataTransfer.dropEffect = "copy"; zone.classList.add("drag-over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("drag-over"));
+  zone.addEventListener("drop", (e) => {
+    e.preventDefault();
+    zone.classList.remove("drag-over");
+    uploadReferences(character.id, i, [...(e.dataTransfer ? e.dataTransfer.files : [])]);
+  });
+  const thumbs = refs.map((ref, j) => {
+    const match = typeof ref === "string" ? UPLOAD_REF.exec(ref) : null;
+    // A path from an imported script cannot be shown (the server reads no paths): its name stands in.
+    const picture = match
+      ? el("img", { src: `/v1/uploads/${match[1]}/content`, alt: t("reference_n", { n: j + 1 }), width: 96, height: 96 })
+      : el("span", { class: "ref-name" }, String(ref));
+    return el("figure", { class: match ? "ref-thumb" : "ref-thumb missing", dataset: { ref: String(ref) } }, picture,
+      el("button", { type: "button", class: "remove-ref", onclick: () => removeReference(i, j) }, t("remove")));
+  });
+  const status = state.refStatus[character.id];
+  return el("div", { class: "field refs", dataset: { path: `characters[${i}].reference_images` } },
+    el("span", {}, t("reference_images")),
+    el("div", { class: "ref-row" }, ...thumbs, zone),
+    status ? el("span", { class: `ref-status ${status.kind}` }, status.text) : null);
+}
+
+/** Upload files one by one; each stored image is added to the character as `upload:<id>` (one undo step each). */
+async function uploadReferences(characterId, index, files) {
+  for (const file of files) {
+    state.refStatus[characterId] = { text: t("uploading", { name: file.name }), kind: "" };
+    renderCharacters();
+    showIssues();
+    let reply;
+    try {
+      const form = new FormData();
+      form.append("file", file, file.name);
+      const response = await fetch("/v1/uploads", { method: "POST", body: form });
+      reply = { ok: response.ok, status: response.status, data: await response.json().catch(() => null) };
+    } catch (err) {
+      reply = { ok: false, data: null, status: t("server_down") };
+    }
+    if (!reply.ok) {
+      const message = reply.data && reply.data.error ? reply.data.error.message : String(reply.status);
+      state.refStatus[characterId] = { text: `${file.name}: ${message}`, kind: "error" };
+      renderCharacters();
+      showIssues();
+      continue;
+    }
+    delete state.refStatus[characterId];
+    // Find the character again: the script may have changed while the file was on its way.
+    const character = state.script.characters.find((c) => c.id === characterId) || state.script.characters[index];
+    if (!character) continue;
+    remember();
+    const refs = Array.isArray(character.reference_images) ? character.reference_images : [];
+    if (!refs.includes(reply.data.reference)) refs.push(reply.data.reference);
+    character.reference_images = refs;
+    changed(true);
+  }
+}
+
+function removeReference(i, j) {
+  const character = state.script.characters[i];
+  remember();
+  character.reference_images.splice(j, 1);
+  if (character.reference_images.length === 0) delete character.reference_images;
+  changed(true);
 }
 
 function renderShots() {
@@ -737,6 +821,10 @@ async function start() {
     changed(true);
   });
   document.getElementById("submit-btn").addEventListener("click", submitRun);
+  // A file dropped beside a drop zone must not make the browser navigate away to it.
+  for (const kind of ["dragover", "drop"]) {
+    window.addEventListener(kind, (e) => { if (e.dataTransfer && [...e.dataTransfer.types].includes("Files")) e.preventDefault(); });
+  }
   document.addEventListener("keydown", (e) => {
     if (!(e.ctrlKey || e.metaKey) || ["INPUT", "TEXTAREA"].includes(document.activeElement.tagName)) return;
     if (e.key === "z" && !e.shiftKey) { e.preventDefault(); undo(); }
