@@ -18,6 +18,7 @@ from daotai.encode.video import (
     decode_gray,
     probe,
     rgb_to_yuv_planes,
+    rgb_to_yuv_u8,
     top_level_boxes,
     write_gray8,
     write_gray16,
@@ -158,6 +159,24 @@ def test_bt709_limited_code_values_of_primaries():
         frame = np.full((2, 2, 3), rgb, np.uint8)
         planes = rgb_to_yuv_planes(frame)
         assert tuple(int(p.astype(np.uint8).ravel()[0]) for p in planes) == ycbcr
+
+
+@pytest.mark.parametrize("sub_y", [2, 1])
+def test_fast_8bit_conversion_matches_the_reference_path(sub_y):
+    # The writer's OpenCV path must give the reference path's code values: identical except
+    # on exact rounding ties (round half to even vs half up), which are rare and one code off.
+    rng = np.random.default_rng(11)
+    frame = rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
+    frame[10:40, 20:70] = (200, 30, 40)  # flat areas and hard edges as well as noise
+    fast = rgb_to_yuv_u8(frame, sub_y)
+    reference = [p.astype(np.uint8) for p in rgb_to_yuv_planes(frame, sub_y, 8)]
+    for got, want in zip(fast, reference):
+        assert got.dtype == np.uint8 and got.shape == want.shape
+        diff = np.abs(got.astype(int) - want.astype(int))
+        assert diff.max() <= 1 and (diff > 0).mean() < 1e-3
+    for rgb, ycbcr in {(255, 0, 0): (63, 102, 240), (255, 255, 255): (235, 128, 128), (0, 0, 0): (16, 128, 128)}.items():
+        planes = rgb_to_yuv_u8(np.full((2, 2, 3), rgb, np.uint8))
+        assert tuple(int(p.ravel()[0]) for p in planes) == ycbcr
 
 
 def test_conversion_round_trip_without_codec_is_within_quantisation():

@@ -441,3 +441,20 @@ def test_softening_touches_rgb_only_and_keeps_colours():
     assert not np.array_equal(a.rgb, b.rgb)
     # a mild blur: flat areas keep their colour, only edges change
     assert np.abs(a.rgb.astype(int) - b.rgb).mean() < 3.0
+
+
+def test_colour_only_frames_match_frames_with_controls():
+    # Without control channels the renderer draws into its colour attachment alone and reads
+    # the figure index from the alpha: the picture, the index and the labels must not change.
+    wall = [SetPiece("box", (1.5, 0.0, -1.0), (1.0, 2.0, 0.4), (0.6, 0.6, 0.6))]
+    figs = (figure(0, -1.0, 0.0), figure(1, 0.5, -1.0, colour=(0.2, 0.7, 0.3)),
+            figure(2, 1.6, -3.0, colour=(0.3, 0.3, 0.9)))  # the last one partly behind the wall
+    with PrevizRenderer(RenderSettings(320, 240, labels=True), DAY, wall) as renderer:
+        for pose in (camera((0.0, 1.5, 6.0)), camera((1.0, 3.0, 5.0), yaw=10.0, pitch=-20.0, roll=5.0)):
+            state = FrameState(pose, 50.0, figs)
+            full = renderer.render(state, with_depth=True)
+            light = renderer.render(state, with_depth=False)
+            assert light.depth is None
+            assert light.rgb.tobytes() == full.rgb.tobytes()
+            assert light.masks.tobytes() == full.masks.tobytes()
+            assert {0, 1, 2} <= set(np.unique(light.masks).tolist())

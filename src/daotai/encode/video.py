@@ -44,6 +44,7 @@ __all__ = [
     "decode_gray",
     "probe",
     "rgb_to_yuv_planes",
+    "rgb_to_yuv_u8",
     "top_level_boxes",
     "write_gray16",
     "write_gray8",
@@ -260,6 +261,36 @@ def rgb_to_yuv_planes(
     return y.reshape(h, w), cbcr[:, 0].reshape(ch, cw), cbcr[:, 1].reshape(ch, cw)
 
 
+@lru_cache(maxsize=None)
+def _encode_affine_u8() -> tuple[np.ndarray, np.ndarray]:
+    """BT.709 limited range as OpenCV affine matrices on 8-bit RGB: Y (1, 4) and Cb/Cr (2, 4)."""
+    matrix, offset = _encode_coeffs(8)
+    luma = np.hstack([matrix[0:1], offset[0:1, None]]).astype(np.float32)
+    chroma = np.hstack([matrix[1:3], offset[1:3, None]]).astype(np.float32)
+    return luma, chroma
+
+
+def rgb_to_yuv_u8(rgb: np.ndarray, sub_y: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BT.709 limited-range 8-bit Y (H, W) and Cb, Cr (H/sub_y, W/2) uint8 planes from RGB.
+
+    The same numbers as ``rgb_to_yuv_planes`` (chroma averaged over sub_y x 2 blocks before the
+    matrix, which is the same by linearity; round half up there, round half to even here, so a
+    value can differ by one code only on an exact tie), done by OpenCV's vectorised affine
+    transform: about a quarter of the CPU time of the BLAS path at 1080p, which matters when
+    render and encode share two cores.
+    """
+    import cv2
+
+    h, w, _ = rgb.shape
+    luma, chroma = _encode_affine_u8()
+    y = cv2.transform(rgb, luma)  # (H, W) uint8, rounded and saturated
+    # chroma from the exact block mean (float32), not from rounded 8-bit means
+    blocks = cv2.resize(rgb.astype(np.float32), (w // 2, h // sub_y), interpolation=cv2.INTER_AREA)
+    cbcr = cv2.transform(blocks, chroma)  # (H/sy, W/2, 2) float32 code values
+    cbcr += 0.5  # the cast below truncates
+    return y, cbcr[..., 0].astype(np.uint8), cbcr[..., 1].astype(np.uint8)
+
+
 def yuv_planes_to_rgb(
     y: np.ndarray,
     cb: np.ndarray,
@@ -317,7 +348,8 @@ def _plane_view(plane: Any, dtype: np.dtype | type = np.uint8) -> np.ndarray:
 
 
 def _fill_plane(plane: Any, values: np.ndarray, dtype: np.dtype | type) -> None:
-    """Write float code values (already offset by +0.5) into an integer plane, truncating."""
+    """Write code values into an integer plane: integers as they are, floats (already offset
+    by +0.5) truncated."""
     np.copyto(_plane_view(plane, dtype), values, casting="unsafe")
 
 
@@ -559,8 +591,11 @@ class VideoWriter:
                 f"frame {self.frames_written}: shape {frame.shape} must be "
                 f"({self.height}, {self.width}, 3) (H, W, RGB)"
             )
-        # float32 code values: Y (H, W), Cb and Cr (H/sy, W/2)
-        y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), self._sub_y, self._bits)
+        # code values: Y (H, W), Cb and Cr (H/sy, W/2); uint8 at 8 bits, float32 (+0.5) at 10
+        if self._bits == 8:
+            y, cb, cr = rgb_to_yuv_u8(np.ascontiguousarray(frame), self._sub_y)
+        else:
+            y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), self._sub_y, self._bits)
         av_frame = self._out.new_frame()
         for plane, values in zip(av_frame.planes, (y, cb, cr)):
             _fill_plane(plane, values, self._plane_dtype)
