@@ -18,7 +18,7 @@ pytest.importorskip("diffusers", reason="the tiny test model is built with diffu
 from test_neural_build import _scheduler, _umt5, _wan_vae, word_tokenizer  # noqa: E402
 
 from daotai.errors import BackendError, Cancelled  # noqa: E402
-from daotai.render.base import Frame, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.render.base import Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
 
 SCRIPT = {
     "title": "two shots", "fps": 24, "size": [64, 64], "seed": 7, "scene": "office",
@@ -57,9 +57,9 @@ def converted(wan_folder, tmp_path_factory) -> Path:
     return dest
 
 
-def _cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+def _cli(*args: str, timeout: int = 120, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "daotai.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "DAOTAI_DEBUG": ""})
+                          timeout=timeout, env={**os.environ, "DAOTAI_DEBUG": "", **env})
 
 
 def _plan(tmp_path: Path):
@@ -161,4 +161,108 @@ def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert {"shots/s01.mp4", "shots/s02.mp4", "sequence.mp4", "qc.json"} <= set(manifest["files"])
     assert manifest["settings"]["backend"] == "wan-mlx"
+    for shot in manifest["shots"]:  # the sampler and the memory plan are recorded per shot
+        notes = " | ".join(shot["notices"])
+        assert "sampler Euler (flow matching), from scheduler/scheduler_config.json (FlowMatchEulerDiscreteScheduler)" in notes
+        assert "estimated peak" in notes and ("total RAM" in notes or "working set" in notes)
     assert json.loads((out / "qc.json").read_text())
+
+
+def _request(plan, shot):
+    """What wan-mlx will ask the model for (size and frames at 16 fps)."""
+    from daotai.render.diffusers_common import SamplingOptions, effective_defaults, native_request
+
+    return native_request(plan, shot, effective_defaults("wan", SamplingOptions()))
+
+
+def test_footprint_is_read_from_headers_of_plain_and_converted_folders(wan_folder, converted):
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    from daotai.mlx.convert import load_converted_transformer
+    from daotai.mlx.memory import folder_footprint
+    from daotai.mlx.pipeline import load_transformer
+
+    plain, quant = folder_footprint(wan_folder), folder_footprint(converted)
+    params = dict(tree_flatten(load_transformer(wan_folder / "transformer").parameters()))
+    assert plain.transformer_params == sum(v.size for v in params.values())
+    assert plain.transformer_bits is None and plain.transformer_bytes == 4 * plain.transformer_params
+    assert (plain.dim, plain.ffn_dim) == (64, 128)
+    # the converted folder: same model, same parameter count, and exactly the bytes MLX holds
+    loaded = dict(tree_flatten(load_converted_transformer(converted).parameters()))
+    assert quant.transformer_params == plain.transformer_params
+    assert (quant.transformer_bits, quant.group_size) == (4, 64)
+    assert quant.transformer_bytes == sum(v.nbytes for v in loaded.values()) < plain.transformer_bytes
+    assert quant.other_bytes == plain.other_bytes > 0
+    assert all(isinstance(v, mx.array) for v in loaded.values())
+
+
+def test_plan_over_budget_is_refused_before_anything_loads(wan_folder, tmp_path):
+    from daotai.mlx.memory import GB, folder_footprint, footprint_peak
+    from daotai.render.wan_mlx import WanMLXBackend
+
+    plan, _ = _plan(tmp_path)
+    shot = plan.shots[0]
+    req = _request(plan, shot)
+    fp = folder_footprint(wan_folder)
+    need = footprint_peak(fp, req.width, req.height, req.frames)
+    fewer = footprint_peak(fp, req.width, req.height, req.frames - 4)
+    backend = WanMLXBackend(model=str(wan_folder), steps=2, memory_gb=(need + fewer) / 2 / GB)
+    events = []
+    with pytest.raises(BackendError) as info:
+        for event in backend.render(RenderJob(plan, shot, controls=False), RunContext()):
+            events.append(event)
+    msg = str(info.value)
+    assert f"at {req.width}x{req.height}, {req.frames} frames, transformer float32 needs" in msg
+    assert "rule: estimated peak <= budget" in msg and "memory_gb=" in msg
+    # lower bits first (this folder is float32), then the most frames that fit, then a smaller size
+    assert "would fit: the transformer at 8-bit (daotai models convert <model> --to mlx --bits 8)" in msg
+    assert f"; or {req.frames - 4} frames (~" in msg and f"with {req.frames} frames" in msg
+    assert events == [] and backend.parts is None  # refused before the first load event
+    # the same shot with room to spare renders, and says what it planned
+    roomy = WanMLXBackend(model=str(wan_folder), steps=1, memory_gb=(need * 4) / GB)
+    notes = [e.text for e in _render(roomy, plan, shot) if isinstance(e, Notice)]
+    assert any("estimated peak" in n and "memory_gb=" in n for n in notes)
+
+
+def test_cli_refuses_with_the_environment_budget(wan_folder, tmp_path):
+    _, script = _plan(tmp_path)
+    out = tmp_path / "out"
+    done = _cli("render", str(script), "--backend", "wan-mlx", "--model", str(wan_folder), "--steps", "1",
+                "-o", str(out), DAOTAI_MLX_MEMORY_GB="0.00001")
+    assert done.returncode == 4, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert "DAOTAI_MLX_MEMORY_GB=1e-05" in done.stderr and "rule: estimated peak <= budget" in done.stderr
+    assert not list(out.glob("shots/*.mp4"))
+
+
+def test_unipc_folder_samples_with_unipc(wan_folder, tmp_path):
+    """A folder whose scheduler config says UniPC (as Wan2.1's do) runs UniPC, and says so; its 720p
+    shift is reported but daotai's default shift for the model runs, as in the torch backend."""
+    import shutil
+
+    from diffusers import UniPCMultistepScheduler
+
+    from daotai.render.wan_mlx import WanMLXBackend
+
+    unipc = tmp_path / "wan64-unipc"
+    shutil.copytree(wan_folder, unipc)
+    shutil.rmtree(unipc / "scheduler")
+    UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=5.0
+                            ).save_config(unipc / "scheduler")
+    plan, _ = _plan(tmp_path)
+    shot = plan.shots[0]
+    runs = {}
+    for name, folder in (("euler", wan_folder), ("unipc", unipc)):
+        backend = WanMLXBackend(model=str(folder), steps=3)
+        try:
+            runs[name] = _render(backend, plan, shot)
+        finally:
+            backend.close()
+    notes = {k: " | ".join(e.text for e in v if isinstance(e, Notice)) for k, v in runs.items()}
+    assert "sampler UniPC (order 2, bh2, flow prediction), from scheduler/scheduler_config.json " \
+           "(UniPCMultistepScheduler); 3 steps, shift 3 (the folder's scheduler says 5);" in notes["unipc"]
+    assert "sampler Euler (flow matching)" in notes["euler"] and "folder's scheduler says" not in notes["euler"]
+    frames = {k: np.stack([e.rgb for e in v if isinstance(e, Frame)]) for k, v in runs.items()}
+    assert frames["unipc"].shape == frames["euler"].shape == (shot.frames, 64, 64, 3)
+    assert not np.array_equal(frames["unipc"], frames["euler"])  # a different sampler really ran

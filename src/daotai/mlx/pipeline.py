@@ -1,4 +1,4 @@
-"""Text-to-video sampling loop of Wan2.1 in MLX (classifier-free guidance + flow Euler).
+"""Text-to-video sampling loop of Wan2.1 in MLX (classifier-free guidance + flow Euler or UniPC).
 
 Loads a diffusers-format model folder (transformer/, vae/, text_encoder/, tokenizer/),
 or a converted folder written by :mod:`daotai.mlx.convert`. No torch at run time.
@@ -13,19 +13,21 @@ from pathlib import Path
 import mlx.core as mx
 import numpy as np
 
-from daotai.mlx.scheduler import euler_step, flow_schedule
+from daotai.mlx.scheduler import SamplerSpec
 from daotai.mlx.transformer import WanTransformer, WanTransformerConfig
 from daotai.mlx.vae import WanVAEConfig, WanVAEDecoder
-from daotai.mlx.weights import load_into, mapped_weights, read_config, vae_decoder_weights
+from daotai.mlx.weights import load_into, mapped_weights, read_config, vae_decoder_weights, vae_encoder_weights
 
 
 @dataclass(frozen=True)
 class SampleSettings:
-    """Sampling knobs: steps, CFG scale (<= 1 disables the negative pass), flow shift."""
+    """Sampling knobs: steps, CFG scale (<= 1 disables the negative pass), flow shift, and the
+    sampler (Euler unless a model folder's scheduler config says UniPC, see sampler_from_folder)."""
 
     steps: int = 30
     guidance: float = 5.0
     shift: float = 3.0
+    sampler: SamplerSpec = SamplerSpec()
 
 
 def load_transformer(folder: Path, dtype=mx.float32) -> WanTransformer:
@@ -42,6 +44,15 @@ def load_vae_decoder(folder: Path) -> WanVAEDecoder:
     return model
 
 
+def load_vae_encoder(folder: Path):
+    """The VAE encoder of a diffusers vae/ folder, float32 (for VACE / video-to-video inputs)."""
+    from daotai.mlx.vae_encoder import WanVAEEncoder
+
+    model = WanVAEEncoder(WanVAEConfig.from_dict(read_config(folder)))
+    load_into(model, vae_encoder_weights(folder), f"{folder}")
+    return model
+
+
 def denoise(
     transformer: WanTransformer,
     latents: mx.array,
@@ -50,17 +61,19 @@ def denoise(
     settings: SampleSettings,
 ) -> Iterator[tuple[int, mx.array]]:
     """Yield (step index, latents after the step) for each step; latents (B, 16, T, H, W)."""
-    sched = flow_schedule(settings.steps, settings.shift)
+    sampler = settings.sampler.build(settings.steps, settings.shift)
     use_cfg = uncond is not None and settings.guidance > 1.0
     b = latents.shape[0]
-    for i, t in enumerate(sched.timesteps):
+    state = None  # the multistep sampler's history (UniPC); None for Euler
+    for i, t in enumerate(sampler.schedule.timesteps):
         ts = mx.full((b,), float(t), dtype=mx.float32)
         v = transformer(latents, ts, cond)
         if use_cfg:
             v_u = transformer(latents, ts, uncond)
             v = v_u + settings.guidance * (v - v_u)
-        latents = euler_step(latents.astype(mx.float32), v.astype(mx.float32), float(sched.sigmas[i]), float(sched.sigmas[i + 1]))
-        mx.eval(latents)
+        latents, state = sampler.step(i, latents.astype(mx.float32), v.astype(mx.float32), state)
+        # the state's arrays are part of the graph too: evaluate them with the latents
+        mx.eval(latents, state.arrays() if state is not None else [])
         yield i, latents
 
 

@@ -7,7 +7,8 @@ without their time convolution. This module can run either way: the whole sequen
 chunk by chunk with explicit causal caches (the default: it bounds memory by a few frames),
 and reproduces that first-frame rule explicitly in both.
 
-Arrays inside are channels-last: (B, T, H, W, C). The encoder is not implemented yet.
+Arrays inside are channels-last: (B, T, H, W, C). The encoder lives in
+:mod:`daotai.mlx.vae_encoder` and reuses the blocks defined here.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import mlx.nn as nn
 
 @dataclass(frozen=True)
 class WanVAEConfig:
-    """Fields of diffusers' AutoencoderKLWan config that the decoder needs."""
+    """Fields of diffusers' AutoencoderKLWan config that the encoder and decoder need."""
 
     base_dim: int = 96
     decoder_base_dim: int | None = None
@@ -29,6 +30,7 @@ class WanVAEConfig:
     dim_mult: tuple[int, ...] = (1, 2, 4, 4)
     num_res_blocks: int = 2
     temperal_downsample: tuple[bool, ...] = (False, True, True)
+    in_channels: int = 3
     out_channels: int = 3
     latents_mean: tuple[float, ...] = ()
     latents_std: tuple[float, ...] = ()
@@ -48,11 +50,13 @@ class WanVAEConfig:
 class CausalConv3d(nn.Module):
     """3D convolution, causal in time (2*p_t zero frames in front), symmetric spatial padding."""
 
-    def __init__(self, cin: int, cout: int, kernel: tuple[int, int, int], padding: tuple[int, int, int]):
+    def __init__(self, cin: int, cout: int, kernel: tuple[int, int, int], padding: tuple[int, int, int],
+                 stride: tuple[int, int, int] = (1, 1, 1)):
         super().__init__()
         self.weight = mx.zeros((cout, *kernel, cin))  # (O, kt, kh, kw, I)
         self.bias = mx.zeros((cout,))
         self.pad = padding
+        self.stride = stride
 
     def __call__(self, x: mx.array, state: dict | None = None) -> mx.array:
         """x (B, T, H, W, C) -> (B, T, H, W, O) (time/space sizes kept by the padding).
@@ -70,21 +74,22 @@ class CausalConv3d(nn.Module):
             state[id(self)] = x[:, -2:]
         if front or ph or pw:
             x = mx.pad(x, [(0, 0), (front, 0), (ph, ph), (pw, pw), (0, 0)])
-        return mx.conv3d(x, self.weight) + self.bias
+        return mx.conv3d(x, self.weight, stride=self.stride) + self.bias
 
 
 class Conv2d(nn.Module):
-    """Per-frame 2D convolution with 'same' padding for odd kernels."""
+    """Per-frame 2D convolution; 'same' padding for odd kernels unless told otherwise."""
 
-    def __init__(self, cin: int, cout: int, k: int):
+    def __init__(self, cin: int, cout: int, k: int, stride: int = 1, padding: int | None = None):
         super().__init__()
         self.weight = mx.zeros((cout, k, k, cin))  # (O, kh, kw, I)
         self.bias = mx.zeros((cout,))
-        self.k = k
+        self.padding = k // 2 if padding is None else padding
+        self.stride = stride
 
     def __call__(self, x: mx.array) -> mx.array:
-        """x (N, H, W, C) -> (N, H, W, O)."""
-        return mx.conv2d(x, self.weight, padding=self.k // 2) + self.bias
+        """x (N, H, W, C) -> (N, H', W', O), H' = (H + 2 pad - k) // stride + 1."""
+        return mx.conv2d(x, self.weight, stride=self.stride, padding=self.padding) + self.bias
 
 
 class RMSNormC(nn.Module):

@@ -108,3 +108,9 @@ def vae_decoder_weights(folder: Path, dtype=mx.float32) -> list[tuple[str, mx.ar
     """The decoder half of a Wan VAE (post_quant_conv + decoder.*), channels-last."""
     keep = ("decoder.", "post_quant_conv.")
     return [(k, v) for k, v in mapped_weights(folder, "vae", dtype) if k.startswith(keep)]
+
+
+def vae_encoder_weights(folder: Path, dtype=mx.float32) -> list[tuple[str, mx.array]]:
+    """The encoder half of a Wan VAE (encoder.* + quant_conv), channels-last."""
+    keep = ("encoder.", "quant_conv.")
+    return [(k, v) for k, v in mapped_weights(folder, "vae", dtype) if k.startswith(keep)]

@@ -5,6 +5,13 @@ Reads the same diffusers folders as the `wan` backend, or a folder written by
 Frames are generated at Wan's native 16 fps and retimed onto the plan's grid like the
 other neural backends. Noise comes from numpy's PCG64 seeded with ``shot.seed``, so a seed
 reproduces across machines but is not the same noise as the torch backends draw.
+
+The sampler is the one the folder's ``scheduler/scheduler_config.json`` names (UniPC for the
+published Wan2.1 folders, flow Euler for FlowMatchEulerDiscreteScheduler). Before anything
+is loaded, each shot's estimated peak memory is checked against the budget (the Mac's GPU
+working set, total RAM on Linux, or ``memory_gb`` / ``$DAOTAI_MLX_MEMORY_GB``) and a plan that
+would swap is refused with settings that would fit. Both decisions go into a Notice per shot,
+so they land in the manifest.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ class WanMLXBackend:
 
     def __init__(self, model: str | None = None, steps: int | None = None, guidance: float | None = None,
                  shift: float | None = None, max_sequence_length: int | None = None,
-                 verify_source: bool = False, **_ignored: object):
+                 verify_source: bool = False, memory_gb: float | None = None, **_ignored: object):
         from daotai.mlx import require_mlx
 
         require_mlx("the wan-mlx backend")
@@ -52,18 +59,38 @@ class WanMLXBackend:
         self.options = SamplingOptions(steps=steps, guidance=guidance, shift=shift,
                                        max_sequence_length=max_sequence_length)
         self.verify_source = verify_source
+        self.memory_gb = memory_gb
         self.parts: dict[str, Any] | None = None
         self.defaults = None
+        self.setup: dict[str, Any] | None = None
+
+    def _prepare(self) -> None:
+        """Everything decided from configs and file headers alone: folder, defaults, sampler,
+        memory footprint and budget (cheap, so a refusal comes before any weights load)."""
+        from daotai.mlx.convert import read_manifest
+        from daotai.mlx.memory import folder_footprint, memory_budget
+        from daotai.mlx.scheduler import sampler_from_folder
+
+        folder = _resolve(self.model)
+        manifest = read_manifest(folder)
+        self.defaults = effective_defaults("wan", self.options, self.model if manifest is None else None)
+        self.setup = {
+            "folder": folder,
+            "manifest": manifest,
+            "sampler": sampler_from_folder(folder / "scheduler"),
+            "footprint": folder_footprint(folder),
+            "budget": memory_budget(self.memory_gb),
+        }
 
     def _load(self, shot_id: str) -> Iterator[Event]:
         """Load transformer (converted or not), VAE decoder, text encoder and tokenizer once."""
-        from daotai.mlx.convert import load_converted_transformer, read_manifest
+        from daotai.mlx.convert import load_converted_transformer
         from daotai.mlx.pipeline import load_text_encoder, load_tokenizer, load_transformer, load_vae_decoder
 
+        assert self.setup is not None
+        folder, manifest = self.setup["folder"], self.setup["manifest"]
         yield Progress("load", shot_id, 0, 1, f"loading {self.model}")
         started = time.perf_counter()
-        folder = _resolve(self.model)
-        manifest = read_manifest(folder)
         if manifest is not None:
             transformer = load_converted_transformer(folder, self.verify_source)
             what = f"{manifest['bits']}-bit group {manifest['group_size']}"
@@ -76,7 +103,6 @@ class WanMLXBackend:
             "text_encoder": load_text_encoder(folder / "text_encoder"),
             "tokenizer": load_tokenizer(folder / "tokenizer"),
         }
-        self.defaults = effective_defaults("wan", self.options, self.model if manifest is None else None)
         yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
         yield Notice("info", f"wan-mlx: {folder.name}, transformer {what}, text encoder and VAE float32", shot_id)
 
@@ -92,20 +118,34 @@ class WanMLXBackend:
         """Yield load/denoise/decode progress, then exactly ``job.shot.frames`` frames."""
         import mlx.core as mx
 
+        from daotai.mlx.memory import check_plan, fmt_bytes
         from daotai.mlx.pipeline import SampleSettings, decode_to_uint8, denoise, initial_latents
 
         plan, shot = job.plan, job.shot
-        if self.parts is None:
-            yield from self._load(shot.shot_id)
-        assert self.parts is not None and self.defaults is not None
+        if self.setup is None:
+            self._prepare()
+        assert self.setup is not None and self.defaults is not None
         d = self.defaults
         request = native_request(plan, shot, d)
+        budget = self.setup["budget"]
+        # refuse before loading (first shot) or before sampling (later shots) when it would swap
+        need = check_plan(self.setup["footprint"], request.width, request.height, request.frames, budget,
+                          d.native_fps)
+        if self.parts is None:
+            yield from self._load(shot.shot_id)
+        assert self.parts is not None
+        sampler, shift = self.setup["sampler"], d.shift or 3.0
+        # like the torch wan backend, daotai's per-model shift (or --shift) wins over the folder's
+        differs = sampler.folder_shift is not None and abs(sampler.folder_shift - shift) > 1e-9
+        note = f" (the folder's scheduler says {sampler.folder_shift:g})" if differs else ""
+        yield Notice("info", f"wan-mlx: sampler {sampler.describe()}; {d.steps} steps, shift {shift:g}{note}; "
+                     f"estimated peak {fmt_bytes(need)} of {fmt_bytes(budget.bytes)} ({budget.source})", shot.shot_id)
         ctx.check()
         cond = self._embed([request.prompt])
         uncond = self._embed([request.negative_prompt]) if d.guidance > 1.0 else None
         shape = (1, 16, (request.frames - 1) // TEMPORAL + 1, request.height // SPATIAL, request.width // SPATIAL)
         latents = initial_latents(request.seed, shape)
-        settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=d.shift or 3.0)
+        settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=shift, sampler=sampler)
         last = time.perf_counter()
         for i, latents in denoise(self.parts["transformer"], latents, cond, uncond, settings):
             now = time.perf_counter()
@@ -127,3 +167,4 @@ class WanMLXBackend:
     def close(self) -> None:
         """Drop the models."""
         self.parts = None
+        self.setup = None

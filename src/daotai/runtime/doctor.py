@@ -100,6 +100,11 @@ def collect() -> list[Check]:
                 f"fits ({est.offload} offload{', VAE tiling' if est.vae_tiling else ''}, {est.peak_bytes / GIB:.0f} GiB)"
                 if est else "does not fit"))
         checks.append(Check("wan 1.3B, 81 frames (estimate)", "; ".join(fits), True))
+    # wan-mlx on Apple Silicon: what fits on each common Mac size, and on this Mac when it is one
+    # (planning only, no MLX import; this_mac() is None unless macOS on arm64)
+    from daotai.mlx.memory import doctor_rows, this_mac
+
+    checks.extend(Check(name, value, True) for name, value in doctor_rows(this_mac()))
     return checks
 
 
