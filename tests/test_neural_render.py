@@ -93,12 +93,15 @@ def test_wan_renders_two_shots_through_the_command_line(models, script, tmp_path
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "daotai.cli", "render", str(script), "--backend", "wan", "--model", str(models["wan"]),
-         "--device", "cpu", "--steps", "2", "-o", str(out)],
+         "--device", "cpu", "--steps", "2", "--adaptive", "-o", str(out)],
         capture_output=True, text=True, timeout=180, env={**os.environ, "DAOTAI_DEBUG": ""},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     manifest = assert_delivered(out, plan_of(script))
     assert manifest["settings"]["backend"] == "wan" and manifest["settings"]["steps"] == 2
+    # --adaptive parses and is recorded; on a CPU off a Mac there is no health to act on, so the tier stays.
+    assert manifest["settings"]["adaptive"] is True
+    assert all(any(n.startswith("memory tier none (") for n in s["notices"]) for s in manifest["shots"])
     assert "retimed" in done.stderr  # 16 fps native → 24 fps plan, said out loud
 
 

@@ -141,6 +141,10 @@ def render(
         None, "--speed", help="neural backends: exact (default: compile + attention kernels on CUDA) | fast "
         "(approximate step caching) | off"
     ),
+    adaptive: bool = typer.Option(
+        False, "--adaptive", help="neural backends: after a shot with critical GPU health (memory pressure, "
+        "throttling), render the following shots one memory tier lower; without it health is only warned about"
+    ),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="render the shots on Ray: local (start one here) | auto (running cluster) | ray://host:port"
     ),
@@ -161,6 +165,7 @@ def render(
         device=device,
         steps=steps,
         speed=_speed_mode(speed),
+        adaptive=adaptive,
         cluster=_cluster_address(cluster),
     )
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)

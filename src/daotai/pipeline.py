@@ -48,6 +48,7 @@ class PipelineSettings:
     device: str | None = None  # neural backends: auto | cuda | cuda:N | mps | cpu
     steps: int | None = None  # neural backends: denoising steps (None: the model's default)
     speed: str | None = None  # neural backends: off | exact | fast (None: exact)
+    adaptive: bool = False  # neural backends: after a shot with critical GPU health, go one memory tier lower
     enhance: str = ""  # e.g. "upscale=2,interpolate=60": restored copies beside the planned shots
     cluster: str | None = None  # None: render here; else a Ray address (local | auto | ray://host:port)
 
@@ -196,7 +197,7 @@ def backend_options(settings: PipelineSettings, source: Path | None = None) -> d
     if settings.backend == "previz":
         return {}
     options: dict[str, Any] = {"model": settings.model, "device": settings.device, "steps": settings.steps,
-                               "speed": settings.speed}
+                               "speed": settings.speed, "adaptive": settings.adaptive or None}
     if source is not None:
         # Reference images in a script are relative to the script's folder.
         options["reference_root"] = str(Path(source).resolve().parent)
@@ -366,8 +367,13 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
 
 
 def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext | None = None,
-        source: Path | None = None) -> Iterator[Event | Finished]:
-    """Render every (selected) shot, assemble, check and deliver; yields events, then Finished."""
+        source: Path | None = None, health: Callable[[Any], dict] | None = None) -> Iterator[Event | Finished]:
+    """Render every (selected) shot, assemble, check and deliver; yields events, then Finished.
+
+    ``health(runtime) -> sample`` replaces the neural backends' accelerator health sampler
+    (:func:`daotai.runtime.device.health_sample`) for a local run, e.g. for a front end that
+    already polls the GPU; cluster workers always sample their own device.
+    """
     from daotai.deliver.files import atomic_write_text
     from daotai.plan.planner import plan_to_json, select_shots
     from daotai.render.registry import create_backend
@@ -410,7 +416,10 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
             if encoders is not None:
                 encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
-            backend = create_backend(settings.backend, **backend_options(settings, source))
+            options = backend_options(settings, source)
+            if health is not None and settings.backend != "previz":  # previz has no accelerator to watch
+                options["health_sampler"] = health
+            backend = create_backend(settings.backend, **options)
             try:
                 if encoders is not None:
                     encoders.wait_ready()

@@ -265,7 +265,8 @@ class DiffusersShotRunner:
     """A loaded pipeline for one family, kept warm between shots, placed by the memory planner."""
 
     def __init__(self, family: str, model: str, device: str | None, options: SamplingOptions,
-                 offload: str | None = None, speed: str | None = None):
+                 offload: str | None = None, speed: str | None = None, adaptive: bool = False,
+                 health: Callable[[Any], dict] | None = None):
         from daotai.render.speed import parse_speed
 
         self.family = family
@@ -279,7 +280,13 @@ class DiffusersShotRunner:
         self.runtime: Any = None
         self.resolved: Any = None
         self.tier: str | None = None
+        self.tier_reason = ""  # why the pipeline sits at self.tier (recorded per shot)
         self.defaults: ModelDefaults | None = None
+        # Health: ``health(runtime) -> sample`` (default: daotai.runtime.device.health_sample);
+        # with ``adaptive`` a critical shot makes the next one run a memory tier lower.
+        self.adaptive = adaptive
+        self.health = health
+        self.owed_step: str | None = None  # reason for a step down owed to the next shot
 
     def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
         """Load once (first shot), then reuse; yields load progress and the placement notice."""
@@ -326,8 +333,10 @@ class DiffusersShotRunner:
         if self.offload is not None:
             if self.offload not in TIERS:
                 raise BackendError(f"offload: {self.offload!r} must be one of {', '.join(TIERS)}")
+            self.tier_reason = "as asked (offload option)"
             return self.offload
         if self.runtime.kind == "cpu":
+            self.tier_reason = "cpu: weights already live in host memory"
             return "none"  # weights already live in the memory the CPU computes from
         from daotai.runtime.memory import footprint_from_folder
         from daotai.runtime.models import REGISTRY, resolve_model
@@ -337,6 +346,7 @@ class DiffusersShotRunner:
         footprint = spec.footprint if spec is not None else footprint_from_folder(resolve_model(self.model).path, self.family)
         choice = plan_placement(footprint, request.width, request.height, request.frames,
                                 self.runtime.memory_bytes, bytes_per_param=2.0)
+        self.tier_reason = f"memory planner: ~{choice.estimate.peak_bytes / 1024**3:.1f} GiB peak estimated"
         return choice.tier
 
     def _place(self, tier: str) -> None:
@@ -440,6 +450,53 @@ class DiffusersShotRunner:
                     ) from None
                 yield Notice("warning", f"out of memory; retrying once with memory tier {lower}", shot.shot_id)
 
+    def sample_health(self) -> dict:
+        """One health sample from the configured sampler; {} if it fails (telemetry never fails a render)."""
+        from daotai.runtime.device import health_sample
+
+        try:
+            return dict((self.health or health_sample)(self.runtime) or {})
+        except Exception:
+            return {}
+
+    def pay_owed_step(self, shot_id: str) -> Iterator[Event]:
+        """Before a shot: the step down a critical health verdict on the previous shot asked for."""
+        if self.owed_step is None:
+            return
+        reason, self.owed_step = self.owed_step, None
+        before = self.tier
+        if self.step_down() is None:
+            return
+        self.tier_reason = f"stepped down from {before} by --adaptive: {reason}"
+        yield Notice("warning", f"memory tier {before} -> {self.tier} for this and later shots: {reason}", shot_id)
+
+    def judge_health(self, shot_id: str, samples: list[tuple[str, dict]], tier_before: str | None) -> Iterator[Event]:
+        """After a shot: its tier and health samples as notices (the manifest keeps them); warn unless ok."""
+        from daotai.runtime.health import assess, combine, format_sample
+        from daotai.runtime.memory import tier_after_health
+
+        if self.tier != tier_before:
+            self.tier_reason = f"stepped down from {tier_before} after running out of memory"
+        yield Notice("info", f"memory tier {self.tier} ({self.tier_reason})", shot_id)
+        for when, sample in samples:
+            if sample:
+                yield Notice("info", f"health {when}: {format_sample(sample)}", shot_id)
+        status = combine(assess(sample) for _, sample in samples)
+        if status.level == "ok":
+            return
+        assert self.tier is not None
+        following = tier_after_health(self.tier, status.level, self.adaptive)
+        if following != self.tier:
+            self.owed_step = f"health critical after {shot_id}"
+            advice = f"--adaptive: the next shot runs at memory tier {following}"
+        elif status.critical and self.adaptive:
+            advice = "already at the lowest memory tier"
+        elif status.critical:
+            advice = "run with --adaptive to step down a memory tier between shots"
+        else:
+            advice = ""
+        yield Notice("warning", status.describe() + (f"; {advice}" if advice else ""), shot_id)
+
     def close(self) -> None:
         """Drop the pipeline and free accelerator memory."""
         self.pipe = None
@@ -457,6 +514,7 @@ def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
     """The whole per-shot flow every diffusers backend shares: load, request, generate, map back."""
     plan, shot = job.plan, job.shot
     yield from runner.ensure_loaded(plan, shot)
+    yield from runner.pay_owed_step(shot.shot_id)
     assert runner.defaults is not None
     if runner.speed_config is not None:
         yield Notice("info", runner.speed_config.describe(), shot.shot_id)  # recorded in the manifest
@@ -474,18 +532,19 @@ def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
 
         torch.cuda.reset_peak_memory_stats()  # so the health sample reports this shot's peak
     native = None
+    tier_before = runner.tier
+    samples: list[tuple[str, dict]] = []
     for item in runner.generate(shot, request, extra, ctx):
         if isinstance(item, tuple):
             native = to_uint8(item[1])
         else:
+            # Halfway through denoising the device is at full load: throttling and heat show now.
+            if isinstance(item, Progress) and item.stage == "denoise" and item.done == (item.total + 1) // 2:
+                samples.append(("mid-denoise", runner.sample_health()))
             yield item
     assert native is not None
-    from daotai.runtime.device import health_sample
-
-    health = health_sample(runner.runtime)
-    if health:
-        level = "warning" if health.get("throttling") else "info"
-        yield Notice(level, "gpu " + ", ".join(f"{k} {v}" for k, v in health.items()), shot.shot_id)
+    samples.append(("after decode", runner.sample_health()))  # includes the VAE's peak
+    yield from runner.judge_health(shot.shot_id, samples, tier_before)
     notice = retime_notice(request, plan, shot)
     if notice is not None:
         yield notice

@@ -10,7 +10,7 @@ frames are retimed onto the plan's grid.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from daotai.errors import BackendError
 from daotai.render.base import Event, Frame, RenderJob, RunContext
@@ -29,11 +29,13 @@ class LTXBackend:
     def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
                  guidance: float | None = None, shift: float | None = None, offload: str | None = None,
                  max_sequence_length: int | None = None, speed: str | None = None, keyframe: str = "none",
+                 adaptive: bool = False, health_sampler: Callable[[Any], dict] | None = None,
                  **_ignored: object):
         if keyframe not in KEYFRAMES:
             raise BackendError(f"keyframe: {keyframe!r} must be one of {', '.join(KEYFRAMES)}")
         options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed)
+        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed,
+                                          adaptive, health_sampler)
         self.keyframe = keyframe
 
     def _extra(self, job: RenderJob, ctx: RunContext):

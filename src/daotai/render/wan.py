@@ -7,7 +7,7 @@ the model generates at its native 16 fps and the frames are retimed onto the pla
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from daotai.render.base import Event, RenderJob, RunContext
 from daotai.render.diffusers_common import DiffusersShotRunner, SamplingOptions, render_shot
@@ -23,10 +23,11 @@ class WanBackend:
 
     def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
                  guidance: float | None = None, shift: float | None = None, offload: str | None = None,
-                 max_sequence_length: int | None = None, speed: str | None = None,
-                 **_ignored: object):
+                 max_sequence_length: int | None = None, speed: str | None = None, adaptive: bool = False,
+                 health_sampler: Callable[[Any], dict] | None = None, **_ignored: object):
         options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed)
+        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed,
+                                          adaptive, health_sampler)
 
     def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
         """Yield load/denoise progress, then exactly ``job.shot.frames`` frames."""

@@ -12,7 +12,7 @@ stay the same across shots. The mask is left out: VACE then generates every pixe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -43,11 +43,13 @@ class WanVACEBackend:
     def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
                  guidance: float | None = None, shift: float | None = None, offload: str | None = None,
                  max_sequence_length: int | None = None, conditioning_scale: float = 1.0,
-                 reference_root: str | None = None, **_ignored: object):
+                 reference_root: str | None = None, adaptive: bool = False,
+                 health_sampler: Callable[[Any], dict] | None = None, **_ignored: object):
         if not (0.0 <= conditioning_scale <= 4.0):
             raise BackendError(f"conditioning_scale: {conditioning_scale!r} must be between 0 and 4")
         options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload)
+        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload,
+                                          adaptive=adaptive, health=health_sampler)
         self.conditioning_scale = conditioning_scale
         self.reference_root = Path(reference_root) if reference_root else Path.cwd()
         self._previz: Any = None

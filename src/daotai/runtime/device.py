@@ -130,26 +130,43 @@ def generator_for(seed: int) -> Any:
 
 
 def health_sample(runtime: Runtime) -> dict[str, Any]:
-    """Accelerator health now: memory (and, with NVML, temperature and throttle reasons); {} on CPU."""
-    if runtime.kind != "cuda":
-        return {}
-    import torch
+    """Accelerator health now, as a flat dict (fields in :mod:`daotai.runtime.health`); {} when nothing is readable.
 
-    index = int(runtime.device.split(":", 1)[1]) if ":" in runtime.device else 0
-    sample: dict[str, Any] = {
-        "peak_allocated_gib": round(torch.cuda.max_memory_allocated(index) / 1024**3, 2),
-        "reserved_gib": round(torch.cuda.memory_reserved(index) / 1024**3, 2),
-    }
-    try:  # NVML ships with the driver; its Python binding (pynvml) is optional
-        import pynvml
+    cuda: the allocator's peak and reserved memory, the card's total, and NVML's temperature
+    and throttle reasons; mps: the Metal allocator's figures; on a Mac (any device) also the
+    system's memory pressure and thermal state. Never raises: telemetry must not fail a render.
+    """
+    from daotai.runtime.health import macos_sample, nvml_sample
 
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        sample["temperature_c"] = pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
-        reasons = pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
-        # Idle and application-clock settings are not throttling; anything else is (power, thermal, ...).
-        benign = pynvml.nvmlClocksThrottleReasonGpuIdle | pynvml.nvmlClocksThrottleReasonApplicationsClocksSetting
-        sample["throttling"] = bool(reasons & ~benign)
-    except Exception:  # no binding or no NVML: memory figures only
+    sample: dict[str, Any] = {}
+    try:
+        if runtime.kind == "cuda":
+            import torch
+
+            index = int(runtime.device.split(":", 1)[1]) if ":" in runtime.device else 0
+            sample["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated(index) / 1024**3, 2)
+            sample["reserved_gib"] = round(torch.cuda.memory_reserved(index) / 1024**3, 2)
+            sample["total_gib"] = round(runtime.memory_bytes / 1024**3, 2)
+            sample.update(nvml_sample(index))
+        elif runtime.kind == "mps":
+            sample.update(_mps_memory(runtime))
+        sample.update(macos_sample())
+    except Exception:  # a driver hiccup leaves the fields read so far
         pass
     return sample
+
+
+def _mps_memory(runtime: Runtime) -> dict[str, Any]:
+    """Metal allocator figures (GiB): tensors allocated, the driver's total, and the working-set limit."""
+    import torch
+
+    mps = getattr(torch, "mps", None)
+    found: dict[str, Any] = {}
+    for field, name in (("allocated_gib", "current_allocated_memory"), ("driver_gib", "driver_allocated_memory"),
+                        ("total_gib", "recommended_max_memory")):
+        read = getattr(mps, name, None)
+        if read is not None:
+            found[field] = round(read() / 1024**3, 2)
+    if "total_gib" not in found and runtime.memory_bytes:
+        found["total_gib"] = round(runtime.memory_bytes / 1024**3, 2)
+    return found

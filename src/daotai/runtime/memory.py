@@ -225,3 +225,17 @@ def next_tier(tier: str) -> str | None:
     """The next lower-memory tier, or None at the bottom."""
     index = TIERS.index(tier)
     return TIERS[index + 1] if index + 1 < len(TIERS) else None
+
+
+def tier_after_health(tier: str, level: str, adaptive: bool) -> str:
+    """The memory tier for the next shot after a health verdict (ok | warn | critical) on this one.
+
+    Only a critical verdict with ``--adaptive`` steps down, and by one tier per shot boundary:
+    each lower tier costs speed, so a warning alone, or one bad sample, should not cost the
+    rest of the render more than a tier. At the lowest tier the tier stays.
+    """
+    if tier not in TIERS:
+        raise ValueError(f"tier: {tier!r} must be one of {', '.join(TIERS)}")
+    if adaptive and level == "critical":
+        return next_tier(tier) or tier
+    return tier
