@@ -629,14 +629,25 @@ def main() -> None:
             if elapsed > args.budget_s and name != "exact":
                 print(f"skipped {name}: {elapsed:.0f} s elapsed > --budget-s {args.budget_s:g}", flush=True)
                 continue
-            row = run_ours(name, folder, device, plan, steps, speed, inputs, reference, work, args.repeats, family)
+            try:
+                row = run_ours(name, folder, device, plan, steps, speed, inputs, reference, work, args.repeats,
+                               family)
+            except Exception as error:  # noqa: BLE001 - one failing lever must not lose the others' numbers
+                import traceback
+
+                traceback.print_exc()
+                print(f"FAILED {name}: {type(error).__name__}: {str(error)[:300]}", flush=True)
+                _free(device)
+                continue
             rows.append(row)
             progress(row)
     finally:
         if args.folder is None:
             shutil.rmtree(work, ignore_errors=True)
 
-    exact = next(r for r in rows if r.name == "exact")
+    exact = next((r for r in rows if r.name == "exact"), None)
+    if exact is None:  # it failed: compare the rest with stock only
+        exact = replace(stock, name="exact (failed; stock shown)")
     for r in rows:
         r.psnr_stock, r.ssim_stock = psnr_stack(r.frames, stock.frames), ssim(r.frames, stock.frames)
         if r is not stock:
