@@ -290,3 +290,9 @@ def test_cli_enhance(tmp_path):
     assert result.exit_code == 0, result.output
     info = probe(out)
     assert (info.width, info.height, info.frames, info.fps) == (192, 128, 8, Fraction(48))
+
+
+def test_unknown_interpolation_method_lists_the_supported_ones():
+    # No maintained loader runs neural interpolation weights (RIFE/FILM), so there is none to name.
+    with pytest.raises(EncodeError, match=r"interpolate.method: 'rife' must be one of dis, blend"):
+        parse_steps("interpolate=x2,interpolate_method=rife")

@@ -200,8 +200,8 @@ def _enhance_spec(spec: str) -> str:
     return spec
 
 
-def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256):
-    """Step configs from the enhance/watch options (EncodeError names a bad value)."""
+def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256, **diffusion):
+    """Step configs from the enhance/watch options (EncodeError names a bad value); ``diffusion``: re-render options."""
     from daotai.errors import EncodeError
     from daotai.post.colour import DeflickerConfig, MatchColourConfig
     from daotai.post.enhance import ordered, parse_interpolate, parse_upscale
@@ -214,7 +214,8 @@ def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolat
     if interpolate:
         steps.append(parse_interpolate(interpolate, interpolate_method))
     if upscale:
-        steps.append(parse_upscale(upscale, method, str(model) if model else None, sha256))
+        given = {k: v for k, v in diffusion.items() if v is not None}
+        steps.append(parse_upscale(upscale, method, str(model) if model else None, sha256, **given))
     if not steps:
         raise EncodeError("enhance: no step given; use --upscale, --interpolate, --deflicker or --match-colour")
     return ordered(steps)
@@ -222,7 +223,8 @@ def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolat
 
 _UPSCALE_HELP = "upscale ×2 or ×4"
 _INTERP_HELP = "frame rate (e.g. 60), x2 or x4"
-_METHOD_HELP = "upscale method: classical | lanczos | spandrel (needs --model and --sha256)"
+_METHOD_HELP = ("upscale method: classical | lanczos | spandrel (needs --model and --sha256) | diffusion "
+                "(classical, then a Wan video-to-video re-render; --model, --strength, --steps, --prompt)")
 
 
 @app.command()
@@ -235,8 +237,18 @@ def enhance(
     match_colour: Optional[Path] = typer.Option(None, "--match-colour", "--match-color", help="reference clip"),
     method: str = typer.Option("classical", "--method", help=_METHOD_HELP),
     interpolate_method: str = typer.Option("dis", "--interpolate-method", help="dis (optical flow) | blend"),
-    model: Optional[Path] = typer.Option(None, "--model", help="upscaler weights (.safetensors) for spandrel"),
+    model: Optional[Path] = typer.Option(
+        None, "--model", help="spandrel: upscaler weights (.safetensors); diffusion: model name or diffusers folder "
+        "(default wan2.1-t2v-1.3b)"
+    ),
     sha256: Optional[str] = typer.Option(None, "--sha256", help="expected SHA-256 of --model"),
+    strength: Optional[float] = typer.Option(
+        None, "--strength", help="diffusion: how much is re-rendered, 0..1 (default 0.3; 0 = classical only)"
+    ),
+    schedule: Optional[int] = typer.Option(None, "--steps", help="diffusion: schedule length; int(steps x strength) run"),
+    prompt: Optional[str] = typer.Option(None, "--prompt", help="diffusion: what the clip shows (optional)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="diffusion: noise seed (default 0)"),
+    device: Optional[str] = typer.Option(None, "--device", help="diffusion: auto | cuda | cuda:N | mps | cpu"),
 ) -> None:
     """Restore a clip: upscale, interpolate frames, deflicker, match colour to a reference."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -246,12 +258,14 @@ def enhance(
 
     from daotai.encode.video import probe
 
-    steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256)
+    steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256,
+                       strength=strength, steps=schedule, prompt=prompt, seed=seed, device=device)
     probe(source)  # a missing or unreadable input is reported before the progress bar appears
     events = enhance_iter(source, output, steps)
     columns = (TextColumn("{task.description}"), BarColumn(bar_width=None), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err) as bars:
         task = bars.add_task("enhance", total=None)
+        model_task = None  # model loading and denoising steps (method diffusion) get a bar of their own
         while True:
             try:
                 event = next(events)
@@ -259,7 +273,10 @@ def enhance(
                 result = stop.value
                 break
             if isinstance(event, ProgressEvent):
-                bars.update(task, description=escape(event.message), completed=event.done, total=event.total)
+                if event.stage != "enhance" and model_task is None:
+                    model_task = bars.add_task(event.stage, total=None)
+                bars.update(task if event.stage == "enhance" else model_task, description=escape(event.message),
+                            completed=event.done, total=event.total)
     out.print(
         f"[green]enhanced[/green] {output}: {result.width}x{result.height}, {result.frames} frames at "
         f"{float(result.fps):g} fps ({', '.join(s['step'] for s in result.manifest['steps'])})"

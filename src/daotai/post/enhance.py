@@ -105,20 +105,30 @@ def parse_interpolate(value: str, method: str = "dis") -> InterpolateConfig:
 
 
 def parse_upscale(value: str, method: str = "classical", model: str | None = None,
-                  sha256: str | None = None) -> UpscaleConfig:
-    """'2' | '4' | 'x2' | 'x4' → UpscaleConfig."""
+                  sha256: str | None = None, **diffusion: Any) -> UpscaleConfig:
+    """'2' | '4' | 'x2' | 'x4' → UpscaleConfig (``diffusion``: strength, steps, prompt, seed, device)."""
     text = value.strip().lower().strip("x")
     if text not in ("2", "4"):
         raise EncodeError(f"upscale: {value!r} must be 2 or 4")
-    return UpscaleConfig(factor=int(text), method=method, model=model, sha256=sha256)
+    return UpscaleConfig(factor=int(text), method=method, model=model, sha256=sha256, **diffusion)
+
+
+def _number(key: str, text: str, kind: type) -> Any:
+    """An --enhance option's value as int or float, or EncodeError naming it."""
+    try:
+        return kind(text)
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise EncodeError(f"--enhance: {key}={text!r} must be {what}") from None
 
 
 def parse_steps(spec: str) -> tuple[Step, ...]:
     """'upscale=2,interpolate=60,deflicker,match=ref.mp4' → ordered step configs.
 
-    Keys: ``upscale=2|4``, ``upscale_method=classical|lanczos``, ``interpolate=x2|x4|<fps>``,
-    ``interpolate_method=dis|blend``, ``deflicker`` or ``deflicker=<window>``,
-    ``match=<clip or shot id>``.
+    Keys: ``upscale=2|4``, ``upscale_method=classical|lanczos|diffusion`` (or ``method=``),
+    ``strength=<0..1>``, ``steps=<n>``, ``model=<name or folder>`` (diffusion re-render),
+    ``interpolate=x2|x4|<fps>``, ``interpolate_method=dis|blend``, ``deflicker`` or
+    ``deflicker=<window>``, ``match=<clip or shot id>``.
     """
     options: dict[str, str] = {}
     for raw in spec.split(","):
@@ -130,7 +140,12 @@ def parse_steps(spec: str) -> tuple[Step, ...]:
         if key in options:
             raise EncodeError(f"--enhance: {key!r} given twice in {spec!r}")
         options[key] = value.strip()
-    known = {"upscale", "upscale_method", "interpolate", "interpolate_method", "deflicker", "match", "match_colour"}
+    if "method" in options:  # the short form names the upscale method (interpolation has its own key)
+        if "upscale_method" in options:
+            raise EncodeError(f"--enhance: give method or upscale_method, not both, in {spec!r}")
+        options["upscale_method"] = options.pop("method")
+    known = {"upscale", "upscale_method", "interpolate", "interpolate_method", "deflicker", "match", "match_colour",
+             "strength", "steps", "model"}
     for key in options:
         if key not in known:
             raise EncodeError(f"--enhance: unknown step {key!r} in {spec!r}; use {', '.join(sorted(known))}")
@@ -147,8 +162,13 @@ def parse_steps(spec: str) -> tuple[Step, ...]:
         steps.append(DeflickerConfig(window=int(window)) if window else DeflickerConfig())
     if "interpolate" in options:
         steps.append(parse_interpolate(options["interpolate"], options.get("interpolate_method", "dis")))
+    kinds = {"strength": float, "steps": int}
+    diffusion = {k: _number(k, options[k], kind) for k, kind in kinds.items() if k in options}
     if "upscale" in options:
-        steps.append(parse_upscale(options["upscale"], options.get("upscale_method", "classical")))
+        steps.append(parse_upscale(options["upscale"], options.get("upscale_method", "classical"),
+                                   options.get("model"), **diffusion))
+    elif diffusion or "model" in options or "upscale_method" in options:
+        raise EncodeError(f"--enhance: method, strength, steps and model belong to upscale; add upscale=2 in {spec!r}")
     if not steps:
         raise EncodeError(f"--enhance: {spec!r} names no step (upscale, interpolate, deflicker, match)")
     return ordered(steps)
@@ -191,8 +211,13 @@ def _sampled(frames: Iterator[np.ndarray], count: int, keep: int = STATS_FRAMES)
     return [frame for i, frame in enumerate(frames) if i % stride == 0]
 
 
-def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info, stats: dict) -> Iterator[np.ndarray]:
-    """Wire the lazily evaluated step generators onto the decoded frames."""
+def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info, stats: dict,
+           ctx: RunContext | None = None) -> Iterator[np.ndarray]:
+    """Wire the lazily evaluated step generators onto the decoded frames.
+
+    The upscale step (always last) may interleave Progress events with its frames
+    (diffusion re-render: loading and denoising steps); the writer loop passes them on.
+    """
     count, fps = info.frames, info.fps
     for step in steps:
         if isinstance(step, MatchColourConfig):
@@ -210,7 +235,7 @@ def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info,
             new_fps = output_fps(step, fps)
             count, fps = output_frame_count(count, fps, new_fps), new_fps
         elif isinstance(step, UpscaleConfig):
-            frames = upscale_frames(frames, step)
+            frames = upscale_frames(frames, step, ctx, count)
     return frames
 
 
@@ -254,11 +279,14 @@ def enhance_iter(
     started = time.perf_counter()
     stats: dict[str, Any] = {}
     yield Progress("enhance", shot_id, 0, total, label)
-    frames = _chain(decode_frames(src), steps, src, info, stats)
+    frames = _chain(decode_frames(src), steps, src, info, stats, ctx)
     try:
         with VideoWriter(dst, width, height, fps, settings) as writer:
             for frame in frames:
                 ctx.check()
+                if isinstance(frame, Progress):  # a step's own progress (model loading, denoising)
+                    yield replace(frame, shot_id=shot_id)
+                    continue
                 writer.write(frame)
                 yield Progress("enhance", shot_id, writer.frames_written, total, label)
             if writer.frames_written != total:  # guards the frame-count arithmetic above
@@ -330,6 +358,15 @@ def _resolve_references(steps: Sequence[Step], out_dir: Path, shot_files: dict[s
     return tuple(resolved)
 
 
+def _for_shot(steps: Sequence[Step], shot) -> tuple[Step, ...]:
+    """A diffusion re-render in a render is prompted and seeded like the shot (unless told otherwise)."""
+    return tuple(
+        replace(s, prompt=s.prompt or shot.prompt, seed=shot.seed if s.seed is None else s.seed)
+        if isinstance(s, UpscaleConfig) and s.method == "diffusion" else s
+        for s in steps
+    )
+
+
 def enhance_render(
     plan, out_dir: Path, shot_files: dict[str, str], steps: Sequence[Step],
     settings: EncodeSettings | None = None, ctx: RunContext | None = None,
@@ -350,7 +387,7 @@ def enhance_render(
     result = None
     for shot in plan.shots:
         source = out_dir / shot_files[shot.shot_id]
-        result = yield from apply_to_shot(source, steps, settings, ctx, shot.shot_id)
+        result = yield from apply_to_shot(source, _for_shot(steps, shot), settings, ctx, shot.shot_id)
         shots_record[shot.shot_id] = {
             "source": shot_files[shot.shot_id],
             "enhanced": result.path.relative_to(out_dir).as_posix(),
