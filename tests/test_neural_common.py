@@ -89,3 +89,16 @@ def test_pipeline_output_to_uint8():
     assert to_uint8(np.full((1, 1, 1, 3), 2.0)).max() == 255 and to_uint8(np.full((1, 1, 1, 3), -1.0)).min() == 0
     with pytest.raises(BackendError, match="expected \\(F, H, W, 3\\)"):
         to_uint8(np.zeros((2, 2)))
+
+
+def test_device_frames_become_the_same_bytes_as_host_frames():
+    torch = pytest.importorskip("torch")
+    from daotai.render.diffusers_common import to_uint8
+
+    generator = torch.Generator().manual_seed(3)
+    video = torch.rand(1, 5, 3, 6, 8, generator=generator)  # (B, F, C, H, W) as output_type="pt" gives it
+    video[0, 0, 0, 0, :3] = torch.tensor([0.0, 1.0, 0.5 / 255.0])  # the ends and a rounding edge
+    host = video[0].permute(0, 2, 3, 1).numpy()  # (F, H, W, C) as output_type="np" gives it
+    got = to_uint8(video)
+    assert got.dtype == np.uint8 and got.shape == (5, 6, 8, 3)
+    assert np.array_equal(got, to_uint8(host))

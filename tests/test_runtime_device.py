@@ -61,3 +61,14 @@ def test_a_seed_means_the_same_noise_every_time():
     assert generator_for(5).device.type == "cpu"  # noise is drawn on the CPU on every device
     with pytest.raises(BackendError, match="seed"):
         generator_for(-1)
+
+
+def test_ltx_vae_runs_in_bfloat16_on_cuda_only():
+    torch = pytest.importorskip("torch")
+    from daotai.runtime.device import Runtime, dtype_rule, vae_dtype_for
+
+    for kind in ("cuda", "mps", "cpu"):
+        runtime = Runtime(kind, kind, *dtype_rule(kind), memory_bytes=0)
+        assert vae_dtype_for(runtime, "wan") == getattr(torch, runtime.vae_dtype)
+        expected = torch.bfloat16 if kind == "cuda" else getattr(torch, runtime.vae_dtype)
+        assert vae_dtype_for(runtime, "ltx") == expected

@@ -151,7 +151,22 @@ def retime_notice(request: NativeRequest, plan: Plan, shot: ShotPlan) -> Notice 
 
 
 def to_uint8(frames: Any) -> np.ndarray:
-    """Pipeline output (1, F, H, W, 3) or (F, H, W, 3) float in [0, 1] → (F, H, W, 3) uint8."""
+    """Pipeline output → (F, H, W, 3) uint8.
+
+    Accepts numpy (1, F, H, W, 3) / (F, H, W, 3) floats in [0, 1], or a torch tensor as
+    ``output_type="pt"`` returns it, (1, F, 3, H, W) / (F, 3, H, W) on the device: that one is
+    scaled and rounded where it lies, so only 1 byte a sample crosses to the host instead of 4
+    (81 frames at 832x480: 97 MB, not 388 MB) and the host does no float work.
+    """
+    if hasattr(frames, "permute"):  # torch tensor (channels first)
+        import torch
+
+        tensor = frames[0] if frames.ndim == 5 else frames
+        if tensor.ndim != 4 or tensor.shape[1] != 3:
+            raise BackendError(f"pipeline returned frames of shape {tuple(tensor.shape)}; expected (F, 3, H, W)")
+        with torch.no_grad():
+            scaled = (tensor.float() * 255.0 + 0.5).clamp_(0.0, 255.0).to(torch.uint8)  # truncation = rounding
+            return scaled.permute(0, 2, 3, 1).contiguous().cpu().numpy()  # (F, H, W, 3) uint8
     array = np.asarray(frames, dtype=np.float32)
     if array.ndim == 5:
         array = array[0]
@@ -426,7 +441,7 @@ class DiffusersShotRunner:
                 guidance_scale=defaults.guidance,
                 generator=generator_for(request.seed),
                 max_sequence_length=defaults.max_sequence_length,
-                output_type="np",
+                output_type="pt",  # frames stay on the device until to_uint8 has made them bytes
                 **extra,
                 **step_callback_kwargs(callback),
             )

@@ -421,10 +421,12 @@ def load_pipeline(name_or_path: str, family: str, runtime: Any) -> tuple[Any, Re
         raise DependencyMissing("diffusers", "neural", "neural rendering") from None
     cls = getattr(diffusers, index["_class_name"])
     _quiet_loading()
+    from daotai.runtime.device import vae_dtype_for
+
     dtypes = {
         "default": runtime.dtype("transformer"),
         "text_encoder": runtime.dtype("text_encoder"),
-        "vae": runtime.dtype("vae"),
+        "vae": vae_dtype_for(runtime, family),
     }
     try:
         pipe = cls.from_pretrained(
