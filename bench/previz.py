@@ -14,7 +14,11 @@ cpu s / cores is the best real-time ratio the work allows ("cpu-bound"). The
 baseline in the same run is the encoder alone fed pre-rendered frames, so machine noise
 shows up on both sides of the comparison.
 
-    python bench/previz.py [--script examples/office.json] [--seconds S] [--sinks process|thread]
+    python bench/previz.py [--script examples/office.json] [--seconds S] [--sinks process|thread] [--stages]
+
+--stages also prints the CPU milliseconds per frame of each step of the control-channel path,
+measured one step at a time in this process (rendering over the whole clip, conversions and
+encoders over its first STAGE_FRAMES frames, kept in memory).
 
 The encoder processes are started and warmed up before the clock starts (a run starts them
 once, while the backend creates its GL context); their start-up time is printed separately.
@@ -42,6 +46,7 @@ from daotai.script.schema import Size
 
 SIZES = {"1080p": (1920, 1080), "360p": (640, 360)}
 TARGETS = {"1080p": 1.0, "360p": 4.0}
+STAGE_FRAMES = 20  # consecutive frames kept for the conversion and encoder steps of --stages
 
 
 def _plan(script_path: Path, width: int, height: int, seconds: float):
@@ -115,11 +120,50 @@ def _encode_only(plan, out: Path) -> float:
     return time.perf_counter() - started
 
 
+def _stage_cpu(plan, out: Path) -> dict[str, float]:
+    """CPU ms per frame of each step of the control-channel path, one step at a time."""
+    from daotai.encode.video import write_gray8, write_gray16, write_preview_h264
+    from daotai.render.previz.control import depth_to_preview, depth_to_uint16_mm
+
+    spent: dict[str, float] = {}
+
+    def timed(name: str, count: int, work) -> None:
+        started = time.process_time()
+        work()
+        spent[name] = (time.process_time() - started) * 1000.0 / count
+
+    def each(step, items: list):
+        def run() -> None:
+            for item in items:
+                step(item)  # the result is dropped at once, as a run drops each frame
+        return run
+
+    backend = PrevizBackend()
+    gl = backend._renderer_for(plan)
+    states = [state for shot in plan.shots for state in frame_states(plan, shot)]
+    gl.render(states[0])  # warm up
+    timed("render, controls off", len(states), each(lambda state: gl.render(state, with_depth=False), states))
+    timed("render, controls on", len(states), each(gl.render, states))
+    kept = [gl.render(state) for state in states[:STAGE_FRAMES]]
+    backend.close()
+    depth = [frame.depth for frame in kept]
+    timed("depth -> uint16 mm", len(kept), each(depth_to_uint16_mm, depth))
+    timed("depth -> preview", len(kept), each(lambda d: depth_to_preview(d, 0.05, 500.0), depth))
+    mm = [depth_to_uint16_mm(d) for d in depth]
+    grey = [depth_to_preview(d, 0.05, 500.0) for d in depth]
+    fps = Fraction(*plan.fps_fraction)
+    timed("FFV1 gray16 depth", len(kept), lambda: write_gray16(mm, out / "depth.mkv", fps))
+    timed("FFV1 gray8 mask", len(kept), lambda: write_gray8([frame.masks for frame in kept], out / "mask.mkv", fps))
+    timed("H.264 depth preview", len(kept), lambda: write_preview_h264(grey, out / "depth_preview.mp4", fps))
+    return spent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--script", type=Path, default=Path(__file__).resolve().parent.parent / "examples" / "office.json")
     parser.add_argument("--seconds", type=float, default=6.0, help="clip seconds rendered per size")
     parser.add_argument("--sinks", choices=("process", "thread"), default="process", help="where encoders run")
+    parser.add_argument("--stages", action="store_true", help="also print CPU ms per frame of each control-path step")
     args = parser.parse_args()
     print(f"previz render + encode, {args.script.name}, {args.seconds:g} s per size at 30 fps, {args.sinks} encoders")
     print(f"{'size':>6} {'controls':>8} {'frames':>6} {'wall s':>7} {'render s':>8} {'realtime':>9} {'target':>7}      "
@@ -148,6 +192,9 @@ def main() -> None:
                     f"{label:>6} {str(controls):>8} {frames:>6} {wall:7.2f} {render:8.2f} {ratio:8.2f}x "
                     f"{TARGETS[label]:>5.1f}x {verdict:<4} {cpu:6.2f} {clip_s / (cpu / cores):8.2f}x  {frames / encode_s:6.1f}"
                 )
+            if args.stages:
+                steps = _stage_cpu(plan, work)
+                print(f"{'':>6} CPU ms per frame: " + ", ".join(f"{name} {ms:.1f}" for name, ms in steps.items()))
     finally:
         if pool is not None:
             pool.close()

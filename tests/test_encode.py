@@ -393,6 +393,18 @@ def test_depth_preview_h264_keeps_values(tmp_path):
     assert np.abs(rgb[..., 1].astype(int) - ramp).max() <= 3
 
 
+def test_depth_preview_defaults_to_ultrafast_on_one_thread(tmp_path):
+    # x264 writes its settings into the stream: ultrafast (no sub-pixel search) on one thread,
+    # whose bytes do not depend on the machine's core count
+    ramp = np.tile(np.arange(0, 256, 2, dtype=np.uint8), (64, 1))  # (64, 128)
+    first, second = tmp_path / "a.mp4", tmp_path / "b.mp4"
+    for path in (first, second):
+        assert write_preview_h264([ramp] * 3, path, 24) == 3
+    data = first.read_bytes()
+    assert data == second.read_bytes()
+    assert b" subme=0 " in data and b" threads=1 " in data
+
+
 # --------------------------------------------------------------------------- bad inputs
 
 

@@ -340,6 +340,83 @@ def test_depth_codecs():
     assert depth_to_preview(np.full((2, 2), np.inf, np.float32), 0.05, 500.0).max() == 0
 
 
+def _mm_reference(depth: np.ndarray) -> np.ndarray:
+    """The plain numpy definition of depth_to_uint16_mm (boolean masks over the whole frame)."""
+    d = np.asarray(depth, dtype=np.float32)
+    mm = np.rint(d * np.float32(1000.0))
+    far = ~(mm < 65535)
+    np.clip(mm, 0.0, 65535, out=mm, where=~far)
+    mm[far] = 65535
+    return mm.astype(np.uint16)
+
+
+def _preview_reference(depth: np.ndarray, near: float, far: float) -> np.ndarray:
+    """The plain numpy definition of depth_to_preview (gather the valid pixels, scatter back)."""
+    d = np.asarray(depth, dtype=np.float32)
+    out = np.zeros(d.shape, np.uint8)
+    valid = np.isfinite(d) & (d <= far)
+    if not valid.any():
+        return out
+    logd = np.log(np.clip(d[valid], near, far))
+    lo, hi = float(logd.min()), float(logd.max())
+    if hi - lo < 1e-9:
+        out[valid] = 255
+        return out
+    x = (logd - lo) / (hi - lo)
+    out[valid] = np.rint(255.0 - x * (255.0 - 24)).astype(np.uint8)
+    return out
+
+
+def _assert_codecs_match_reference(d: np.ndarray, near: float = 0.05, far: float = 500.0) -> None:
+    with np.errstate(all="ignore"):  # random bit patterns overflow the reference's multiply
+        mm, ref_mm = depth_to_uint16_mm(d), _mm_reference(d)
+        prev, ref_prev = depth_to_preview(d, near, far), _preview_reference(d, near, far)
+    assert mm.dtype == np.uint16 and mm.shape == d.shape
+    assert prev.dtype == np.uint8 and prev.shape == d.shape
+    bad = np.argwhere(mm != ref_mm)[:3]
+    assert not len(bad), [(d[tuple(i)], mm[tuple(i)], ref_mm[tuple(i)]) for i in bad]
+    bad = np.argwhere(prev != ref_prev)[:3]
+    assert not len(bad), [(d[tuple(i)], prev[tuple(i)], ref_prev[tuple(i)]) for i in bad]
+
+
+def test_depth_codecs_match_their_plain_definition_bit_for_bit():
+    rng = np.random.default_rng(7)
+    # every float32 class: random bit patterns (NaN, inf, denormals, negatives, huge values)
+    bits = rng.integers(0, 2**32, (6, 200, 300), dtype=np.uint64).astype(np.uint32)
+    for frame in bits.view(np.float32):
+        _assert_codecs_match_reference(frame)
+        _assert_codecs_match_reference(np.abs(frame))
+    # every millimetre step from -1 m to 66 m, with its float32 neighbours: the rounding ties
+    # (x.5 mm) and the 65534.5 / 65535 boundary
+    steps = (np.arange(-1000, 66_000, dtype=np.float64) / 1000.0 + 0.0005).astype(np.float32)
+    for grid in (steps, np.nextafter(steps, np.float32(np.inf)), np.nextafter(steps, np.float32(-np.inf))):
+        _assert_codecs_match_reference(grid.reshape(67, -1))
+    # scenes with sky, NaN and depths past ``far``, at clip ranges float32 cannot hold exactly
+    for near, far in ((0.05, 500.0), (0.3, 20.1), (0.01, 0.2), (1.0, 7.77)):
+        d = rng.uniform(0.0, 1.3 * far, (90, 160)).astype(np.float32)
+        d[rng.random(d.shape) < 0.2] = np.inf
+        d[rng.random(d.shape) < 0.01] = np.nan
+        above, below = np.nextafter(np.float32(far), np.float32(np.inf)), np.nextafter(np.float32(far), np.float32(0))
+        d[0, :4] = (far, above, below, -np.inf)
+        _assert_codecs_match_reference(d, near, far)
+        _assert_codecs_match_reference(d.astype(np.float64), near, far)  # cast on the way in
+        _assert_codecs_match_reference(d[::2, ::3], near, far)  # not contiguous
+    for special in (np.full((3, 4), 2.5), np.full((3, 4), np.inf), np.zeros((0, 5))):  # one depth, all sky, empty
+        _assert_codecs_match_reference(special.astype(np.float32))
+
+
+def test_depth_codecs_match_their_plain_definition_on_rendered_frames():
+    pieces = [SetPiece("box", (-2.0, 0.0, -3.0), (1.5, 1.0, 1.0), (0.6, 0.5, 0.4), 25.0),
+              SetPiece("cylinder", (2.0, 0.0, -25.0), (0.8, 2.5, 0.8), (0.5, 0.6, 0.7))]
+    figs = (figure(0, -0.5, -1.0), figure(1, 0.8, -6.0, colour=(0.2, 0.45, 0.85)))
+    with PrevizRenderer(RenderSettings(320, 180, labels=False), DAY, pieces) as r:
+        for pose in (camera((0.3, 1.5, 4.0), 5.0, -4.0), camera((0.0, 9.0, 0.0), 90.0, -60.0),
+                     camera((0.0, 0.4, 2.0), pitch=12.0)):
+            depth = r.render(FrameState(pose, 55.0, figs)).depth
+            for near, far in ((0.05, 500.0), (0.5, 12.0)):
+                _assert_codecs_match_reference(depth, near, far)
+
+
 def test_depth_preview_of_a_rendered_frame(plain):
     frame = plain.render(FrameState(camera((0.0, 1.6, 0.0)), 60.0))
     prev = depth_to_preview(frame.depth, 0.05, 500.0)
@@ -441,6 +518,48 @@ def test_softening_touches_rgb_only_and_keeps_colours():
     assert not np.array_equal(a.rgb, b.rgb)
     # a mild blur: flat areas keep their colour, only edges change
     assert np.abs(a.rgb.astype(int) - b.rgb).mean() < 3.0
+
+
+def test_depth_is_the_surface_the_depth_buffer_kept():
+    # Linear depth and the hardware depth buffer come from the same draw: inverting the
+    # projection of the depth buffer gives the linear depth (to the 24-bit buffer's precision)
+    # on every pixel, so each pixel's depth belongs to the surface its colour and mask show.
+    pieces = [SetPiece("box", (1.5, 0.0, -1.0), (1.0, 2.0, 0.4), (0.6, 0.6, 0.6)),
+              SetPiece("box", (-3.0, 0.0, -40.0), (6.0, 4.0, 1.0), (0.5, 0.5, 0.6))]
+    figs = (figure(0, -1.0, 0.0), figure(1, 1.6, -3.0, colour=(0.3, 0.3, 0.9)))
+    settings = RenderSettings(320, 180, labels=False)
+    n, f = settings.near, settings.far
+    with PrevizRenderer(settings, DAY, pieces) as r:
+        for pose in (camera((0.0, 1.5, 6.0), pitch=8.0), camera((1.0, 3.0, 5.0), yaw=10.0, pitch=-20.0, roll=5.0)):
+            frame = r.render(FrameState(pose, 50.0, figs))
+            with r._ctx:
+                window_z = np.frombuffer(r._fbo_controls.read(components=1, attachment=-1, dtype="f4"),
+                                         np.float32).reshape(180, 320).astype(np.float64)
+            sky = window_z == 1.0  # nothing drawn into the depth buffer: only the sky pass
+            assert 0 < sky.sum() < sky.size
+            assert np.all(np.isposinf(frame.depth[sky])) and np.all(frame.masks[sky] == 0)
+            ndc = 2.0 * window_z[~sky] - 1.0
+            linear = 2.0 * f * n / ((f + n) - ndc * (f - n))
+            assert np.allclose(frame.depth[~sky], linear, rtol=2e-3, atol=1e-4)
+
+
+def test_first_colour_only_frame_of_a_fresh_renderer_is_drawn():
+    # Frames without control channels, on a renderer that never drew with them (a run with
+    # --no-controls): the same picture and masks, and contact shadows never touch the index.
+    wall = [SetPiece("box", (1.5, 0.0, -1.0), (1.0, 2.0, 0.4), (0.6, 0.6, 0.6))]
+    figs = (figure(0, -1.0, 0.0), figure(1, 0.5, -1.0, colour=(0.2, 0.7, 0.3)))
+    state = FrameState(camera((0.0, 1.5, 6.0), pitch=-5.0), 50.0, figs)
+    settings = RenderSettings(320, 240, labels=True)
+    with PrevizRenderer(settings, DAY, wall) as light_only:
+        light = [light_only.render(state, with_depth=False) for _ in range(2)]
+    with PrevizRenderer(settings, DAY, wall) as full_only:
+        full = full_only.render(state, with_depth=True)
+    for frame in light:
+        assert frame.depth is None
+        assert frame.rgb.tobytes() == full.rgb.tobytes()
+        assert frame.masks.tobytes() == full.masks.tobytes()
+    assert set(np.unique(full.masks).tolist()) == {0, 1, 2}
+    assert full.rgb.mean() > 60  # drawn, not black
 
 
 def test_colour_only_frames_match_frames_with_controls():

@@ -1,7 +1,11 @@
 """The previz rasteriser: OpenGL 3.3 through moderngl on a headless EGL context.
 
-Every pass draws into three colour attachments at once (MRT):
-0 lit RGB, 1 linear depth in metres (R32F, +inf for sky), 2 character index (R8UI).
+Every pass draws into colour attachment 0, RGBA8: lit RGB, and the character index in the
+alpha (0 = none, i + 1 = figures[i]), so masks need no attachment of their own. When control
+channels are wanted, the same passes also write attachment 1, R32F: linear depth in metres
+(+inf for sky). llvmpipe pays per attachment on every pixel a draw touches: at 1080p the
+depth attachment and its read-back add ~3 ms of CPU to a ~22 ms frame, an id attachment
+would add ~1 ms more, and a separate depth-only pass (geometry rasterised twice) ~7 ms.
 
 * The projection's y axis is negated so that GL's first framebuffer row is the image's top
   row: read-back needs no flip and ``gl_FragCoord.xy`` equals the OpenCV pixel (u, v)
@@ -22,7 +26,9 @@ Every pass draws into three colour attachments at once (MRT):
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,18 +87,16 @@ in float v_depth;
 flat in uint v_id;
 layout(location = 0) out vec4 f_colour;
 layout(location = 1) out float f_depth;
-layout(location = 2) out uint f_id;
 void main() {
     vec3 n = normalize(v_normal);
     float lambert = max(dot(n, u_sun), 0.0);
     // Lambert + ambient, plus a little sky fill from above so the side away from the sun
     // still shows its form; figures end up slightly brighter than the unlit ground palette.
     float light = u_ambient + (1.0 - u_ambient) * lambert + 0.12 * (0.5 + 0.5 * n.y);
-    // alpha carries the figure index too (unorm8: id / 255 reads back as the byte id), so a
-    // frame without control channels needs no second attachment (see PrevizRenderer.render)
+    // alpha carries the figure index (unorm8: id / 255 reads back as the byte id), so the
+    // masks need no attachment of their own (see PrevizRenderer.render)
     f_colour = vec4(min(v_colour * light, vec3(1.0)), float(v_id) / 255.0);
     f_depth = v_depth;
-    f_id = v_id;
 }
 """
 
@@ -126,7 +130,6 @@ in vec2 v_xz;
 in float v_depth;
 layout(location = 0) out vec4 f_colour;
 layout(location = 1) out float f_depth;
-layout(location = 2) out uint f_id;
 void main() {
     vec2 cell = v_xz * u_inv_spacing;
     vec2 w = max(fwidth(cell), vec2(1e-6));  // cells per pixel
@@ -148,7 +151,6 @@ void main() {
     float fog = min(1.0, v_depth * u_fog.y / (v_depth + u_fog.x));
     f_colour = vec4(mix(ground, u_haze, fog), 0.0);  // alpha = figure index 0
     f_depth = v_depth;
-    f_id = 0u;
 }
 """
 
@@ -175,13 +177,11 @@ uniform vec3 u_haze;
 noperspective in vec3 v_dir;
 layout(location = 0) out vec4 f_colour;
 layout(location = 1) out float f_depth;
-layout(location = 2) out uint f_id;
 void main() {
     float s = 1.0 - v_dir.y * inversesqrt(dot(v_dir, v_dir));  // 0 at the zenith, 1 at the horizon
     // above the horizon a gradient; below it (ground past the far plane) the distant haze
     f_colour = vec4(s > 1.0 ? u_haze : mix(u_horizon, u_zenith, 1.0 - s * s * s), 0.0);  // alpha: no figure
     f_depth = uintBitsToFloat(0x7F800000u);  // +inf
-    f_id = 0u;
 }
 """
 
@@ -376,17 +376,14 @@ class PrevizRenderer:
             ))
 
         w, h = self._size
-        attachments = [
-            self._own(ctx.renderbuffer((w, h), components=4, dtype="f1")),  # lit colour; alpha = index
-            self._own(ctx.renderbuffer((w, h), components=1, dtype="f4")),  # linear depth, metres
-            self._own(ctx.renderbuffer((w, h), components=1, dtype="u1")),  # character index
-        ]
+        colour_rb = self._own(ctx.renderbuffer((w, h), components=4, dtype="f1"))  # lit colour; alpha = index
+        linear_rb = self._own(ctx.renderbuffer((w, h), components=1, dtype="f4"))  # linear depth, metres
         depth_rb = self._own(ctx.depth_renderbuffer((w, h)))
-        self._fbo = self._own(ctx.framebuffer(color_attachments=attachments, depth_attachment=depth_rb))
-        # Same colour and depth buffers without the control attachments: llvmpipe shades a frame
-        # with one colour attachment in well under half the CPU time of several (measured at
-        # 1080p: 17 vs 43 ms), and the figure index rides in the colour's alpha anyway.
-        self._fbo_colour = self._own(ctx.framebuffer(color_attachments=attachments[:1], depth_attachment=depth_rb))
+        # Frames without control channels draw into the colour attachment alone: the depth
+        # attachment would cost ~3 ms of CPU per 1080p frame for nothing.
+        self._fbo_colour = self._own(ctx.framebuffer(color_attachments=[colour_rb], depth_attachment=depth_rb))
+        self._fbo_controls = self._own(ctx.framebuffer(color_attachments=[colour_rb, linear_rb],
+                                                       depth_attachment=depth_rb))
         # RGBA read-back staging, reused every frame: llvmpipe hands out RGBA far faster than
         # it repacks to RGB, and OpenCV drops the alpha in a fraction of a millisecond
         self._rgba = np.empty((h, w, 4), np.uint8)  # (kH, kW, 4) uint8
@@ -449,29 +446,31 @@ class PrevizRenderer:
     def render(self, state: FrameState, with_depth: bool = True) -> RenderedFrame:
         """Draw one frame: RGB (H, W, 3) uint8, depth (H, W) float32 metres, masks (H, W) uint8.
 
-        ``with_depth=False`` skips reading the depth attachment back (the largest read, 4 bytes a
-        pixel) when no control channel is wanted; ``RenderedFrame.depth`` is then None.
+        ``with_depth=False`` draws without the depth attachment and skips its read-back (the
+        largest read, 4 bytes a pixel) when no control channel is wanted; ``RenderedFrame.depth``
+        is then None. RGB and masks are the same either way.
         """
-        import cv2
-
         if self._ctx is None:
             raise BackendError("previz renderer: render() called after close(); create a new renderer")
         if len(state.figures) > 254:
             raise BackendError(f"figures: {len(state.figures)} figures exceed the 254 a uint8 mask can index")
+        with _opencv_on_caller():
+            return self._render(state, with_depth)
+
+    def _render(self, state: FrameState, with_depth: bool) -> RenderedFrame:
+        """The body of ``render`` (inputs already checked)."""
+        import cv2
+
         k = self.settings.supersample
         w, h = self._size
         depth = np.empty((h, w), np.float32) if with_depth else None  # (kH, kW) float32 metres
         with self._ctx:
-            if with_depth:
-                masks = np.empty((h, w), np.uint8)  # (kH, kW) uint8 ids (labels need them too)
-                self._draw(state, self._fbo)
-                self._fbo.read_into(self._rgba, components=4, attachment=0, dtype="f1")
-                self._fbo.read_into(depth, components=1, attachment=1, dtype="f4")
-                self._fbo.read_into(masks, components=1, attachment=2, dtype="u1")
-            else:
-                self._draw(state, self._fbo_colour)
-                self._fbo_colour.read_into(self._rgba, components=4, attachment=0, dtype="f1")
-                masks = cv2.extractChannel(self._rgba, 3)  # (kH, kW) uint8 ids from the alpha
+            fbo = self._fbo_colour if depth is None else self._fbo_controls
+            self._draw(state, fbo)
+            fbo.read_into(self._rgba, components=4, attachment=0, dtype="f1")
+            if depth is not None:
+                fbo.read_into(depth, components=1, attachment=1, dtype="f4")
+        masks = cv2.extractChannel(self._rgba, 3)  # (kH, kW) uint8 ids from the alpha
         rgb = cv2.cvtColor(self._rgba, cv2.COLOR_RGBA2RGB)  # (kH, kW, 3) uint8, a new array
         if k > 1:
             rgb = _area_downsample(rgb, k)
@@ -515,13 +514,12 @@ class PrevizRenderer:
         view_b = _gl_mat(np.linalg.inv(c2w))
         proj_b = _gl_mat(projection_matrix(state.fov_deg, w / h, s.near, s.far))
 
-        fbo.use()
-        ctx.viewport = (0, 0, w, h)
         # Only depth needs clearing: the sky covers the part of the frame the ground cannot
-        # reach and the ground the rest, so every colour, depth and id pixel gets written.
-        fbo.color_mask = _masks(n_attach, (False,) * 4)
+        # reach and the ground the rest, so every colour and linear-depth pixel gets written.
+        _use_with_masks(fbo, _masks(n_attach, (False,) * 4))
         fbo.clear(depth=1.0)
-        fbo.color_mask = _masks(n_attach, (True,) * 4)
+        _use_with_masks(fbo, _masks(n_attach, (True,) * 4))
+        ctx.viewport = (0, 0, w, h)
         ctx.front_face = "cw"  # the mirrored projection flips on-screen winding
         ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
 
@@ -584,12 +582,10 @@ class PrevizRenderer:
             ctx.enable(moderngl.BLEND)
             ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
             ctx.polygon_offset = (-1.0, -4.0)
-            fbo.depth_mask = False
             # RGB only: the alpha holds the figure index and the control attachments stay as drawn
-            fbo.color_mask = _masks(n_attach, (True, True, True, False), (False,) * 4)
+            _use_with_masks(fbo, _masks(n_attach, (True, True, True, False), (False,) * 4), depth=False)
             self._decal_vao.render(moderngl.TRIANGLES, instances=len(brow))
-            fbo.color_mask = _masks(n_attach, (True,) * 4)
-            fbo.depth_mask = True
+            _use_with_masks(fbo, _masks(n_attach, (True,) * 4))
             ctx.polygon_offset = (0.0, 0.0)
             ctx.disable(moderngl.BLEND)
 
@@ -611,6 +607,50 @@ class PrevizRenderer:
             text = self._labels.text_for(fig.label, fig.char_id)
             colour = tuple(int(round(255 * c)) for c in fig.colour)
             self._labels.draw(rgb, (float(uv[i, 0]), float(uv[i, 1])), size, text, colour)  # type: ignore[arg-type]
+
+
+_OPENCV_LOCK = threading.Lock()
+_opencv_users = 0  # renders in progress, on any thread
+_opencv_threads = 0  # OpenCV's thread count before the first of them began
+
+
+@contextmanager
+def _opencv_on_caller() -> Iterator[None]:
+    """Run OpenCV calls on the calling thread alone while inside; restored when the last user leaves.
+
+    OpenCV's worker threads spin for a while after every parallel call. Beside llvmpipe's
+    rasteriser threads and the encoders on the same cores that spinning is pure CPU cost and buys
+    no wall time here (measured per rendered frame: ~3.5 of 42 ms at 1080p with controls, ~2 of
+    10 ms at 360p, wall unchanged). The count is process-wide, so concurrent renders share one
+    setting; the results of OpenCV's calls do not depend on it.
+    """
+    global _opencv_users, _opencv_threads
+    import cv2
+
+    with _OPENCV_LOCK:
+        if _opencv_users == 0:
+            _opencv_threads = cv2.getNumThreads()
+            cv2.setNumThreads(1)
+        _opencv_users += 1
+    try:
+        yield
+    finally:
+        with _OPENCV_LOCK:
+            _opencv_users -= 1
+            if _opencv_users == 0:
+                cv2.setNumThreads(_opencv_threads)
+
+
+def _use_with_masks(fbo: Any, colour: Any, depth: bool = True) -> None:
+    """Set a framebuffer's colour and depth write masks and bind it, so they take effect.
+
+    moderngl (5.13) hands a single-attachment framebuffer's masks to GL only when it is bound
+    (and on clear): setting them on the bound framebuffer alone left the colour-only pass masked
+    off after the depth clear, so a renderer that never drew with controls gave black frames.
+    """
+    fbo.color_mask = colour
+    fbo.depth_mask = depth
+    fbo.use()
 
 
 def _masks(n: int, first: tuple[bool, ...], rest: tuple[bool, ...] | None = None) -> Any:
