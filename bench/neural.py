@@ -368,6 +368,9 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
         table["sdpa-cudnn"] = SpeedConfig(mode="exact", sdpa="cudnn")
         table["sdpa-flash"] = SpeedConfig(mode="exact", sdpa="flash")
         table["compile"] = SpeedConfig(mode="exact", compile_blocks=True)
+        table["compile-graphs"] = SpeedConfig(mode="exact", compile_blocks=True, compile_mode="reduce-overhead")
+        table["compile-autotune"] = SpeedConfig(mode="exact", compile_blocks=True,
+                                                compile_mode="max-autotune-no-cudagraphs")
         if hopper_attention_backend() == "_flash_3":  # only where FlashAttention-3 is installed
             table["attn-fa3"] = SpeedConfig(mode="exact", attention="_flash_3")
         if fa4_available():  # only where FlashAttention-4 is installed
@@ -376,6 +379,7 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
     if mode in ("fast", "all"):
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
         table["cache-interval"] = SpeedConfig(mode="fast", cache="interval")
+        table["cache-interval3"] = SpeedConfig(mode="fast", cache="interval", cache_interval=3)
         table["cache-fbc"] = SpeedConfig(mode="fast", cache="fbc", fbc_threshold=0.05)
     return table
 

@@ -255,3 +255,11 @@ def test_interval_hook_reuses_each_branchs_output_with_per_token_timesteps():
                      float(model(hidden_states=x + 1, timestep=timestep)[0, 0])))
     assert model.calls == 8
     assert seen == [(1, 2), (3, 4), (3, 4), (5, 6), (5, 6), (7, 8)]
+
+
+def test_compile_mode_is_checked_and_described():
+    graphs = SpeedConfig(mode="exact", compile_blocks=True, compile_mode="reduce-overhead")
+    assert check_config(graphs) is graphs
+    assert "compile=blocks(reduce-overhead)" in graphs.describe()
+    with pytest.raises(BackendError, match="compile_mode: 'turbo'"):
+        check_config(SpeedConfig(mode="exact", compile_blocks=True, compile_mode="turbo"))

@@ -25,6 +25,7 @@ from daotai.errors import BackendError
 SPEED_MODES = ("off", "exact", "fast")
 SDPA_BACKENDS = ("cudnn", "flash", "efficient", "math")
 CACHE_KINDS = ("interval", "fbc")
+COMPILE_MODES = (None, "reduce-overhead", "max-autotune-no-cudagraphs")
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
@@ -38,6 +39,7 @@ class SpeedConfig:
     # kernels), or "auto": the best of those this machine has installed (None: PyTorch's SDPA)
     attention: str | None = None
     compile_blocks: bool = False  # regional torch.compile of the repeated transformer block
+    compile_mode: str | None = None  # torch.compile mode (None: default; "reduce-overhead": CUDA graphs)
     vae_bf16: bool = False  # VAE weights and decode in bfloat16 (approximate)
     vae_channels_last: bool = False  # VAE weights in channels-last (NDHWC) memory format
     cache: str | None = None  # "interval": fixed-schedule step skipping; "fbc": diffusers first-block cache
@@ -54,7 +56,7 @@ class SpeedConfig:
         if self.sdpa:
             parts.append(f"sdpa={self.sdpa}")
         if self.compile_blocks:
-            parts.append("compile=blocks")
+            parts.append("compile=blocks" + (f"({self.compile_mode})" if self.compile_mode else ""))
         if self.vae_bf16:
             parts.append("vae=bf16")
         if self.vae_channels_last:
@@ -100,6 +102,9 @@ def check_config(config: SpeedConfig) -> SpeedConfig:
         raise BackendError(f"sdpa: {config.sdpa!r} must be one of {', '.join(SDPA_BACKENDS)}")
     if config.cache is not None and config.cache not in CACHE_KINDS:
         raise BackendError(f"cache: {config.cache!r} must be one of {', '.join(CACHE_KINDS)}")
+    if config.compile_mode not in COMPILE_MODES:
+        raise BackendError(f"compile_mode: {config.compile_mode!r} must be one of "
+                           f"{', '.join(str(m) for m in COMPILE_MODES)}")
     if config.cache_interval < 1:
         raise BackendError(f"cache_interval: {config.cache_interval!r} must be >= 1")
     if not 0.0 <= config.cache_warmup <= 1.0:
@@ -212,8 +217,10 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
             if config.cache == "fbc":
                 raise BackendError("speed: first-block cache hooks each block; it cannot be combined with compile")
             # fullgraph only with PyTorch's own attention: an external kernel may need a graph break.
-            transformer.compile_repeated_blocks(dynamic=False, fullgraph=config.attention in (None, "auto", "fa4"))
-            done.append("compiled repeated blocks")
+            options = {"mode": config.compile_mode} if config.compile_mode else {}
+            transformer.compile_repeated_blocks(dynamic=False, fullgraph=config.attention in (None, "auto", "fa4"),
+                                                **options)
+            done.append("compiled repeated blocks" + (f" ({config.compile_mode})" if config.compile_mode else ""))
     vae = getattr(pipe, "vae", None)
     if vae is not None and config.vae_bf16:
         vae.to(torch.bfloat16)
