@@ -368,7 +368,6 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
         table["sdpa-cudnn"] = SpeedConfig(mode="exact", sdpa="cudnn")
         table["sdpa-flash"] = SpeedConfig(mode="exact", sdpa="flash")
         table["compile"] = SpeedConfig(mode="exact", compile_blocks=True)
-        table["compile-graphs"] = SpeedConfig(mode="exact", compile_blocks=True, compile_mode="reduce-overhead")
         table["compile-autotune"] = SpeedConfig(mode="exact", compile_blocks=True,
                                                 compile_mode="max-autotune-no-cudagraphs")
         if hopper_attention_backend() == "_flash_3":  # only where FlashAttention-3 is installed

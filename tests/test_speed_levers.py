@@ -258,8 +258,10 @@ def test_interval_hook_reuses_each_branchs_output_with_per_token_timesteps():
 
 
 def test_compile_mode_is_checked_and_described():
-    graphs = SpeedConfig(mode="exact", compile_blocks=True, compile_mode="reduce-overhead")
-    assert check_config(graphs) is graphs
-    assert "compile=blocks(reduce-overhead)" in graphs.describe()
+    tuned = SpeedConfig(mode="exact", compile_blocks=True, compile_mode="max-autotune-no-cudagraphs")
+    assert check_config(tuned) is tuned
+    assert "compile=blocks(max-autotune-no-cudagraphs)" in tuned.describe()
+    with pytest.raises(BackendError, match="compile_mode: 'reduce-overhead'"):
+        check_config(SpeedConfig(mode="exact", compile_blocks=True, compile_mode="reduce-overhead"))
     with pytest.raises(BackendError, match="compile_mode: 'turbo'"):
         check_config(SpeedConfig(mode="exact", compile_blocks=True, compile_mode="turbo"))

@@ -25,7 +25,9 @@ from daotai.errors import BackendError
 SPEED_MODES = ("off", "exact", "fast")
 SDPA_BACKENDS = ("cudnn", "flash", "efficient", "math")
 CACHE_KINDS = ("interval", "fbc")
-COMPILE_MODES = (None, "reduce-overhead", "max-autotune-no-cudagraphs")
+# No "reduce-overhead": CUDA graphs per compiled block fail in the pipeline (measured on an H200 with
+# LTX: a block's graph output is overwritten by the next block's replay before it is read).
+COMPILE_MODES = (None, "max-autotune-no-cudagraphs")
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
@@ -39,7 +41,7 @@ class SpeedConfig:
     # kernels), or "auto": the best of those this machine has installed (None: PyTorch's SDPA)
     attention: str | None = None
     compile_blocks: bool = False  # regional torch.compile of the repeated transformer block
-    compile_mode: str | None = None  # torch.compile mode (None: default; "reduce-overhead": CUDA graphs)
+    compile_mode: str | None = None  # torch.compile mode (None: default; see COMPILE_MODES)
     vae_bf16: bool = False  # VAE weights and decode in bfloat16 (approximate)
     vae_channels_last: bool = False  # VAE weights in channels-last (NDHWC) memory format
     cache: str | None = None  # "interval": fixed-schedule step skipping; "fbc": diffusers first-block cache
