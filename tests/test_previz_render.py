@@ -272,6 +272,61 @@ def test_same_input_gives_byte_identical_frames():
     assert a.rgb.shape == (180, 320, 3) and a.rgb.dtype == np.uint8 and a.rgb.flags.c_contiguous
 
 
+def test_locked_off_camera_reuses_the_background_without_changing_a_byte():
+    # Frames 2.. of an unchanged camera copy a cached background under the figures; the
+    # first draws it directly. Both must give the bytes a fresh renderer gives, figures that
+    # moved must leave nothing behind, and switching the depth attachment on and off must
+    # not serve a background drawn for the other framebuffer.
+    pieces = [SetPiece("box", (-1.0, 0.0, -4.0), (1.5, 1.0, 1.0), (0.6, 0.5, 0.4), 25.0)]
+    cam = camera((0.3, 1.5, 4.0), 5.0, -8.0)
+    states = [FrameState(cam, 55.0, (figure(0, x, -2.0 - x),)) for x in (-1.0, 0.0, 1.0)]
+    settings = RenderSettings(320, 180, labels=False)
+    with PrevizRenderer(settings, DAY, pieces) as r:
+        got = [r.render(s, with_depth=d) for s in states for d in (False, False, True)]
+    for i, s in enumerate(states):
+        with PrevizRenderer(settings, DAY, pieces) as fresh:
+            want = fresh.render(s)
+        for x in got[3 * i : 3 * i + 3]:
+            assert x.rgb.tobytes() == want.rgb.tobytes()
+            assert x.masks.tobytes() == want.masks.tobytes()
+            if x.depth is not None:
+                assert x.depth.tobytes() == want.depth.tobytes()
+    assert not np.array_equal(got[0].masks, got[3].masks)  # the figure did move
+
+
+_THREADS_PROBE = """
+import hashlib, os, numpy as np
+from daotai.render.previz import FrameState, PrevizRenderer, RenderSettings, SetPiece, environment_for
+from daotai.render.previz.scene import Figure
+c2w = np.eye(4); c2w[:3, 3] = (0.0, 1.6, 5.0)
+state = FrameState(c2w, 55.0, (Figure("a", "A", (0.8, 0.3, 0.2), 1.7, (0.3, 0.0)),))
+pieces = [SetPiece("box", (-1.5, 0.0, -2.0), (1.0, 1.0, 1.0), (0.5, 0.5, 0.6))]
+with PrevizRenderer(RenderSettings(320, 180, labels=False), environment_for("day"), pieces) as r:
+    f = r.render(state)
+print(os.environ["LP_NUM_THREADS"], hashlib.sha256(f.rgb.tobytes() + f.depth.tobytes() + f.masks.tobytes()).hexdigest())
+"""
+
+
+def _probe_threads(lp_threads: str | None) -> tuple[str, str]:
+    """(LP_NUM_THREADS seen after the first context, hash of a frame) from a fresh process."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
+    if lp_threads is not None:
+        env["LP_NUM_THREADS"] = lp_threads
+    out = subprocess.run([sys.executable, "-c", _THREADS_PROBE], env=env, capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    return out[0], out[1]
+
+
+def test_rasteriser_threads_default_to_half_the_cores_and_never_change_a_frame():
+    default_threads, default_hash = _probe_threads(None)
+    assert default_threads == str(max(1, previz_gl._usable_cores() // 2))
+    assert _probe_threads("3") == ("3", default_hash)  # a value already set wins
+    assert _probe_threads("1")[1] == default_hash
+
+
 def test_sky_depth_is_infinite_and_unmasked(plain):
     frame = plain.render(FrameState(camera((0.0, 1.6, 0.0), pitch=50.0), 60.0, (figure(0, 0.0, -6.0),)))
     sky = np.isinf(frame.depth)
