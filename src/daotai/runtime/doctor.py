@@ -83,9 +83,9 @@ def collect() -> list[Check]:
         checks.append(Check(package, found or "not installed (pip install 'daotai[neural]')", found is not None))
     checks.append(Check("video encoders", _encoders(), True))
     try:
-        import moderngl
+        from daotai.render.previz.gl import _create_context
 
-        ctx = moderngl.create_standalone_context(backend="egl")
+        ctx = _create_context()  # the renderer's own settings: the first context fixes llvmpipe's threads
         renderer = ctx.info.get("GL_RENDERER", "?")
         ctx.release()
         checks.append(Check("previz OpenGL", renderer, True))

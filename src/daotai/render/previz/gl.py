@@ -795,6 +795,9 @@ def _area_downsample(rgb: np.ndarray, k: int) -> np.ndarray:
     return cv2.resize(rgb, (w, h), interpolation=cv2.INTER_AREA)
 
 
+RASTERISER_THREADS = "1"  # llvmpipe threads unless LP_NUM_THREADS is set (see _create_context)
+
+
 def _create_context() -> Any:
     """A standalone headless OpenGL 3.3 context through EGL, or BackendError saying what to install."""
     try:
@@ -802,21 +805,15 @@ def _create_context() -> Any:
     except ImportError as exc:  # a base dependency; only a broken install gets here
         raise BackendError("the previz renderer needs the 'moderngl' package: pip install moderngl") from exc
     # Mesa's llvmpipe reads its rasteriser thread count once, when the first context of the
-    # process opens. By default it takes one thread per core, but a run also keeps the main
-    # thread and the encoder processes busy on those cores; measured on 2 cores (bench/previz.py,
-    # office, 4 s) one rasteriser thread spent ~20 % less CPU per 1080p frame than two, and
-    # the 1080p plain run went from ~0.95x to ~1.1x real time. Half the cores it may use,
-    # at least one; an LP_NUM_THREADS already set wins. Frames are identical either way.
-    os.environ.setdefault("LP_NUM_THREADS", str(max(1, _usable_cores() // 2)))
+    # process opens; by default it takes one thread per core. One thread is the default here:
+    # (1) a run keeps the main thread and the encoder processes busy on the other cores, and on
+    # 2 cores one rasteriser thread spent ~20 % less CPU per 1080p frame than two (bench/previz.py);
+    # (2) llvmpipe's pixels can depend on its thread count (an orbit shot differed between 1 and 2
+    # threads), so a fixed count keeps renders byte-identical across machines with different core
+    # counts and across processes (cluster workers, the server's workers). An LP_NUM_THREADS
+    # already set wins: a many-core machine may trade that reproducibility for speed.
+    os.environ.setdefault("LP_NUM_THREADS", RASTERISER_THREADS)
     try:
         return moderngl.create_standalone_context(backend="egl", require=330)
     except Exception as exc:  # glcontext raises plain Exception when libEGL or a driver is missing
         raise BackendError(f"{EGL_HINT} ({exc})") from exc
-
-
-def _usable_cores() -> int:
-    """CPU cores this process may run on (its affinity where the OS reports one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # macOS and Windows have no affinity call
-        return os.cpu_count() or 1
