@@ -274,34 +274,24 @@ def _encode_affine_u8() -> tuple[np.ndarray, np.ndarray]:
 def rgb_to_yuv_u8(rgb: np.ndarray, sub_y: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """BT.709 limited-range 8-bit Y (H, W) and Cb, Cr (H/sub_y, W/2) uint8 planes from RGB.
 
-    The same numbers as ``rgb_to_yuv_planes`` (chroma from the exact mean of each sub_y x 2
-    block, applied before the matrix, which is the same by linearity; round half up there,
-    round half to even here, so a value can differ by one code only on an exact tie), done by
-    OpenCV's vectorised affine transform on 8-bit luma and on 16-bit block sums: about 9 ms of
-    CPU per 1080p frame against 38 ms for the BLAS path, which matters when render and encode
-    share two cores.
+    The same numbers as ``rgb_to_yuv_planes`` (chroma averaged over sub_y x 2 blocks before the
+    matrix, which is the same by linearity; round half up there, round half to even here, so a
+    value can differ by one code only on an exact tie), done by OpenCV's vectorised affine
+    transform: about a quarter of the CPU time of the BLAS path at 1080p, which matters when
+    render and encode share two cores. (Chroma from 16-bit block sums through ``cv2.transform``
+    on CV_16U was ~4 ms faster but gave different bytes from run to run for the same frames;
+    the float path below is deterministic.)
     """
     import cv2
 
     h, w, _ = rgb.shape
-    luma, chroma = _chroma_sum_affine(sub_y)
-    y = cv2.transform(rgb, luma)  # (H, W) uint8, rounded and saturated
-    rows = rgb[0::2].astype(np.uint16) if sub_y == 2 else rgb.astype(np.uint16)  # (H/sy, W, 3)
-    if sub_y == 2:
-        rows += rgb[1::2]  # vertical pair sums, exact in 16 bits
-    pairs = rows.reshape(h // sub_y, w // 2, 6)
-    sums = pairs[..., :3] + pairs[..., 3:]  # (H/sy, W/2, 3) uint16 sums of 2 * sub_y pixels
-    cbcr = cv2.transform(sums, chroma)  # (H/sy, W/2, 2) uint16 code values, rounded
-    return y, cbcr[..., 0].astype(np.uint8), cbcr[..., 1].astype(np.uint8)
-
-
-@lru_cache(maxsize=None)
-def _chroma_sum_affine(sub_y: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (1, 4) luma matrix and the (2, 4) chroma matrix scaled to take block sums of 2 * sub_y pixels."""
     luma, chroma = _encode_affine_u8()
-    scaled = chroma.copy()
-    scaled[:, :3] /= np.float32(2 * sub_y)
-    return luma, scaled
+    y = cv2.transform(rgb, luma)  # (H, W) uint8, rounded and saturated
+    # chroma from the exact block mean (float32), not from rounded 8-bit means
+    blocks = cv2.resize(rgb.astype(np.float32), (w // 2, h // sub_y), interpolation=cv2.INTER_AREA)
+    cbcr = cv2.transform(blocks, chroma)  # (H/sy, W/2, 2) float32 code values
+    cbcr += 0.5  # the cast below truncates
+    return y, cbcr[..., 0].astype(np.uint8), cbcr[..., 1].astype(np.uint8)
 
 
 def yuv_planes_to_rgb(
