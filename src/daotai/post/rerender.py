@@ -147,7 +147,8 @@ class _Model:
         """Run one window (F, H, W, 3) uint8 through the pipeline; yields Progress, then (F, H, W, 3) uint8."""
         from daotai.render.diffusers_common import (
             WAN_NEGATIVE,
-            is_out_of_memory,
+            first_line,
+            retry_a_tier_lower,
             run_steps,
             step_callback_kwargs,
             to_uint8,
@@ -175,31 +176,27 @@ class _Model:
                 **step_callback_kwargs(callback),
             ).frames
 
-        for attempt in (0, 1):
-            try:
-                for item in run_steps(call, "re-render", total, ctx):
-                    if isinstance(item, tuple):
-                        out = to_uint8(item[1])  # (F', H, W, 3) uint8
-                        if out.shape[0] < frames or out.shape[1:3] != (height, width):
-                            raise BackendError(f"re-render: the pipeline returned {out.shape}, expected "
-                                               f"({frames}, {height}, {width}, 3)")
-                        yield out[:frames]
-                        return
-                    yield Progress(item.stage, None, item.done, item.total, f"{label}: {item.message}")
-            except (Cancelled, BackendError):
-                raise
-            except Exception as exc:
-                if not is_out_of_memory(exc):
-                    first = str(exc).splitlines()[0] if str(exc) else ""
-                    raise BackendError(f"re-render: the {FAMILY} video-to-video pipeline failed: "
-                                       f"{type(exc).__name__}: {first}") from exc
-                lower = runner.step_down() if attempt == 0 else None
-                if lower is None:
-                    raise BackendError(
-                        f"re-render: out of memory at {width}x{height}, {frames} frames even at the lowest memory "
-                        "tier; upscale x2 instead of x4, or use method classical"
-                    ) from None
-                yield Progress("load", None, 1, 1, f"out of memory; retrying at memory tier {lower}")
+        def attempt() -> Iterator[Any]:
+            for item in run_steps(call, "re-render", total, ctx):
+                if isinstance(item, tuple):
+                    out = to_uint8(item[1])  # (F', H, W, 3) uint8
+                    if out.shape[0] < frames or out.shape[1:3] != (height, width):
+                        raise BackendError(f"re-render: the pipeline returned {out.shape}, expected "
+                                           f"({frames}, {height}, {width}, 3)")
+                    yield out[:frames]
+                    return
+                yield Progress(item.stage, None, item.done, item.total, f"{label}: {item.message}")
+
+        yield from retry_a_tier_lower(
+            runner,
+            attempt,
+            failed=lambda exc: f"re-render: the {FAMILY} video-to-video pipeline failed: "
+                               f"{type(exc).__name__}: {first_line(exc)}",
+            exhausted=f"re-render: out of memory at {width}x{height}, {frames} frames even at the lowest memory "
+                      "tier; upscale x2 instead of x4, or use method classical",
+            retrying=lambda lower: Progress("load", None, 1, 1, f"out of memory; retrying at memory tier {lower}"),
+            passthrough=(Cancelled, BackendError),
+        )
 
     def close(self) -> None:
         """Free the pipeline."""

@@ -267,6 +267,35 @@ def set_shift(pipe: Any, shift: float | None) -> None:
     pipe.scheduler = type(pipe.scheduler).from_config(config, **{key: shift})
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message ('' when it has none)."""
+    return str(exc).splitlines()[0] if str(exc) else ""
+
+
+def retry_a_tier_lower(runner: Any, attempt: Callable[[], Iterator[Any]], *, failed: Callable[[BaseException], str],
+                       exhausted: str, retrying: Callable[[str], Any],
+                       passthrough: tuple[type[BaseException], ...] = (Cancelled,)) -> Iterator[Any]:
+    """Run ``attempt()`` (a generator), and once more a memory tier lower if it ran out of memory.
+
+    Other failures become BackendError(``failed(exc)``); ``passthrough`` errors propagate as they
+    are; after the retry, or with no lower tier left, BackendError(``exhausted``). ``retrying(tier)``
+    is yielded before the second attempt.
+    """
+    for round_ in (0, 1):
+        try:
+            yield from attempt()
+            return
+        except passthrough:
+            raise
+        except Exception as exc:
+            if not is_out_of_memory(exc):
+                raise BackendError(failed(exc)) from exc
+            lower = runner.step_down() if round_ == 0 else None
+            if lower is None:
+                raise BackendError(exhausted) from None
+            yield retrying(lower)
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """True for a CUDA/MPS out-of-memory error."""
     name = type(exc).__name__
@@ -447,23 +476,16 @@ class DiffusersShotRunner:
             )
             return result.frames
 
-        for attempt in (0, 1):
-            try:
-                yield from run_steps(call, shot.shot_id, defaults.steps, ctx)
-                return
-            except Cancelled:
-                raise
-            except Exception as exc:
-                if not is_out_of_memory(exc):
-                    raise BackendError(f"{shot.shot_id}: {self.family} pipeline failed: {type(exc).__name__}: "
-                                       f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
-                lower = self.step_down() if attempt == 0 else None
-                if lower is None:
-                    raise BackendError(
-                        f"{shot.shot_id}: out of memory at {request.width}x{request.height}, {request.frames} frames "
-                        "even with the lowest memory tier; try --preset preview or shorter shots"
-                    ) from None
-                yield Notice("warning", f"out of memory; retrying once with memory tier {lower}", shot.shot_id)
+        yield from retry_a_tier_lower(
+            self,
+            lambda: run_steps(call, shot.shot_id, defaults.steps, ctx),
+            failed=lambda exc: f"{shot.shot_id}: {self.family} pipeline failed: {type(exc).__name__}: "
+                               f"{first_line(exc)}",
+            exhausted=f"{shot.shot_id}: out of memory at {request.width}x{request.height}, {request.frames} frames "
+                      "even with the lowest memory tier; try --preset preview or shorter shots",
+            retrying=lambda lower: Notice("warning", f"out of memory; retrying once with memory tier {lower}",
+                                          shot.shot_id),
+        )
 
     def sample_health(self) -> dict:
         """One health sample from the configured sampler; {} if it fails (telemetry never fails a render)."""
