@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -484,8 +482,9 @@ class PrevizRenderer:
             raise BackendError("previz renderer: render() called after close(); create a new renderer")
         if len(state.figures) > 254:
             raise BackendError(f"figures: {len(state.figures)} figures exceed the 254 a uint8 mask can index")
-        with _opencv_on_caller():
-            return self._render(state, with_depth)
+        # OpenCV's process-wide thread count is left alone: changing it per frame while encoder
+        # threads of the same run are inside OpenCV calls made their output vary from run to run.
+        return self._render(state, with_depth)
 
     def _render(self, state: FrameState, with_depth: bool) -> RenderedFrame:
         """The body of ``render`` (inputs already checked)."""
@@ -693,38 +692,6 @@ class PrevizRenderer:
             text = self._labels.text_for(fig.label, fig.char_id)
             colour = tuple(int(round(255 * c)) for c in fig.colour)
             self._labels.draw(rgb, (float(uv[i, 0]), float(uv[i, 1])), size, text, colour)  # type: ignore[arg-type]
-
-
-_OPENCV_LOCK = threading.Lock()
-_opencv_users = 0  # renders in progress, on any thread
-_opencv_threads = 0  # OpenCV's thread count before the first of them began
-
-
-@contextmanager
-def _opencv_on_caller() -> Iterator[None]:
-    """Run OpenCV calls on the calling thread alone while inside; restored when the last user leaves.
-
-    OpenCV's worker threads spin for a while after every parallel call. Beside llvmpipe's
-    rasteriser threads and the encoders on the same cores that spinning is pure CPU cost and buys
-    no wall time here (measured per rendered frame: ~3.5 of 42 ms at 1080p with controls, ~2 of
-    10 ms at 360p, wall unchanged). The count is process-wide, so concurrent renders share one
-    setting; the results of OpenCV's calls do not depend on it.
-    """
-    global _opencv_users, _opencv_threads
-    import cv2
-
-    with _OPENCV_LOCK:
-        if _opencv_users == 0:
-            _opencv_threads = cv2.getNumThreads()
-            cv2.setNumThreads(1)
-        _opencv_users += 1
-    try:
-        yield
-    finally:
-        with _OPENCV_LOCK:
-            _opencv_users -= 1
-            if _opencv_users == 0:
-                cv2.setNumThreads(_opencv_threads)
 
 
 _LAYERS = ("background", "figures")
