@@ -405,6 +405,30 @@ def test_depth_preview_defaults_to_ultrafast_on_one_thread(tmp_path):
     assert b" subme=0 " in data and b" threads=1 " in data
 
 
+def _x264_options(path) -> bytes:
+    """The options string x264 writes into the stream's first SEI message."""
+    data = path.read_bytes()
+    start = data.index(b"options: ") + len(b"options: ")
+    return data[start : data.index(b"\x00", start)]
+
+
+def test_colour_encodes_default_to_one_x264_thread_and_threads_on_request_are_frame_threads(tmp_path):
+    # threaded x264 gave different bytes for the same frames from run to run, so the default and
+    # the pipeline's shots use one thread; more threads, when asked for, are frame threads (no slices)
+    from daotai.pipeline import PipelineSettings, encode_settings_for
+
+    frames = [np.full((64, 96, 3), v, np.uint8) for v in (10, 120, 230)]
+    for name, settings in (("default", None), ("shot", encode_settings_for(PipelineSettings(), 96, 64)),
+                           ("four", EncodeSettings(threads=4))):
+        with VideoWriter(tmp_path / f"{name}.mp4", 96, 64, 24, settings) as writer:
+            for frame in frames:
+                writer.write(frame)
+    assert b" threads=1 " in _x264_options(tmp_path / "default.mp4")
+    assert b" threads=1 " in _x264_options(tmp_path / "shot.mp4")
+    four = _x264_options(tmp_path / "four.mp4")
+    assert b" threads=4 " in four and b" sliced_threads=0 " in four
+
+
 # --------------------------------------------------------------------------- bad inputs
 
 

@@ -173,11 +173,12 @@ class _Sink:
 # keeps render + encode at real time on two cores.
 BACKEND_ENCODE_DEFAULTS = {"previz": {"crf": 14, "tune": "psnr", "large_preset": "ultrafast"}}
 LARGE_FRAME_PIXELS = 1280 * 720
-# x264's output depends on its thread count, and "auto" follows the machine's core count,
-# so shot and sequence bytes would differ between a laptop, a cluster node and CI. A fixed
-# count keeps renders byte-identical everywhere (local and --cluster alike); 8 threads
-# encode 720p previz as fast as auto did on 2 to 16 cores, because rendering is the bottleneck.
-ENCODE_THREADS = 8
+# One x264 thread: threaded x264 did not give the same bytes for the same frames from run to
+# run (320x180 shot, 150 encodes on 2 busy cores: 3 different files with slice threads, 2 with
+# 3 frame threads; 1 thread: always the same file), and "auto" follows the core count, so
+# bytes would also differ between a laptop, a cluster node and CI. Previz encoders run in their
+# own processes beside the renderer, so a single thread costs no wall time there.
+ENCODE_THREADS = 1
 
 
 def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int = 0):

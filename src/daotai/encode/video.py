@@ -105,7 +105,9 @@ class EncodeSettings:
     crf: int | None = None  # None: DEFAULT_CRF[codec]; must stay None for prores
     preset: str = "veryfast"  # x264/x265 speed preset; prores has none and ignores it
     prores_profile: int = 3  # 0 proxy, 1 LT, 2 standard, 3 HQ (all 4:2:2 10 bit)
-    threads: int = 0  # encoder threads, 0 = auto
+    # encoder threads; 1 gives the same bytes for the same frames every time, 0 (auto) or more
+    # encode faster on many cores but x264's threaded output can vary from run to run
+    threads: int = 1
     tune: str | None = None  # x264/x265 tune, e.g. "psnr" for flat synthetic content
 
     def __post_init__(self) -> None:
@@ -451,6 +453,11 @@ class _AtomicOutput:
             context.time_base = 1 / spec.fps
             stream.time_base = 1 / spec.fps
             context.thread_count = spec.threads
+            # Frame threads rather than PyAV's default slice threads when several are asked for
+            # (what the ffmpeg command line does): no slices, so better compression; neither
+            # mode gave the same bytes every run, so the library's default is one thread.
+            if spec.codec == "libx264" and spec.threads != 1:
+                context.thread_type = "FRAME"
             if spec.tag_colour:
                 context.color_primaries = BT709
                 context.color_trc = BT709
