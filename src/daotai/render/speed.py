@@ -17,6 +17,7 @@ Nothing here imports torch at import time.
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
@@ -160,7 +161,34 @@ def fa4_available() -> bool:
         module = importlib.import_module(FA4_MODULE)
     except Exception:  # noqa: BLE001 - a broken install (missing CUDA libs) must not stop a render
         return False
-    return hasattr(module, "_flash_attn_fwd") and "FA4" in attention.list_flash_attention_impls()
+    if not (hasattr(module, "_flash_attn_fwd") and "FA4" in attention.list_flash_attention_impls()):
+        return False
+    return _fa4_answers()
+
+
+@functools.lru_cache(maxsize=1)
+def _fa4_answers() -> bool:
+    """One tiny attention call through FA4 against PyTorch's math kernel, once per process.
+
+    The FA4 switch and the wheel must agree on the call contract (newer flash-attn-4 releases
+    return more values than PyTorch 2.11 unpacks) and the kernel must compile for this GPU; a
+    mismatch found here leaves FA4 off instead of failing the first shot. Costs one kernel
+    compilation (a few seconds) in a process that has FA4 installed.
+    """
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    try:
+        generator = torch.Generator("cuda").manual_seed(0)
+        q, k, v = (torch.randn(1, 2, 256, 64, device="cuda", dtype=torch.bfloat16, generator=generator)
+                   for _ in range(3))  # (batch, heads, tokens, head dim)
+        with sdpa_kernel(SDPBackend.MATH):
+            reference = torch.nn.functional.scaled_dot_product_attention(q, k, v).float()
+        with flash_attention_impl("FA4"), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v).float()
+        return bool(torch.linalg.vector_norm(out - reference) <= 0.02 * torch.linalg.vector_norm(reference))
+    except Exception:  # noqa: BLE001 - any failure means: do not use FA4 here
+        return False
 
 
 def hopper_attention_backend() -> str | None:
