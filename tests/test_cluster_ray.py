@@ -242,7 +242,9 @@ def test_interrupt_stops_workers_and_leaves_no_partial_files(ray_cluster, tmp_pa
     import _thread
 
     two = plan_script(validate_script(dict(SMALL, characters=[{"id": "a"}],
-                                           shots=[{"shot_id": f"i{i}", "duration": 4.0, "camera": "dolly_in"} for i in range(2)])))
+                                           shots=[{"shot_id": f"i{i}", "duration": 10.0, "camera": "dolly_in"} for i in range(2)])))
+    # long shots: both workers must have reported their pid before either finishes (the run is
+    # interrupted early, so the length costs nothing)
     out = tmp_path / "interrupted"
     pids: set[int] = set()
     events = run(two, out, PipelineSettings(cluster="local"))
