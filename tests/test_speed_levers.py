@@ -265,3 +265,32 @@ def test_compile_mode_is_checked_and_described():
         check_config(SpeedConfig(mode="exact", compile_blocks=True, compile_mode="reduce-overhead"))
     with pytest.raises(BackendError, match="compile_mode: 'turbo'"):
         check_config(SpeedConfig(mode="exact", compile_blocks=True, compile_mode="turbo"))
+
+
+def test_compiled_blocks_get_a_compile_cache_key_per_attention_choice():
+    # Compilation bakes the SDPA kernel into the cached artifact, so the attention choice must be
+    # part of the cache key, or a later process with another choice silently reuses the wrong one.
+    import torch.compiler.config as compiler_config
+    from torch.nn.attention import SDPBackend
+
+    from daotai.render.speed import SpeedConfig, denoise_context
+
+    before = compiler_config.cache_key_tag
+    tags = {}
+    for name, config in {"cudnn": SpeedConfig(mode="exact", sdpa="cudnn", compile_blocks=True),
+                         "flash": SpeedConfig(mode="exact", sdpa="flash", compile_blocks=True),
+                         "uncompiled": SpeedConfig(mode="exact", sdpa="cudnn")}.items():
+        with denoise_context(config):
+            tags[name] = compiler_config.cache_key_tag
+            preferred = SDPBackend.FLASH_ATTENTION if name == "flash" else SDPBackend.CUDNN_ATTENTION
+            assert torch_priority_first() == int(preferred)
+        assert compiler_config.cache_key_tag == before  # restored
+    assert "cudnn" in tags["cudnn"] and "flash" in tags["flash"] and tags["cudnn"] != tags["flash"]
+    assert tags["uncompiled"] == before  # nothing compiled, nothing to tag
+
+
+def torch_priority_first():
+    """The SDPA backend PyTorch tries first right now."""
+    import torch
+
+    return torch._C._get_sdp_priority_order()[0]

@@ -296,6 +296,28 @@ def denoise_context(config: SpeedConfig) -> Iterator[None]:
         if config.attention == "fa4":
             stack.enter_context(flash_attention_impl("FA4"))
         stack.enter_context(sdpa_kernel(order, set_priority=True))
+        if config.compile_blocks:
+            stack.enter_context(_compile_cache_tag(f"daotai-sdpa-{sdpa}-flash-{'fa4' if config.attention == 'fa4' else 'builtin'}"))
+        yield
+
+
+@contextlib.contextmanager
+def _compile_cache_tag(tag: str) -> Iterator[None]:
+    """Make the attention choice part of PyTorch's compile-cache keys for the duration.
+
+    Compilation fixes the SDPA kernel when it traces the block, but the on-disk graph caches are
+    keyed on the model graph alone: a block compiled under cuDNN attention was reused by a later
+    FA4 contender (and one compiled under FA4 ran as plain flash attention after FA4 was switched
+    off, slower than stock: 1.47 vs 1.24 s per step on the H200), across contenders and across
+    processes. Tagging the keys keeps one compiled artifact per attention choice.
+    """
+    import torch.compiler.config as compiler_config
+
+    if not hasattr(compiler_config, "cache_key_tag"):  # older PyTorch: nothing to tag
+        yield
+        return
+    user_tag = compiler_config.cache_key_tag
+    with compiler_config.patch(cache_key_tag=f"{user_tag}+{tag}" if user_tag else tag):
         yield
 
 
