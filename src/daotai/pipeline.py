@@ -174,10 +174,10 @@ class _Sink:
 BACKEND_ENCODE_DEFAULTS = {"previz": {"crf": 14, "tune": "psnr", "large_preset": "ultrafast"}}
 LARGE_FRAME_PIXELS = 1280 * 720
 # One x264 thread: threaded x264 did not give the same bytes for the same frames from run to
-# run (320x180 shot, 150 encodes on 2 busy cores: 3 different files with slice threads, 2 with
-# 3 frame threads; 1 thread: always the same file), and "auto" follows the core count, so
-# bytes would also differ between a laptop, a cluster node and CI. Previz encoders run in their
-# own processes beside the renderer, so a single thread costs no wall time there.
+# run (one 320x180 shot on 2 busy cores: 3 different files in 150 encodes with slice threads,
+# 2 in 200 with 3 frame threads; with 1 thread always the same file), and "auto" follows the
+# core count, so bytes would also differ between a laptop, a cluster node and CI. Encoders run
+# beside the renderer (in processes or threads), so one thread each costs no wall time there.
 ENCODE_THREADS = 1
 
 
