@@ -389,6 +389,8 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
             table["attn-fa4"] = SpeedConfig(mode="exact", attention="fa4")
             # exact mode picks FA4 by itself where it is installed: this is exact on cuDNN attention
             table["exact-cudnn"] = replace(levers_for("exact", "cuda"), attention=None)
+        # exact mode with inductor's autotuned kernels (matmul and fused-op configs tried at compile time)
+        table["exact-autotune"] = replace(levers_for("exact", "cuda"), compile_mode="max-autotune-no-cudagraphs")
         table["vae-cl"] = SpeedConfig(mode="exact", vae_channels_last=True)
     if mode in ("fast", "all"):
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
@@ -405,7 +407,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
 
     from daotai.render.base import Frame, RenderJob, RunContext
     from daotai.render.ltx import LTXBackend
-    from daotai.render.speed import apply_levers, denoise_context
+    from daotai.render.speed import apply_levers, denoise_context, resolve_attention
     from daotai.render.wan import WanBackend
 
     sync, reset_peak, peak = _device_tools(device)
@@ -418,6 +420,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
     began = time.perf_counter()
     list(runner.ensure_loaded(plan, shot))  # loads, places and applies the mode's levers
     if not isinstance(speed, str):
+        speed = resolve_attention(speed)  # "auto" → what this machine has, as the backend does for modes
         apply_levers(runner.pipe, speed, steps)
         runner.speed_config = speed
     sync()
