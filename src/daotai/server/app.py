@@ -832,12 +832,14 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
             seq = start
             idle = 0.0
             while True:
+                # The job's status is read before its events: the terminal status and its last event
+                # are committed together, so a job seen ended here has every event in the read below.
+                job = await run_in_threadpool(store.get, job_id, True)
                 events = await run_in_threadpool(store.events, job_id, seq)
                 for event in events:
                     seq = event["seq"]
                     yield f"id: {seq}\nevent: {event['kind']}\ndata: {json.dumps(event['data'])}\n\n"
                 if not events:
-                    job = await run_in_threadpool(store.get, job_id, True)
                     if job.status in TERMINAL:
                         return
                     idle += 0.2
