@@ -189,6 +189,25 @@ def test_script_job_streams_events_and_serves_every_deliverable(live):
     assert resumed.status_code == 200 and "event:" not in resumed.text
 
 
+def test_event_stream_keeps_the_final_status_of_a_job_that_ends_between_reads(idle):
+    # The job ends right after the stream found no new events: the stream must still send the
+    # final status event instead of seeing the ended job and closing before reading it.
+    url, store = idle
+    job_id = httpx.post(f"{url}/v1/jobs", json=SCRIPT).json()["id"]
+    plain_events = store.events
+
+    def events_then_fail(job: str, after_seq: int = 0, limit: int = 500):
+        found = plain_events(job, after_seq, limit)
+        if not found and store.get(job, True).status not in ("failed", "completed", "cancelled"):
+            store.finish(job, "failed", "render_failed", "ended between two reads")
+        return found
+
+    store.events = events_then_fail
+    body = httpx.get(f"{url}/v1/jobs/{job_id}/events", timeout=30).text
+    kinds = [line[7:] for line in body.splitlines() if line.startswith("event: ")]
+    assert kinds[-1] == "status" and '"failed"' in body.split("event: ")[-1]
+
+
 # ------------------------------------------------------------------ queue rules
 
 
