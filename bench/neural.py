@@ -393,6 +393,11 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
         table["exact-autotune"] = replace(levers_for("exact", "cuda"), compile_mode="max-autotune-no-cudagraphs")
         table["vae-cl"] = SpeedConfig(mode="exact", vae_channels_last=True)
     if mode in ("fast", "all"):
+        if cuda:
+            # exact plus FP8 linears alone (its transformer deviation is measured: no cache), and
+            # fast without them (fast asks for FP8 where the GPU has it)
+            table["fp8"] = replace(levers_for("exact", "cuda"), mode="fast", fp8=True)
+            table["fast-nofp8"] = replace(levers_for("fast", "cuda"), fp8=False)
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
         table["cache-interval"] = SpeedConfig(mode="fast", cache="interval")
         table["cache-interval3"] = SpeedConfig(mode="fast", cache="interval", cache_interval=3)
@@ -407,7 +412,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
 
     from daotai.render.base import Frame, RenderJob, RunContext
     from daotai.render.ltx import LTXBackend
-    from daotai.render.speed import apply_levers, denoise_context, resolve_attention
+    from daotai.render.speed import apply_levers, denoise_context, resolve_levers
     from daotai.render.wan import WanBackend
 
     sync, reset_peak, peak = _device_tools(device)
@@ -420,7 +425,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
     began = time.perf_counter()
     list(runner.ensure_loaded(plan, shot))  # loads, places and applies the mode's levers
     if not isinstance(speed, str):
-        speed = resolve_attention(speed)  # "auto" → what this machine has, as the backend does for modes
+        speed = resolve_levers(speed, device)  # "auto" → what this machine has, as the backend does for modes
         apply_levers(runner.pipe, speed, steps)
         runner.speed_config = speed
     sync()
@@ -534,6 +539,59 @@ def progress(row: Measure) -> None:
           f"rel L2 {fmt(row.rel_l2, '.4f')}", flush=True)
 
 
+def _tokens(config: dict, family: str) -> int:
+    """Latent tokens of one video at the bench's size (the transformer's sequence length)."""
+    if family == "ltx":
+        return ((config["frames"] - 1) // 8 + 1) * (config["height"] // 32) * (config["width"] // 32)
+    return ((config["frames"] - 1) // 4 + 1) * (config["height"] // 16) * (config["width"] // 16)
+
+
+def linear_table(config: dict, family: str) -> None:
+    """The repeated block's big linear layers at full size: bf16 vs FP8 row-wise, eager and compiled."""
+    import torch
+
+    from daotai.render.fp8 import fp8_linear_class, fp8_supported
+
+    transformer = config["transformer"]
+    width = transformer["num_attention_heads"] * transformer["attention_head_dim"]
+    ffn = transformer.get("ffn_dim", 4 * width)
+    tokens = _tokens(config, family) * (2 if family == "ltx" else 1)  # LTX batches both guidance passes
+    shapes = {"qkv/out": (width, width), "ffn up": (width, ffn), "ffn down": (ffn, width)}
+    print(f"linear layers, {tokens} tokens, bf16 vs fp8 (e4m3, row-wise scales; quantising the "
+          "activations included):", flush=True)
+    if not fp8_supported("cuda"):
+        print("  fp8 not supported on this GPU or PyTorch build", flush=True)
+        return
+    generator = torch.Generator("cuda").manual_seed(0)
+    for name, (fan_in, fan_out) in shapes.items():
+        x = torch.randn(tokens, fan_in, device="cuda", dtype=torch.bfloat16, generator=generator)
+        linear = torch.nn.Linear(fan_in, fan_out, device="cuda", dtype=torch.bfloat16)
+        fp8 = fp8_linear_class()(linear)
+        flop = 2 * tokens * fan_in * fan_out
+        timings = {}
+        for label, module in (("bf16", linear), ("fp8", fp8), ("fp8 compiled", torch.compile(fp8, dynamic=False))):
+            with torch.no_grad():
+                for _ in range(3):
+                    out = module(x)
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(10):
+                    out = module(x)
+                end.record()
+                torch.cuda.synchronize()
+            timings[label] = start.elapsed_time(end) / 10
+            if label == "bf16":
+                reference = out.float()
+            else:
+                rel = relative_l2(out.float(), reference)
+        line = "  ".join(f"{label} {ms:.3f} ms ({flop / ms / 1e9:.0f} TFLOP/s)" for label, ms in timings.items())
+        print(f"  {name:9} {fan_in}->{fan_out}: {line}; compiled fp8 {timings['bf16'] / timings['fp8 compiled']:.2f}x "
+              f"bf16, rel L2 {rel:.2e}", flush=True)
+        del x, linear, fp8, out, reference
+    torch.cuda.empty_cache()
+
+
 def attention_table(config: dict, family: str) -> None:
     """One self-attention call at the model's full shape with each SDPA kernel: ms, TFLOP/s, rel L2 vs cuDNN."""
     import torch
@@ -542,10 +600,7 @@ def attention_table(config: dict, family: str) -> None:
 
     heads = config["transformer"]["num_attention_heads"]
     head_dim = config["transformer"]["attention_head_dim"]
-    if family == "ltx":
-        tokens = ((config["frames"] - 1) // 8 + 1) * (config["height"] // 32) * (config["width"] // 32)
-    else:
-        tokens = ((config["frames"] - 1) // 4 + 1) * (config["height"] // 16) * (config["width"] // 16)
+    tokens = _tokens(config, family)
     generator = torch.Generator("cuda").manual_seed(0)
     q, k, v = (torch.randn(1, heads, tokens, head_dim, device="cuda", dtype=torch.bfloat16, generator=generator)
                for _ in range(3))  # (B, H, S, D) as SDPA takes them
@@ -589,7 +644,8 @@ def main() -> None:
     parser.add_argument("--only", default=None,
                         help="comma-separated contenders to run after stock (e.g. exact,fast,attn-fa4)")
     parser.add_argument("--attention", action="store_true",
-                        help="first time one self-attention call at the model's shape with each SDPA kernel")
+                        help="first time one self-attention call per SDPA kernel and the block linears in bf16 vs fp8 "
+                             "at the model's shape")
     parser.add_argument("--attention-only", action="store_true",
                         help="only the attention kernel table (--attention), no model")
     parser.add_argument("--mode", choices=("exact", "fast", "all"), default="exact",
@@ -623,6 +679,7 @@ def main() -> None:
     try:
         if (args.attention or args.attention_only) and device.startswith("cuda"):
             attention_table(config, family)
+            linear_table(config, family)
         if args.attention_only:
             return
         if not (folder / "model_index.json").is_file():

@@ -8,7 +8,8 @@ Modes (the backends' ``speed`` option, ``daotai render --speed``):
   on CPU and MPS ``exact`` changes nothing (the levers are unmeasured there).
 - ``fast`` (opt-in, approximate): ``exact`` plus step caching (the transformer is skipped on a
   fixed schedule of steps and its last output reused) and, on CUDA, the VAE decoding in
-  bfloat16 with channels-last weights. Caching is device-agnostic, so it also applies on
+  bfloat16 with channels-last weights and, where the GPU has FP8 tensor cores, the repeated
+  blocks' linear layers as float8 GEMMs (``daotai.render.fp8``). Caching is device-agnostic, so it also applies on
   CPU/MPS when asked for.
 
 Nothing here imports torch at import time.
@@ -44,6 +45,8 @@ class SpeedConfig:
     compile_blocks: bool = False  # regional torch.compile of the repeated transformer block
     compile_mode: str | None = None  # torch.compile mode (None: default; see COMPILE_MODES)
     vae_bf16: bool = False  # VAE weights and decode in bfloat16 (approximate)
+    # the repeated blocks' linear layers as float8 GEMMs with row-wise scales (approximate; CUDA sm_89+)
+    fp8: bool = False
     vae_channels_last: bool = False  # VAE weights in channels-last (NDHWC) memory format
     cache: str | None = None  # "interval": fixed-schedule step skipping; "fbc": diffusers first-block cache
     cache_warmup: float = 0.2  # share of the steps always computed before skipping starts
@@ -60,6 +63,8 @@ class SpeedConfig:
             parts.append(f"sdpa={self.sdpa}")
         if self.compile_blocks:
             parts.append("compile=blocks" + (f"({self.compile_mode})" if self.compile_mode else ""))
+        if self.fp8:
+            parts.append("linears=fp8(e4m3, row-wise)")
         if self.vae_bf16:
             parts.append("vae=bf16")
         if self.vae_channels_last:
@@ -93,7 +98,8 @@ def levers_for(mode: str | None, device_kind: str) -> SpeedConfig:
     if mode == "fast":
         config = replace(config, cache="interval")
         if device_kind == "cuda":
-            config = replace(config, vae_bf16=True, vae_channels_last=True)
+            # fp8 is asked for here and dropped by resolve_levers where the GPU cannot run it.
+            config = replace(config, vae_bf16=True, vae_channels_last=True, fp8=True)
     return config
 
 
@@ -219,6 +225,16 @@ def resolve_attention(config: SpeedConfig) -> SpeedConfig:
     return replace(config, attention=hopper_attention_backend())
 
 
+def resolve_levers(config: SpeedConfig, device: str) -> SpeedConfig:
+    """The config as it will run on ``device``: attention resolved, fp8 kept only where it runs."""
+    from daotai.render.fp8 import fp8_supported
+
+    config = resolve_attention(config)
+    if config.fp8 and not fp8_supported(device):
+        config = replace(config, fp8=False)
+    return config
+
+
 def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
     """Apply the model-changing levers in place; returns what was done (for notices)."""
     import torch
@@ -226,6 +242,11 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
     check_config(config)
     done: list[str] = []
     for transformer in _transformers(pipe):
+        if config.fp8:
+            # Before compiling: the compiled block must trace the FP8 modules, not the bf16 ones.
+            from daotai.render.fp8 import quantize_repeated_blocks
+
+            done.append(f"{quantize_repeated_blocks(transformer)} linears fp8")
         if config.attention == "fa4":
             # Served below diffusers: its default (native SDPA) backend stays, and denoise_context
             # points PyTorch's flash SDPA at the FA4 kernels and puts flash first.

@@ -1,0 +1,96 @@
+"""FP8 linears of the fast mode: row-wise quantisation, the module, and which layers it replaces."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from daotai.render.fp8 import eligible, fp8_linear_class, fp8_supported, quantize_rows  # noqa: E402
+from daotai.render.speed import SpeedConfig, apply_levers, levers_for, resolve_levers  # noqa: E402
+
+
+def relative_l2(got, want) -> float:
+    return float((got.float() - want.float()).norm() / want.float().norm())
+
+
+def test_rows_are_scaled_by_their_own_largest_magnitude():
+    matrix = torch.randn(4, 64, generator=torch.Generator().manual_seed(1))
+    matrix[2] *= 1000.0  # an outlier row must not coarsen the others
+    matrix[3] = 0.0  # an all-zero row gets a floor scale, not a division by zero
+    values, scales = quantize_rows(matrix)
+    assert values.dtype == torch.float8_e4m3fn and scales.shape == (4, 1) and scales.dtype == torch.float32
+    assert float(values.float().abs().amax(dim=1)[:3].min()) == 448.0  # each row reaches the format's max
+    back = values.float() * scales
+    for row in range(3):  # e4m3 keeps 3 mantissa bits: ~3% relative error per row
+        assert relative_l2(back[row], matrix[row]) < 0.05
+    assert torch.equal(back[3], torch.zeros(64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fp8_linear_matches_the_linear_it_replaces(dtype):
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 48).to(dtype)
+    fp8 = fp8_linear_class()(linear)
+    x = torch.randn(2, 5, 64, dtype=dtype)  # (batch, tokens, features): any leading shape
+    with torch.no_grad():
+        got, want = fp8(x), linear(x)
+    assert got.shape == (2, 5, 48) and got.dtype == dtype
+    assert relative_l2(got, want) < 0.06
+    assert fp8.weight_fp8.dtype == torch.float8_e4m3fn and not list(fp8.parameters())
+    assert "fp8=e4m3 row-wise" in repr(fp8)
+
+
+def tiny_wan(num_layers: int = 2):
+    from diffusers import WanTransformer3DModel
+
+    torch.manual_seed(0)
+    # 2 heads x 16 and an FFN of 64: every block linear is a multiple of 16 (FP8 GEMMs need that)
+    return WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=16, in_channels=16, out_channels=16,
+        text_dim=32, freq_dim=256, ffn_dim=64, num_layers=num_layers, cross_attn_norm=True,
+        qk_norm="rms_norm_across_heads", rope_max_seq_len=32,
+    ).eval()
+
+
+def wan_inputs():
+    generator = torch.Generator().manual_seed(3)
+    latents = torch.randn(1, 16, 2, 8, 8, generator=generator)  # (B, C, F, H, W)
+    text = torch.randn(1, 7, 32, generator=generator)  # (B, tokens, text_dim)
+    return {"hidden_states": latents, "timestep": torch.tensor([500]), "encoder_hidden_states": text,
+            "return_dict": False}
+
+
+def test_fast_levers_put_only_the_repeated_blocks_linears_in_fp8():
+    pytest.importorskip("diffusers")
+    model = tiny_wan()
+    with torch.no_grad():
+        want = model(**wan_inputs())[0]
+    block_linears = [m for block in model.blocks for m in block.modules() if isinstance(m, torch.nn.Linear)]
+    assert block_linears and all(eligible(m) for m in block_linears)
+    done = apply_levers(SimpleNamespace(transformer=model), SpeedConfig(mode="fast", fp8=True), steps=4)
+    assert done == [f"{len(block_linears)} linears fp8"]
+    fp8_linear = fp8_linear_class()
+    assert not [m for block in model.blocks for m in block.modules() if isinstance(m, torch.nn.Linear)]
+    assert sum(isinstance(m, fp8_linear) for m in model.modules()) == len(block_linears)
+    # Conditioning, embeddings and the output projection keep their precision.
+    assert isinstance(model.proj_out, torch.nn.Linear)
+    assert any(isinstance(m, torch.nn.Linear) for m in model.condition_embedder.modules())
+    with torch.no_grad():
+        got = model(**wan_inputs())[0]
+    assert got.shape == want.shape and torch.isfinite(got).all()
+    deviation = relative_l2(got, want)
+    assert 0.0 < deviation < 0.1  # approximate, but the same prediction
+
+
+def test_fp8_is_asked_for_by_fast_on_cuda_and_kept_only_where_it_runs():
+    fast = levers_for("fast", "cuda")
+    assert fast.fp8 and "linears=fp8(e4m3, row-wise)" in fast.describe()
+    assert not levers_for("exact", "cuda").fp8 and not levers_for("fast", "cpu").fp8
+    # The CPU kernel is a slow reference: never selected there, whatever the config asks.
+    assert not fp8_supported("cpu")
+    assert not resolve_levers(fast, "cpu").fp8
+    assert resolve_levers(SpeedConfig(mode="fast", cache="interval"), "cpu") == SpeedConfig(mode="fast",
+                                                                                           cache="interval")
