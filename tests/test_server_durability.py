@@ -79,7 +79,7 @@ def test_kill9_server_with_jobs_queued_then_restart_loses_nothing(tmp_path):
     count = 5
     try:
         # The first job is long enough to be surely running when the server dies.
-        first = {**LONG_SCRIPT, "shots": LONG_SCRIPT["shots"][:1], "size": "160x96"}
+        first = {**LONG_SCRIPT, "shots": [{**LONG_SCRIPT["shots"][0], "duration": 10}], "size": "160x96"}
         ids = [httpx.post(f"{server.url}/v1/jobs", json=first).json()["id"]]
         ids += [httpx.post(f"{server.url}/v1/videos", json={"prompt": f"job {i}", "seconds": "1", "size": "128x72"}).json()["id"]
                 for i in range(count - 1)]
