@@ -94,3 +94,19 @@ def test_fp8_is_asked_for_by_fast_on_cuda_and_kept_only_where_it_runs():
     assert not resolve_levers(fast, "cpu").fp8
     assert resolve_levers(SpeedConfig(mode="fast", cache="interval"), "cpu") == SpeedConfig(mode="fast",
                                                                                            cache="interval")
+
+
+def test_fp8_blocks_compile_as_one_graph():
+    # fast mode compiles the blocks after swapping their linears: the FP8 module must trace
+    # without graph breaks (fullgraph=True, as apply_levers asks with PyTorch attention).
+    pytest.importorskip("diffusers")
+    model = tiny_wan(num_layers=1)
+    with torch.no_grad():
+        want = model(**wan_inputs())[0]
+    config = SpeedConfig(mode="fast", fp8=True, compile_blocks=True)
+    assert apply_levers(SimpleNamespace(transformer=model), config, steps=4)[-1] == "compiled repeated blocks"
+    with torch.no_grad():
+        got = model(**wan_inputs())[0]
+    assert model.blocks[0]._compiled_call_impl is not None
+    assert relative_l2(got, want) < 0.1
+    torch._dynamo.reset()
