@@ -392,12 +392,15 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
         # exact mode with inductor's autotuned kernels (matmul and fused-op configs tried at compile time)
         table["exact-autotune"] = replace(levers_for("exact", "cuda"), compile_mode="max-autotune-no-cudagraphs")
         table["vae-cl"] = SpeedConfig(mode="exact", vae_channels_last=True)
+        # exact with q/k/v fused into one GEMM per attention (Wan; a no-op for LTX's attention)
+        table["fuse-qkv"] = replace(levers_for("exact", "cuda"), fuse_qkv=True)
     if mode in ("fast", "all"):
         if cuda:
             # exact plus FP8 linears alone (its transformer deviation is measured: no cache), and
             # fast without them (fast asks for FP8 where the GPU has it)
             table["fp8"] = replace(levers_for("exact", "cuda"), mode="fast", fp8=True)
             table["fast-nofp8"] = replace(levers_for("fast", "cuda"), fp8=False)
+            table["fast-fused"] = replace(levers_for("fast", "cuda"), fuse_qkv=True)  # wider FP8 GEMMs
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
         table["cache-interval"] = SpeedConfig(mode="fast", cache="interval")
         table["cache-interval3"] = SpeedConfig(mode="fast", cache="interval", cache_interval=3)

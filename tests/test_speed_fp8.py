@@ -110,3 +110,35 @@ def test_fp8_blocks_compile_as_one_graph():
     assert model.blocks[0]._compiled_call_impl is not None
     assert relative_l2(got, want) < 0.1
     torch._dynamo.reset()
+
+
+def test_fused_projections_keep_the_output_and_hold_each_weight_once():
+    pytest.importorskip("diffusers")
+    from daotai.render.speed import fuse_attention_projections
+
+    model = tiny_wan()
+    with torch.no_grad():
+        want = model(**wan_inputs())[0]
+    weights = sum(p.numel() for p in model.parameters())
+    assert fuse_attention_projections(model) == 4  # 2 blocks x (self, cross)
+    block = model.blocks[0]
+    assert block.attn1.to_qkv.out_features == 3 * 32 and block.attn1.to_q is None
+    assert block.attn2.to_kv.out_features == 2 * 32 and block.attn2.to_q is not None and block.attn2.to_k is None
+    assert sum(p.numel() for p in model.parameters()) == weights  # fused, not duplicated
+    with torch.no_grad():
+        got = model(**wan_inputs())[0]
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert fuse_attention_projections(model) == 0  # already fused: nothing to do
+
+
+def test_fp8_after_fusing_quantises_the_fused_projections():
+    pytest.importorskip("diffusers")
+    model = tiny_wan(num_layers=1)
+    config = SpeedConfig(mode="fast", fuse_qkv=True, fp8=True)
+    done = apply_levers(SimpleNamespace(transformer=model), config, steps=4)
+    # self: qkv, out; cross: q, kv, out; FFN: up, down
+    assert done == ["2 attention projections fused", "7 linears fp8"]
+    assert isinstance(model.blocks[0].attn1.to_qkv, fp8_linear_class())
+    assert "qkv=fused" in config.describe()
+    with torch.no_grad():
+        assert torch.isfinite(model(**wan_inputs())[0]).all()

@@ -47,6 +47,10 @@ class SpeedConfig:
     vae_bf16: bool = False  # VAE weights and decode in bfloat16 (approximate)
     # the repeated blocks' linear layers as float8 GEMMs with row-wise scales (approximate; CUDA sm_89+)
     fp8: bool = False
+    # q/k/v (self-attention) and k/v (cross-attention) as one wider linear each, where diffusers'
+    # attention module offers it (Wan); same arithmetic per output, not selected by any mode until
+    # the bench shows it pays
+    fuse_qkv: bool = False
     vae_channels_last: bool = False  # VAE weights in channels-last (NDHWC) memory format
     cache: str | None = None  # "interval": fixed-schedule step skipping; "fbc": diffusers first-block cache
     cache_warmup: float = 0.2  # share of the steps always computed before skipping starts
@@ -63,6 +67,8 @@ class SpeedConfig:
             parts.append(f"sdpa={self.sdpa}")
         if self.compile_blocks:
             parts.append("compile=blocks" + (f"({self.compile_mode})" if self.compile_mode else ""))
+        if self.fuse_qkv:
+            parts.append("qkv=fused")
         if self.fp8:
             parts.append("linears=fp8(e4m3, row-wise)")
         if self.vae_bf16:
@@ -242,6 +248,8 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
     check_config(config)
     done: list[str] = []
     for transformer in _transformers(pipe):
+        if config.fuse_qkv:  # before FP8, so the fused (wider) projections are the ones quantised
+            done.append(f"{fuse_attention_projections(transformer)} attention projections fused")
         if config.fp8:
             # Before compiling: the compiled block must trace the FP8 modules, not the bf16 ones.
             from daotai.render.fp8 import quantize_repeated_blocks
@@ -280,6 +288,35 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
         to_channels_last(vae)
         done.append("vae channels-last")
     return done
+
+
+# Per fused projection diffusers creates: the separate projections it replaces (self, cross attention).
+_FUSED_REPLACES = {"to_qkv": ("to_q", "to_k", "to_v"), "to_kv": ("to_k", "to_v"), "to_added_kv": ("add_k_proj", "add_v_proj")}
+
+
+def fuse_attention_projections(transformer: Any) -> int:
+    """Fuse each attention module's input projections into one linear (diffusers' ``fuse_projections``).
+
+    Returns how many attention modules were fused. diffusers keeps the separate projections beside
+    the fused one; they are never called again once ``fused_projections`` is set, so their modules
+    are dropped here and the weights are not held twice (exact mode must not use more memory than
+    stock). Modules without ``fuse_projections`` (e.g. LTX's) are left as they are.
+    """
+    fused = 0
+    for module in list(transformer.modules()):
+        if not callable(getattr(module, "fuse_projections", None)) or getattr(module, "fused_projections", False):
+            continue
+        if not all(hasattr(module, name) for name in ("to_q", "to_k", "to_v")):
+            continue
+        module.fuse_projections()
+        if not getattr(module, "fused_projections", False):
+            continue
+        for created, replaced in _FUSED_REPLACES.items():
+            if getattr(module, created, None) is not None:
+                for name in replaced:
+                    setattr(module, name, None)
+        fused += 1
+    return fused
 
 
 def to_channels_last(module: Any) -> None:
