@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import json
 import os
 import subprocess
@@ -84,6 +86,10 @@ def test_doctor_reports_machine():
     assert result.returncode == 0
     for word in ("cpu cores", "memory", "video encoders", "libx264", "previz OpenGL"):
         assert word in result.stdout
+    if importlib.util.find_spec("torch") is not None:
+        # the speed modes' levers on this machine: on a CPU, exact changes nothing and fast caches steps
+        assert "speed exact" in result.stdout and "no levers" in result.stdout
+        assert "cache=interval" in result.stdout
 
 
 @pytest.mark.slow

@@ -55,6 +55,17 @@ def _accelerator() -> tuple[str, int]:
     return "none (CPU only)", _total_ram_bytes()
 
 
+def _speed_levers(accel: str) -> list[Check]:
+    """What ``--speed exact`` and ``--speed fast`` turn on here (kernels probed on CUDA)."""
+    if importlib.util.find_spec("torch") is None:
+        return []
+    from daotai.render.speed import levers_for, resolve_levers
+
+    kind = "cuda" if accel.startswith("cuda") else "mps" if accel.startswith("mps") else "cpu"
+    return [Check(f"speed {mode}", resolve_levers(levers_for(mode, kind), kind).describe().split(": ", 1)[1], True)
+            for mode in ("exact", "fast")]
+
+
 def _encoders() -> str:
     import av
 
@@ -81,6 +92,7 @@ def collect() -> list[Check]:
     for package in ("torch", "diffusers", "transformers", "accelerate"):
         found = _package_version(package)
         checks.append(Check(package, found or "not installed (pip install 'daotai[neural]')", found is not None))
+    checks.extend(_speed_levers(accel))
     checks.append(Check("video encoders", _encoders(), True))
     try:
         from daotai.render.previz.gl import _create_context
