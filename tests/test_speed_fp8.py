@@ -43,6 +43,23 @@ def test_fp8_linear_matches_the_linear_it_replaces(dtype):
     assert "fp8=e4m3 row-wise" in repr(fp8)
 
 
+@pytest.fixture()
+def narrow_ok(monkeypatch):
+    """Let the tiny models' 32- and 64-wide layers take FP8 (the default floor is 2048 outputs)."""
+    import daotai.render.fp8 as fp8
+
+    monkeypatch.setattr(fp8, "FP8_MIN_OUT_FEATURES", 16)
+
+
+def test_only_wide_outputs_take_fp8_by_default():
+    # measured on an H200: 1536-wide outputs lost with FP8, 2048 and wider gained
+    assert not eligible(torch.nn.Linear(1536, 1536)) and not eligible(torch.nn.Linear(8960, 1536))
+    assert eligible(torch.nn.Linear(1536, 8960)) and eligible(torch.nn.Linear(2048, 2048))
+    assert eligible(torch.nn.Linear(1536, 4608))  # Wan's fused q/k/v projection
+    assert not eligible(torch.nn.Linear(2048, 2056 + 4))  # not a multiple of 16
+    assert eligible(torch.nn.Linear(32, 64), min_out_features=16)
+
+
 def tiny_wan(num_layers: int = 2):
     from diffusers import WanTransformer3DModel
 
@@ -63,7 +80,7 @@ def wan_inputs():
             "return_dict": False}
 
 
-def test_fast_levers_put_only_the_repeated_blocks_linears_in_fp8():
+def test_fast_levers_put_only_the_repeated_blocks_linears_in_fp8(narrow_ok):
     pytest.importorskip("diffusers")
     model = tiny_wan()
     with torch.no_grad():
@@ -96,7 +113,7 @@ def test_fp8_is_asked_for_by_fast_on_cuda_and_kept_only_where_it_runs():
                                                                                            cache="interval")
 
 
-def test_fp8_blocks_compile_as_one_graph():
+def test_fp8_blocks_compile_as_one_graph(narrow_ok):
     # fast mode compiles the blocks after swapping their linears: the FP8 module must trace
     # without graph breaks (fullgraph=True, as apply_levers asks with PyTorch attention).
     pytest.importorskip("diffusers")
@@ -131,7 +148,7 @@ def test_fused_projections_keep_the_output_and_hold_each_weight_once():
     assert fuse_attention_projections(model) == 0  # already fused: nothing to do
 
 
-def test_fp8_after_fusing_quantises_the_fused_projections():
+def test_fp8_after_fusing_quantises_the_fused_projections(narrow_ok):
     pytest.importorskip("diffusers")
     model = tiny_wan(num_layers=1)
     config = SpeedConfig(mode="fast", fuse_qkv=True, fp8=True)
