@@ -208,6 +208,34 @@ def test_event_stream_keeps_the_final_status_of_a_job_that_ends_between_reads(id
     assert kinds[-1] == "status" and '"failed"' in body.split("event: ")[-1]
 
 
+def test_server_wide_speed_mode_reaches_every_jobs_settings(tmp_path):
+    # `daotai serve --speed fast`: the warm workers render every job with that mode, and each
+    # job's manifest says so (previz ignores it; a neural backend would run its fast levers).
+    server = ServerProcess(tmp_path / "data", extra_args=("--speed", "fast")).start()
+    try:
+        job_id = httpx.post(f"{server.url}/v1/jobs", json=SCRIPT).json()["id"]
+        with httpx.stream("GET", f"{server.url}/v1/jobs/{job_id}/events", timeout=60) as stream:
+            for _ in stream.iter_lines():
+                pass
+        job = httpx.get(f"{server.url}/v1/jobs/{job_id}").json()
+        assert job["status"] == "completed", job
+        manifest = httpx.get(f"{server.url}/v1/jobs/{job_id}/files/manifest").json()
+        assert manifest["settings"]["speed"] == "fast"
+    finally:
+        server.stop()
+
+
+def test_serve_refuses_an_unknown_speed_mode(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", "from daotai.cli import main; main()", "serve", "--speed", "turbo",
+                             "--data-dir", str(tmp_path / "data")], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "speed: 'turbo' must be one of off, exact, fast" in result.stderr
+    assert not (tmp_path / "data").exists()  # refused before anything was created
+
+
 # ------------------------------------------------------------------ queue rules
 
 

@@ -316,6 +316,9 @@ def serve(
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="render jobs on Ray: auto (running cluster) | ray://host:port | local"
     ),
+    speed: Optional[str] = typer.Option(
+        None, "--speed", help="neural backends, every job: exact (default) | fast (approximate, faster) | off"
+    ),
 ) -> None:
     """Run the local video service (OpenAI Videos API shape + native script jobs)."""
     from daotai.errors import DependencyMissing
@@ -327,7 +330,7 @@ def serve(
     from daotai.server.app import create_app
 
     api = create_app(data_dir, token, host=host, concurrency=concurrency, queue_limit=queue_limit,
-                     cluster=_cluster_address(cluster))
+                     cluster=_cluster_address(cluster), speed=_speed_mode(speed))
     err.print(f"serving on http://{host}:{port} (data in {data_dir})")
     uvicorn.run(api, host=host, port=port, log_level="warning")
 

@@ -386,7 +386,7 @@ def output_path(store: JobStore, job: Job, name: str) -> Path | None:
 
 def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "127.0.0.1",
                concurrency: int = 1, queue_limit: int = 100, start_dispatcher: bool = True,
-               cluster: str | None = None, **options: Any):
+               cluster: str | None = None, speed: str | None = None, **options: Any):
     """The FastAPI app serving jobs stored under ``data_dir``."""
     from fastapi import FastAPI, Header, Path as PathParam, Query, Request
     from fastapi.responses import FileResponse, StreamingResponse
@@ -398,7 +398,7 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
     config = ServerConfig(data_dir=Path(data_dir).resolve(), token=token, host=host, concurrency=concurrency,
                           queue_limit=queue_limit, start_dispatcher=start_dispatcher, **options)
     store = JobStore(config.data_dir)
-    dispatcher = Dispatcher(store, DispatcherConfig(concurrency=concurrency, cluster=cluster))
+    dispatcher = Dispatcher(store, DispatcherConfig(concurrency=concurrency, cluster=cluster, speed=speed))
 
     @asynccontextmanager
     async def lifespan(_app: Any):

@@ -39,6 +39,7 @@ class DispatcherConfig:
     cancel_grace_s: float = 5.0  # a cancelled worker that has not stopped by then is killed
     idle_exit_s: float = 300.0  # a warm worker with nothing to do for this long is stopped
     cluster: str | None = None  # Ray address: workers render their jobs' shots on the cluster
+    speed: str | None = None  # neural backends' speed mode for every job (None: the backends' default, exact)
 
 
 # ------------------------------------------------------------------ server side
@@ -147,7 +148,8 @@ class Dispatcher:
         try:
             return subprocess.Popen(
                 [sys.executable, "-m", "daotai.server.worker", str(self.store.data_dir),
-                 *(("--cluster", self.config.cluster) if self.config.cluster else ())],
+                 *(("--cluster", self.config.cluster) if self.config.cluster else ()),
+                 *(("--speed", self.config.speed) if self.config.speed else ())],
                 stdin=subprocess.PIPE, stdout=log, stderr=log, text=True, cwd=str(self.store.data_dir),
                 start_new_session=True,  # a Ctrl-C in the server's terminal is the server's to handle
             )
@@ -311,7 +313,8 @@ def _progress_percent(stage: str, frames_done: int, total_frames: int) -> int:
     return {"encode": 85, "assemble": 88, "qc": 92, "deliver": 97}.get(stage, 0)
 
 
-def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None = None) -> int:
+def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None = None,
+            speed: str | None = None) -> int:
     """Run one claimed job to completion in this process; returns an exit code."""
     from daotai.errors import Cancelled, DaotaiError
     from daotai.pipeline import Finished, PipelineSettings, run
@@ -345,7 +348,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         frames = {shot.shot_id: shot.frames for shot in plan.shots}
         shot_state = {sid: (0, n, "queued") for sid, n in frames.items()}
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
-        settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster)
+        settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster, speed=speed)
         last_write = 0.0
         rendered: dict[str, int] = {}
         finished = False
@@ -408,7 +411,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         done.set()
 
 
-def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None) -> int:
+def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, speed: str | None = None) -> int:
     """Warm worker loop: run each ``JOB_ID ATTEMPT`` line as a job until the input ends."""
     import daotai.pipeline  # noqa: F401  (loaded once, kept warm for every job)
 
@@ -416,7 +419,7 @@ def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None) 
         parts = line.split()
         if len(parts) == 2 and parts[1].isdigit():
             try:
-                run_job(data_dir, parts[0], int(parts[1]), cluster)
+                run_job(data_dir, parts[0], int(parts[1]), cluster, speed)
             except Exception as exc:  # e.g. the job row vanished: report it, serve the next job
                 print(f"daotai worker: job {parts[0]}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
     return 0
@@ -424,22 +427,26 @@ def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None) 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m daotai.server.worker DATA_DIR`` (jobs on stdin) or ``DATA_DIR JOB_ID ATTEMPT``;
-    ``--cluster ADDRESS`` renders every job's shots on a Ray cluster."""
+    ``--cluster ADDRESS`` renders every job's shots on a Ray cluster, ``--speed MODE`` sets the
+    neural backends' speed mode."""
     args = list(sys.argv[1:] if argv is None else argv)
     _die_with_parent()
-    cluster = None
-    if "--cluster" in args:
-        at = args.index("--cluster")
-        if at + 1 >= len(args):
-            print("--cluster needs an address", file=sys.stderr)
-            return 2
-        cluster = args[at + 1]
-        del args[at : at + 2]
+    values: dict[str, str | None] = {"--cluster": None, "--speed": None}
+    for flag in values:
+        if flag in args:
+            at = args.index(flag)
+            if at + 1 >= len(args):
+                print(f"{flag} needs a value", file=sys.stderr)
+                return 2
+            values[flag] = args[at + 1]
+            del args[at : at + 2]
+    cluster, speed = values["--cluster"], values["--speed"]
     if len(args) == 1:
-        return serve_jobs(args[0], iter(sys.stdin.readline, ""), cluster)
+        return serve_jobs(args[0], iter(sys.stdin.readline, ""), cluster, speed)
     if len(args) == 3:
-        return run_job(args[0], args[1], int(args[2]), cluster)
-    print("usage: python -m daotai.server.worker DATA_DIR [JOB_ID ATTEMPT] [--cluster ADDRESS]", file=sys.stderr)
+        return run_job(args[0], args[1], int(args[2]), cluster, speed)
+    print("usage: python -m daotai.server.worker DATA_DIR [JOB_ID ATTEMPT] [--cluster ADDRESS] [--speed MODE]",
+          file=sys.stderr)
     return 2
 
 
