@@ -27,12 +27,6 @@ MIN_CUDA_CAPABILITY = (8, 9)  # Ada (sm_89) and Hopper (sm_90) have FP8 tensor c
 _SCALE_FLOOR = 1e-12  # an all-zero row gets this scale instead of a division by zero
 
 
-def _fp8_dtype() -> Any:
-    import torch
-
-    return torch.float8_e4m3fn
-
-
 def quantize_rows(matrix: Any) -> tuple[Any, Any]:
     """(float8 values, float32 scales of shape (rows, 1)) with ``values * scales ≈ matrix``.
 
@@ -41,7 +35,7 @@ def quantize_rows(matrix: Any) -> tuple[Any, Any]:
     """
     import torch
 
-    fp8 = _fp8_dtype()
+    fp8 = torch.float8_e4m3fn
     largest = torch.finfo(fp8).max
     wide = matrix.float()
     scales = wide.abs().amax(dim=1, keepdim=True).clamp(min=_SCALE_FLOOR) / largest

@@ -59,7 +59,11 @@ class SpeedConfig:
     fbc_threshold: float = 0.05  # first-block cache: relative change below which a step is reused
 
     def describe(self) -> str:
-        """One line naming the levers (for the Notice that reaches the manifest)."""
+        """One line naming the mode and its levers (for the Notice that reaches the manifest)."""
+        return f"speed {self.mode}: {self.levers_text()}"
+
+    def levers_text(self) -> str:
+        """The levers this config turns on, comma-separated, or "no levers"."""
         parts = []
         if self.attention:
             parts.append(f"attention={self.attention}")
@@ -80,7 +84,7 @@ class SpeedConfig:
                          f"tail {self.cache_tail})")
         elif self.cache == "fbc":
             parts.append(f"cache=first_block(threshold {self.fbc_threshold:g})")
-        return f"speed {self.mode}: " + (", ".join(parts) if parts else "no levers")
+        return ", ".join(parts) if parts else "no levers"
 
 
 def parse_speed(value: str | None) -> str:

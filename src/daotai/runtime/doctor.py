@@ -62,7 +62,7 @@ def _speed_levers(accel: str) -> list[Check]:
     from daotai.render.speed import levers_for, resolve_levers
 
     kind = "cuda" if accel.startswith("cuda") else "mps" if accel.startswith("mps") else "cpu"
-    return [Check(f"speed {mode}", resolve_levers(levers_for(mode, kind), kind).describe().split(": ", 1)[1], True)
+    return [Check(f"speed {mode}", resolve_levers(levers_for(mode, kind), kind).levers_text(), True)
             for mode in ("exact", "fast")]
 
 
