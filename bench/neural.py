@@ -652,7 +652,7 @@ def main() -> None:
                         help="first time one self-attention call per SDPA kernel and the block linears in bf16 vs fp8 "
                              "at the model's shape")
     parser.add_argument("--attention-only", action="store_true",
-                        help="only the attention kernel table (--attention), no model")
+                        help="only the kernel tables of --attention (attention and linear layers), no model")
     parser.add_argument("--mode", choices=("exact", "fast", "all"), default="exact",
                         help="exact: stock vs speed=exact (+ its ablations); fast: stock, exact, fast (+ its "
                              "ablations); all: everything")
