@@ -158,6 +158,8 @@ class Measure:
     post_s: float = 0.0  # frames to uint8, retiming, MP4 encode
     total_s: float = 0.0
     peak_bytes: int = 0
+    peak_denoise_bytes: int = 0  # peak from the render's start to the VAE decode (text encoding + denoising)
+    peak_decode_bytes: int = 0  # peak from the VAE decode to the end (decode, frames to bytes)
     rel_l2: float | None = None  # transformer output vs stock eager on fixed inputs
     psnr_stock: float | None = None
     ssim_stock: float | None = None
@@ -175,8 +177,8 @@ class Measure:
 class Clock:
     """Synchronised marks around text encoding and VAE decoding (same wrapping for every contender)."""
 
-    def __init__(self, sync):
-        self.sync = sync
+    def __init__(self, sync, reset_peak=lambda: None, peak=lambda: 0):
+        self.sync, self.reset_peak, self.peak = sync, reset_peak, peak
         self.reset()
 
     def reset(self) -> None:
@@ -184,6 +186,7 @@ class Clock:
         self.text_end: float | None = None
         self.decode_start: float | None = None
         self.decode_s = 0.0
+        self.peak_denoise = 0
 
     def wrap(self, pipe) -> None:
         encode, decode = pipe.encode_prompt, pipe.vae.decode
@@ -202,6 +205,8 @@ class Clock:
             began = time.perf_counter()
             if self.decode_start is None:
                 self.decode_start = began
+                self.peak_denoise = int(self.peak())  # then the peak restarts: decode's own is read at the end
+                self.reset_peak()
             out = decode(*args, **kwargs)
             self.sync()
             self.decode_s += time.perf_counter() - began
@@ -343,7 +348,7 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
     sync()
     measure.warm_s = time.perf_counter() - began
     reference = forward_output(pipe.transformer, inputs)
-    clock = Clock(sync)
+    clock = Clock(sync, reset_peak, peak)
     clock.wrap(pipe)
     best = None
     for _ in range(repeats):
@@ -356,7 +361,8 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
         total = time.perf_counter() - began
         if best is None or total < best.total_s:
             best = replace(measure, text_s=clock.text_s, denoise_s=clock.decode_start - clock.text_end,
-                           decode_s=clock.decode_s, total_s=total, peak_bytes=int(peak()), frames=frames)
+                           decode_s=clock.decode_s, total_s=total, peak_bytes=max(clock.peak_denoise, int(peak())),
+                           peak_denoise_bytes=clock.peak_denoise, peak_decode_bytes=int(peak()), frames=frames)
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
     del pipe
     _free(device)
@@ -401,6 +407,11 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
             table["fp8"] = replace(levers_for("exact", "cuda"), mode="fast", fp8=True)
             table["fast-nofp8"] = replace(levers_for("fast", "cuda"), fp8=False)
             table["fast-fused"] = replace(levers_for("fast", "cuda"), fuse_qkv=True)  # wider FP8 GEMMs
+        # the step cache's cadence and its first-order extrapolation of skipped steps
+        fast = levers_for("fast", "cuda" if cuda else "cpu")
+        table["fast-x"] = replace(fast, cache_extrapolate=True)
+        table["fast-i3"] = replace(fast, cache_interval=3)
+        table["fast-i3-x"] = replace(fast, cache_interval=3, cache_extrapolate=True)
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
         table["cache-interval"] = SpeedConfig(mode="fast", cache="interval")
         table["cache-interval3"] = SpeedConfig(mode="fast", cache="interval", cache_interval=3)
@@ -446,7 +457,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
     if runner.speed_config.cache is None:
         with denoise_context(runner.speed_config):
             measure.rel_l2 = relative_l2(forward_output(pipe.transformer, inputs), reference)
-    clock = Clock(sync)
+    clock = Clock(sync, reset_peak, peak)
     clock.wrap(pipe)
     state = getattr(pipe.transformer, "_daotai_interval_cache", None)
     counts = (state.computed, state.reused) if state is not None else (0, 0)
@@ -464,8 +475,9 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
             import numpy as np
 
             best = replace(measure, text_s=clock.text_s, denoise_s=clock.decode_start - clock.text_end,
-                           decode_s=clock.decode_s, total_s=total, peak_bytes=int(peak()),
-                           frames=np.stack(frames))  # (F, H, W, 3) uint8
+                           decode_s=clock.decode_s, total_s=total,
+                           peak_bytes=max(clock.peak_denoise, int(peak())), peak_denoise_bytes=clock.peak_denoise,
+                           peak_decode_bytes=int(peak()), frames=np.stack(frames))  # (F, H, W, 3) uint8
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
     if state is not None:  # per measured render
         computed, reused = (state.computed - counts[0]) // repeats, (state.reused - counts[1]) // repeats
@@ -530,6 +542,9 @@ def print_table(rows: list[Measure], stock: Measure) -> None:
         shares = [x / r.total_s * 100 for x in (r.text_s, r.denoise_s, r.decode_s, r.post_s)]
         print(f"  {r.name:16}" + " / ".join(f"{s:5.1f}%" for s in shares)
               + f"   ({r.text_s:.2f} / {r.denoise_s:.2f} / {r.decode_s:.2f} / {r.post_s:.2f} s)")
+    print("\npeak GPU memory by stage (text + denoise / decode + frames to bytes), GiB:")
+    for r in rows:
+        print(f"  {r.name:16}{r.peak_denoise_bytes / 1024**3:6.2f} / {r.peak_decode_bytes / 1024**3:6.2f}")
     print("\nlevers:")
     for r in rows:
         print(f"  {r.name:16}{r.levers}")
@@ -538,7 +553,8 @@ def print_table(rows: list[Measure], stock: Measure) -> None:
 def progress(row: Measure) -> None:
     """One line per contender as soon as it is measured (so a cut-short run still shows numbers)."""
     print(f"[{time.perf_counter() - PROCESS_STARTED:6.0f} s] {row.name}: {row.s_per_step:.3f} s/step, "
-          f"e2e {row.total_s:.2f} s, warm-up {row.warm_s:.1f} s, peak {row.peak_bytes / 1024**3:.2f} GiB, "
+          f"e2e {row.total_s:.2f} s, warm-up {row.warm_s:.1f} s, peak {row.peak_bytes / 1024**3:.2f} GiB "
+          f"(denoise {row.peak_denoise_bytes / 1024**3:.2f}, decode {row.peak_decode_bytes / 1024**3:.2f}), "
           f"rel L2 {fmt(row.rel_l2, '.4f')}", flush=True)
 
 
@@ -597,6 +613,95 @@ def linear_table(config: dict, family: str) -> None:
     torch.cuda.empty_cache()
 
 
+KERNEL_KINDS = (  # (kind, name fragments) in the order tried: attention names can contain "cutlass"
+    ("attention", ("flash", "fmha", "attn", "attention", "sdpa")),
+    ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "matmul", "scaled_mm")),
+    ("fused (inductor)", ("triton_",)),
+    ("copy / convert", ("copy", "cat", "convert", "memcpy", "memset", "fill")),
+    ("elementwise / reduce (eager)", ("elementwise", "reduce", "norm", "softmax", "vectorized")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    """The family a CUDA kernel belongs to, from its name."""
+    lowered = name.lower()
+    for kind, fragments in KERNEL_KINDS:
+        if any(fragment in lowered for fragment in fragments):
+            return kind
+    return "other"
+
+
+def profile_steps(folder: Path, device: str, plan, steps: int, speed: str, family: str, top: int = 20) -> None:
+    """Where the GPU time of denoising steps goes: kernel time per family and the costliest kernels.
+
+    Our backend with ``speed`` is loaded and warmed up at the measured size; then ``steps`` denoising
+    steps (latents out: no VAE) run under ``torch.profiler``. Times are per step; "idle" is the wall
+    time of the profiled call (synchronised, profiler overhead included) minus the kernel time.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from daotai.render.ltx import LTXBackend
+    from daotai.render.speed import denoise_context
+    from daotai.render.wan import WanBackend
+
+    guidance = FAMILY[family]["guidance"]
+    backend_class = LTXBackend if family == "ltx" else WanBackend
+    backend = backend_class(model=str(folder), device=device, steps=steps, guidance=guidance, speed=speed)
+    runner = backend.runner
+    list(runner.ensure_loaded(plan, plan.shots[0]))
+    pipe = runner.pipe
+    request = shot_request(plan, runner)
+    extra = {"frame_rate": int(round(request.fps))} if family == "ltx" else {}
+
+    def call():
+        return pipe(prompt="profile", height=request.height, width=request.width, num_frames=request.frames,
+                    num_inference_steps=steps, guidance_scale=guidance, output_type="latent", **extra)
+
+    sync = _device_tools(device)[0]
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    with denoise_context(runner.speed_config):
+        call()  # warm-up and compilation
+        sync()
+        began = time.perf_counter()
+        call()
+        sync()
+        plain_s = time.perf_counter() - began
+        with profile(activities=activities) as prof:
+            call()
+            sync()
+    kernels: dict[str, list[float]] = {}  # name -> [count, total µs]
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA and event.time_range.elapsed_us() > 0:
+            entry = kernels.setdefault(event.name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += event.time_range.elapsed_us()
+    total_us = sum(total for _, total in kernels.values())
+    if total_us == 0:
+        print(f"profile of {steps} steps, speed {speed}: {plain_s / steps * 1e3:.1f} ms per step; "
+              "no GPU kernels recorded on this device", flush=True)
+        backend.close()
+        return
+    by_kind: dict[str, float] = {}
+    for name, (_, total) in kernels.items():
+        by_kind[kernel_kind(name)] = by_kind.get(kernel_kind(name), 0.0) + total
+    per_step = 1e3 * steps  # µs per step → ms: divide by this
+    print(f"profile of {steps} denoising steps, speed {speed} ({runner.speed_config.levers_text()}): "
+          f"{plain_s / steps * 1e3:.1f} ms per step unprofiled, kernels {total_us / per_step:.1f} ms per step",
+          flush=True)
+    for kind, total in sorted(by_kind.items(), key=lambda item: -item[1]):
+        print(f"  {kind:30}{total / per_step:9.1f} ms/step  {total / total_us:6.1%}")
+    print(f"  {'idle (unprofiled wall - kernels)':30}{plain_s / steps * 1e3 - total_us / per_step:9.1f} ms/step")
+    print(f"  costliest {top} kernels (calls per step, ms per step, µs per call, family):")
+    for name, (count, total) in sorted(kernels.items(), key=lambda item: -item[1][1])[:top]:
+        print(f"    {count / steps:6.0f} {total / per_step:8.2f} {total / count:9.1f}  {kernel_kind(name):18} {name[:110]}")
+    backend.close()
+    del backend, runner, pipe, prof
+    if hasattr(torch, "_dynamo"):
+        torch._dynamo.reset()
+    _free(device)
+
+
 def attention_table(config: dict, family: str) -> None:
     """One self-attention call at the model's full shape with each SDPA kernel: ms, TFLOP/s, rel L2 vs cuDNN."""
     import torch
@@ -653,6 +758,9 @@ def main() -> None:
                              "at the model's shape")
     parser.add_argument("--attention-only", action="store_true",
                         help="only the kernel tables of --attention (attention and linear layers), no model")
+    parser.add_argument("--profile", default=None, metavar="SPEEDS",
+                        help="comma-separated speed modes (off,exact,fast) to profile over 2 denoising steps "
+                             "(kernel time by family, costliest kernels), then stop")
     parser.add_argument("--mode", choices=("exact", "fast", "all"), default="exact",
                         help="exact: stock vs speed=exact (+ its ablations); fast: stock, exact, fast (+ its "
                              "ablations); all: everything")
@@ -697,6 +805,10 @@ def main() -> None:
         defaults = effective_defaults(family, SamplingOptions(steps=steps, guidance=guidance))
         request = native_request(plan, plan.shots[0], defaults)
         assert (request.width, request.height, request.frames) == (config["width"], config["height"], config["frames"])
+        if args.profile:
+            for speed in args.profile.split(","):
+                profile_steps(folder, device, plan, 2, speed.strip(), family)
+            return
         inputs = fixed_inputs(config, request, device, dtype, family)
 
         stock, reference = run_stock(folder, device, dtype, request, steps, inputs, work, args.repeats,
@@ -760,7 +872,9 @@ def main() -> None:
         "rows": {r.name: {"s_per_step": r.s_per_step, "ratio_step": stock.s_per_step / r.s_per_step,
                           "e2e_s": r.total_s, "ratio_e2e": stock.total_s / r.total_s, "warm_s": r.warm_s,
                           "load_s": r.load_s, "text_s": r.text_s, "denoise_s": r.denoise_s, "decode_s": r.decode_s,
-                          "post_s": r.post_s, "peak_gib": r.peak_bytes / 1024**3, "rel_l2": r.rel_l2,
+                          "post_s": r.post_s, "peak_gib": r.peak_bytes / 1024**3,
+                          "peak_denoise_gib": r.peak_denoise_bytes / 1024**3,
+                          "peak_decode_gib": r.peak_decode_bytes / 1024**3, "rel_l2": r.rel_l2,
                           "psnr_vs_stock": None if r.psnr_stock is None or math.isinf(r.psnr_stock) else r.psnr_stock,
                           "ssim_vs_stock": r.ssim_stock,
                           "psnr_vs_exact": None if r.psnr_exact is None or math.isinf(r.psnr_exact) else r.psnr_exact,

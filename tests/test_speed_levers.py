@@ -257,6 +257,46 @@ def test_interval_hook_reuses_each_branchs_output_with_per_token_timesteps():
     assert seen == [(1, 2), (3, 4), (3, 4), (5, 6), (5, 6), (7, 8)]
 
 
+def test_interval_hook_extrapolates_skipped_steps_linearly_in_the_timestep():
+    from daotai.render.speed import attach_interval_cache
+
+    class Linear(torch.nn.Module):
+        """An output linear in the timestep (per guidance branch), returned as diffusers does with
+        return_dict=False: extrapolation must then reproduce the skipped outputs exactly."""
+
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, hidden_states, timestep, return_dict=False):
+            self.calls += 1
+            return (hidden_states + 2.0 * timestep / 1000.0, "extra")
+
+    model = Linear()
+    schedule = [True, True, False, True, False, False, True]
+    state = attach_interval_cache(model, schedule, extrapolate=True)
+    x = torch.zeros(1, 2)
+    for t in (1000.0, 900.0, 750.0, 600.0, 500.0, 300.0, 100.0):
+        timestep = torch.tensor([t])
+        for branch_input in (x, x + 1):  # cond, uncond
+            out, extra = model(hidden_states=branch_input, timestep=timestep)
+            expected = branch_input + 2.0 * t / 1000.0
+            assert extra == "extra"
+            assert torch.allclose(out, expected, atol=1e-5), (t, out, expected)
+    assert model.calls == 8 and (state.computed, state.reused) == (8, 6)
+    assert "extrapolated" in SpeedConfig(mode="fast", cache="interval", cache_extrapolate=True).describe()
+
+
+def test_interval_hook_without_extrapolation_repeats_the_last_output():
+    from daotai.render.speed import attach_interval_cache
+
+    model = torch.nn.Identity()
+    model.forward = lambda hidden_states, timestep: hidden_states + timestep  # noqa: E731
+    attach_interval_cache(model, [True, True, False])
+    outs = [float(model(hidden_states=torch.zeros(1), timestep=torch.tensor([t]))[0]) for t in (3.0, 2.0, 1.0)]
+    assert outs == [3.0, 2.0, 2.0]
+
+
 def test_compile_mode_is_checked_and_described():
     tuned = SpeedConfig(mode="exact", compile_blocks=True, compile_mode="max-autotune-no-cudagraphs")
     assert check_config(tuned) is tuned

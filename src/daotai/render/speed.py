@@ -56,6 +56,9 @@ class SpeedConfig:
     cache_warmup: float = 0.2  # share of the steps always computed before skipping starts
     cache_interval: int = 2  # after warm-up, compute 1 step in every ``cache_interval``
     cache_tail: int = 1  # last steps always computed (they set the fine detail)
+    # on a reused step, extrapolate the output linearly in the timestep from the branch's last two
+    # computed outputs instead of repeating the last one (first-order, as TaylorSeer does for features)
+    cache_extrapolate: bool = False
     fbc_threshold: float = 0.05  # first-block cache: relative change below which a step is reused
 
     def describe(self) -> str:
@@ -81,7 +84,7 @@ class SpeedConfig:
             parts.append("vae=channels_last")
         if self.cache == "interval":
             parts.append(f"cache=interval(warmup {self.cache_warmup:g}, every {self.cache_interval}, "
-                         f"tail {self.cache_tail})")
+                         f"tail {self.cache_tail}{', extrapolated' if self.cache_extrapolate else ''})")
         elif self.cache == "fbc":
             parts.append(f"cache=first_block(threshold {self.fbc_threshold:g})")
         return ", ".join(parts) if parts else "no levers"
@@ -267,7 +270,7 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
             transformer.set_attention_backend(config.attention)
             done.append(f"attention backend {config.attention}")
         if config.cache == "interval":
-            attach_interval_cache(transformer, computed_steps(steps, config))
+            attach_interval_cache(transformer, computed_steps(steps, config), extrapolate=config.cache_extrapolate)
             done.append("interval cache hook")
         elif config.cache == "fbc":
             from diffusers.hooks import FirstBlockCacheConfig, apply_first_block_cache
@@ -415,8 +418,9 @@ def _noise_level(timestep: Any) -> float:
 class IntervalCacheState:
     """Which step the transformer is on, counted from the timesteps it sees, and the last outputs."""
 
-    def __init__(self, schedule: list[bool]):
+    def __init__(self, schedule: list[bool], extrapolate: bool = False):
         self.schedule = schedule
+        self.extrapolate = extrapolate
         self.computed = 0  # transformer passes run since attaching (kept across resets)
         self.reused = 0  # passes answered from the cache since attaching
         self.reset()
@@ -427,6 +431,8 @@ class IntervalCacheState:
         self.branch = 0
         self.last_t: float | None = None
         self.outputs: dict[int, Any] = {}  # guidance branch index → last computed output
+        self.times: dict[int, float] = {}  # guidance branch index → timestep of that output
+        self.previous: dict[int, tuple[float, Any]] = {}  # branch → (timestep, output) computed before it
 
     def advance(self, t: float) -> None:
         """Update step/branch from the call's timestep (flow-matching timesteps only decrease)."""
@@ -446,12 +452,44 @@ class IntervalCacheState:
             return True
         return self.schedule[self.step]
 
+    def store(self, output: Any) -> None:
+        """Keep a computed output of the current branch (and the one before it, for extrapolation)."""
+        if self.branch >= MAX_BRANCHES:  # a caller that repeats timesteps must not grow the cache
+            return
+        if self.extrapolate and self.branch in self.outputs:
+            self.previous[self.branch] = (self.times[self.branch], self.outputs[self.branch])
+        self.outputs[self.branch] = output
+        self.times[self.branch] = self.last_t if self.last_t is not None else 0.0
 
-def attach_interval_cache(transformer: Any, schedule: list[bool]) -> IntervalCacheState:
-    """Register a diffusers hook that reuses the transformer's last output on unscheduled steps."""
+    def reused_output(self) -> Any:
+        """The answer for a skipped pass: the branch's last output, or its linear extrapolation to now."""
+        last = self.outputs[self.branch]
+        if not self.extrapolate or self.branch not in self.previous or self.last_t is None:
+            return last
+        previous_t, previous = self.previous[self.branch]
+        last_t = self.times[self.branch]
+        if previous_t == last_t:
+            return last
+        weight = (self.last_t - last_t) / (last_t - previous_t)  # > 0: timesteps decrease
+        return _combine_first(last, previous, lambda a, b: a + (a - b) * weight)
+
+
+def _combine_first(last: Any, previous: Any, combine: Any) -> Any:
+    """Apply ``combine`` to the main tensor of two model outputs (a tensor, a tuple/list whose first
+    item is the tensor, or a diffusers output with ``.sample``), keeping the rest of ``last``."""
+    if isinstance(last, (tuple, list)):
+        return type(last)([combine(last[0], previous[0]), *last[1:]])
+    if hasattr(last, "sample") and hasattr(last, "__dataclass_fields__"):
+        return replace(last, sample=combine(last.sample, previous.sample))
+    return combine(last, previous)
+
+
+def attach_interval_cache(transformer: Any, schedule: list[bool], extrapolate: bool = False) -> IntervalCacheState:
+    """Register a diffusers hook that reuses the transformer's last output on unscheduled steps
+    (``extrapolate``: extrapolated from the last two computed outputs once there are two)."""
     from diffusers.hooks import HookRegistry, ModelHook
 
-    state = IntervalCacheState(schedule)
+    state = IntervalCacheState(schedule, extrapolate)
 
     class IntervalCacheHook(ModelHook):
         """Skips the whole forward on steps the schedule marks False (per guidance branch)."""
@@ -463,12 +501,11 @@ def attach_interval_cache(transformer: Any, schedule: list[bool]) -> IntervalCac
             state.advance(_noise_level(timestep) if timestep is not None else 0.0)
             if state.should_compute():
                 output = self.fn_ref.original_forward(*args, **kwargs)
-                if state.branch < MAX_BRANCHES:  # a caller that repeats timesteps must not grow the cache
-                    state.outputs[state.branch] = output
+                state.store(output)
                 state.computed += 1
                 return output
             state.reused += 1
-            return state.outputs[state.branch]
+            return state.reused_output()
 
         def reset_state(self, module: Any) -> Any:
             state.reset()
