@@ -398,6 +398,11 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
         # exact mode with inductor's autotuned kernels (matmul and fused-op configs tried at compile time)
         table["exact-autotune"] = replace(levers_for("exact", "cuda"), compile_mode="max-autotune-no-cudagraphs")
         table["vae-cl"] = SpeedConfig(mode="exact", vae_channels_last=True)
+        # the exact rewrites (daotai.render.rewrites) taken out all together and one at a time
+        exact = levers_for("exact", "cuda")
+        table["exact-prev"] = replace(exact, lean_attention=False, cross_attention=None, gelu_epilogue=False)
+        table["exact-no-cross"] = replace(exact, cross_attention=None)
+        table["exact-no-gelu"] = replace(exact, gelu_epilogue=False)
         # exact with q/k/v fused into one GEMM per attention (Wan; a no-op for LTX's attention)
         table["fuse-qkv"] = replace(levers_for("exact", "cuda"), fuse_qkv=True)
     if mode in ("fast", "all"):
@@ -577,6 +582,7 @@ def linear_table(config: dict, family: str) -> None:
     tokens = _tokens(config, family) * (2 if family == "ltx" else 1)  # LTX batches both guidance passes
     shapes = {"qkv/out": (width, width), "qkv fused": (width, 3 * width), "ffn up": (width, ffn),
               "ffn down": (ffn, width)}
+    _gelu_epilogue_row(tokens, width, ffn)
     print(f"linear layers, {tokens} tokens, bf16 vs fp8 (e4m3, row-wise scales; quantising the "
           "activations included):", flush=True)
     if not fp8_supported("cuda"):
@@ -702,35 +708,94 @@ def profile_steps(folder: Path, device: str, plan, steps: int, speed: str, famil
     _free(device)
 
 
+def _cuda_ms(fn, x, calls: int = 10) -> float:
+    """Milliseconds per call of ``fn(x)`` on the GPU after 3 warm-up calls."""
+    import torch
+
+    with torch.no_grad():
+        for _ in range(3):
+            fn(x)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn(x)
+        end.record()
+        torch.cuda.synchronize()
+    return start.elapsed_time(end) / calls
+
+
+def _gelu_epilogue_row(tokens: int, width: int, ffn: int) -> None:
+    """FFN up-projection + tanh-GELU: compiled linear then GELU vs the GELU in cuBLASLt's epilogue."""
+    import torch
+
+    from daotai.render.rewrites import gelu_linear_class
+
+    generator = torch.Generator("cuda").manual_seed(0)
+    x = torch.randn(tokens, width, device="cuda", dtype=torch.bfloat16, generator=generator)
+    linear = torch.nn.Linear(width, ffn, device="cuda", dtype=torch.bfloat16)
+    separate = torch.compile(lambda h: torch.nn.functional.gelu(linear(h), approximate="tanh"), dynamic=False)
+    fused = torch.compile(gelu_linear_class()(linear), dynamic=False)
+    with torch.no_grad():
+        rel = relative_l2(fused(x).float(), separate(x).float())
+    ms_separate, ms_fused = _cuda_ms(separate, x), _cuda_ms(fused, x)
+    print(f"ffn up + tanh-GELU {width}->{ffn}, {tokens} tokens, compiled: separate {ms_separate:.3f} ms, "
+          f"epilogue {ms_fused:.3f} ms ({ms_separate / ms_fused:.2f}x), rel L2 {rel:.2e}", flush=True)
+    del x, linear
+    torch.cuda.empty_cache()
+
+
 def attention_table(config: dict, family: str) -> None:
     """One self-attention call at the model's full shape with each SDPA kernel: ms, TFLOP/s, rel L2 vs cuDNN."""
     import torch
 
     from daotai.render.speed import denoise_context, fa4_available, SpeedConfig
 
+    from daotai.render.rewrites import cudnn_attention
+
     heads = config["transformer"]["num_attention_heads"]
     head_dim = config["transformer"]["attention_head_dim"]
     tokens = _tokens(config, family)
+    # Wan's cross-attention: every video token against the 512 text tokens (LTX masks its own, so
+    # PyTorch already sends it to cuDNN there)
+    for label, kv_tokens in (("self-attention", tokens),) + ((("cross-attention", 512),) if family == "wan" else ()):
+        _attention_rows(label, heads, head_dim, tokens, kv_tokens, cudnn_attention)
+
+
+def _attention_rows(label: str, heads: int, head_dim: int, tokens: int, kv_tokens: int, cudnn_op) -> None:
+    """One attention shape timed with each kernel (see attention_table)."""
+    import torch
+
+    from daotai.render.speed import denoise_context, fa4_available, SpeedConfig
+
     generator = torch.Generator("cuda").manual_seed(0)
-    q, k, v = (torch.randn(1, heads, tokens, head_dim, device="cuda", dtype=torch.bfloat16, generator=generator)
-               for _ in range(3))  # (B, H, S, D) as SDPA takes them
-    flop = 4 * heads * tokens * tokens * head_dim  # QK^T and PV, 2 FLOP per multiply-add
+    q = torch.randn(1, heads, tokens, head_dim, device="cuda", dtype=torch.bfloat16, generator=generator)
+    k, v = (torch.randn(1, heads, kv_tokens, head_dim, device="cuda", dtype=torch.bfloat16, generator=generator)
+            for _ in range(2))  # (B, H, S, D) as SDPA takes them
+    flop = 4 * heads * tokens * kv_tokens * head_dim  # QK^T and PV, 2 FLOP per multiply-add
     kernels = {"default": SpeedConfig(), "cudnn": SpeedConfig(sdpa="cudnn"), "flash": SpeedConfig(sdpa="flash")}
     if fa4_available():
         kernels["fa4"] = SpeedConfig(attention="fa4")
-    print(f"self-attention, {tokens} tokens x {heads} heads x {head_dim}, bf16 "
-          f"({flop / 1e12:.1f} TFLOP per call):", flush=True)
+    kernels["cudnn op"] = None  # the aten op on (B, L, H, D) views, as the lean Wan processor calls it
+    print(f"{label}, {tokens} x {kv_tokens} tokens x {heads} heads x {head_dim}, bf16 "
+          f"({flop / 1e12:.2f} TFLOP per call):", flush=True)
+
+    def call():
+        if config_ is None:
+            return cudnn_op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
     reference = None
     for name, config_ in kernels.items():
         try:
-            with denoise_context(config_):
+            with denoise_context(config_ or SpeedConfig()):
                 for _ in range(2):  # warm-up (FA4 compiles its kernel on the first call)
-                    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+                    out = call()
                 torch.cuda.synchronize()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 for _ in range(5):
-                    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+                    out = call()
                 end.record()
                 torch.cuda.synchronize()
         except Exception as error:  # noqa: BLE001 - a kernel that refuses the shape is a result too

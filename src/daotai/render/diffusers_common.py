@@ -356,16 +356,13 @@ class DiffusersShotRunner:
 
     def _apply_speed(self) -> None:
         """Select and apply the speed levers for this device (kernel levers only when nothing is offloaded)."""
-        from dataclasses import replace as with_fields
-
-        from daotai.render.speed import apply_levers, levers_for, resolve_levers
+        from daotai.render.speed import apply_levers, cache_only, levers_for, resolve_levers
 
         config = resolve_levers(levers_for(self.speed, self.runtime.kind), self.runtime.device)
         if self.tier != "none":
             # Offload hooks move weights during the forward; compiled graphs and layout changes
             # would fight them, so only the device-agnostic step cache is kept.
-            config = with_fields(config, sdpa=None, attention=None, compile_blocks=False, vae_bf16=False,
-                                 vae_channels_last=False, fp8=False)
+            config = cache_only(config)
         assert self.defaults is not None
         apply_levers(self.pipe, config, self.defaults.steps)
         self.speed_config = config

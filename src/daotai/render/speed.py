@@ -52,6 +52,11 @@ class SpeedConfig:
     # the bench shows it pays
     fuse_qkv: bool = False
     vae_channels_last: bool = False  # VAE weights in channels-last (NDHWC) memory format
+    # exact rewrites (daotai.render.rewrites): Wan attention with the interleaved rotary form, its
+    # cross-attention on cuDNN's kernel (needs lean_attention), the FFN GELU in the GEMM epilogue
+    lean_attention: bool = False
+    cross_attention: str | None = None
+    gelu_epilogue: bool = False
     cache: str | None = None  # "interval": fixed-schedule step skipping; "fbc": diffusers first-block cache
     cache_warmup: float = 0.2  # share of the steps always computed before skipping starts
     cache_interval: int = 2  # after warm-up, compute 1 step in every ``cache_interval``
@@ -74,6 +79,10 @@ class SpeedConfig:
             parts.append(f"sdpa={self.sdpa}")
         if self.compile_blocks:
             parts.append("compile=blocks" + (f"({self.compile_mode})" if self.compile_mode else ""))
+        if self.lean_attention:
+            parts.append("rope=interleaved" + (f", cross={self.cross_attention}" if self.cross_attention else ""))
+        if self.gelu_epilogue:
+            parts.append("gelu=epilogue")
         if self.fuse_qkv:
             parts.append("qkv=fused")
         if self.fp8:
@@ -107,7 +116,8 @@ def levers_for(mode: str | None, device_kind: str) -> SpeedConfig:
     if device_kind == "cuda":
         # cuDNN attention is what PyTorch picks on Hopper anyway; forcing it keeps a later
         # dispatcher change from silently falling back to the slower flash/efficient kernels.
-        config = replace(config, sdpa="cudnn", attention="auto", compile_blocks=True)
+        config = replace(config, sdpa="cudnn", attention="auto", compile_blocks=True, lean_attention=True,
+                         cross_attention="cudnn", gelu_epilogue=True)
     if mode == "fast":
         config = replace(config, cache="interval")
         if device_kind == "cuda":
@@ -127,6 +137,13 @@ def check_config(config: SpeedConfig) -> SpeedConfig:
     if config.compile_mode not in COMPILE_MODES:
         raise BackendError(f"compile_mode: {config.compile_mode!r} must be one of "
                            f"{', '.join(str(m) for m in COMPILE_MODES)}")
+    from daotai.render.rewrites import CROSS_KERNELS
+
+    if config.cross_attention not in CROSS_KERNELS:
+        raise BackendError(f"cross_attention: {config.cross_attention!r} must be one of "
+                           f"{', '.join(str(k) for k in CROSS_KERNELS)}")
+    if config.cross_attention and not config.lean_attention:
+        raise BackendError("cross_attention: needs lean_attention (the cross kernel is chosen by that processor)")
     if config.cache_interval < 1:
         raise BackendError(f"cache_interval: {config.cache_interval!r} must be >= 1")
     if not 0.0 <= config.cache_warmup <= 1.0:
@@ -231,6 +248,14 @@ def hopper_attention_backend() -> str | None:
     return "fa4" if fa4_available() else None
 
 
+def cache_only(config: SpeedConfig) -> SpeedConfig:
+    """The config with every kernel/layout lever off and the step cache kept (for offloaded weights:
+    offload hooks move weights during the forward, which compiled graphs and rewrites would fight)."""
+    return SpeedConfig(mode=config.mode, cache=config.cache, cache_warmup=config.cache_warmup,
+                       cache_interval=config.cache_interval, cache_tail=config.cache_tail,
+                       cache_extrapolate=config.cache_extrapolate, fbc_threshold=config.fbc_threshold)
+
+
 def resolve_attention(config: SpeedConfig) -> SpeedConfig:
     """Replace ``attention="auto"`` by what this machine has (None when nothing better than SDPA)."""
     if config.attention != "auto":
@@ -262,6 +287,14 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
             from daotai.render.fp8 import quantize_repeated_blocks
 
             done.append(f"{quantize_repeated_blocks(transformer)} linears fp8")
+        if config.gelu_epilogue:  # after FP8: an FP8 up-projection keeps its own (compiled) GELU fusion
+            from daotai.render.rewrites import fuse_gelu_epilogues
+
+            done.append(f"{fuse_gelu_epilogues(transformer)} GELU epilogues")
+        if config.lean_attention:
+            from daotai.render.rewrites import lean_wan_attention
+
+            done.append(f"{lean_wan_attention(transformer, config.cross_attention)} lean attention processors")
         if config.attention == "fa4":
             # Served below diffusers: its default (native SDPA) backend stays, and denoise_context
             # points PyTorch's flash SDPA at the FA4 kernels and puts flash first.
