@@ -619,10 +619,11 @@ def linear_table(config: dict, family: str) -> None:
     torch.cuda.empty_cache()
 
 
-KERNEL_KINDS = (  # (kind, name fragments) in the order tried: attention names can contain "cutlass"
+KERNEL_KINDS = (  # (kind, name fragments) in the order tried: inductor names list the ops they fused
+    # (e.g. "..._rms_norm__scaled_dot_product_flash_attention_...") and attention names can contain "cutlass"
+    ("fused (inductor)", ("triton_",)),
     ("attention", ("flash", "fmha", "attn", "attention", "sdpa")),
     ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "matmul", "scaled_mm")),
-    ("fused (inductor)", ("triton_",)),
     ("copy / convert", ("copy", "cat", "convert", "memcpy", "memset", "fill")),
     ("elementwise / reduce (eager)", ("elementwise", "reduce", "norm", "softmax", "vectorized")),
 )

@@ -50,3 +50,28 @@ def test_fast_mode_reports_its_skips_and_deviation():
     assert 0 < fast["ssim_vs_exact"] < 1
     assert report["fast_projected_50_step_fraction"] == pytest.approx(31 / 50)
     assert "projected 50-step denoise ratio" in out
+
+
+def test_profile_runs_and_says_when_there_are_no_gpu_kernels():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "neural.py"), "--tiny", "--profile", "off,fast"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("profile of 2 steps")]
+    assert len(lines) == 2 and "speed fast" in lines[1]
+    assert all("no GPU kernels recorded" in line for line in lines)
+
+
+def test_kernel_families_from_names():
+    sys.path.insert(0, str(ROOT / "bench"))
+    from neural import kernel_kind
+
+    assert kernel_kind("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90") == "attention"
+    assert kernel_kind("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16") == "attention"
+    assert kernel_kind("nvjet_sm90_tst_256x152_64x4_1x2_h_bz_coopA_bias_TNT") == "matmul"
+    assert kernel_kind("triton_poi_fused_gelu_view_6") == "fused (inductor)"
+    assert kernel_kind("triton_red_fused__fused_rms_norm__scaled_dot_product_flash_attention_permute_view_3") == \
+        "fused (inductor)"
+    assert kernel_kind("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl") == \
+        "elementwise / reduce (eager)"
+    assert kernel_kind("Memset (Device)") == "copy / convert"
+    assert kernel_kind("something_else") == "other"
