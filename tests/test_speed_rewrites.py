@@ -150,3 +150,13 @@ def test_cache_only_keeps_the_step_cache_and_drops_every_kernel_lever():
     assert kept == SpeedConfig(mode="fast", cache="interval")
     assert cache_only(SpeedConfig(mode="fast", cache="interval", cache_interval=3, cache_extrapolate=True,
                                   compile_blocks=True)).cache_extrapolate
+
+
+def test_cudnn_cross_kernel_is_dropped_where_it_cannot_run():
+    from daotai.render.rewrites import cudnn_attention_supported
+    from daotai.render.speed import resolve_levers
+
+    assert not cudnn_attention_supported("cpu")
+    config = SpeedConfig(mode="exact", lean_attention=True, cross_attention="cudnn")
+    assert resolve_levers(config, "cpu").cross_attention is None
+    assert resolve_levers(config, "cpu").lean_attention

@@ -51,6 +51,30 @@ def cudnn_attention(query: Any, key: Any, value: Any) -> Any:
     return out.transpose(1, 2)
 
 
+@functools.lru_cache(maxsize=8)
+def cudnn_attention_supported(device: str) -> bool:
+    """True when ``cudnn_attention`` runs on ``device`` and agrees with PyTorch's math kernel.
+
+    One tiny call per process and device: a GPU, cuDNN or PyTorch build without the fused kernel
+    (or one that gets it wrong) leaves the cross-attention on the dispatcher's kernel instead of
+    failing the first shot. Always False off CUDA.
+    """
+    import torch
+
+    if not str(device).startswith("cuda") or not torch.cuda.is_available():
+        return False
+    try:
+        generator = torch.Generator(device).manual_seed(0)
+        q = torch.randn(1, 256, 2, 64, device=device, dtype=torch.bfloat16, generator=generator)  # (B, L, H, D)
+        k, v = (torch.randn(1, 64, 2, 64, device=device, dtype=torch.bfloat16, generator=generator) for _ in range(2))
+        out = cudnn_attention(q, k, v).float()
+        reference = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2).float(), k.transpose(1, 2).float(), v.transpose(1, 2).float()).transpose(1, 2)
+        return bool(torch.linalg.vector_norm(out - reference) <= 0.02 * torch.linalg.vector_norm(reference))
+    except Exception:  # noqa: BLE001 - any failure means: do not use it here
+        return False
+
+
 def _projections(attn: Any, hidden_states: Any, encoder_hidden_states: Any | None) -> tuple[Any, Any, Any]:
     """q, k, v of a Wan attention module, fused projections or not (diffusers' layout)."""
     source = hidden_states if encoder_hidden_states is None else encoder_hidden_states

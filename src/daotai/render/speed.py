@@ -264,12 +264,17 @@ def resolve_attention(config: SpeedConfig) -> SpeedConfig:
 
 
 def resolve_levers(config: SpeedConfig, device: str) -> SpeedConfig:
-    """The config as it will run on ``device``: attention resolved, fp8 kept only where it runs."""
+    """The config as it will run on ``device``: attention resolved, fp8 and the cuDNN cross kernel
+    kept only where they run."""
     from daotai.render.fp8 import fp8_supported
+
+    from daotai.render.rewrites import cudnn_attention_supported
 
     config = resolve_attention(config)
     if config.fp8 and not fp8_supported(device):
         config = replace(config, fp8=False)
+    if config.cross_attention == "cudnn" and not cudnn_attention_supported(device):
+        config = replace(config, cross_attention=None)
     return config
 
 
