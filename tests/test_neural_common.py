@@ -96,9 +96,9 @@ def test_device_frames_become_the_same_bytes_as_host_frames():
     from daotai.render.diffusers_common import to_uint8
 
     generator = torch.Generator().manual_seed(3)
-    video = torch.rand(1, 5, 3, 6, 8, generator=generator)  # (B, F, C, H, W) as output_type="pt" gives it
+    video = torch.rand(1, 19, 3, 6, 8, generator=generator)  # (B, F, C, H, W); 19 frames: 3 device chunks
     video[0, 0, 0, 0, :3] = torch.tensor([0.0, 1.0, 0.5 / 255.0])  # the ends and a rounding edge
     host = video[0].permute(0, 2, 3, 1).numpy()  # (F, H, W, C) as output_type="np" gives it
     got = to_uint8(video)
-    assert got.dtype == np.uint8 and got.shape == (5, 6, 8, 3)
+    assert got.dtype == np.uint8 and got.shape == (19, 6, 8, 3)
     assert np.array_equal(got, to_uint8(host))
