@@ -30,6 +30,7 @@ CACHE_KINDS = ("interval", "fbc")
 # No "reduce-overhead": CUDA graphs per compiled block fail in the pipeline (measured on an H200 with
 # LTX: a block's graph output is overwritten by the next block's replay before it is read).
 COMPILE_MODES = (None, "max-autotune-no-cudagraphs")
+FAST_CACHE_INTERVAL = 3  # fast mode's step cache computes 1 step in this many after the warm-up
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
@@ -119,7 +120,10 @@ def levers_for(mode: str | None, device_kind: str) -> SpeedConfig:
         config = replace(config, sdpa="cudnn", attention="auto", compile_blocks=True, lean_attention=True,
                          cross_attention="cudnn", gelu_epilogue=True)
     if mode == "fast":
-        config = replace(config, cache="interval")
+        # One step in three after the warm-up: 48% of the passes at 50 steps. Measured on the H200
+        # (Wan 1.3B, 50 steps): 2.81x stock per step at 43.5 dB from exact, against 2.17x / 45.2 dB
+        # for every other step.
+        config = replace(config, cache="interval", cache_interval=FAST_CACHE_INTERVAL)
         if device_kind == "cuda":
             # fp8 is asked for here and dropped by resolve_levers where the GPU cannot run it.
             config = replace(config, vae_bf16=True, vae_channels_last=True, fp8=True)
