@@ -147,7 +147,7 @@ def test_cross_kernel_needs_the_lean_processor_and_a_known_name():
 def test_cache_only_keeps_the_step_cache_and_drops_every_kernel_lever():
     fast = levers_for("fast", "cuda")
     kept = cache_only(fast)
-    assert kept == SpeedConfig(mode="fast", cache="interval")
+    assert kept == SpeedConfig(mode="fast", cache="interval", cache_interval=3)
     assert cache_only(SpeedConfig(mode="fast", cache="interval", cache_interval=3, cache_extrapolate=True,
                                   compile_blocks=True)).cache_extrapolate
 
