@@ -160,3 +160,21 @@ def test_cudnn_cross_kernel_is_dropped_where_it_cannot_run():
     config = SpeedConfig(mode="exact", lean_attention=True, cross_attention="cudnn")
     assert resolve_levers(config, "cpu").cross_attention is None
     assert resolve_levers(config, "cpu").lean_attention
+
+
+def test_lean_processor_and_gelu_epilogue_keep_a_vace_transformers_output():
+    from diffusers import WanVACETransformer3DModel
+
+    from daotai.render.rewrites import fuse_gelu_epilogues, lean_wan_attention
+
+    torch.manual_seed(0)
+    model = WanVACETransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=16, out_channels=16,
+        text_dim=32, freq_dim=256, ffn_dim=32, num_layers=3, cross_attn_norm=True,
+        qk_norm="rms_norm_across_heads", rope_max_seq_len=32, vace_layers=[0, 2], vace_in_channels=96).eval()
+    inputs = wan_inputs()
+    inputs["control_hidden_states"] = torch.randn(1, 96, 3, 8, 8, generator=torch.Generator().manual_seed(2))
+    before = forward(model, inputs)
+    assert lean_wan_attention(model) == 10  # 3 main + 2 control blocks, self and cross each
+    assert fuse_gelu_epilogues(model) == 5
+    assert torch.equal(forward(model, inputs), before)
