@@ -440,25 +440,35 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
     return table
 
 
+def load_ours(folder: Path, device: str, plan, steps: int, speed: str, family: str):
+    """Our ``wan`` / ``ltx`` backend loaded with a speed mode: (backend, request, pipeline extras)."""
+    from daotai.render.ltx import LTXBackend
+    from daotai.render.wan import WanBackend
+
+    backend_class = LTXBackend if family == "ltx" else WanBackend
+    backend = backend_class(model=str(folder), device=device, steps=steps, guidance=FAMILY[family]["guidance"],
+                            speed=speed)
+    list(backend.runner.ensure_loaded(plan, plan.shots[0]))  # loads, places and applies the mode's levers
+    request = shot_request(plan, backend.runner)
+    extra = {"frame_rate": int(round(request.fps))} if family == "ltx" else {}
+    return backend, request, extra
+
+
 def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any, inputs, reference,
              work: Path, repeats: int, family: str = "wan") -> Measure:
     """Our `wan` / `ltx` backend rendering the shot with a speed mode (str) or one hand-made SpeedConfig."""
     import torch
 
     from daotai.render.base import Frame, RenderJob, RunContext
-    from daotai.render.ltx import LTXBackend
     from daotai.render.speed import apply_levers, denoise_context, resolve_levers
-    from daotai.render.wan import WanBackend
 
     sync, reset_peak, peak = _device_tools(device)
     shot = plan.shots[0]
-    mode = speed if isinstance(speed, str) else "off"
     guidance = FAMILY[family]["guidance"]
-    backend_class = LTXBackend if family == "ltx" else WanBackend
-    backend = backend_class(model=str(folder), device=device, steps=steps, guidance=guidance, speed=mode)
-    runner = backend.runner
     began = time.perf_counter()
-    list(runner.ensure_loaded(plan, shot))  # loads, places and applies the mode's levers
+    backend, request, extra = load_ours(folder, device, plan, steps, speed if isinstance(speed, str) else "off",
+                                        family)
+    runner = backend.runner
     if not isinstance(speed, str):
         speed = resolve_levers(speed, device)  # "auto" → what this machine has, as the backend does for modes
         apply_levers(runner.pipe, speed, steps)
@@ -468,8 +478,6 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
     pipe = runner.pipe
 
     began = time.perf_counter()
-    request = shot_request(plan, runner)
-    extra = {"frame_rate": int(round(request.fps))} if family == "ltx" else {}
     with denoise_context(runner.speed_config):  # warm-up (and compilation) at the measured size
         pipe(prompt="warm up", height=request.height, width=request.width, num_frames=request.frames,
              num_inference_steps=2, guidance_scale=guidance, output_type="np", **extra)
@@ -613,17 +621,9 @@ def linear_table(config: dict, family: str) -> None:
         flop = 2 * tokens * fan_in * fan_out
         timings = {}
         for label, module in (("bf16", linear), ("fp8", fp8), ("fp8 compiled", torch.compile(fp8, dynamic=False))):
+            timings[label] = _cuda_ms(module, x)
             with torch.no_grad():
-                for _ in range(3):
-                    out = module(x)
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(10):
-                    out = module(x)
-                end.record()
-                torch.cuda.synchronize()
-            timings[label] = start.elapsed_time(end) / 10
+                out = module(x)
             if label == "bf16":
                 reference = out.float()
             else:
@@ -665,18 +665,12 @@ def profile_steps(folder: Path, device: str, plan, steps: int, speed: str, famil
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from daotai.render.ltx import LTXBackend
     from daotai.render.speed import denoise_context
-    from daotai.render.wan import WanBackend
 
     guidance = FAMILY[family]["guidance"]
-    backend_class = LTXBackend if family == "ltx" else WanBackend
-    backend = backend_class(model=str(folder), device=device, steps=steps, guidance=guidance, speed=speed)
+    backend, request, extra = load_ours(folder, device, plan, steps, speed, family)
     runner = backend.runner
-    list(runner.ensure_loaded(plan, plan.shots[0]))
     pipe = runner.pipe
-    request = shot_request(plan, runner)
-    extra = {"frame_rate": int(round(request.fps))} if family == "ltx" else {}
 
     def call():
         return pipe(prompt="profile", height=request.height, width=request.width, num_frames=request.frames,
@@ -726,12 +720,12 @@ def profile_steps(folder: Path, device: str, plan, steps: int, speed: str, famil
     _free(device)
 
 
-def _cuda_ms(fn, x, calls: int = 10) -> float:
-    """Milliseconds per call of ``fn(x)`` on the GPU after 3 warm-up calls."""
+def _cuda_ms(fn, x, calls: int = 10, warmups: int = 3) -> float:
+    """Milliseconds per call of ``fn(x)`` on the GPU, timed with CUDA events after ``warmups`` calls."""
     import torch
 
     with torch.no_grad():
-        for _ in range(3):
+        for _ in range(warmups):
             fn(x)
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -764,11 +758,8 @@ def _gelu_epilogue_row(tokens: int, width: int, ffn: int) -> None:
 
 
 def attention_table(config: dict, family: str) -> None:
-    """One self-attention call at the model's full shape with each SDPA kernel: ms, TFLOP/s, rel L2 vs cuDNN."""
-    import torch
-
-    from daotai.render.speed import denoise_context, fa4_available, SpeedConfig
-
+    """Self-attention (and Wan's cross-attention) at the model's full shape with each kernel: ms,
+    TFLOP/s, rel L2 vs cuDNN."""
     from daotai.render.rewrites import cudnn_attention
 
     heads = config["transformer"]["num_attention_heads"]
@@ -807,19 +798,13 @@ def _attention_rows(label: str, heads: int, head_dim: int, tokens: int, kv_token
     for name, config_ in kernels.items():
         try:
             with denoise_context(config_ or SpeedConfig()):
-                for _ in range(2):  # warm-up (FA4 compiles its kernel on the first call)
+                # 2 warm-up calls: FA4 compiles its kernel on the first one
+                ms = _cuda_ms(lambda _: call(), None, calls=5, warmups=2)
+                with torch.no_grad():
                     out = call()
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(5):
-                    out = call()
-                end.record()
-                torch.cuda.synchronize()
         except Exception as error:  # noqa: BLE001 - a kernel that refuses the shape is a result too
             print(f"  {name:10} failed: {type(error).__name__}: {str(error)[:160]}", flush=True)
             continue
-        ms = start.elapsed_time(end) / 5
         if reference is None or name == "cudnn":
             reference = out.float() if name == "cudnn" or reference is None else reference
         rel = relative_l2(out.float(), reference)

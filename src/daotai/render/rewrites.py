@@ -132,8 +132,8 @@ def lean_wan_processor_class() -> type:
 def lean_wan_attention(transformer: Any, cross_kernel: str | None = None) -> int:
     """Give every Wan attention module of ``transformer`` the lean processor; returns how many.
 
-    Keeps an attention backend already chosen on a module's processor. Modules of other models
-    (no ``norm_q``/``to_out``, e.g. LTX's) are left alone.
+    Keeps an attention backend already chosen on a module's processor. Only diffusers'
+    ``WanAttention`` modules are touched (Wan, Wan 2.2, VACE); other models' (e.g. LTX's) are left alone.
     """
     if cross_kernel not in CROSS_KERNELS:
         raise ValueError(f"cross_kernel: {cross_kernel!r} must be one of {CROSS_KERNELS}")
