@@ -2,14 +2,32 @@
 
 ::
 
-    DaotaiError                      exit 1   anything daotai raises on purpose
-    ├── ScriptError                  exit 2   the script breaks a rule (carries every Issue)
-    ├── PlanError                    exit 3   a valid script that cannot be planned as asked
-    ├── BackendError                 exit 4   a render backend failed or is unknown
-    │   └── DependencyMissing        exit 5   an optional package is absent (names the pip command)
-    ├── EncodeError                  exit 6   encoding / decoding / probing a video failed
-    ├── QualityError                 exit 7   qc --strict found failures
-    └── Cancelled                    exit 130 the user or a caller stopped the work
+    DaotaiError                exit 1    HTTP 500  anything daotai raises on purpose
+    ├── ScriptError            exit 2    HTTP 422  the script breaks a rule (carries every Issue)
+    ├── OptionError            exit 2    HTTP 422  a backend or command option is unknown, ill-typed
+    │                                              or out of range (carries every Issue)
+    ├── PlanError              exit 3    HTTP 422  a valid script that cannot be planned as asked
+    │                                              (carries the Issue when it has a JSON path)
+    ├── BackendError           exit 4    HTTP 500  a render backend failed or is unknown
+    │   └── DependencyMissing  exit 5    HTTP 501  an optional package is absent (names the pip command)
+    ├── EncodeError            exit 6    HTTP 500  encoding / decoding / probing a video failed
+    ├── QualityError           exit 7    HTTP 500  qc --strict found failures
+    └── Cancelled              exit 130  HTTP 409  the user or a caller stopped the work
+
+    anything else              exit 70   HTTP 500  a bug: the CLI prints one line and "this is a bug"
+
+Each class carries its ``exit_code``, ``http_status`` and ``code`` (the machine-readable
+name the server puts in ``error.code``); the CLI's ``main`` and the server's one exception
+handler read those attributes (this drawing mirrors them; a test keeps the two in step).
+Usage errors of the command-line parser itself (a missing argument, an option that is not
+an int) also exit 2. Errors that carry ``issues`` (script,
+option, plan) are answered with every issue's JSON path: the CLI prints one per line, the
+server sends them as ``issues: [{path, value, rule}]``. The server's own request checks
+(unknown ids 404, queue full 429, …) live in ``daotai.server.store``.
+
+A programming error inside daotai (a broken invariant, a wrong argument type passed by our
+own code) is a ``ValueError``/``TypeError``, not a DaotaiError: it is a bug, not something
+the user can act on.
 
 Every message is one line a user can act on: field, value and the rule.
 """
@@ -17,6 +35,7 @@ Every message is one line a user can act on: field, value and the rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -58,38 +77,144 @@ class DaotaiError(Exception):
     """Base of every error daotai raises on purpose."""
 
     exit_code = 1
+    http_status = 500
+    code = "daotai_error"
+
+
+def _problems(issues: tuple[Issue, ...], what: str, head: str = "") -> str:
+    """'<head>N problems in <what>' followed by one indented line per issue."""
+    count = len(issues)
+    summary = f"{head}{count} problem{'s' if count != 1 else ''} in {what}"
+    return summary + "".join(f"\n  {issue}" for issue in issues)
 
 
 class ScriptError(DaotaiError):
     """The script breaks one or more rules; ``issues`` lists all of them."""
 
     exit_code = 2
+    http_status = 422
+    code = "invalid_script"
 
     def __init__(self, issues: list[Issue] | tuple[Issue, ...], source: str | None = None):
         self.issues = tuple(issues)
         self.source = source
-        head = f"{source}: " if source else ""
-        count = len(self.issues)
-        summary = f"{head}{count} problem{'s' if count != 1 else ''} in the script"
-        super().__init__(summary + "".join(f"\n  {issue}" for issue in self.issues))
+        super().__init__(_problems(self.issues, "the script", f"{source}: " if source else ""))
+
+
+class OptionError(DaotaiError):
+    """A backend or command option is unknown, ill-typed or out of range; ``issues`` lists all of them.
+
+    An issue's path names the option as the user wrote it: ``options.steps`` for a field of
+    an options object, ``--enhance`` or ``upscale`` for a command-line flag. ``valid`` lists
+    the option names that would have been accepted (shown in the message when given).
+    """
+
+    exit_code = 2
+    http_status = 422
+    code = "invalid_option"
+
+    def __init__(self, issues: list[Issue] | tuple[Issue, ...] | Issue, valid: tuple[str, ...] | list[str] = ()):
+        self.issues = (issues,) if isinstance(issues, Issue) else tuple(issues)
+        self.valid = tuple(valid)
+        if len(self.issues) == 1:
+            message = str(self.issues[0])
+            tail = f"; valid options: {', '.join(self.valid)}" if self.valid else ""
+        else:
+            message = _problems(self.issues, "the options")
+            tail = f"\n  valid options: {', '.join(self.valid)}" if self.valid else ""
+        super().__init__(message + tail)
+
+    @classmethod
+    def at(cls, path: str, value: object, rule: str, valid: tuple[str, ...] | list[str] = ()) -> "OptionError":
+        """One broken rule of one option (``value`` may be ``NO_VALUE`` when the rule says it all)."""
+        return cls((Issue(path, value, rule),), valid)
+
+    @classmethod
+    def from_pydantic(cls, exc: Any, prefix: str, valid: tuple[str, ...] | list[str] = ()) -> "OptionError":
+        """Every error of a ``pydantic.ValidationError`` as an Issue at ``prefix.field``.
+
+        ``prefix`` names the options object as the user sees it (``options``, ``--enhance``);
+        an unknown field (``extra="forbid"``) reads "is not a known option".
+        """
+        from pydantic import ValidationError  # only when options are validated: errors.py stays light
+
+        if not isinstance(exc, ValidationError):
+            raise TypeError(f"from_pydantic needs a pydantic.ValidationError, not {type(exc).__name__}")
+        issues = []
+        for error in exc.errors(include_url=False):
+            where = _json_path(error.get("loc", ()))
+            path = f"{prefix}.{where}" if prefix and where and not where.startswith("[") else f"{prefix}{where}"
+            value = error.get("input", NO_VALUE)
+            if error.get("type") == "extra_forbidden":
+                rule = "is not a known option"
+            elif error.get("type") == "missing":
+                rule, value = "is required", NO_VALUE
+            else:
+                rule = _rule(str(error.get("msg", "is not valid")))
+            issues.append(Issue(path or prefix, value, rule))
+        return cls(issues, valid)
+
+
+def _rule(message: str) -> str:
+    """A pydantic message as the rule half of an Issue: 'Input should be > 0' → 'must be > 0'."""
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+    if message.startswith("Input should be "):
+        return "must be " + message[len("Input should be "):]
+    return message[:1].lower() + message[1:]
+
+
+def _json_path(loc: Any) -> str:
+    """A pydantic error location as a JSON path: ('steps',) → 'steps', ('a', 0, 'b') → 'a[0].b'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
 
 
 class PlanError(DaotaiError):
-    """A valid script that cannot be planned as asked."""
+    """A valid script that cannot be planned as asked.
+
+    ``issues`` holds the broken rule with its JSON path when one is known (see ``at``);
+    ``path`` is the first issue's path, or None.
+    """
 
     exit_code = 3
+    http_status = 422
+    code = "unplannable_script"
+
+    def __init__(self, message: str, issues: list[Issue] | tuple[Issue, ...] = ()):
+        self.issues = tuple(issues)
+        super().__init__(message)
+
+    @property
+    def path(self) -> str | None:
+        return self.issues[0].path if self.issues else None
+
+    @classmethod
+    def at(cls, path: str, value: object, rule: str) -> "PlanError":
+        """A plan error at one JSON path of the script: message ``path: value rule``."""
+        issue = Issue(path, value, rule)
+        return cls(str(issue), (issue,))
 
 
 class BackendError(DaotaiError):
     """A render backend failed, is unknown or cannot run here."""
 
     exit_code = 4
+    code = "backend_error"
 
 
 class DependencyMissing(BackendError):
     """An optional dependency is not installed; the message names the install command."""
 
     exit_code = 5
+    http_status = 501
+    code = "dependency_missing"
 
     def __init__(self, package: str, extra: str, purpose: str):
         self.package = package
@@ -104,15 +229,19 @@ class EncodeError(DaotaiError):
     """Encoding, decoding or probing a video failed."""
 
     exit_code = 6
+    code = "encode_error"
 
 
 class QualityError(DaotaiError):
     """Quality checks found failures (raised only in strict mode)."""
 
     exit_code = 7
+    code = "quality_failed"
 
 
 class Cancelled(DaotaiError):
     """The work was stopped by the user or a caller before it finished."""
 
     exit_code = 130
+    http_status = 409
+    code = "cancelled"
