@@ -19,7 +19,7 @@ from test_neural_build import build_wan  # noqa: E402
 from test_post_restore import pan_frames, write  # noqa: E402
 
 from daotai.encode.video import decode_frames, probe  # noqa: E402
-from daotai.errors import BackendError, EncodeError  # noqa: E402
+from daotai.errors import BackendError, OptionError  # noqa: E402
 from daotai.post.enhance import _for_shot, enhance, enhance_iter, parse_steps  # noqa: E402
 from daotai.post.rerender import _windows, pad_to_multiple, rerender_frames, window_count  # noqa: E402
 from daotai.post.upscale import UpscaleConfig, upscale_classical  # noqa: E402
@@ -158,7 +158,7 @@ def test_cli_method_diffusion(wan, clip, tmp_path):
     ],
 )
 def test_enhance_spec_rules(spec, message):
-    with pytest.raises(EncodeError, match=message):
+    with pytest.raises(OptionError, match=message):
         parse_steps(spec)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from daotai.deliver.files import sha256_file
 from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
-from daotai.errors import BackendError, Cancelled, DependencyMissing, EncodeError
+from daotai.errors import BackendError, Cancelled, DependencyMissing, EncodeError, OptionError
 from daotai.post.colour import DeflickerConfig, MatchColourConfig, lab_stats, to_lab
 from daotai.post.enhance import enhance, enhance_iter, parse_steps, plan_output
 from daotai.post.interpolate import InterpolateConfig
@@ -264,7 +264,7 @@ def test_cancel_leaves_nothing_at_output(tmp_path):
     ],
 )
 def test_parse_steps_rejects_bad_specs(spec, message):
-    with pytest.raises(EncodeError, match=message):
+    with pytest.raises(OptionError, match=message):
         parse_steps(spec)
 
 
@@ -294,5 +294,5 @@ def test_cli_enhance(tmp_path):
 
 def test_unknown_interpolation_method_lists_the_supported_ones():
     # No maintained loader runs neural interpolation weights (RIFE/FILM), so there is none to name.
-    with pytest.raises(EncodeError, match=r"interpolate.method: 'rife' must be one of dis, blend"):
+    with pytest.raises(OptionError, match=r"interpolate.method: 'rife' must be one of dis, blend"):
         parse_steps("interpolate=x2,interpolate_method=rife")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.errors import BackendError
+from daotai.errors import BackendError, OptionError
 from daotai.render.speed import (
     IntervalCacheState,
     SpeedConfig,
@@ -27,7 +27,7 @@ def test_speed_option_parses_and_defaults_to_exact():
     assert parse_speed(None) == "exact"
     assert parse_speed(" FAST ") == "fast"
     assert parse_speed("off") == "off"
-    with pytest.raises(BackendError, match="speed: 'turbo' must be one of off, exact, fast"):
+    with pytest.raises(OptionError, match="speed: 'turbo' must be one of off, exact, fast"):
         parse_speed("turbo")
 
 

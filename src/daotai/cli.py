@@ -28,7 +28,7 @@ app = typer.Typer(
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-INTERNAL_ERROR_EXIT = 70
+INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h): an exception daotai did not raise on purpose, i.e. a bug
 
 
 def _load(script_path: Path, preset: Optional[str] = None):
@@ -43,7 +43,7 @@ def _load(script_path: Path, preset: Optional[str] = None):
 
 
 def _speed_mode(value: Optional[str]) -> Optional[str]:
-    """Check ``--speed`` before anything loads; None keeps the backend's default."""
+    """Check ``--speed`` before anything loads (OptionError, exit 2); None keeps the backend's default."""
     if value is None:
         return None
     from daotai.render.speed import parse_speed
@@ -193,7 +193,7 @@ def qc(
 
 
 def _enhance_spec(spec: str) -> str:
-    """Validate an --enhance spec before any rendering starts."""
+    """Validate an --enhance spec before any rendering starts (OptionError, exit 2, names the problem)."""
     from daotai.post.enhance import parse_steps
 
     parse_steps(spec)
@@ -201,8 +201,8 @@ def _enhance_spec(spec: str) -> str:
 
 
 def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256, **diffusion):
-    """Step configs from the enhance/watch options (EncodeError names a bad value); ``diffusion``: re-render options."""
-    from daotai.errors import EncodeError
+    """Step configs from the enhance/watch options (OptionError names a bad value); ``diffusion``: re-render options."""
+    from daotai.errors import NO_VALUE, OptionError
     from daotai.post.colour import DeflickerConfig, MatchColourConfig
     from daotai.post.enhance import ordered, parse_interpolate, parse_upscale
 
@@ -217,7 +217,7 @@ def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolat
         given = {k: v for k, v in diffusion.items() if v is not None}
         steps.append(parse_upscale(upscale, method, str(model) if model else None, sha256, **given))
     if not steps:
-        raise EncodeError("enhance: no step given; use --upscale, --interpolate, --deflicker or --match-colour")
+        raise OptionError.at("enhance", NO_VALUE, "no step given; use --upscale, --interpolate, --deflicker or --match-colour")
     return ordered(steps)
 
 
@@ -436,13 +436,10 @@ def main() -> None:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
-    except ScriptError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        sys.exit(exc.exit_code)
     except Cancelled as exc:
         err.print(f"[yellow]cancelled[/yellow] {escape(str(exc))}")
         sys.exit(exc.exit_code)
-    except DaotaiError as exc:
+    except DaotaiError as exc:  # every class of the tree carries its exit code (see daotai.errors)
         err.print(f"[red]error[/red] {escape(str(exc))}")
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
@@ -462,8 +459,9 @@ def main() -> None:
             sys.exit(code)
         if os.environ.get("DAOTAI_DEBUG"):
             raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         err.print(
-            f"[red]internal error[/red] {type(exc).__name__}: {escape(str(exc))} — this is a bug in daotai; "
+            f"[red]internal error[/red] {type(exc).__name__}: {escape(first)} — this is a bug in daotai; "
             "rerun with DAOTAI_DEBUG=1 for details"
         )
         sys.exit(INTERNAL_ERROR_EXIT)

@@ -29,7 +29,7 @@ from typing import Any, Union
 import numpy as np
 
 from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
-from daotai.errors import EncodeError
+from daotai.errors import NO_VALUE, EncodeError, OptionError
 from daotai.post.colour import (
     DeflickerConfig,
     MatchColourConfig,
@@ -85,51 +85,71 @@ def ordered(steps: Sequence[Step]) -> tuple[Step, ...]:
     for step in steps:
         kind = type(step)
         if kind not in STEP_NAMES:
-            raise EncodeError(f"enhance.steps: {step!r} is not an enhancement step")
+            raise TypeError(f"enhance.steps: {step!r} is not an enhancement step")
         if kind in seen:
             raise EncodeError(f"enhance.steps: {STEP_NAMES[kind]} given twice; give each step once")
         seen[kind] = step
     return tuple(seen[kind] for kind in ORDER if kind in seen)
 
 
+def _option_step(build: Callable[..., Step], *args: Any, **kwargs: Any) -> Step:
+    """A step config built from user options; the config's own checks become OptionError.
+
+    The configs name the broken field (``upscale.method: 'magic' must be one of …``) and raise
+    EncodeError; coming from a flag, the same problem is an option error (exit 2).
+    """
+    try:
+        return build(*args, **kwargs)
+    except EncodeError as exc:
+        path, _, rule = str(exc).partition(": ")
+        raise OptionError.at(path, NO_VALUE, rule) if rule else OptionError.at("enhance", NO_VALUE, path) from None
+
+
 def parse_interpolate(value: str, method: str = "dis") -> InterpolateConfig:
-    """'x2' | 'x4' | a frame rate ('60', '59.94', '60000/1001') → InterpolateConfig."""
+    """'x2' | 'x4' | a frame rate ('60', '59.94', '60000/1001') → InterpolateConfig; OptionError otherwise."""
     text = value.strip().lower()
     if text in ("x2", "x4", "2x", "4x"):
-        return InterpolateConfig(factor=int(text.strip("x")), method=method)
+        return _option_step(InterpolateConfig, factor=int(text.strip("x")), method=method)
     try:
         fps = Fraction(text)
     except (ValueError, ZeroDivisionError):
-        raise EncodeError(f"interpolate: {value!r} must be x2, x4 or a frame rate such as 60") from None
-    return InterpolateConfig(fps=fps, method=method)
+        raise OptionError.at("interpolate", value, "must be x2, x4 or a frame rate such as 60") from None
+    return _option_step(InterpolateConfig, fps=fps, method=method)
 
 
 def parse_upscale(value: str, method: str = "classical", model: str | None = None,
                   sha256: str | None = None, **diffusion: Any) -> UpscaleConfig:
-    """'2' | '4' | 'x2' | 'x4' → UpscaleConfig (``diffusion``: strength, steps, prompt, seed, device)."""
+    """'2' | '4' | 'x2' | 'x4' → UpscaleConfig (``diffusion``: strength, steps, prompt, seed, device); OptionError otherwise."""
     text = value.strip().lower().strip("x")
     if text not in ("2", "4"):
-        raise EncodeError(f"upscale: {value!r} must be 2 or 4")
-    return UpscaleConfig(factor=int(text), method=method, model=model, sha256=sha256, **diffusion)
+        raise OptionError.at("upscale", value, "must be 2 or 4")
+    return _option_step(UpscaleConfig, factor=int(text), method=method, model=model, sha256=sha256, **diffusion)
 
 
 def _number(key: str, text: str, kind: type) -> Any:
-    """An --enhance option's value as int or float, or EncodeError naming it."""
+    """An --enhance option's value as int or float, or OptionError naming it."""
     try:
         return kind(text)
     except ValueError:
         what = "an integer" if kind is int else "a number"
-        raise EncodeError(f"--enhance: {key}={text!r} must be {what}") from None
+        raise OptionError.at("--enhance", NO_VALUE, f"{key}={text!r} must be {what}") from None
+
+
+ENHANCE_KEYS = ("deflicker", "interpolate", "interpolate_method", "match", "match_colour", "method", "model", "steps",
+                "strength", "upscale", "upscale_method")
 
 
 def parse_steps(spec: str) -> tuple[Step, ...]:
-    """'upscale=2,interpolate=60,deflicker,match=ref.mp4' → ordered step configs.
+    """'upscale=2,interpolate=60,deflicker,match=ref.mp4' → ordered step configs; OptionError otherwise.
 
     Keys: ``upscale=2|4``, ``upscale_method=classical|lanczos|diffusion`` (or ``method=``),
     ``strength=<0..1>``, ``steps=<n>``, ``model=<name or folder>`` (diffusion re-render),
     ``interpolate=x2|x4|<fps>``, ``interpolate_method=dis|blend``, ``deflicker`` or
     ``deflicker=<window>``, ``match=<clip or shot id>``.
     """
+    def refuse(value: object, rule: str, valid: tuple[str, ...] = ()) -> OptionError:
+        return OptionError.at("--enhance", value, rule, valid)
+
     options: dict[str, str] = {}
     for raw in spec.split(","):
         item = raw.strip()
@@ -138,39 +158,39 @@ def parse_steps(spec: str) -> tuple[Step, ...]:
         key, _, value = item.partition("=")
         key = key.strip().lower().replace("-", "_")
         if key in options:
-            raise EncodeError(f"--enhance: {key!r} given twice in {spec!r}")
+            raise refuse(key, f"given twice in {spec!r}")
         options[key] = value.strip()
+    for key in options:
+        if key not in ENHANCE_KEYS:
+            raise refuse(NO_VALUE, f"unknown step {key!r} in {spec!r}", ENHANCE_KEYS)
     if "method" in options:  # the short form names the upscale method (interpolation has its own key)
         if "upscale_method" in options:
-            raise EncodeError(f"--enhance: give method or upscale_method, not both, in {spec!r}")
+            raise refuse(NO_VALUE, f"give method or upscale_method, not both, in {spec!r}")
         options["upscale_method"] = options.pop("method")
-    known = {"upscale", "upscale_method", "interpolate", "interpolate_method", "deflicker", "match", "match_colour",
-             "strength", "steps", "model"}
-    for key in options:
-        if key not in known:
-            raise EncodeError(f"--enhance: unknown step {key!r} in {spec!r}; use {', '.join(sorted(known))}")
     steps: list[Step] = []
     if "match" in options or "match_colour" in options:
         reference = options.get("match") or options.get("match_colour") or ""
         if not reference:
-            raise EncodeError("--enhance: match needs a reference, e.g. match=ref.mp4 or match=<shot id>")
-        steps.append(MatchColourConfig(reference=reference))
+            raise refuse(NO_VALUE, "match needs a reference, e.g. match=ref.mp4 or match=<shot id>")
+        steps.append(_option_step(MatchColourConfig, reference=reference))
     if "deflicker" in options:
         window = options["deflicker"]
         if window and not window.isdigit():
-            raise EncodeError(f"--enhance: deflicker={window!r} must be an odd window in frames, e.g. 9")
-        steps.append(DeflickerConfig(window=int(window)) if window else DeflickerConfig())
+            raise refuse(NO_VALUE, f"deflicker={window!r} must be an odd window in frames, e.g. 9")
+        steps.append(_option_step(DeflickerConfig, window=int(window)) if window else DeflickerConfig())
     if "interpolate" in options:
         steps.append(parse_interpolate(options["interpolate"], options.get("interpolate_method", "dis")))
+    elif "interpolate_method" in options:
+        raise refuse(NO_VALUE, f"interpolate_method belongs to interpolate; add interpolate=x2 in {spec!r}")
     kinds = {"strength": float, "steps": int}
     diffusion = {k: _number(k, options[k], kind) for k, kind in kinds.items() if k in options}
     if "upscale" in options:
         steps.append(parse_upscale(options["upscale"], options.get("upscale_method", "classical"),
                                    options.get("model"), **diffusion))
     elif diffusion or "model" in options or "upscale_method" in options:
-        raise EncodeError(f"--enhance: method, strength, steps and model belong to upscale; add upscale=2 in {spec!r}")
+        raise refuse(NO_VALUE, f"method, strength, steps and model belong to upscale; add upscale=2 in {spec!r}")
     if not steps:
-        raise EncodeError(f"--enhance: {spec!r} names no step (upscale, interpolate, deflicker, match)")
+        raise refuse(spec, "names no step (upscale, interpolate, deflicker, match)")
     return ordered(steps)
 
 

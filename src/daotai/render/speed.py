@@ -22,7 +22,7 @@ import functools
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-from daotai.errors import BackendError
+from daotai.errors import BackendError, OptionError
 
 SPEED_MODES = ("off", "exact", "fast")
 SDPA_BACKENDS = ("cudnn", "flash", "efficient", "math")
@@ -101,10 +101,10 @@ class SpeedConfig:
 
 
 def parse_speed(value: str | None) -> str:
-    """Normalise a speed mode name; None means ``exact``; anything else raises BackendError."""
+    """Normalise a speed mode name; None means ``exact``; anything else raises OptionError."""
     mode = "exact" if value is None else str(value).strip().lower()
     if mode not in SPEED_MODES:
-        raise BackendError(f"speed: {value!r} must be one of {', '.join(SPEED_MODES)}")
+        raise OptionError.at("speed", value, f"must be one of {', '.join(SPEED_MODES)}")
     return mode
 
 
