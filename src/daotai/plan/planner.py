@@ -231,21 +231,16 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     if kind == "cut":
         return TransitionPlan(type="cut", duration_s=0.0, frames=0)
     count = max(1, round(seconds * fps)) if kind == "crossfade" else max(1, round(seconds * fps / 2.0))
+    where = f"shots[{index}].transition"
     if kind == "crossfade":
         if prev_frames is None:
-            raise PlanError(
-                f"shots[{index}].transition.type: 'crossfade' needs a previous shot to blend from; "
-                "use 'fade' or 'cut' on the first shot"
-            )
+            raise PlanError.at(f"{where}.type", kind, "needs a previous shot to blend from; use 'fade' or 'cut' "
+                               "on the first shot")
         if count > min(prev_frames, frames):
-            raise PlanError(
-                f"shots[{index}].transition.duration: {seconds:g} s ({count} frames) must not exceed "
-                f"either adjacent shot ({prev_frames} and {frames} frames)"
-            )
+            raise PlanError.at(f"{where}.duration", seconds, f"s ({count} frames) must not exceed either adjacent "
+                               f"shot ({prev_frames} and {frames} frames)")
     elif count > frames or (prev_frames is not None and count > prev_frames):
-        raise PlanError(
-            f"shots[{index}].transition.duration: {seconds:g} s of fade must fit inside the adjacent shots"
-        )
+        raise PlanError.at(f"{where}.duration", seconds, "s of fade must fit inside the adjacent shots")
     return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if kind == "crossfade" else 2)), frames=count)
 
 
