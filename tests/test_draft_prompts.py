@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from daotai.draft.drafter import camera_vocabulary, english_issues, extract_json, system_prompt, DraftOptions
 from daotai.plan.planner import plan_script
 from daotai.plan.prompt import (
-    PROMPT_BUDGETS,
     budget_for,
     character_phrase,
     estimate_tokens,
@@ -91,7 +90,7 @@ def test_budget_keeps_subject_and_camera_and_fits():
                   "prompt": "film grain, anamorphic lens flare"}])
     )
     prompt = plan.shots[0].prompt
-    assert estimate_tokens(prompt) > PROMPT_BUDGETS["ltx"].max_tokens
+    assert estimate_tokens(prompt) > budget_for("ltx").max_tokens
     fitted = fit_prompt(prompt, "ltx")
     assert estimate_tokens(fitted, budget_for("ltx")) <= 128
     assert fitted.startswith('Medium shot of "小雨" (a girl in a yellow raincoat with a red backpack)')

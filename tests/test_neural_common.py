@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from daotai.errors import BackendError
+from daotai.errors import BackendError, OptionError
 from daotai.plan.planner import plan_script
 from daotai.render.diffusers_common import (
-    DEFAULTS,
-    SamplingOptions,
     effective_defaults,
+    family_defaults,
     native_request,
     plan_to_native_indexes,
     retime_indexes,
     retime_notice,
     to_uint8,
 )
+from daotai.render.spec import NeuralOptions
 from daotai.script.load import validate_script
 
 
@@ -30,7 +30,7 @@ def make_plan(fps=24, size=(1280, 720), duration=5.0, negative=""):
 def test_wan_request_is_the_shot_at_16_fps_snapped_to_4k_plus_1():
     plan = make_plan(fps=24, duration=5.0)
     shot = plan.shots[0]
-    request = native_request(plan, shot, DEFAULTS["wan"])
+    request = native_request(plan, shot, family_defaults("wan"))
     assert shot.frames == 120
     assert (request.width, request.height, request.frames, request.fps) == (1280, 720, 81, 16.0)
     assert request.seed == shot.seed and request.prompt == shot.prompt
@@ -38,11 +38,11 @@ def test_wan_request_is_the_shot_at_16_fps_snapped_to_4k_plus_1():
 
 def test_ltx_request_snaps_size_to_32_and_frames_to_8k_plus_1():
     plan = make_plan(fps=30, duration=5.0, negative="no cats")
-    request = native_request(plan, plan.shots[0], DEFAULTS["ltx"])
+    request = native_request(plan, plan.shots[0], family_defaults("ltx"))
     assert request.width == 1280 and request.height in (704, 736)
     assert request.frames == 121 and (request.frames - 1) % 8 == 0
     assert request.negative_prompt.startswith(plan.shots[0].negative_prompt)
-    assert "no cats" in request.negative_prompt and DEFAULTS["ltx"].negative_prompt in request.negative_prompt
+    assert "no cats" in request.negative_prompt and family_defaults("ltx").negative_prompt in request.negative_prompt
 
 
 def test_retiming_repeats_when_the_plan_is_faster_and_drops_when_slower():
@@ -61,24 +61,26 @@ def test_retiming_repeats_when_the_plan_is_faster_and_drops_when_slower():
 
 def test_retime_notice_says_what_happened():
     plan = make_plan(fps=24, duration=5.0)
-    request = native_request(plan, plan.shots[0], DEFAULTS["ltx"])
+    request = native_request(plan, plan.shots[0], family_defaults("ltx"))
     notice = retime_notice(request, plan, plan.shots[0])
     assert "121 frames at 24 fps" in notice.text and "resized to 1280x720" in notice.text
-    wan = native_request(plan, plan.shots[0], DEFAULTS["wan"])
+    wan = native_request(plan, plan.shots[0], family_defaults("wan"))
     assert "by repeating frames" in retime_notice(wan, plan, plan.shots[0]).text
 
 
 def test_overrides_and_their_limits():
-    d = effective_defaults("wan", SamplingOptions(steps=4, guidance=0.0))
-    assert (d.steps, d.guidance, d.shift) == (4, 0.0, DEFAULTS["wan"].shift)
-    assert effective_defaults("wan", SamplingOptions(), "wan2.2-ti2v-5b").native_fps == 24.0
-    distilled = effective_defaults("ltx", SamplingOptions(), "ltx-video-0.9.7-distilled")
+    d = effective_defaults("wan", NeuralOptions(steps=4, guidance=0.0))
+    assert (d.steps, d.guidance, d.shift) == (4, 0.0, family_defaults("wan").shift)
+    assert effective_defaults("wan", NeuralOptions(), "wan2.2-ti2v-5b").native_fps == 24.0
+    distilled = effective_defaults("ltx", NeuralOptions(), "ltx-video-0.9.7-distilled")
     assert (distilled.steps, distilled.guidance) == (8, 1.0)
-    assert effective_defaults("ltx", SamplingOptions(steps=20), "ltx-video-0.9.7-distilled").steps == 20
-    with pytest.raises(BackendError, match="--steps: 0"):
-        effective_defaults("wan", SamplingOptions(steps=0))
-    with pytest.raises(BackendError, match="guidance"):
-        effective_defaults("ltx", SamplingOptions(guidance=-1.0))
+    assert effective_defaults("ltx", NeuralOptions(steps=20), "ltx-video-0.9.7-distilled").steps == 20
+    from daotai.render.registry import spec_for
+
+    with pytest.raises(OptionError, match="options.steps: 0 must be greater than or equal to 1"):
+        spec_for("wan").validate_options({"steps": 0})
+    with pytest.raises(OptionError, match="options.guidance"):
+        spec_for("ltx").validate_options({"guidance": -1.0})
 
 
 def test_pipeline_output_to_uint8():

@@ -67,7 +67,8 @@ def run_pipeline(plan, out: Path, backend: str, model: Path, source: Path, steps
     """Drive the real pipeline in-process; returns (events, result)."""
     from daotai.pipeline import Finished, PipelineSettings, run
 
-    settings = PipelineSettings(backend=backend, model=str(model), device="cpu", steps=steps, camera_qc=True)
+    settings = PipelineSettings(backend=backend, options={"model": str(model), "device": "cpu", "steps": steps},
+                                camera_qc=True)
     events = list(run(plan, out, settings, source=source))
     assert isinstance(events[-1], Finished)
     return events[:-1], events[-1].result
@@ -109,7 +110,7 @@ def test_vace_gets_each_shots_previz_depth_and_one_reference_per_character(model
     from diffusers import WanVACEPipeline
     from PIL import Image
 
-    from daotai.render.diffusers_common import DEFAULTS, native_request, plan_to_native_indexes
+    from daotai.render.diffusers_common import family_defaults, native_request, plan_to_native_indexes
     from daotai.render.previz.backend import PrevizBackend
     from daotai.render.previz.control import depth_to_preview
 
@@ -132,7 +133,7 @@ def test_vace_gets_each_shots_previz_depth_and_one_reference_per_character(model
     previz = PrevizBackend(labels=False)
     try:
         for shot, call in zip(plan.shots, calls):
-            request = native_request(plan, shot, DEFAULTS["wan-vace"])
+            request = native_request(plan, shot, family_defaults("wan-vace"))
             assert call["frames"] == request.frames == len(call["video"]) and call["prompt"] == shot.prompt
             depth = [e.depth for e in previz.render(RenderJob(plan, shot, controls=True), RunContext())
                      if isinstance(e, Frame)]

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from daotai.catalog import SnapRule, snap_rules
 from daotai.errors import PlanError
 from daotai.plan.timing import (
-    SNAP_RULES,
-    BackendSnapRule,
     frames_for,
     is_even_size,
     is_snapped,
@@ -131,10 +130,14 @@ def test_is_even_size():
     assert not is_even_size(1920, 1081)
 
 
+SNAP_RULES = snap_rules()
+
+
 def test_snap_rules_table():
-    assert SNAP_RULES["previz"] == BackendSnapRule("previz", None, 2, None)
-    assert SNAP_RULES["wan"] == BackendSnapRule("wan", 4, 16, 16.0)
-    assert SNAP_RULES["ltx"] == BackendSnapRule("ltx", 8, 32, 24.0)
+    assert list(SNAP_RULES) == ["previz", "wan", "ltx"]  # the order plan.json lists them in
+    assert SNAP_RULES["previz"] == SnapRule("previz", None, 2, None)
+    assert SNAP_RULES["wan"] == SnapRule("wan", 4, 16, 16.0)
+    assert SNAP_RULES["ltx"] == SnapRule("ltx", 8, 32, 24.0)
     with pytest.raises(TypeError):
         SNAP_RULES["wan"] = SNAP_RULES["ltx"]  # type: ignore[index]
 

@@ -320,8 +320,8 @@ def test_adaptive_render_runs_the_shot_after_a_critical_one_a_tier_lower(tiny_wa
 
     plan, script = plan_and_script
     sampler = Sampler()
-    settings = PipelineSettings(backend="wan", model=str(tiny_wan), device="cpu", steps=2, adaptive=True,
-                                camera_qc=False)
+    settings = PipelineSettings(backend="wan", options={"model": str(tiny_wan), "device": "cpu", "steps": 2,
+                                                        "adaptive": True}, camera_qc=False)
     events = list(run(plan, tmp_path / "out", settings, source=script, health=sampler))
     assert isinstance(events[-1], Finished)
     assert sampler.calls == 4 and set(sampler.kinds) == {"cpu"}  # mid-denoise and after decode, per shot

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from daotai.errors import BackendError
-from daotai.runtime.memory import GIB, MODELS, TIERS, choose_settings, estimate, next_tier, plan_placement
+from daotai import catalog
+from daotai.runtime.memory import GIB, TIERS, choose_settings, estimate, next_tier, plan_placement
 
 GB = 1e9
 
@@ -23,7 +24,7 @@ def test_estimates_match_published_figures_within_15_percent():
     assert large.peak_bytes == pytest.approx(69 * GB, rel=0.15)
 
 
-@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("model", sorted({row.footprint.name for row in catalog.models().values()}))
 def test_every_lower_tier_needs_less_memory(model):
     peaks = [estimate(model, 1280, 720, 81, offload=t, vae_tiling=True).peak_bytes for t in TIERS]
     assert peaks == sorted(peaks, reverse=True)

@@ -105,12 +105,28 @@ def test_render_rejects_an_unknown_speed_without_a_traceback(tmp_path):
     assert "speed: 'ludicrous' must be one of off, exact, fast" in result.stderr
 
 
-def test_pipeline_passes_speed_to_neural_backends_only():
-    from daotai.pipeline import PipelineSettings, backend_options
+def test_run_wide_speed_reaches_backends_that_have_it_and_explicit_options_are_checked():
+    from daotai.errors import OptionError
+    from daotai.pipeline import PipelineSettings, resolved_options
 
-    assert backend_options(PipelineSettings(backend="wan", speed="fast"))["speed"] == "fast"
-    assert "speed" not in backend_options(PipelineSettings(backend="wan"))
-    assert backend_options(PipelineSettings(backend="previz", speed="fast")) == {}
+    assert resolved_options(PipelineSettings(backend="wan", option_defaults={"speed": "fast"})).speed == "fast"
+    assert resolved_options(PipelineSettings(backend="wan-vace", options={"speed": "fast"})).speed == "fast"
+    assert resolved_options(PipelineSettings(backend="wan")).speed is None
+    # a run-wide default (the server's --speed) does not reach a backend without the field ...
+    assert resolved_options(PipelineSettings(backend="previz", option_defaults={"speed": "fast"})).model_dump() == {
+        "supersample": 1, "labels": True, "soften_px": 0.6}
+    # ... but asking previz for it directly is an error naming previz's options
+    with pytest.raises(OptionError, match="options.speed: 'fast' is not an option of the previz backend; "
+                                          "valid options: labels, soften_px, supersample"):
+        resolved_options(PipelineSettings(backend="previz", options={"speed": "fast"}))
+
+
+def test_vace_honours_speed():
+    """wan-vace used to drop --speed on the floor (its constructor swallowed it)."""
+    from daotai.render.registry import create_backend
+
+    assert create_backend("wan-vace", {"speed": "fast"}).runner.speed == "fast"
+    assert create_backend("wan-vace", {"speed": "off"}).runner.speed == "off"
 
 
 # ------------------------------------------------------------------ tiny Wan on the CPU

@@ -121,6 +121,21 @@ def _cluster_address(value: Optional[str]) -> Optional[str]:
     return check_address(value)
 
 
+def _backend_options(pairs: list[str], **shorthands: object) -> dict[str, object]:
+    """``-O key=value`` pairs plus the shorthand flags given (values stay strings: the backend's
+    Options type converts and checks them)."""
+    from daotai.errors import Issue, OptionError
+
+    options: dict[str, object] = {k: v for k, v in shorthands.items() if v is not None}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise OptionError([Issue("-O", pair, "must be key=value, e.g. -O guidance=4")])
+        options[key] = value.strip()
+    return options
+
+
 @app.command()
 def render(
     script: Path = typer.Argument(..., help="script file, or a plan .json written by `daotai plan`"),
@@ -148,6 +163,10 @@ def render(
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="render the shots on Ray: local (start one here) | auto (running cluster) | ray://host:port"
     ),
+    backend_opts: list[str] = typer.Option(
+        [], "-O", "--backend-opt", help="a backend option as key=value (repeatable); `daotai backends` lists each "
+        "backend's options, e.g. -O guidance=4 -O offload=model"
+    ),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc."""
     from daotai.cli_progress import run_with_progress
@@ -161,11 +180,8 @@ def render(
         shots=tuple(s.strip() for s in shots.split(",") if s.strip()) if shots else (),
         strict=strict,
         **({"enhance": _enhance_spec(enhance_spec)} if enhance_spec else {}),
-        model=model,
-        device=device,
-        steps=steps,
-        speed=_speed_mode(speed),
-        adaptive=adaptive,
+        options=_backend_options(backend_opts, model=model, device=device, steps=steps, speed=_speed_mode(speed),
+                                 adaptive=adaptive or None),
         cluster=_cluster_address(cluster),
     )
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)
@@ -356,12 +372,14 @@ app.add_typer(models_app, name="models")
 @models_app.command("list")
 def models_list() -> None:
     """Known models, their hub repos and whether they are downloaded."""
-    from daotai.runtime.models import REGISTRY, cached_path
+    from daotai import catalog
+    from daotai.runtime.models import cached_path
 
-    for spec in REGISTRY.values():
+    for spec in catalog.models().values():
         where = cached_path(spec)
         state = f"[green]downloaded[/green] {where}" if where else "not downloaded"
-        out.print(f"{spec.name:28} {spec.family:9} {spec.repo_id}@{spec.revision or 'main'} ~{spec.size_gb:g} GB  {state}")
+        out.print(f"{spec.name:28} {spec.family:9} {spec.repo_id}@{spec.revision or 'main'} ~{spec.size_gb:g} GB  "
+                  f"{spec.licence}  {state}")
 
 
 @models_app.command("pull")

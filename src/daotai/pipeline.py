@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -44,11 +44,12 @@ class PipelineSettings:
     shots: tuple[str, ...] = ()
     strict: bool = False
     camera_qc: bool = True
-    model: str | None = None  # neural backends: registry name or local diffusers folder
-    device: str | None = None  # neural backends: auto | cuda | cuda:N | mps | cpu
-    steps: int | None = None  # neural backends: denoising steps (None: the model's default)
-    speed: str | None = None  # neural backends: off | exact | fast (None: exact)
-    adaptive: bool = False  # neural backends: after a shot with critical GPU health, go one memory tier lower
+    # The backend's options (its Options type says which; checked before any work): model,
+    # device, steps, speed, adaptive, offload, … for neural backends.
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # Run-wide defaults from a front end (e.g. the server's --speed): applied only to backends
+    # that have the field, and overridden by ``options``.
+    option_defaults: Mapping[str, Any] = field(default_factory=dict)
     enhance: str = ""  # e.g. "upscale=2,interpolate=60": restored copies beside the planned shots
     cluster: str | None = None  # None: render here; else a Ray address (local | auto | ray://host:port)
 
@@ -164,45 +165,32 @@ class _Sink:
         self._thread.join(timeout=30.0)
 
 
-# Per-backend encoder defaults. Previz frames are flat synthetic shading with hard
-# silhouettes: psy-tuning brings nothing there, and tune=psnr with crf 14 keeps the
-# per-frame PSNR both high and even across a shot whose detail changes (a pull-back that
-# fills the frame with set went from std 1.39 dB at crf 18 to 1.09 dB; files ~60% larger).
-# At 720p and above x264's ultrafast preset encodes previz ~1.7x faster than veryfast
-# at the same PSNR (45.8 vs 44.9 dB at 1080p, crf 16; files ~4x larger), which is what
-# keeps render + encode at real time on two cores.
-BACKEND_ENCODE_DEFAULTS = {"previz": {"crf": 14, "tune": "psnr", "large_preset": "ultrafast"}}
-LARGE_FRAME_PIXELS = 1280 * 720
-# One x264 thread: threaded x264 did not give the same bytes for the same frames from run to
-# run (one 320x180 shot on 2 busy cores: 3 different files in 150 encodes with slice threads,
-# 2 in 200 with 3 frame threads; with 1 thread always the same file), and "auto" follows the
-# core count, so bytes would also differ between a laptop, a cluster node and CI. Encoders run
-# beside the renderer (in processes or threads), so one thread each costs no wall time there.
-ENCODE_THREADS = 1
-
-
 def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int = 0):
-    from daotai.encode.video import EncodeSettings
+    """The run's encode settings: the user's codec choices over the backend's defaults."""
+    from daotai.encode.policy import encode_settings
+    from daotai.render.registry import spec_for
 
-    defaults = BACKEND_ENCODE_DEFAULTS.get(settings.backend, {}) if settings.codec != "prores" else {}
-    crf = settings.crf if settings.crf is not None else defaults.get("crf")
-    preset = settings.preset
-    if preset is None:
-        large = width * height >= LARGE_FRAME_PIXELS
-        preset = defaults.get("large_preset", "veryfast") if large else "veryfast"
-    return EncodeSettings(codec=settings.codec, crf=crf, preset=preset, tune=defaults.get("tune"), threads=ENCODE_THREADS)
+    return encode_settings(settings.codec, settings.crf, settings.preset, spec_for(settings.backend).encode,
+                           width, height)
 
 
-def backend_options(settings: PipelineSettings, source: Path | None = None) -> dict[str, Any]:
-    """Keyword options for the backend factory; previz takes none of the neural ones."""
-    if settings.backend == "previz":
-        return {}
-    options: dict[str, Any] = {"model": settings.model, "device": settings.device, "steps": settings.steps,
-                               "speed": settings.speed, "adaptive": settings.adaptive or None}
-    if source is not None:
-        # Reference images in a script are relative to the script's folder.
-        options["reference_root"] = str(Path(source).resolve().parent)
-    return {k: v for k, v in options.items() if v is not None}
+def resolved_options(settings: PipelineSettings):
+    """The backend's validated options: run-wide defaults where the backend has the field, then the user's."""
+    from daotai.render.registry import spec_for
+
+    spec = spec_for(settings.backend)
+    fields = spec.options.model_fields
+    merged = {k: v for k, v in settings.option_defaults.items() if k in fields and v is not None}
+    merged.update(settings.options)
+    return spec.validate_options(merged)
+
+
+def backend_env(source: Path | None = None, health: Callable[[Any], dict] | None = None):
+    """What the backend gets from the run: the script's folder (relative references) and a health sampler."""
+    from daotai.render.spec import BackendEnv
+
+    return BackendEnv(reference_root=Path(source).resolve().parent if source is not None else None,
+                      health_sampler=health)
 
 
 # Encoder processes beat encoder threads by ~3.5 ms of wall time per megapixel-frame on two
@@ -385,9 +373,12 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         raise PlanError(f"--output: {out_dir} exists and is not a folder")
     if settings.shots:
         plan = select_shots(plan, list(settings.shots))
-    from daotai.render.registry import makes_controls
+    from daotai.render.registry import spec_for
 
-    if settings.controls and not makes_controls(settings.backend):
+    spec = spec_for(settings.backend)
+    options = resolved_options(settings)  # refused here, before any work, when an option is wrong
+    settings = replace(settings, options=options.model_dump(), option_defaults={})
+    if settings.controls and not spec.controls:
         # Neural backends make no depth/mask; the run goes on with controls off.
         settings = replace(settings, controls=False)
         yield Notice("info", f"backend {settings.backend!r} makes no control channels: rendering without controls")
@@ -417,10 +408,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
             if encoders is not None:
                 encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
-            options = backend_options(settings, source)
-            if health is not None and settings.backend != "previz":  # previz has no accelerator to watch
-                options["health_sampler"] = health
-            backend = create_backend(settings.backend, **options)
+            backend = create_backend(settings.backend, options, backend_env(source, health))
             try:
                 if encoders is not None:
                     encoders.wait_ready()

@@ -29,8 +29,6 @@ from daotai.errors import BackendError, DaotaiError, DependencyMissing
 from daotai.render.base import Event, Notice, Output, RunContext
 
 ADDRESS_HELP = "local, auto or ray://host:port"
-# Default model of each neural backend, for the resource request when --model is not given.
-DEFAULT_MODELS = {"wan": "wan2.1-t2v-1.3b", "wan-vace": "wan2.1-vace-1.3b", "ltx": "ltx-video-2b"}
 CANCEL_GRACE_S = 10.0  # how long busy actors get to stop cleanly before they are killed
 
 
@@ -66,23 +64,20 @@ def check_address(address: str) -> str:
 
 
 def actor_resources(backend: str, model: str | None) -> ActorResources:
-    """Resources per actor: one CPU slot for previz; a GPU plus staged weights for neural models."""
-    from daotai.render.registry import makes_controls
+    """Resources per actor: one CPU slot for CPU and Apple (MLX) backends; a GPU plus staged weights otherwise."""
+    from daotai import catalog
+    from daotai.render.registry import spec_for
 
-    if makes_controls(backend):  # the CPU previz renderer (llvmpipe + x264)
+    spec = spec_for(backend)
+    if spec.device_class != "accelerator":  # previz (llvmpipe + x264), or MLX on the Mac's GPU / a Linux CPU
         return ActorResources(num_cpus=1, num_gpus=0, memory_bytes=0)
-    from daotai.runtime.memory import MODELS
-    from daotai.runtime.models import REGISTRY
-
-    name = model or DEFAULT_MODELS.get(backend)
-    spec = REGISTRY.get(name) if name else None
-    footprint = MODELS.get(spec.footprint) if spec else None
-    if footprint is None:  # a local folder or an unknown model: just the GPU
+    name = model or spec.default_model
+    row = catalog.model_row(name) if name else None
+    if row is None:  # a local folder or an unknown model: just the GPU
         return ActorResources(num_cpus=1, num_gpus=1, memory_bytes=0)
     # bf16 weights are loaded into host memory before moving to the GPU, and the offload
     # tiers the memory planner may choose keep them there.
-    weights = (footprint.transformer_b + footprint.text_encoder_b + footprint.vae_b) * 1e9 * 2
-    return ActorResources(num_cpus=1, num_gpus=1, memory_bytes=int(weights))
+    return ActorResources(num_cpus=1, num_gpus=1, memory_bytes=int(row.footprint.weight_params * 2))
 
 
 def worker_count(res: ActorResources, cluster: dict[str, float], shots: int, wanted: int) -> int:
@@ -149,24 +144,24 @@ def render_shots(plan, out_dir: Path, settings, ctx: RunContext, source: Path | 
 def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, source: Path | None,
                config: ClusterConfig) -> Generator[Event, None, list]:
     """The dispatch loop of :func:`render_shots` on a connected cluster."""
-    from daotai.pipeline import backend_options
-
-    res = actor_resources(settings.backend, settings.model)
+    res = actor_resources(settings.backend, settings.options.get("model"))
     count = worker_count(res, ray.cluster_resources(), len(plan.shots), config.workers)
     actor_cls = ray.remote(concurrency_groups={"render": 1, "control": 1})(worker_cls)
     options = dict(num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=0, max_task_retries=0)
     if res.memory_bytes:
         options["memory"] = res.memory_bytes
     # Every actor of this run holds the same backend/model, so each shot lands on an actor
-    # that already has it warm; shots are not split across models.
-    backend_kwargs = backend_options(settings, source)
+    # that already has it warm; shots are not split across models. The options were validated
+    # by the pipeline; workers validate them again against the same spec.
+    backend_options = dict(settings.options)
+    reference_root = str(Path(source).resolve().parent) if source is not None else None
     plan_ref = ray.put(plan)
     slots: list[_Slot] = []
     spawned = 0
 
     def spawn() -> _Slot:
         nonlocal spawned
-        handle = actor_cls.options(**options).remote(settings.backend, backend_kwargs)
+        handle = actor_cls.options(**options).remote(settings.backend, backend_options, reference_root)
         ref = handle.info.options(concurrency_group="control").remote()
         # An actor waits for a free slot (another job may hold the GPUs); stay cancellable meanwhile.
         while not ray.wait([ref], timeout=config.poll_s)[0]:

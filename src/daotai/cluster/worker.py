@@ -60,11 +60,13 @@ class ShotResult:
 class ShotWorker:
     """Holds one backend between shots and renders the shots it is sent."""
 
-    def __init__(self, backend: str, options: dict[str, Any]):
+    def __init__(self, backend: str, options: dict[str, Any], reference_root: str | None = None):
         from daotai.render.registry import create_backend
+        from daotai.render.spec import BackendEnv
 
         self.backend_name = backend
-        self._backend = create_backend(backend, **options)
+        env = BackendEnv(reference_root=Path(reference_root) if reference_root else None)
+        self._backend = create_backend(backend, options, env)
         self._lock = threading.Lock()
         self._events: list[Any] = []  # Progress / Notice events not yet polled
         self._ctx: RunContext | None = None

@@ -92,7 +92,7 @@ def draft(
 
 def prompts(
     script: Path = typer.Argument(..., help="script file"),
-    model: str = typer.Option("wan", "--model", help="prompt budget of: wan | ltx"),
+    model: str = typer.Option("wan", "--model", help="prompt budget of a model family: wan | wan-vace | ltx"),
     enhance: bool = typer.Option(False, "--enhance", help="enrich each prompt with the language model"),
     llm: Optional[str] = typer.Option(None, "--llm", help=_LLM_HELP),
     llm_model: Optional[str] = typer.Option(None, "--llm-model", help="model name on the server"),
@@ -100,13 +100,15 @@ def prompts(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of text"),
 ) -> None:
     """Show the per-shot prompts and negative prompts the planner composes (optionally enriched)."""
-    from daotai.errors import Issue, ScriptError
+    from daotai import catalog
+    from daotai.errors import Issue, OptionError
     from daotai.plan.planner import plan_script
-    from daotai.plan.prompt import PROMPT_BUDGETS, budget_for, estimate_tokens, fit_prompt
+    from daotai.plan.prompt import budget_for, estimate_tokens, fit_prompt
     from daotai.script.load import load_script
 
-    if model.lower() not in PROMPT_BUDGETS:
-        raise ScriptError([Issue("--model", model, f"must be one of: {', '.join(PROMPT_BUDGETS)}")])
+    budgets = catalog.prompt_budgets()
+    if model.lower() not in budgets:
+        raise OptionError([Issue("--model", model, f"must be one of: {', '.join(budgets)}")])
     plan = plan_script(load_script(script))
     budget = budget_for(model)
     enhanced: dict[str, str] = {}

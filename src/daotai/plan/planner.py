@@ -32,7 +32,8 @@ from daotai.plan.model import (
 )
 from daotai.plan.motion_code import encode_motion
 from daotai.plan.staging import default_character_positions, place_camera, set_pieces_for_scene
-from daotai.plan.timing import SNAP_RULES, frames_for, snap_for
+from daotai import catalog
+from daotai.plan.timing import frames_for, snap_for
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Script, Shot
 from daotai.script.vocab import DIRECTION_SIGNS
 
@@ -340,7 +341,7 @@ def plan_script(script: Script) -> Plan:
         )
         snapping = tuple(
             SnapInfo(backend=name, width=r.width, height=r.height, frames=r.frames, changed=r.changed)
-            for name, r in ((n, snap_for(rule, width, height, n_frames)) for n, rule in SNAP_RULES.items())
+            for name, r in ((n, snap_for(rule, width, height, n_frames)) for n, rule in catalog.snap_rules().items())
         )
         shots.append(
             ShotPlan(

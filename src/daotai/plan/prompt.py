@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from types import MappingProxyType
+
+from daotai import catalog
+from daotai.catalog import WAN_PROMPT, PromptBudget
 
 FRAMING_WORDS = MappingProxyType(
     {
@@ -201,29 +203,11 @@ def compose_negative(extra: str) -> str:
     return f"{DEFAULT_NEGATIVE}, {extra}" if extra else DEFAULT_NEGATIVE
 
 
-@dataclass(frozen=True)
-class PromptBudget:
-    """How long a model's text encoder reads: max T5 tokens and a rough tokens-per-word ratio."""
-
-    model: str
-    max_tokens: int
-    tokens_per_word: float = 1.4  # English T5 SentencePiece averages ~1.3–1.5 pieces a word
-
-
-# Wan reads up to 512 T5 tokens; LTX-Video's pipelines cut at 128 by default.
-PROMPT_BUDGETS = MappingProxyType(
-    {
-        "wan": PromptBudget("wan", 512),
-        "wan_vace": PromptBudget("wan_vace", 512),
-        "ltx": PromptBudget("ltx", 128),
-    }
-)
-
 _WORD = re.compile(r"[A-Za-z0-9'’-]+|[\u3000-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\sA-Za-z0-9]")
 _CAMERA_SENTENCE = re.compile(r"^(The camera|The lens|Static camera|Handheld camera)")
 
 
-def estimate_tokens(text: str, budget: PromptBudget = PROMPT_BUDGETS["wan"]) -> int:
+def estimate_tokens(text: str, budget: PromptBudget = WAN_PROMPT) -> int:
     """Approximate T5 token count: words × ratio, one per CJK character or symbol, plus end token."""
     words = punctuation = 0
     for match in _WORD.finditer(text):
@@ -236,9 +220,13 @@ def estimate_tokens(text: str, budget: PromptBudget = PROMPT_BUDGETS["wan"]) -> 
 
 
 def budget_for(model: str) -> PromptBudget:
-    """The budget of a model family name ('wan', 'ltx', …); unknown names get Wan's."""
+    """The budget of a model family ('wan', 'wan-vace', 'ltx', …) or a catalog model; unknown names get Wan's."""
+    budgets = catalog.prompt_budgets()
+    row = catalog.model_row(model)
+    if row is not None:
+        return budgets[row.family]
     key = model.lower().split(":")[0].split("-")[0]
-    return PROMPT_BUDGETS.get(model.lower(), PROMPT_BUDGETS.get(key, PROMPT_BUDGETS["wan"]))
+    return budgets.get(model.lower(), budgets.get(key, WAN_PROMPT))
 
 
 def fit_prompt(text: str, model: str | PromptBudget = "wan") -> str:

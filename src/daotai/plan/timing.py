@@ -8,10 +8,9 @@ the user's back — the caller decides whether to apply, warn or refuse.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
+from daotai.catalog import SnapRule
 from daotai.errors import PlanError
 
 # Products within this distance of a half are treated as exactly a half, so that
@@ -83,25 +82,6 @@ def is_even_size(width: int, height: int) -> bool:
 
 
 @dataclass(frozen=True)
-class BackendSnapRule:
-    """What a backend needs: frames of the form ``frame_step*k+1`` and sides of a multiple."""
-
-    name: str
-    frame_step: int | None  # None: any frame count works
-    size_multiple: int  # width and height must be multiples of this
-    native_fps: float | None  # the rate the model was trained at; None: any rate
-
-
-SNAP_RULES: Mapping[str, BackendSnapRule] = MappingProxyType(
-    {
-        "previz": BackendSnapRule("previz", frame_step=None, size_multiple=2, native_fps=None),
-        "wan": BackendSnapRule("wan", frame_step=4, size_multiple=16, native_fps=16.0),
-        "ltx": BackendSnapRule("ltx", frame_step=8, size_multiple=32, native_fps=24.0),
-    }
-)
-
-
-@dataclass(frozen=True)
 class SnapResult:
     """A request next to what a backend rule would turn it into."""
 
@@ -128,7 +108,7 @@ class SnapResult:
         return f"{self.rule}: " + ", ".join(parts)
 
 
-def snap_for(rule: BackendSnapRule, width: int, height: int, frames: int) -> SnapResult:
+def snap_for(rule: SnapRule, width: int, height: int, frames: int) -> SnapResult:
     """What ``rule`` would need for a (width, height, frames) request; the request is untouched."""
     snapped_w, snapped_h = round_size(width, height, rule.size_multiple)
     _require_int_at_least("frames", frames, 1)

@@ -18,24 +18,18 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from daotai.plan.prompt import PROMPT_BUDGETS, fit_prompt
+from daotai import catalog
+from daotai.catalog import PromptBudget
 from daotai.errors import BackendError, Cancelled
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.timing import frames_for, round_size, snap_frames
+from daotai.plan.prompt import fit_prompt
 from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
-
-WAN_NEGATIVE = (
-    "overexposed, oversaturated, static frame, blurred details, subtitles, text, watermark, "
-    "worst quality, low quality, jpeg artifacts, ugly, deformed, disfigured, extra fingers, "
-    "badly drawn hands, badly drawn face, fused fingers, cluttered background, three legs, "
-    "many people in the background, walking backwards"
-)
-LTX_NEGATIVE = "worst quality, inconsistent motion, blurry, jittery, distorted, watermark, text"
-
+from daotai.render.spec import DiffusersOptions, NeuralOptions
 
 @dataclass(frozen=True)
 class ModelDefaults:
-    """Per-model sampling defaults and the size/frame rules of its VAE and patching."""
+    """A family's row with a model's overrides and the user's options applied: what a shot runs with."""
 
     family: str
     steps: int
@@ -46,47 +40,23 @@ class ModelDefaults:
     frame_step: int  # frames must be frame_step*k + 1
     size_multiple: int  # width and height must be multiples of this
     max_sequence_length: int  # text tokens the encoder sees
-    snap_rule: str  # key of the plan's ``snapping`` entries
+    snap_rule: str  # name of the plan's ``snapping`` entry for this family
+    prompt: PromptBudget
 
 
-# The one table of defaults. Values follow each model's published inference settings
-# (Wan2.1: 50 steps, CFG 5, shift 3 at 480p; LTX-Video: 50 steps, CFG 3, 24 fps).
-DEFAULTS = {
-    "wan": ModelDefaults("wan", 50, 5.0, 3.0, WAN_NEGATIVE, 16.0, 4, 16, 512, "wan"),
-    "wan-vace": ModelDefaults("wan-vace", 50, 5.0, 3.0, WAN_NEGATIVE, 16.0, 4, 16, 512, "wan"),
-    "ltx": ModelDefaults("ltx", 50, 3.0, None, LTX_NEGATIVE, 24.0, 8, 32, 128, "ltx"),
-}
+def family_defaults(family: str, model: str | None = None) -> ModelDefaults:
+    """The catalog's defaults for a family, with a known model's overrides applied."""
+    fam = catalog.with_overrides(catalog.family(family), catalog.model_row(model) if model else None)
+    snap = fam.snap
+    if snap.frame_step is None or snap.native_fps is None:
+        raise ValueError(f"family {family!r}: a neural family needs a frame step and a native frame rate")
+    return ModelDefaults(fam.name, fam.steps, fam.guidance, fam.shift, fam.negative_prompt, snap.native_fps,
+                         snap.frame_step, snap.size_multiple, fam.max_sequence_length, snap.name, fam.prompt)
 
 
-# Per registry model, what differs from its family's row (distilled models sample in few
-# steps without CFG; Wan2.2-TI2V-5B generates at 24 fps; the 14B models use shift 5 at 720p).
-MODEL_OVERRIDES = {
-    "wan2.1-t2v-14b": {"shift": 5.0},
-    "wan2.1-vace-14b": {"shift": 5.0},
-    "wan2.2-ti2v-5b": {"native_fps": 24.0, "shift": 5.0, "size_multiple": 32},
-    "ltx-video-0.9.7-distilled": {"steps": 8, "guidance": 1.0},
-}
-
-
-@dataclass(frozen=True)
-class SamplingOptions:
-    """Backend options from the command line; None keeps the model's default."""
-
-    steps: int | None = None
-    guidance: float | None = None
-    shift: float | None = None
-    max_sequence_length: int | None = None
-
-
-def effective_defaults(family: str, options: SamplingOptions, model: str | None = None) -> ModelDefaults:
-    """The family's defaults, then the model's row, then the user's overrides (checked)."""
-    base = replace(DEFAULTS[family], **MODEL_OVERRIDES.get((model or "").lower(), {}))
-    if options.steps is not None and not (1 <= options.steps <= 1000):
-        raise BackendError(f"--steps: {options.steps!r} must be between 1 and 1000")
-    if options.guidance is not None and not (0.0 <= options.guidance <= 50.0):
-        raise BackendError(f"guidance: {options.guidance!r} must be between 0 and 50")
-    if options.shift is not None and not (0.0 < options.shift <= 50.0):
-        raise BackendError(f"shift: {options.shift!r} must be in (0, 50]")
+def effective_defaults(family: str, options: NeuralOptions, model: str | None = None) -> ModelDefaults:
+    """The family's defaults, then the model's row, then the user's (already validated) options."""
+    base = family_defaults(family, model)
     return replace(
         base,
         steps=options.steps or base.steps,
@@ -120,8 +90,7 @@ def native_request(plan: Plan, shot: ShotPlan, defaults: ModelDefaults) -> Nativ
     negative = ", ".join(p for p in (shot.negative_prompt, defaults.negative_prompt) if p)
     # The planner keeps the full prompt; each model family gets it fitted to its text budget
     # (first sentence and camera sentence kept, see daotai.plan.prompt.fit_prompt).
-    budget = defaults.snap_rule if defaults.snap_rule in PROMPT_BUDGETS else "wan"
-    prompt = fit_prompt(shot.prompt, budget)
+    prompt = fit_prompt(shot.prompt, defaults.prompt)
     return NativeRequest(width, height, frames, defaults.native_fps, prompt, negative, shot.seed)
 
 
@@ -318,18 +287,18 @@ def is_out_of_memory(exc: BaseException) -> bool:
 class DiffusersShotRunner:
     """A loaded pipeline for one family, kept warm between shots, placed by the memory planner."""
 
-    def __init__(self, family: str, model: str, device: str | None, options: SamplingOptions,
-                 offload: str | None = None, speed: str | None = None, adaptive: bool = False,
+    def __init__(self, family: str, options: DiffusersOptions, default_model: str,
                  health: Callable[[Any], dict] | None = None):
         from daotai.render.speed import parse_speed
 
         self.family = family
-        self.speed = parse_speed(speed)  # checked now so a typo fails before any loading
+        self.speed = parse_speed(options.speed)
         self.speed_config: Any = None
-        self.model = model
-        self.device = device
+        self.model = options.model or default_model
+        self.device = options.device
         self.options = options
-        self.offload = offload  # None: the memory planner decides
+        self.offload = options.offload  # None: the memory planner decides
+        self.adaptive = options.adaptive
         self.pipe: Any = None
         self.runtime: Any = None
         self.resolved: Any = None
@@ -338,7 +307,6 @@ class DiffusersShotRunner:
         self.defaults: ModelDefaults | None = None
         # Health: ``health(runtime) -> sample`` (default: daotai.runtime.device.health_sample);
         # with ``adaptive`` a critical shot makes the next one run a memory tier lower.
-        self.adaptive = adaptive
         self.health = health
         self.owed_step: str | None = None  # reason for a step down owed to the next shot
 
@@ -379,22 +347,20 @@ class DiffusersShotRunner:
 
     def _choose_tier(self, request: NativeRequest) -> str:
         """Offload tier from the planner (or the user's choice); refuses before loading when nothing fits."""
-        from daotai.runtime.memory import TIERS, plan_placement
+        from daotai.runtime.memory import plan_placement
 
         if self.offload is not None:
-            if self.offload not in TIERS:
-                raise BackendError(f"offload: {self.offload!r} must be one of {', '.join(TIERS)}")
             self.tier_reason = "as asked (offload option)"
             return self.offload
         if self.runtime.kind == "cpu":
             self.tier_reason = "cpu: weights already live in host memory"
             return "none"  # weights already live in the memory the CPU computes from
         from daotai.runtime.memory import footprint_from_folder
-        from daotai.runtime.models import REGISTRY, resolve_model
+        from daotai.runtime.models import resolve_model
 
-        spec = REGISTRY.get(self.model.lower())
-        # Registry models use the documented table; local folders are measured from their headers.
-        footprint = spec.footprint if spec is not None else footprint_from_folder(resolve_model(self.model).path, self.family)
+        row = catalog.model_row(self.model)
+        # Catalog models use their documented footprint; local folders are measured from their headers.
+        footprint = row.footprint if row is not None else footprint_from_folder(resolve_model(self.model).path, self.family)
         choice = plan_placement(footprint, request.width, request.height, request.frames,
                                 self.runtime.memory_bytes, bytes_per_param=2.0)
         self.tier_reason = f"memory planner: ~{choice.estimate.peak_bytes / 1024**3:.1f} GiB peak estimated"

@@ -10,33 +10,34 @@ frames are retimed onto the plan's grid.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator, Literal
+
+from pydantic import Field
 
 from daotai.errors import BackendError
 from daotai.render.base import Event, Frame, RenderJob, RunContext
-from daotai.render.diffusers_common import DiffusersShotRunner, NativeRequest, SamplingOptions, render_shot
+from daotai.render.diffusers_common import DiffusersShotRunner, NativeRequest, render_shot
+from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 
-DEFAULT_MODEL = "ltx-video-2b"
-KEYFRAMES = ("none", "previz")
+
+class LTXOptions(DiffusersOptions):
+    """Options of the `ltx` backend."""
+
+    keyframe: Literal["none", "previz"] = Field(
+        "none", description="previz: the shot's first previz frame conditions frame 0 (LTXConditionPipeline models)")
 
 
 class LTXBackend:
     """Text-to-video (and first-frame keyframe) generation with LTX-Video."""
 
     name = "ltx"
-    family = "ltx"
 
-    def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
-                 guidance: float | None = None, shift: float | None = None, offload: str | None = None,
-                 max_sequence_length: int | None = None, speed: str | None = None, keyframe: str = "none",
-                 adaptive: bool = False, health_sampler: Callable[[Any], dict] | None = None,
-                 **_ignored: object):
-        if keyframe not in KEYFRAMES:
-            raise BackendError(f"keyframe: {keyframe!r} must be one of {', '.join(KEYFRAMES)}")
-        options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed,
-                                          adaptive, health_sampler)
-        self.keyframe = keyframe
+    def __init__(self, options: LTXOptions | None = None, *, env: BackendEnv | None = None, **fields: Any):
+        options = SPEC.validate_options(options if options is not None else fields)
+        env = env or BackendEnv()
+        self.options = options
+        self.runner = DiffusersShotRunner(SPEC.family or "", options, SPEC.default_model or "", env.health_sampler)
+        self.keyframe = options.keyframe
 
     def _extra(self, job: RenderJob, ctx: RunContext):
         """Keyword arguments for this shot: frame rate, and the keyframe condition when asked."""
@@ -78,3 +79,14 @@ def first_previz_frame(job: RenderJob, ctx: RunContext, request: NativeRequest):
     finally:
         previz.close()
     raise BackendError(f"{job.shot.shot_id}: previz produced no frame for the keyframe")
+
+
+SPEC = BackendSpec(
+    name="ltx",
+    factory="daotai.render.ltx:LTXBackend",
+    options=LTXOptions,
+    summary="LTX-Video text-to-video (diffusers), optionally keyed on the first previz frame",
+    family="ltx",
+    device_class="accelerator",
+    default_model="ltx-video-2b",
+)

@@ -7,27 +7,27 @@ the model generates at its native 16 fps and the frames are retimed onto the pla
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from daotai.render.base import Event, RenderJob, RunContext
-from daotai.render.diffusers_common import DiffusersShotRunner, SamplingOptions, render_shot
+from daotai.render.diffusers_common import DiffusersShotRunner, render_shot
+from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 
-DEFAULT_MODEL = "wan2.1-t2v-1.3b"
+
+class WanOptions(DiffusersOptions):
+    """Options of the `wan` backend (the diffusers options, nothing more)."""
 
 
 class WanBackend:
     """Text-to-video with a Wan model; the loaded pipeline is reused across shots."""
 
     name = "wan"
-    family = "wan"
 
-    def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
-                 guidance: float | None = None, shift: float | None = None, offload: str | None = None,
-                 max_sequence_length: int | None = None, speed: str | None = None, adaptive: bool = False,
-                 health_sampler: Callable[[Any], dict] | None = None, **_ignored: object):
-        options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload, speed,
-                                          adaptive, health_sampler)
+    def __init__(self, options: WanOptions | None = None, *, env: BackendEnv | None = None, **fields: Any):
+        options = SPEC.validate_options(options if options is not None else fields)
+        env = env or BackendEnv()
+        self.options = options
+        self.runner = DiffusersShotRunner(SPEC.family or "", options, SPEC.default_model or "", env.health_sampler)
 
     def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
         """Yield load/denoise progress, then exactly ``job.shot.frames`` frames."""
@@ -36,3 +36,14 @@ class WanBackend:
     def close(self) -> None:
         """Release the pipeline."""
         self.runner.close()
+
+
+SPEC = BackendSpec(
+    name="wan",
+    factory="daotai.render.wan:WanBackend",
+    options=WanOptions,
+    summary="Wan text-to-video (diffusers); the camera reaches the model as words",
+    family="wan",
+    device_class="accelerator",
+    default_model="wan2.1-t2v-1.3b",
+)

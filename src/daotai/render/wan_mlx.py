@@ -22,15 +22,16 @@ from typing import Any, Iterator
 
 from daotai.errors import BackendError
 from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
+from pydantic import Field
+
 from daotai.render.diffusers_common import (
-    SamplingOptions,
     effective_defaults,
     native_request,
     plan_frames,
     retime_notice,
 )
+from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
 
-DEFAULT_MODEL = "wan2.1-t2v-1.3b"
 SPATIAL, TEMPORAL = 8, 4  # Wan2.1 VAE compression
 
 
@@ -44,22 +45,27 @@ def _resolve(model: str) -> Path:
     return resolve_model(model).path
 
 
+class WanMLXOptions(NeuralOptions):
+    """Options of the `wan-mlx` backend (no torch device, speed modes or offload tiers: MLX has none of them)."""
+
+    verify_source: bool = Field(False, description="re-hash a converted folder's source weights before loading")
+    memory_gb: float | None = Field(None, gt=0.0, description="memory budget in GB (default: the GPU working set)")
+
+
 class WanMLXBackend:
     """Wan2.1 in MLX; models are loaded at the first shot and kept for the next."""
 
     name = "wan-mlx"
 
-    def __init__(self, model: str | None = None, steps: int | None = None, guidance: float | None = None,
-                 shift: float | None = None, max_sequence_length: int | None = None,
-                 verify_source: bool = False, memory_gb: float | None = None, **_ignored: object):
+    def __init__(self, options: WanMLXOptions | None = None, *, env: BackendEnv | None = None, **fields: Any):
         from daotai.mlx import require_mlx
 
+        options = SPEC.validate_options(options if options is not None else fields)
         require_mlx("the wan-mlx backend")
-        self.model = model or DEFAULT_MODEL
-        self.options = SamplingOptions(steps=steps, guidance=guidance, shift=shift,
-                                       max_sequence_length=max_sequence_length)
-        self.verify_source = verify_source
-        self.memory_gb = memory_gb
+        self.options = options
+        self.model = options.model or SPEC.default_model or ""
+        self.verify_source = options.verify_source
+        self.memory_gb = options.memory_gb
         self.parts: dict[str, Any] | None = None
         self.defaults = None
         self.setup: dict[str, Any] | None = None
@@ -168,3 +174,14 @@ class WanMLXBackend:
         """Drop the models."""
         self.parts = None
         self.setup = None
+
+
+SPEC = BackendSpec(
+    name="wan-mlx",
+    factory="daotai.render.wan_mlx:WanMLXBackend",
+    options=WanMLXOptions,
+    summary="Wan2.1 text-to-video in MLX (Apple Silicon GPU; the CPU elsewhere)",
+    family="wan",
+    device_class="apple",
+    default_model="wan2.1-t2v-1.3b",
+)

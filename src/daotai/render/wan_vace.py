@@ -12,9 +12,10 @@ stay the same across shots. The mask is left out: VACE then generates every pixe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
+from pydantic import Field
 
 from daotai.errors import BackendError
 from daotai.plan.model import Plan, ShotPlan
@@ -22,36 +23,35 @@ from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunCon
 from daotai.render.diffusers_common import (
     DiffusersShotRunner,
     NativeRequest,
-    SamplingOptions,
     plan_to_native_indexes,
     render_shot,
     resize_rgb,
 )
+from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 
-DEFAULT_MODEL = "wan2.1-vace-1.3b"
 NEAR_M, FAR_M = 0.05, 500.0  # the previz clip planes (docs/conventions.md)
 REFERENCE_FORMATS = ["PNG", "JPEG", "WEBP"]
 MAX_REFERENCE_PIXELS = 64_000_000
+
+
+class WanVACEOptions(DiffusersOptions):
+    """Options of the `wan-vace` backend."""
+
+    conditioning_scale: float = Field(1.0, ge=0.0, le=4.0, description="weight of the previz depth control")
 
 
 class WanVACEBackend:
     """Depth- and reference-conditioned video with a Wan-VACE model."""
 
     name = "wan-vace"
-    family = "wan-vace"
 
-    def __init__(self, model: str | None = None, device: str | None = None, steps: int | None = None,
-                 guidance: float | None = None, shift: float | None = None, offload: str | None = None,
-                 max_sequence_length: int | None = None, conditioning_scale: float = 1.0,
-                 reference_root: str | None = None, adaptive: bool = False,
-                 health_sampler: Callable[[Any], dict] | None = None, **_ignored: object):
-        if not (0.0 <= conditioning_scale <= 4.0):
-            raise BackendError(f"conditioning_scale: {conditioning_scale!r} must be between 0 and 4")
-        options = SamplingOptions(steps=steps, guidance=guidance, shift=shift, max_sequence_length=max_sequence_length)
-        self.runner = DiffusersShotRunner(self.family, model or DEFAULT_MODEL, device, options, offload,
-                                          adaptive=adaptive, health=health_sampler)
-        self.conditioning_scale = conditioning_scale
-        self.reference_root = Path(reference_root) if reference_root else Path.cwd()
+    def __init__(self, options: WanVACEOptions | None = None, *, env: BackendEnv | None = None, **fields: Any):
+        options = SPEC.validate_options(options if options is not None else fields)
+        env = env or BackendEnv()
+        self.options = options
+        self.runner = DiffusersShotRunner(SPEC.family or "", options, SPEC.default_model or "", env.health_sampler)
+        self.conditioning_scale = options.conditioning_scale
+        self.reference_root = env.reference_root or Path.cwd()
         self._previz: Any = None
 
     def _extra(self, job: RenderJob, ctx: RunContext):
@@ -124,3 +124,14 @@ def reference_images(plan: Plan, shot: ShotPlan, root: Path) -> tuple[list[Any],
         images.append(Image.new("RGB", (256, 256), colour))
         swatches.append(char_id)
     return images, swatches
+
+
+SPEC = BackendSpec(
+    name="wan-vace",
+    factory="daotai.render.wan_vace:WanVACEBackend",
+    options=WanVACEOptions,
+    summary="Wan-VACE (diffusers) guided by the previz depth and the characters' reference images",
+    family="wan-vace",
+    device_class="accelerator",
+    default_model="wan2.1-vace-1.3b",
+)

@@ -57,14 +57,13 @@ class Runtime:
 # Families whose VAE runs in another dtype than the device rule says, per device kind. LTX-Video's
 # causal VAE is published and used in bfloat16 (its reference pipeline and diffusers' examples load
 # it so); in float32 it decodes no better in practice and a 768x512x121 decode peaks 5 GiB higher.
-VAE_DTYPE_OVERRIDES = {("ltx", "cuda"): "bfloat16"}
-
-
 def vae_dtype_for(runtime: Runtime, family: str) -> Any:
     """The torch dtype of ``family``'s VAE on ``runtime`` (the device rule unless overridden)."""
     import torch
 
-    name = VAE_DTYPE_OVERRIDES.get((family, runtime.kind), runtime.vae_dtype)
+    from daotai import catalog
+
+    name = catalog.family(family).vae_dtypes.get(runtime.kind, runtime.vae_dtype)
     return getattr(torch, name)
 
 

@@ -28,7 +28,9 @@ Checked against published figures (``test_runtime_memory.py`` keeps them within 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
+
+from daotai import catalog
+from daotai.catalog import ModelFootprint
 
 GIB = 1024**3
 OVERHEAD_BYTES = 1.0e9  # CUDA context, cuBLAS workspaces, allocator fragmentation
@@ -37,38 +39,6 @@ TIERS = ("none", "model", "group", "sequential")
 # in a block's attention path and ~3 (tokens × ffn) in its MLP, at 2 bytes each.
 HIDDEN_TENSORS = 20
 FFN_TENSORS = 3
-
-
-@dataclass(frozen=True)
-class ModelFootprint:
-    """Parameter counts (billions) and geometry of a latent video model."""
-
-    name: str
-    transformer_b: float
-    text_encoder_b: float
-    vae_b: float
-    spatial_down: int  # VAE spatial downsampling × patch size
-    temporal_down: int  # VAE temporal downsampling
-    hidden: int  # transformer width
-    # Decoder activation bytes per output pixel per frame at bf16, measured order of
-    # magnitude for causal 3D VAEs without tiling (their conv caches dominate).
-    vae_bytes_per_pixel: float
-    ffn: int = 0  # transformer MLP width (0: 4 × hidden)
-    layers: int = 30  # transformer blocks (group offload keeps ~2 resident)
-
-
-MODELS = MappingProxyType(
-    {
-        "wan2.1-t2v-1.3b": ModelFootprint("wan2.1-t2v-1.3b", 1.42, 5.68, 0.13, 16, 4, 1536, 120.0, 8960, 30),
-        "wan2.1-t2v-14b": ModelFootprint("wan2.1-t2v-14b", 14.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 40),
-        # VACE adds control blocks beside every other main block (~+0.7 B at 1.3B, ~+3 B at 14B).
-        "wan2.1-vace-1.3b": ModelFootprint("wan2.1-vace-1.3b", 2.1, 5.68, 0.13, 16, 4, 1536, 120.0, 8960, 30),
-        "wan2.1-vace-14b": ModelFootprint("wan2.1-vace-14b", 17.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 40),
-        "wan2.2-ti2v-5b": ModelFootprint("wan2.2-ti2v-5b", 5.0, 5.68, 0.7, 32, 4, 3072, 120.0, 14336, 30),
-        "ltx-video-2b": ModelFootprint("ltx-video-2b", 1.92, 4.76, 0.4, 32, 8, 2048, 40.0, 8192, 28),
-        "ltx-video-13b": ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16384, 48),
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -105,8 +75,13 @@ def _resident(m: ModelFootprint, offload: str, phase: str) -> float:
 
 
 def footprint_of(model: "str | ModelFootprint") -> ModelFootprint:
-    """A footprint from the table by name, or one given directly (e.g. measured from a folder)."""
-    return model if isinstance(model, ModelFootprint) else MODELS[model]
+    """A footprint as given, or the catalog's by model or footprint name (KeyError when unknown)."""
+    if isinstance(model, ModelFootprint):
+        return model
+    found = catalog.footprint(model)
+    if found is None:
+        raise KeyError(f"{model!r} is not a model in the catalog")
+    return found
 
 
 def footprint_from_folder(folder, family: str) -> ModelFootprint:

@@ -24,9 +24,10 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Iterator
 
+from daotai import catalog
+from daotai.catalog import ModelRow
 from daotai.errors import BackendError, DependencyMissing
 
 MANIFEST_NAME = ".daotai-sha256.json"
@@ -47,53 +48,12 @@ HASH_CHUNK = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class ModelSpec:
-    """A known model: where it is published and how daotai runs it."""
-
-    name: str
-    repo_id: str
-    revision: str | None  # a commit hash pins the files; None = the repo's main branch (unpinned)
-    family: str  # backend that runs it: "wan" | "wan-vace" | "ltx"
-    pipeline: str  # diffusers pipeline class in model_index.json
-    footprint: str  # key of daotai.runtime.memory.MODELS
-    native_fps: float
-    size_gb: float  # download size, roughly (for `models list`)
-
-
-# Revisions: no commit hashes could be confirmed offline, so these track the main branch;
-# `pull` records the commit it actually got in the folder's manifest.
-REGISTRY = MappingProxyType(
-    {
-        s.name: s
-        for s in (
-            ModelSpec("wan2.1-t2v-1.3b", "Wan-AI/Wan2.1-T2V-1.3B-Diffusers", None, "wan", "WanPipeline", "wan2.1-t2v-1.3b", 16.0, 29.0),
-            ModelSpec("wan2.1-t2v-14b", "Wan-AI/Wan2.1-T2V-14B-Diffusers", None, "wan", "WanPipeline", "wan2.1-t2v-14b", 16.0, 80.0),
-            ModelSpec("wan2.1-vace-1.3b", "Wan-AI/Wan2.1-VACE-1.3B-diffusers", None, "wan-vace", "WanVACEPipeline", "wan2.1-vace-1.3b", 16.0, 30.0),
-            ModelSpec("wan2.1-vace-14b", "Wan-AI/Wan2.1-VACE-14B-diffusers", None, "wan-vace", "WanVACEPipeline", "wan2.1-vace-14b", 16.0, 85.0),
-            ModelSpec("wan2.2-ti2v-5b", "Wan-AI/Wan2.2-TI2V-5B-Diffusers", None, "wan", "WanPipeline", "wan2.2-ti2v-5b", 24.0, 34.0),
-            ModelSpec("ltx-video-2b", "Lightricks/LTX-Video", None, "ltx", "LTXPipeline", "ltx-video-2b", 24.0, 28.0),
-            ModelSpec("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline", "ltx-video-13b", 24.0, 60.0),
-        )
-    }
-)
-
-# Pipeline classes each backend family accepts from a local folder.
-FAMILY_PIPELINES = MappingProxyType(
-    {
-        "wan": ("WanPipeline",),
-        "wan-vace": ("WanVACEPipeline",),
-        "ltx": ("LTXPipeline", "LTXConditionPipeline"),
-    }
-)
-
-
-@dataclass(frozen=True)
 class ResolvedModel:
     """A model folder on disk ready for the safety checks and loading."""
 
     name: str  # registry name or the folder as given
     path: Path
-    spec: ModelSpec | None  # None for a local folder
+    spec: ModelRow | None  # None for a local folder
 
 
 # ------------------------------------------------------------------ locating
@@ -108,17 +68,18 @@ def _hub() -> Any:
     return huggingface_hub
 
 
-def spec_for(name: str) -> ModelSpec:
-    """The registry entry called ``name``."""
-    spec = REGISTRY.get(name.strip().lower())
+def spec_for(name: str) -> ModelRow:
+    """The catalog row called ``name``."""
+    spec = catalog.model_row(name)
     if spec is None:
         raise BackendError(
-            f"--model: {name!r} is neither a known model ({', '.join(sorted(REGISTRY))}) nor a folder with model_index.json"
+            f"--model: {name!r} is neither a known model ({', '.join(sorted(catalog.models()))}) nor a folder with "
+            "model_index.json"
         )
     return spec
 
 
-def cached_path(spec: ModelSpec) -> Path | None:
+def cached_path(spec: ModelRow) -> Path | None:
     """The local snapshot of a registry model (honours HF_HOME), or None when not downloaded."""
     hub = _hub()
     try:
@@ -246,10 +207,10 @@ def _has_weights(cls: str) -> bool:
 def check_model_folder(folder: Path, family: str | None = None) -> dict[str, Any]:
     """Run every safety rule on a model folder before loading; returns model_index.json."""
     index = read_model_index(folder)
-    if family is not None and index["_class_name"] not in FAMILY_PIPELINES[family]:
+    pipelines = catalog.family(family).pipelines if family is not None else ()
+    if family is not None and index["_class_name"] not in pipelines:
         raise BackendError(
-            f"{folder}: is a {index['_class_name']} model; the {family!r} backend needs one of "
-            f"{', '.join(FAMILY_PIPELINES[family])}"
+            f"{folder}: is a {index['_class_name']} model; the {family!r} backend needs one of {', '.join(pipelines)}"
         )
     for name, (library, cls) in components_of(index).items():
         if library not in ALLOWED_LIBRARIES:
@@ -336,7 +297,7 @@ def check_manifest(folder: Path, full: bool = True) -> int:
 # ------------------------------------------------------------------ pull / rm
 
 
-def hub_sha256(spec: ModelSpec) -> tuple[dict[str, str], str | None]:
+def hub_sha256(spec: ModelRow) -> tuple[dict[str, str], str | None]:
     """Expected sha256 per file (LFS files) and the commit, from the hub's metadata."""
     hub = _hub()
     info = hub.HfApi().model_info(spec.repo_id, revision=spec.revision, files_metadata=True)

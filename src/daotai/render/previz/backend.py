@@ -6,12 +6,14 @@ also yields depth (metres) and a character index map, frame-aligned with the RGB
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
+from pydantic import Field
 
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Event, Frame, Progress, RenderJob, RunContext
+from daotai.render.spec import BackendEnv, BackendOptions, BackendSpec, EncodeDefaults
 from daotai.render.previz.gl import PrevizRenderer
 from daotai.render.previz.scene import Environment, Figure, FrameState, RenderSettings, SetPiece, environment_for
 
@@ -75,15 +77,26 @@ def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
         )
 
 
+class PrevizOptions(BackendOptions):
+    """Options of the `previz` backend."""
+
+    supersample: int = Field(1, ge=1, le=4, description="render at N× the size and shrink (smoother edges, slower)")
+    labels: bool = Field(True, description="draw each figure's name above it")
+    soften_px: float = Field(LENS_SOFTNESS_PX, ge=0.0, le=4.0,
+                             description="lens softness in pixels below 720p (0: razor edges)")
+
+
 class PrevizBackend:
     """Renders shots of one plan after another, keeping the GL context warm between them."""
 
     name = "previz"
 
-    def __init__(self, supersample: int = 1, labels: bool = True, soften_px: float = LENS_SOFTNESS_PX):
-        self.supersample = supersample
-        self.labels = labels
-        self.soften_px = soften_px
+    def __init__(self, options: PrevizOptions | None = None, *, env: BackendEnv | None = None, **fields: Any):
+        options = SPEC.validate_options(options if options is not None else fields)
+        self.options = options
+        self.supersample = options.supersample
+        self.labels = options.labels
+        self.soften_px = options.soften_px
         self._renderer: PrevizRenderer | None = None
         self._key: tuple | None = None
 
@@ -124,3 +137,20 @@ class PrevizBackend:
             self._renderer.close()
             self._renderer = None
             self._key = None
+
+
+# Previz frames are flat synthetic shading with hard silhouettes: psy-tuning brings nothing
+# there, and tune=psnr with crf 14 keeps the per-frame PSNR both high and even across a shot
+# whose detail changes (a pull-back that fills the frame with set went from std 1.39 dB at
+# crf 18 to 1.09 dB; files ~60% larger). At 720p and above x264's ultrafast preset encodes
+# previz ~1.7x faster than veryfast at the same PSNR (45.8 vs 44.9 dB at 1080p, crf 16; files
+# ~4x larger).
+SPEC = BackendSpec(
+    name="previz",
+    factory="daotai.render.previz.backend:PrevizBackend",
+    options=PrevizOptions,
+    summary="the embedded animatic: proxy figures, exact camera, depth and mask controls (CPU, no weights)",
+    controls=True,
+    device_class="cpu",
+    encode=EncodeDefaults(crf=14, tune="psnr", large_preset="ultrafast"),
+)

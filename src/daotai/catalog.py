@@ -1,0 +1,283 @@
+"""What daotai knows about model families and models: one catalog, pure data.
+
+Every question "what does this model need" — sampling defaults, the frame and size rules
+the planner snaps to, the prompt budget of its text encoder, its memory footprint, the
+diffusers pipeline classes it loads as, its VAE dtype exceptions, its licence — is answered
+by a :class:`Family` row or a :class:`ModelRow`, never by comparing names elsewhere.
+
+The catalog sits at the bottom of the layers (beside ``errors``): ``plan`` reads snap rules
+and prompt budgets from it, ``runtime`` footprints and pipelines, ``render`` defaults. It
+imports nothing heavier than the standard library.
+
+Third-party packages add rows through the ``daotai.models`` entry-point group: each entry
+point loads to a :class:`Family`, a :class:`ModelRow` or an iterable of them. They are
+discovered on first use (no import-time side effects) and cannot replace a built-in name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+MODEL_ENTRY_POINTS = "daotai.models"
+
+
+@dataclass(frozen=True)
+class SnapRule:
+    """What a renderer needs: frames of the form ``frame_step*k+1`` and sides of a multiple."""
+
+    name: str
+    frame_step: int | None  # None: any frame count works
+    size_multiple: int  # width and height must be multiples of this
+    native_fps: float | None  # the rate the model was trained at; None: any rate
+
+
+@dataclass(frozen=True)
+class PromptBudget:
+    """How long a model's text encoder reads: max T5 tokens and a rough tokens-per-word ratio."""
+
+    model: str
+    max_tokens: int
+    tokens_per_word: float = 1.4  # English T5 SentencePiece averages ~1.3–1.5 pieces a word
+
+
+@dataclass(frozen=True)
+class ModelFootprint:
+    """Parameter counts (billions) and geometry of a latent video model."""
+
+    name: str
+    transformer_b: float
+    text_encoder_b: float
+    vae_b: float
+    spatial_down: int  # VAE spatial downsampling × patch size
+    temporal_down: int  # VAE temporal downsampling
+    hidden: int  # transformer width
+    # Decoder activation bytes per output pixel per frame at bf16, measured order of
+    # magnitude for causal 3D VAEs without tiling (their conv caches dominate).
+    vae_bytes_per_pixel: float
+    ffn: int = 0  # transformer MLP width (0: 4 × hidden)
+    layers: int = 30  # transformer blocks (group offload keeps ~2 resident)
+
+    @property
+    def weight_params(self) -> float:
+        """Parameters of every component, in units (not billions)."""
+        return (self.transformer_b + self.text_encoder_b + self.vae_b) * 1e9
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: how its models sample, what sizes and frame counts they take, how they load."""
+
+    name: str
+    snap: SnapRule  # frames, size multiple and native frame rate of the family's VAE and patching
+    steps: int
+    guidance: float
+    shift: float | None  # flow-matching timestep shift (None: keep the scheduler's)
+    negative_prompt: str
+    max_sequence_length: int  # text tokens the encoder sees
+    prompt: PromptBudget
+    pipelines: tuple[str, ...]  # diffusers pipeline classes a local folder of this family may hold
+    vae_dtypes: Mapping[str, str] = field(default_factory=dict)  # device kind → VAE dtype, where the device rule is wrong
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """A known model: where it is published, what it needs, and what differs from its family."""
+
+    name: str
+    repo_id: str
+    revision: str | None  # a commit hash pins the files; None = the repo's main branch (unpinned)
+    family: str
+    pipeline: str  # diffusers pipeline class in model_index.json
+    footprint: ModelFootprint
+    size_gb: float  # download size, roughly (for `models list`)
+    licence: str
+    # Sampling and geometry that differ from the family's (steps, guidance, shift, native_fps,
+    # size_multiple, max_sequence_length).
+    overrides: Mapping[str, float | int] = field(default_factory=dict)
+
+    @property
+    def native_fps(self) -> float:
+        """The frame rate the model generates at."""
+        value = self.overrides.get("native_fps")
+        return float(value) if value is not None else float(family(self.family).snap.native_fps or 0.0)
+
+
+# ------------------------------------------------------------------ the built-in rows
+
+WAN_NEGATIVE = (
+    "overexposed, oversaturated, static frame, blurred details, subtitles, text, watermark, "
+    "worst quality, low quality, jpeg artifacts, ugly, deformed, disfigured, extra fingers, "
+    "badly drawn hands, badly drawn face, fused fingers, cluttered background, three legs, "
+    "many people in the background, walking backwards"
+)
+LTX_NEGATIVE = "worst quality, inconsistent motion, blurry, jittery, distorted, watermark, text"
+
+# The previz renderer takes any frame count and rate; its sides only need to be even (yuv420p).
+PREVIZ_SNAP = SnapRule("previz", frame_step=None, size_multiple=2, native_fps=None)
+WAN_SNAP = SnapRule("wan", frame_step=4, size_multiple=16, native_fps=16.0)
+LTX_SNAP = SnapRule("ltx", frame_step=8, size_multiple=32, native_fps=24.0)
+
+# Wan reads up to 512 T5 tokens; LTX-Video's pipelines cut at 128 by default.
+WAN_PROMPT = PromptBudget("wan", 512)
+LTX_PROMPT = PromptBudget("ltx", 128)
+
+APACHE = "Apache-2.0"
+LTX_LICENCE = "LTX-Video open weights licence (see the model card; commercial use has conditions)"
+
+# Values follow each model's published inference settings (Wan2.1: 50 steps, CFG 5, shift 3
+# at 480p; LTX-Video: 50 steps, CFG 3, 24 fps). LTX's VAE decodes in bf16 on CUDA: in fp32 it
+# doubles the decode peak for no visible difference.
+_FAMILIES = (
+    Family("wan", WAN_SNAP, 50, 5.0, 3.0, WAN_NEGATIVE, 512, WAN_PROMPT, ("WanPipeline",)),
+    Family("wan-vace", WAN_SNAP, 50, 5.0, 3.0, WAN_NEGATIVE, 512, WAN_PROMPT, ("WanVACEPipeline",)),
+    Family("ltx", LTX_SNAP, 50, 3.0, None, LTX_NEGATIVE, 128, LTX_PROMPT, ("LTXPipeline", "LTXConditionPipeline"),
+           vae_dtypes=MappingProxyType({"cuda": "bfloat16"})),
+)
+
+# Footprints: parameters from the published configs. VACE adds control blocks beside every
+# other main block (~+0.7 B at 1.3B, ~+3 B at 14B).
+_WAN13 = ModelFootprint("wan2.1-t2v-1.3b", 1.42, 5.68, 0.13, 16, 4, 1536, 120.0, 8960, 30)
+_WAN14 = ModelFootprint("wan2.1-t2v-14b", 14.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 40)
+_VACE13 = ModelFootprint("wan2.1-vace-1.3b", 2.1, 5.68, 0.13, 16, 4, 1536, 120.0, 8960, 30)
+_VACE14 = ModelFootprint("wan2.1-vace-14b", 17.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 40)
+_WAN22_5B = ModelFootprint("wan2.2-ti2v-5b", 5.0, 5.68, 0.7, 32, 4, 3072, 120.0, 14336, 30)
+_LTX2B = ModelFootprint("ltx-video-2b", 1.92, 4.76, 0.4, 32, 8, 2048, 40.0, 8192, 28)
+_LTX13B = ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16384, 48)
+
+# Revisions: no commit hashes could be confirmed offline, so these track the main branch;
+# `models pull` records the commit it actually got in the folder's manifest. Overrides: the
+# 14B models use shift 5 at 720p; Wan2.2-TI2V-5B generates at 24 fps with a 32-pixel grid;
+# the distilled LTX samples in 8 steps without CFG.
+_MODELS = (
+    ModelRow("wan2.1-t2v-1.3b", "Wan-AI/Wan2.1-T2V-1.3B-Diffusers", None, "wan", "WanPipeline", _WAN13, 29.0, APACHE),
+    ModelRow("wan2.1-t2v-14b", "Wan-AI/Wan2.1-T2V-14B-Diffusers", None, "wan", "WanPipeline", _WAN14, 80.0, APACHE,
+             MappingProxyType({"shift": 5.0})),
+    ModelRow("wan2.1-vace-1.3b", "Wan-AI/Wan2.1-VACE-1.3B-diffusers", None, "wan-vace", "WanVACEPipeline", _VACE13,
+             30.0, APACHE),
+    ModelRow("wan2.1-vace-14b", "Wan-AI/Wan2.1-VACE-14B-diffusers", None, "wan-vace", "WanVACEPipeline", _VACE14,
+             85.0, APACHE, MappingProxyType({"shift": 5.0})),
+    ModelRow("wan2.2-ti2v-5b", "Wan-AI/Wan2.2-TI2V-5B-Diffusers", None, "wan", "WanPipeline", _WAN22_5B, 34.0, APACHE,
+             MappingProxyType({"native_fps": 24.0, "shift": 5.0, "size_multiple": 32})),
+    ModelRow("ltx-video-2b", "Lightricks/LTX-Video", None, "ltx", "LTXPipeline", _LTX2B, 28.0, LTX_LICENCE),
+    ModelRow("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline",
+             _LTX13B, 60.0, LTX_LICENCE, MappingProxyType({"steps": 8, "guidance": 1.0})),
+)
+
+OVERRIDABLE = frozenset({"steps", "guidance", "shift", "native_fps", "size_multiple", "max_sequence_length"})
+
+
+# ------------------------------------------------------------------ lookup
+
+
+@dataclass
+class _Catalog:
+    families: dict[str, Family]
+    models: dict[str, ModelRow]
+
+
+_loaded: _Catalog | None = None
+
+
+def _check_row(row: ModelRow, families: Mapping[str, Family]) -> None:
+    """A model row must name a known family and override only what can be overridden."""
+    if row.family not in families:
+        raise ValueError(f"model {row.name!r}: family {row.family!r} is not in the catalog")
+    unknown = set(row.overrides) - OVERRIDABLE
+    if unknown:
+        raise ValueError(f"model {row.name!r}: overrides {sorted(unknown)} are not among {sorted(OVERRIDABLE)}")
+
+
+def _entry_point_rows() -> Iterable[Family | ModelRow]:
+    """Rows that installed packages declare in the ``daotai.models`` entry-point group."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=MODEL_ENTRY_POINTS):
+        loaded = point.load()
+        items = loaded if isinstance(loaded, (list, tuple)) else (loaded,)
+        for item in items:
+            if not isinstance(item, (Family, ModelRow)):
+                raise TypeError(f"entry point {point.name!r} ({point.value}) gave {type(item).__name__}, "
+                                "not a daotai.catalog Family or ModelRow")
+            yield item
+
+
+def _catalog() -> _Catalog:
+    """The built-in rows plus entry-point rows, loaded once on first use."""
+    global _loaded
+    if _loaded is None:
+        families = {f.name: f for f in _FAMILIES}
+        models = {m.name: m for m in _MODELS}
+        extra = list(_entry_point_rows())
+        for item in extra:  # families first, so a package may add a family and its models together
+            if isinstance(item, Family) and item.name not in families:
+                families[item.name] = item
+        for item in extra:
+            if isinstance(item, ModelRow) and item.name not in models:
+                _check_row(item, families)
+                models[item.name] = item
+        for row in models.values():
+            _check_row(row, families)
+        _loaded = _Catalog(families, models)
+    return _loaded
+
+
+def reload() -> None:
+    """Forget the loaded catalog (after installing a package that declares rows)."""
+    global _loaded
+    _loaded = None
+
+
+def families() -> Mapping[str, Family]:
+    """Every family by name."""
+    return MappingProxyType(_catalog().families)
+
+
+def family(name: str) -> Family:
+    """The family called ``name`` (KeyError names the known ones)."""
+    found = _catalog().families.get(name)
+    if found is None:
+        raise KeyError(f"model family {name!r} is not in the catalog; known: {', '.join(sorted(families()))}")
+    return found
+
+
+def models() -> Mapping[str, ModelRow]:
+    """Every known model by name."""
+    return MappingProxyType(_catalog().models)
+
+
+def model_row(name: str) -> ModelRow | None:
+    """The row of a model name (case-insensitive), or None for a local folder or an unknown name."""
+    return _catalog().models.get(name.strip().lower())
+
+
+def footprint(name: str) -> ModelFootprint | None:
+    """A footprint by model name or footprint name, or None."""
+    row = model_row(name)
+    if row is not None:
+        return row.footprint
+    return next((m.footprint for m in _catalog().models.values() if m.footprint.name == name), None)
+
+
+def snap_rules() -> Mapping[str, SnapRule]:
+    """Every snap rule the planner reports on: previz's, then each family's (by rule name)."""
+    rules = {PREVIZ_SNAP.name: PREVIZ_SNAP}
+    for fam in _catalog().families.values():
+        rules.setdefault(fam.snap.name, fam.snap)
+    return MappingProxyType(rules)
+
+
+def prompt_budgets() -> Mapping[str, PromptBudget]:
+    """The prompt budget of every family, by family name."""
+    return MappingProxyType({name: fam.prompt for name, fam in _catalog().families.items()})
+
+
+def with_overrides(fam: Family, row: ModelRow | None) -> Family:
+    """The family's row with a model's sampling overrides applied (snap geometry included)."""
+    if row is None or not row.overrides:
+        return fam
+    values = dict(row.overrides)
+    snap_changes = {k: values.pop(k) for k in ("native_fps", "size_multiple") if k in values}
+    snap = replace(fam.snap, **snap_changes) if snap_changes else fam.snap
+    return replace(fam, snap=snap, **values)

@@ -1,0 +1,125 @@
+"""What a backend is, declared once beside its class: :class:`BackendSpec` and typed options.
+
+Each backend module defines ``SPEC = BackendSpec(...)`` next to its class. The spec answers
+every question a front end or the pipeline asks about a backend — does it make control
+channels, what device class does it need (so the cluster knows whether to ask Ray for a GPU),
+which model does it load by default, how are its frames best encoded, which options does it
+take — so no code compares backend names to decide a capability.
+
+Options are frozen pydantic models with ``extra="forbid"``: an unknown or ill-typed option
+is an :class:`~daotai.errors.OptionError` naming the backend's valid options (exit 2, HTTP
+422), never silently dropped. Values may arrive as strings (``-O steps=8`` on the command
+line); pydantic converts them to the declared types.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from daotai.errors import Issue, OptionError
+
+DeviceClass = Literal["cpu", "accelerator", "apple"]
+Offload = Literal["none", "model", "group", "sequential"]
+Speed = Literal["off", "exact", "fast"]
+
+
+class BackendOptions(BaseModel):
+    """Options every backend accepts (none); backends extend it with their own fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
+
+
+class NeuralOptions(BackendOptions):
+    """Options of every backend that runs a model."""
+
+    model: str | None = Field(None, description="registry name or local model folder (None: the backend's default)")
+    steps: int | None = Field(None, ge=1, le=1000, description="denoising steps (None: the model's default)")
+    guidance: float | None = Field(None, ge=0.0, le=50.0, description="classifier-free guidance scale")
+    shift: float | None = Field(None, gt=0.0, le=50.0, description="flow-matching timestep shift")
+    max_sequence_length: int | None = Field(None, ge=1, le=4096, description="text tokens the encoder reads")
+
+
+class DiffusersOptions(NeuralOptions):
+    """Options of the backends that run a diffusers pipeline through torch."""
+
+    device: str | None = Field(None, description="auto | cuda | cuda:N | mps | cpu")
+    speed: Speed | None = Field(None, description="exact (default) | fast (approximate step caching) | off")
+    adaptive: bool = Field(False, description="step a memory tier down after a shot with critical device health")
+    offload: Offload | None = Field(None, description="memory tier (None: the memory planner decides)")
+
+
+@dataclass(frozen=True)
+class EncodeDefaults:
+    """How a backend's frames are best encoded when the user does not say (H.264 / HEVC)."""
+
+    crf: int | None = None  # None: the codec's default
+    tune: str | None = None
+    large_preset: str = "veryfast"  # x264/x265 preset at 720p and above
+
+
+@dataclass(frozen=True)
+class BackendEnv:
+    """What a backend gets from the run rather than from options."""
+
+    reference_root: Path | None = None  # the script's folder: relative reference images resolve here
+    health_sampler: Callable[[Any], dict] | None = None  # replaces the accelerator health sampler
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend: its name, how to build it, what it needs and what it can do."""
+
+    name: str
+    factory: str  # "module:attribute", imported only when the backend is built
+    options: type[BackendOptions]
+    summary: str
+    family: str | None = None  # catalog family of the models it runs (None: no model)
+    controls: bool = False  # yields depth and character masks with every frame
+    device_class: DeviceClass = "accelerator"  # cpu: runs anywhere; accelerator: wants a GPU; apple: MLX (Mac GPU or CPU)
+    default_model: str | None = None
+    encode: EncodeDefaults = EncodeDefaults()
+
+    def option_names(self) -> tuple[str, ...]:
+        """The option names this backend accepts, sorted."""
+        return tuple(sorted(self.options.model_fields))
+
+    def validate_options(self, values: Mapping[str, Any] | BackendOptions | None = None, *,
+                         prefix: str = "options") -> BackendOptions:
+        """Check options (a mapping or an options object) against this backend's type."""
+        if isinstance(values, self.options):
+            return values
+        if isinstance(values, BackendOptions):
+            values = values.model_dump(exclude_unset=True)
+        try:
+            return self.options.model_validate(dict(values or {}))
+        except ValidationError as exc:
+            raise options_error(exc, self, prefix) from None
+
+    def build(self, options: Mapping[str, Any] | BackendOptions | None = None, env: BackendEnv | None = None):
+        """Import the backend's module and build it with validated options."""
+        checked = self.validate_options(options)
+        module_name, _, attribute = self.factory.partition(":")
+        factory = getattr(importlib.import_module(module_name), attribute)
+        return factory(checked, env=env or BackendEnv())
+
+
+def options_error(exc: ValidationError, spec: BackendSpec, prefix: str = "options") -> OptionError:
+    """A pydantic validation error as an OptionError naming the backend's valid options."""
+    issues = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        rule = str(error.get("msg", "is invalid")).replace("Input should be", "must be")
+        if error.get("type") == "extra_forbidden":
+            rule = f"is not an option of the {spec.name} backend"
+        issues.append(Issue(f"{prefix}.{where}" if where else prefix, error.get("input"), rule))
+    return OptionError(issues, valid=spec.option_names())
+
+
+def options_with(options: BackendOptions, **changes: Any) -> BackendOptions:
+    """A copy of ``options`` with fields changed (validated again)."""
+    return type(options).model_validate({**options.model_dump(exclude_unset=True), **changes})
