@@ -3,7 +3,9 @@
 World: metres, degrees, seconds, right-handed, y up. Camera-local axes: x right, y up,
 -z forward (OpenGL). Poses are ``cam_to_world`` 4x4 rigid transforms whose columns 0..2
 are the camera axes in world coordinates and column 3 its position. Intrinsics use the
-OpenCV pixel convention (origin top-left, u right, v down).
+OpenCV pixel convention (origin top-left, u right, v down). Projection, intrinsics and
+the clip planes are ``daotai.plan.geometry``'s; ``intrinsics`` here adds the planner's input
+checks, and it and ``project`` use the plan's (3, 3) K form.
 
 Sign conventions of a move, all relative to the shot's start camera:
 
@@ -25,6 +27,7 @@ from types import MappingProxyType
 import numpy as np
 
 from daotai.errors import PlanError
+from daotai.plan import geometry
 
 FOV_RANGE_DEG = (1.0, 170.0)  # open interval for the vertical field of view
 
@@ -165,24 +168,14 @@ def intrinsics(fov_deg: float, width: int, height: int) -> np.ndarray:
     _check_fov("fov", fov_deg)
     if width <= 0 or height <= 0:
         raise PlanError(f"size: {width}x{height} must have both sides > 0")
-    focal = (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
-    return np.array([[focal, 0.0, width / 2.0], [0.0, focal, height / 2.0], [0.0, 0.0, 1.0]])
+    return geometry.intrinsics_matrix(geometry.intrinsics_from_fov(fov_deg, width, height))
 
 
 def project(
     points_world: np.ndarray, cam_to_world: np.ndarray, K: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pixels (N, 2) and depths (N,) along -z of world points (N, 3); uv is NaN at depth <= 0."""
-    points = np.asarray(points_world, dtype=np.float64).reshape(-1, 3)
-    world_to_cam = invert_pose(cam_to_world)
-    cam = points @ world_to_cam[:3, :3].T + world_to_cam[:3, 3]  # (N, 3) OpenGL camera axes
-    depth = -cam[:, 2]  # (N,) metres in front of the camera
-    # OpenGL (x right, y up, -z forward) -> OpenCV (x right, y down, +z forward), then K.
-    homog = np.stack([cam[:, 0], -cam[:, 1], depth], axis=1) @ np.asarray(K, dtype=np.float64).T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        uv = homog[:, :2] / homog[:, 2:3]  # (N, 2) pixels
-    uv[depth <= 0.0] = np.nan  # behind the camera: no mirrored ghost pixels
-    return uv, depth
+    return geometry.project(points_world, cam_to_world, geometry.intrinsics_from_matrix(K))
 
 
 def dolly_zoom_fov_end(fov: float, start_distance: float, end_distance: float) -> float:
