@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from daotai.errors import BackendError
+from daotai.plan import geometry
 from daotai.render.previz.labels import LabelPainter, find_label_font
 from daotai.render.previz.meshes import (
     FIGURE_PRIMS,
@@ -224,32 +225,19 @@ void main() {
 
 def projection_matrix(fov_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
     """OpenGL perspective matrix from a vertical fov, with y negated so row 0 is the image top."""
-    f = 1.0 / math.tan(math.radians(fov_deg) / 2.0)
-    return np.array(
-        [
-            [f / aspect, 0.0, 0.0, 0.0],
-            [0.0, -f, 0.0, 0.0],
-            [0.0, 0.0, (far + near) / (near - far), 2.0 * far * near / (near - far)],
-            [0.0, 0.0, -1.0, 0.0],
-        ]
-    )
+    return geometry.gl_projection(fov_deg, aspect, near, far, flip_y=True)
 
 
 def intrinsics(fov_deg: float, width: int, height: int) -> tuple[float, float, float, float]:
     """(fx, fy, cx, cy) in pixels for a vertical fov, as docs/conventions.md defines them."""
-    fy = (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
-    return fy, fy, width / 2.0, height / 2.0
+    return geometry.intrinsics_from_fov(fov_deg, width, height)
 
 
 def project(cam_to_world: np.ndarray, fov_deg: float, width: int, height: int,
             points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pixel (u, v) of world points (N, 3) and their camera-space z (N,) (negative = in front)."""
-    view = np.linalg.inv(cam_to_world)
-    cam = points @ view[:3, :3].T + view[:3, 3]  # (N, 3) camera space
-    fx, fy, cx, cy = intrinsics(fov_deg, width, height)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        uv = np.stack([cx + fx * cam[:, 0] / -cam[:, 2], cy - fy * cam[:, 1] / -cam[:, 2]], axis=1)
-    return uv, cam[:, 2]
+    """Pixel (u, v) of world points (N, 3) and their camera-space z (N,) (negative = in front; uv NaN behind)."""
+    uv, depth = geometry.project(points, cam_to_world, geometry.intrinsics_from_fov(fov_deg, width, height))
+    return uv, -depth
 
 
 def sky_polygon(cam_to_world: np.ndarray, fov_deg: float, width: int, height: int,
@@ -542,7 +530,7 @@ class PrevizRenderer:
         s = self.settings
         w, h = self._size
         c2w = state.cam_to_world
-        view_b = _gl_mat(np.linalg.inv(c2w))
+        view_b = _gl_mat(geometry.world_to_camera(c2w))
         proj_b = _gl_mat(projection_matrix(state.fov_deg, w / h, s.near, s.far))
         ctx.viewport = (0, 0, w, h)
         ctx.front_face = "cw"  # the mirrored projection flips on-screen winding
@@ -679,15 +667,16 @@ class PrevizRenderer:
         assert self._labels is not None
         s = self.settings
         tops = np.stack([figure_head_top(f) for f in state.figures])  # (N, 3) world
-        uv, z = project(state.cam_to_world, state.fov_deg, s.width, s.height, tops)
-        fy = intrinsics(state.fov_deg, s.width, s.height)[1]
+        intr = geometry.intrinsics_from_fov(state.fov_deg, s.width, s.height)
+        uv, depth = geometry.project(tops, state.cam_to_world, intr)  # (N, 2) px, (N,) m
+        fy = intr[1]
         visible = _visible(state, masks)
-        order = np.argsort(z, kind="stable")  # most negative z = farthest: drawn first
+        order = np.argsort(-depth, kind="stable")  # farthest drawn first
         for i in order:
             fig = state.figures[i]
-            if z[i] >= -s.near or not visible[i]:  # behind the camera, hidden, or off-frame
+            if depth[i] <= s.near or not visible[i]:  # behind the camera, hidden, or off-frame
                 continue
-            on_screen_height = fy * fig.height_m / -z[i]
+            on_screen_height = fy * fig.height_m / depth[i]
             size = int(round(min(max(0.065 * on_screen_height, 11.0), max(11.0, s.height / 22.0))))
             text = self._labels.text_for(fig.label, fig.char_id)
             colour = tuple(int(round(255 * c)) for c in fig.colour)
@@ -739,11 +728,11 @@ def _visible(state: FrameState, masks: np.ndarray) -> list[bool]:
         [f.position[0] + dx * f.height_m, y * f.height_m, f.position[1] + dz * f.height_m]
         for f in state.figures for dx in (-0.5, 0.5) for dz in (-0.5, 0.5) for y in (0.0, 1.1)
     ])
-    uv, z = project(state.cam_to_world, state.fov_deg, w, h, corners)
+    uv, depth = geometry.project(corners, state.cam_to_world, geometry.intrinsics_from_fov(state.fov_deg, w, h))
     out = []
     for i in range(len(state.figures)):
-        box_uv, box_z = uv[8 * i : 8 * i + 8], z[8 * i : 8 * i + 8]
-        if np.all(box_z < 0.0):
+        box_uv, box_depth = uv[8 * i : 8 * i + 8], depth[8 * i : 8 * i + 8]
+        if np.all(box_depth > 0.0):
             x0, y0 = np.floor(box_uv.min(axis=0)).astype(int)
             x1, y1 = np.ceil(box_uv.max(axis=0)).astype(int) + 1
             x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)

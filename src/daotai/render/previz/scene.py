@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 
 from daotai.errors import BackendError
+from daotai.plan.geometry import FAR_M, NEAR_M
 
 RGB = tuple[float, float, float]
 Vec3 = tuple[float, float, float]
@@ -188,8 +189,8 @@ class RenderSettings:
 
     width: int
     height: int
-    near: float = 0.05
-    far: float = 500.0
+    near: float = NEAR_M  # clip planes, metres along the view axis (daotai.plan.geometry)
+    far: float = FAR_M
     labels: bool = True
     supersample: int = 1  # render k x larger and area-average RGB down; 1 = off
     # Gaussian "lens softness" (sigma in pixels) on the finished RGB; 0 = off. Rasterised
