@@ -64,6 +64,7 @@ import cv2
 import numpy as np
 
 from daotai.errors import EncodeError, PlanError
+from daotai.plan import geometry
 
 __all__ = [
     "COMPONENTS",
@@ -262,16 +263,7 @@ SceneModel = DepthModel | DepthMap
 
 def focal_px(fov_deg: float, height: int) -> float:
     """Focal length in pixels for a vertical field of view: (H / 2) / tan(fov / 2)."""
-    return (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
-
-
-def _pixel_dirs(points_uv: np.ndarray, fov_deg: float, width: int, height: int) -> np.ndarray:
-    """Unit camera-space ray directions (x right, y up, -z forward) through pixel positions."""
-    f = focal_px(fov_deg, height)
-    x = (points_uv[:, 0] - width / 2.0) / f
-    y = -(points_uv[:, 1] - height / 2.0) / f
-    dirs = np.stack([x, y, -np.ones_like(x)], axis=1)  # (N, 3) float64
-    return dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
+    return geometry.focal_from_fov(fov_deg, height)
 
 
 def _ground_hits(origin: np.ndarray, dirs: np.ndarray, ground_y: float) -> np.ndarray:
@@ -322,16 +314,15 @@ def cast_rays(origin: np.ndarray, dirs: np.ndarray, model: DepthModel) -> np.nda
 
 def _project(cam: np.ndarray, fov_deg: float, points: np.ndarray, w: np.ndarray,
              width: int, height: int) -> np.ndarray:
-    """Project homogeneous world points (X, w), w = 0 for directions, to pixels; NaN behind."""
+    """Project homogeneous world points (X, w), w = 0 for directions, to pixels; NaN behind.
+
+    The homogeneous form of ``geometry.project`` (agreement: tests/test_geometry.py): points
+    at infinity (the sky) need no stand-in distance; rot^T serves as the inverse rotation.
+    """
     rot, pos = cam[:3, :3], cam[:3, 3]
     local = (points - w[:, None] * pos) @ rot  # (N, 3) camera space: rot^T applied row-wise
-    depth = -local[:, 2]
-    f = focal_px(fov_deg, height)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = width / 2.0 + f * local[:, 0] / depth
-        v = height / 2.0 - f * local[:, 1] / depth
-    uv = np.stack([u, v], axis=1)  # (N, 2) float64
-    uv[depth <= 1e-9] = np.nan
+    uv, depth = geometry.project_camera(local, geometry.intrinsics_from_fov(fov_deg, width, height))
+    uv[depth <= 1e-9] = np.nan  # (N, 2) float64 px
     return uv
 
 
@@ -339,7 +330,8 @@ def _reproject(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
                points_uv: np.ndarray, width: int, height: int,
                model: DepthModel | None) -> np.ndarray:
     """Positions in frame b of frame a's pixels; model None puts every pixel at infinity."""
-    dirs = _pixel_dirs(points_uv, fov_a, width, height) @ cam_a[:3, :3].T  # (N, 3) world
+    intr = geometry.intrinsics_from_fov(fov_a, width, height)
+    dirs = geometry.camera_rays(points_uv, intr) @ cam_a[:3, :3].T  # (N, 3) unit, world
     if model is None:
         t = np.full(len(dirs), np.inf)
     else:
@@ -375,11 +367,10 @@ def _unproject(cam: np.ndarray, fov_deg: float, points_uv: np.ndarray, inverse: 
 
     A pixel at view-axis depth z is the camera-space point z * (x_n, y_n, -1); scaled by
     1 / z that is ((x_n, y_n, -1), 1 / z), so the sky (1 / z = 0) is a direction, no division.
+    The homogeneous form of ``geometry.unproject`` (agreement: tests/test_geometry.py).
     """
-    f = focal_px(fov_deg, height)
-    local = np.stack([(points_uv[:, 0] - width / 2.0) / f,
-                      -(points_uv[:, 1] - height / 2.0) / f,
-                      -np.ones(len(points_uv))], axis=1)  # (N, 3) camera space, z = -1
+    intr = geometry.intrinsics_from_fov(fov_deg, width, height)
+    local = geometry.unproject_camera(points_uv, 1.0, intr)  # (N, 3) camera space, z = -1
     world = local @ cam[:3, :3].T + inverse[:, None] * cam[:3, 3]  # (N, 3)
     return world, inverse
 
@@ -691,7 +682,8 @@ def _on_characters(cam: np.ndarray, fov: float, points_uv: np.ndarray, width: in
     grown = tuple(Cylinder(c.center_x, c.center_z, c.radius * (1 + margin),
                            c.height * (1 + margin)) for c in characters)
     solids = tuple(c for c in model.occluders if isinstance(c, Solid))  # set pieces stay as they are
-    dirs = _pixel_dirs(points_uv, fov, width, height) @ cam[:3, :3].T  # (N, 3) world
+    intr = geometry.intrinsics_from_fov(fov, width, height)
+    dirs = geometry.camera_rays(points_uv, intr) @ cam[:3, :3].T  # (N, 3) unit, world
     bare = DepthModel(model.ground_y, model.far_m, solids)
     with_chars = DepthModel(model.ground_y, model.far_m, solids + grown)
     return cast_rays(cam[:3, 3], dirs, with_chars) < cast_rays(cam[:3, 3], dirs, bare)

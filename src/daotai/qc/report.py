@@ -19,6 +19,7 @@ import numpy as np
 
 from daotai.deliver.files import atomic_write_text
 from daotai.errors import DaotaiError, EncodeError, QualityError
+from daotai.plan import geometry
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Progress
 
@@ -67,12 +68,11 @@ def planned_motion_px(plan: Plan, shot: ShotPlan, first: int, last: int) -> floa
         return 0.0
     a = np.array(shot.cameras[first].cam_to_world).reshape(4, 4)
     b = np.array(shot.cameras[last].cam_to_world).reshape(4, 4)
-    focal = plan.height / 2.0 / math.tan(math.radians(shot.cameras[first].fov) / 2.0)
+    focal = geometry.focal_from_fov(shot.cameras[first].fov, plan.height)  # px
     relative = a[:3, :3].T @ b[:3, :3]
     turn = math.acos(max(-1.0, min(1.0, (np.trace(relative) - 1.0) / 2.0)))
     travel = float(np.linalg.norm(b[:3, 3] - a[:3, 3])) / max(shot.subject_distance, 0.5)
-    zoom = abs(1.0 / math.tan(math.radians(shot.cameras[last].fov) / 2.0)
-               - 1.0 / math.tan(math.radians(shot.cameras[first].fov) / 2.0)) * plan.height / 2.0
+    zoom = abs(geometry.focal_from_fov(shot.cameras[last].fov, plan.height) - focal)  # px: change of focal length
     walked = max(
         (math.dist(p.position, q.position) for p, q in zip(shot.character_frames[first], shot.character_frames[last])),
         default=0.0,
