@@ -80,7 +80,7 @@ def test_backend_yields_every_frame_in_order_and_is_seeded(wan_folder, tmp_path)
 
     plan, _ = _plan(tmp_path)
     shot = plan.shots[0]
-    backend = create_backend("wan-mlx", model=str(wan_folder), steps=3, device="cpu")
+    backend = create_backend("wan-mlx", {"model": str(wan_folder), "steps": 3})
     try:
         events = _render(backend, plan, shot)
         again = _render(backend, plan, shot)
@@ -170,9 +170,10 @@ def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
 
 def _request(plan, shot):
     """What wan-mlx will ask the model for (size and frames at 16 fps)."""
-    from daotai.render.diffusers_common import SamplingOptions, effective_defaults, native_request
+    from daotai.render.diffusers_common import effective_defaults, native_request
+    from daotai.render.spec import NeuralOptions
 
-    return native_request(plan, shot, effective_defaults("wan", SamplingOptions()))
+    return native_request(plan, shot, effective_defaults("wan", NeuralOptions()))
 
 
 def test_footprint_is_read_from_headers_of_plain_and_converted_folders(wan_folder, converted):

@@ -99,9 +99,9 @@ def test_wan_renders_two_shots_through_the_command_line(models, script, tmp_path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     manifest = assert_delivered(out, plan_of(script))
-    assert manifest["settings"]["backend"] == "wan" and manifest["settings"]["steps"] == 2
+    assert manifest["settings"]["backend"] == "wan" and manifest["settings"]["options"]["steps"] == 2
     # --adaptive parses and is recorded; on a CPU off a Mac there is no health to act on, so the tier stays.
-    assert manifest["settings"]["adaptive"] is True
+    assert manifest["settings"]["options"]["adaptive"] is True
     assert all(any(n.startswith("memory tier none (") for n in s["notices"]) for s in manifest["shots"])
     assert "retimed" in done.stderr  # 16 fps native → 24 fps plan, said out loud
 

@@ -327,7 +327,7 @@ def test_adaptive_render_runs_the_shot_after_a_critical_one_a_tier_lower(tiny_wa
     assert sampler.calls == 4 and set(sampler.kinds) == {"cpu"}  # mid-denoise and after decode, per shot
 
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["settings"]["adaptive"] is True
+    assert manifest["settings"]["options"]["adaptive"] is True  # the validated options are recorded
     notes = {shot["shot_id"]: shot["notices"] for shot in manifest["shots"]}
     assert "memory tier none (cpu: weights already live in host memory)" in notes["s01"]
     assert "health mid-denoise: memory_pressure critical, memory_free_percent 4" in notes["s01"]
@@ -345,11 +345,12 @@ def test_adaptive_render_runs_the_shot_after_a_critical_one_a_tier_lower(tiny_wa
 
 def test_without_adaptive_a_critical_shot_only_warns(tiny_wan, plan_and_script):
     from daotai.render.base import Notice, RenderJob, RunContext
+    from daotai.render.spec import BackendEnv
     from daotai.render.wan import WanBackend
 
     plan, _ = plan_and_script
     sampler = Sampler(critical_from=1)  # the first sample is fine, later ones critical
-    backend = WanBackend(model=str(tiny_wan), device="cpu", steps=2, health_sampler=sampler)
+    backend = WanBackend(model=str(tiny_wan), device="cpu", steps=2, env=BackendEnv(health_sampler=sampler))
     notices = []
     try:
         for shot in plan.shots:
@@ -366,10 +367,12 @@ def test_without_adaptive_a_critical_shot_only_warns(tiny_wan, plan_and_script):
 
 def test_adaptive_re_places_the_loaded_pipeline_and_survives_a_broken_sampler(tiny_wan, plan_and_script):
     from daotai.render.base import Notice, RenderJob, RunContext
+    from daotai.render.spec import BackendEnv
     from daotai.render.wan import WanBackend
 
     plan, _ = plan_and_script
-    backend = WanBackend(model=str(tiny_wan), device="cpu", steps=1, adaptive=True, health_sampler=Sampler())
+    backend = WanBackend(model=str(tiny_wan), device="cpu", steps=1, adaptive=True,
+                         env=BackendEnv(health_sampler=Sampler()))
     try:
         list(backend.render(RenderJob(plan, plan.shots[0], controls=False), RunContext()))
         pipe = backend.runner.pipe

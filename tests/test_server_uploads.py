@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import io
 import json
@@ -248,7 +250,7 @@ def test_wan_vace_worker_receives_the_uploaded_pixels(idle, tmp_path_factory, mo
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(WanVACEPipeline, "__call__", recording_call)
-    monkeypatch.setattr(wan_vace, "DEFAULT_MODEL", str(model))
+    monkeypatch.setattr(wan_vace, "SPEC", dataclasses.replace(wan_vace.SPEC, default_model=str(model)))
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))  # run_job changes the current folder: restored after
     torch.manual_seed(0)
     job = store.claim_next()

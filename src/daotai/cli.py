@@ -170,7 +170,7 @@ def render(
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc."""
     from daotai.cli_progress import run_with_progress
-    from daotai.pipeline import PipelineSettings, load_plan_or_script
+    from daotai.pipeline import PipelineSettings, load_plan_or_script, resolved_options
 
     plan_obj = load_plan_or_script(script, preset=preset, loader=_load)
     settings = PipelineSettings(
@@ -184,6 +184,7 @@ def render(
                                  adaptive=adaptive or None),
         cluster=_cluster_address(cluster),
     )
+    resolved_options(settings)  # a wrong option is refused before the progress bar starts
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)
     out.print(f"[green]done[/green] {result.sequence} ({result.summary})")
     if strict and not result.qc_ok:
@@ -349,6 +350,32 @@ def serve(
                      cluster=_cluster_address(cluster), speed=_speed_mode(speed))
     err.print(f"serving on http://{host}:{port} (data in {data_dir})")
     uvicorn.run(api, host=host, port=port, log_level="warning")
+
+
+@app.command()
+def backends(as_json: bool = typer.Option(False, "--json", help="print JSON instead of text")) -> None:
+    """Every render backend (built-in and installed), what it needs and the options -O accepts."""
+    from daotai.render.registry import specs
+
+    rows = []
+    for spec in specs().values():
+        fields = spec.options.model_fields
+        options = {name: {"type": str(field.annotation).replace("typing.", ""),
+                          "default": field.default, "help": field.description or ""}
+                   for name, field in sorted(fields.items())}
+        rows.append({"name": spec.name, "summary": spec.summary, "family": spec.family, "controls": spec.controls,
+                     "device_class": spec.device_class, "default_model": spec.default_model, "options": options})
+    if as_json:
+        out.print_json(json.dumps(rows, default=str))
+        return
+    for row in rows:
+        out.print(f"[bold]{row['name']}[/bold]  {row['summary']}")
+        facts = [f"device: {row['device_class']}", f"controls: {'yes' if row['controls'] else 'no'}"]
+        if row["default_model"]:
+            facts.append(f"default model: {row['default_model']}")
+        out.print("  " + ", ".join(facts))
+        for name, info in row["options"].items():
+            out.print(f"  -O {name}=…  {info['help']} (default {info['default']!r})", highlight=False)
 
 
 @app.command()

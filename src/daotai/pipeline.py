@@ -377,7 +377,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     spec = spec_for(settings.backend)
     options = resolved_options(settings)  # refused here, before any work, when an option is wrong
-    settings = replace(settings, options=options.model_dump(), option_defaults={})
+    settings = replace(settings, options=options.model_dump())  # the manifest records them, validated
     if settings.controls and not spec.controls:
         # Neural backends make no depth/mask; the run goes on with controls off.
         settings = replace(settings, controls=False)

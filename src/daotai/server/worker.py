@@ -348,7 +348,8 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         frames = {shot.shot_id: shot.frames for shot in plan.shots}
         shot_state = {sid: (0, n, "queued") for sid, n in frames.items()}
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
-        settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster, speed=speed)
+        settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster,
+                                    option_defaults={"speed": speed})
         last_write = 0.0
         rendered: dict[str, int] = {}
         finished = False
