@@ -1,0 +1,135 @@
+"""Whole director's scripts as jobs: ``/v1/jobs`` submit, status, cancel, events and files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+from daotai.errors import ScriptError
+from daotai.server.references import reference_issues
+from daotai.server.schemas import (
+    MEDIA_TYPES,
+    OUTPUT_NAME,
+    SCRIPT_BODY,
+    ErrorReply,
+    JobReply,
+    error_responses,
+    job_object,
+    json_response,
+)
+from daotai.server.state import IDEM_KEY_PATTERN, ServerState, check_idem_key
+from daotai.server.store import TERMINAL, NewJob, NotFound, body_hash
+
+
+def build_router(state: ServerState) -> APIRouter:
+    """The job routes of one server."""
+    router = APIRouter(tags=["jobs"])
+    config, store = state.config, state.store
+    errors = error_responses()
+
+    @router.post("/v1/jobs", status_code=202, response_model=JobReply, responses={**errors, 422: {"model": ErrorReply}},
+                 openapi_extra=SCRIPT_BODY)
+    async def submit_script(request: Request, backend: str = Query("previz", max_length=64),
+                            preset: str | None = Query(None, max_length=32),
+                            idempotency_key: str | None = Header(None, max_length=255, pattern=IDEM_KEY_PATTERN)):
+        """Queue a whole director's script; invalid scripts get 422 with every issue's JSON path.
+
+        Reference images: each entry of `characters[].reference_images` names an image uploaded
+        with `POST /v1/uploads`, written `upload:<id>` (e.g. `upload:img_0123456789abcdef0123456789abcdef`,
+        the `reference` field of the upload reply). The server never reads a file path a client
+        sends: a path, or an id it does not hold, is a 422 naming
+        `characters[i].reference_images[j]`. The job's manifest (`files/manifest`) lists every
+        reference used under `references`, with its sha256."""
+        from daotai.render.registry import backend_names
+        from daotai.script.load import parse_document, validate_script
+        from daotai.script.presets import apply_preset
+
+        key = check_idem_key(idempotency_key)
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            raise HTTPException(415, "Content-Type: a script is sent as application/json")
+        if backend not in backend_names():
+            raise HTTPException(400, f"backend: {backend!r} is not a daotai backend; "
+                                     f"choose one of: {', '.join(backend_names())}")
+        data = parse_document(await request.body(), "json", source="body")
+        script = validate_script(data, source="body")
+        refs = await run_in_threadpool(reference_issues, script, store)
+        if refs:
+            raise ScriptError(refs, "body")
+        if preset is not None:
+            script = apply_preset(script, preset)
+        # Backend options: the place for the job body's `options` object. They are checked here,
+        # before the job is queued, by the backend's Options type (an OptionError answers 422 with
+        # `options.<field>` paths), and join the request hash and the NewJob below. Not taken yet.
+        total = sum(s.duration for s in script.shots)
+        canonical = script.model_dump(mode="json", by_alias=True)
+        request_hash = body_hash({"endpoint": "jobs", "script": canonical, "backend": backend, "preset": preset})
+        spec = NewJob("script", backend, f"{total:g}", f"{script.size.width}x{script.size.height}",
+                      json.dumps(canonical), prompt=script.title, preset=None)
+        job, _created = await run_in_threadpool(store.create, spec, key, request_hash, config.queue_limit)
+        return json_response(202, job_object(job, store.shots(job.id)), headers=state.poll_headers(job))
+
+    @router.get("/v1/jobs/{job_id}", response_model=JobReply, responses=errors)
+    def job_status(job_id: str = PathParam(..., max_length=64)):
+        """Status, per-shot progress and deliverables of any job."""
+        job = state.visible(job_id)
+        return json_response(200, job_object(job, store.shots(job_id)), headers=state.poll_headers(job))
+
+    @router.delete("/v1/jobs/{job_id}", response_model=JobReply, responses=errors)
+    def cancel_job(job_id: str = PathParam(..., max_length=64)):
+        """Cancel a queued or running job (its files stay until it is deleted)."""
+        state.visible(job_id)
+        job = store.request_cancel(job_id)
+        return job_object(job, store.shots(job_id))
+
+    @router.get("/v1/jobs/{job_id}/events", responses={200: {"content": {"text/event-stream": {}},
+                "description": "server-sent events"}, **errors})
+    async def job_events(job_id: str = PathParam(..., max_length=64),
+                         last_event_id: str | None = Header(None, max_length=20)):
+        """Server-sent events of a job (status, progress, notices, outputs) until it ends."""
+        await run_in_threadpool(state.visible, job_id)
+        start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+
+        async def stream():
+            seq = start
+            idle = 0.0
+            while True:
+                # The job's status is read before its events: the terminal status and its last event
+                # are committed together, so a job seen ended here has every event in the read below.
+                job = await run_in_threadpool(store.get, job_id, True)
+                events = await run_in_threadpool(store.events, job_id, seq)
+                for event in events:
+                    seq = event["seq"]
+                    yield f"id: {seq}\nevent: {event['kind']}\ndata: {json.dumps(event['data'])}\n\n"
+                if not events:
+                    if job.status in TERMINAL:
+                        return
+                    idle += 0.2
+                    if idle >= 10.0:  # a comment line keeps proxies from closing a quiet stream
+                        idle = 0.0
+                        yield ": keep-alive\n\n"
+                    await asyncio.sleep(0.2)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    @router.get("/v1/jobs/{job_id}/files/{name}", responses={200: {"content": {"application/octet-stream": {}},
+                "description": "the file"}, **errors})
+    def job_file(job_id: str = PathParam(..., max_length=64),
+                 name: str = PathParam(..., max_length=100, pattern=OUTPUT_NAME)):
+        """One deliverable by name: video, thumbnail, spritesheet, contact_sheet, manifest, qc, timeline,
+        plan, control_index, shot.<id>, depth.<id>, depth_preview.<id>, mask.<id>."""
+        job = state.visible(job_id)
+        if job.status != "completed":
+            raise HTTPException(409, f"job_id: {job_id!r} is {job.status}, not completed")
+        path = state.output_path(job, name)
+        if path is None:
+            raise NotFound(f"name: {name!r} is not a deliverable of {job_id!r}")
+        return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
+                            filename=path.name)
+
+    return router

@@ -1,0 +1,104 @@
+"""Helpers for the web console: validate a script, the vocabulary, top-down plan previews."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from daotai.errors import Issue, ScriptError
+from daotai.server.references import reference_issues
+from daotai.server.schemas import SCRIPT_BODY, ErrorReply, error_responses, issue_dicts
+from daotai.server.state import ServerState
+
+MAX_PLAN_PREVIEW_FRAMES = 20_000  # a preview diagram must stay quick; real runs have no such cap
+
+
+def _camera_pose(frame: Any) -> dict[str, Any]:
+    """Position and top-down view direction ([x, z], unit) of one planned camera frame."""
+    m = frame.cam_to_world  # 4x4 row-major; column 2 is camera +z, the view is -z
+    forward = (-m[2], -m[10])
+    norm = math.hypot(*forward) or 1.0
+    return {"position": [m[3], m[7], m[11]], "forward": [forward[0] / norm, forward[1] / norm], "fov": frame.fov}
+
+
+def plan_diagrams(script: Any) -> list[dict[str, Any]]:
+    """Per shot, what a top-down camera diagram needs, taken from the real plan (PlanError if it cannot be made)."""
+    from daotai.plan.planner import plan_script
+
+    plan = plan_script(script)
+    aspect = plan.width / plan.height
+    out = []
+    for shot in plan.shots:
+        first = shot.character_frames[0] if shot.character_frames else ()
+        out.append({
+            "shot_id": shot.shot_id, "frames": shot.frames, "duration_s": shot.duration_s,
+            "subject": shot.subject, "aim_point": list(shot.aim_point), "aspect": aspect,
+            "start": _camera_pose(shot.cameras[0]), "end": _camera_pose(shot.cameras[-1]),
+            "path": [_camera_pose(c)["position"] for c in shot.cameras[:: max(1, len(shot.cameras) // 24)]],
+            "characters": [{"id": c.id, "position": list(c.position), "facing": c.facing} for c in first],
+        })
+    return out
+
+
+def build_router(state: ServerState) -> APIRouter:
+    """The script helper routes of one server."""
+    from daotai.render.registry import backend_names
+
+    router = APIRouter(tags=["scripts"])
+    store = state.store
+    errors = error_responses()
+
+    @router.post("/v1/scripts/validate", responses={**errors}, openapi_extra=SCRIPT_BODY)
+    async def validate_only(request: Request):
+        """Validate a script without queueing it: {valid, issues[{path, value, rule}], total_seconds}."""
+        from daotai.script.load import parse_document, validate_script
+
+        try:
+            data = parse_document(await request.body(), "json", source="body")
+            script = validate_script(data, source="body")
+        except ScriptError as exc:
+            return {"valid": False, "issues": issue_dicts(exc.issues), "total_seconds": None}
+        refs = await run_in_threadpool(reference_issues, script, store)
+        if refs:  # the same rule as POST /v1/jobs, so the console shows it before submitting
+            return {"valid": False, "issues": issue_dicts(refs), "total_seconds": None}
+        return {"valid": True, "issues": [], "total_seconds": sum(s.duration for s in script.shots)}
+
+    @router.get("/v1/schema")
+    def schema_and_vocabulary() -> dict[str, Any]:
+        """The script JSON Schema plus the canonical vocabularies, presets and backends."""
+        from daotai.script import vocab
+        from daotai.script.jsonschema import script_json_schema
+        from daotai.script.schema import SIZE_PRESETS
+
+        vocabulary = {name: [m.value for m in enum] for name, enum in (
+            ("framing", vocab.Framing), ("angle", vocab.Angle), ("camera", vocab.CameraType),
+            ("easing", vocab.Easing), ("time_of_day", vocab.TimeOfDay), ("transition", vocab.TransitionKind),
+        )}
+        return {"schema": script_json_schema(), "vocabulary": vocabulary,
+                "presets": list(SIZE_PRESETS), "backends": backend_names()}
+
+    @router.post("/v1/plan", responses={**errors, 422: {"model": ErrorReply}}, openapi_extra=SCRIPT_BODY)
+    async def plan_preview(request: Request):
+        """Top-down camera diagrams of every shot: subject, camera start/end, view direction, fov.
+
+        Like validate, an invalid script is an answer (valid: false, issues), not an HTTP error:
+        the console asks while the director is still typing. A valid script that cannot be
+        planned (e.g. a crossfade into the first shot) is a 422 naming the field's JSON path."""
+        from daotai.script.load import parse_document, validate_script
+
+        try:
+            data = parse_document(await request.body(), "json", source="body")
+            script = validate_script(data, source="body")
+        except ScriptError as exc:
+            return {"valid": False, "issues": issue_dicts(exc.issues), "shots": []}
+        frames = sum(s.duration for s in script.shots) * script.fps
+        if frames > MAX_PLAN_PREVIEW_FRAMES:
+            issue = Issue("shots", f"{frames:.0f} frames",
+                          f"a plan preview covers at most {MAX_PLAN_PREVIEW_FRAMES} frames")
+            return {"valid": False, "issues": issue_dicts([issue]), "shots": []}
+        return {"valid": True, "issues": [], "shots": await run_in_threadpool(plan_diagrams, script)}
+
+    return router

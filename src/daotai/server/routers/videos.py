@@ -1,0 +1,182 @@
+"""The OpenAI Videos API: ``/v1/videos`` create, list, retrieve, delete and content.
+
+A request stands for a one-shot script (``video_script``); the real ``openai`` client works
+against these routes. ``model`` names a daotai render backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from typing import Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+from daotai.errors import ScriptError
+from daotai.server.images import decode_upload
+from daotai.server.schemas import (
+    JOB_ID_PATTERN,
+    MEDIA_TYPES,
+    Video,
+    VideoDeleted,
+    VideoList,
+    error_responses,
+    json_response,
+    video_body,
+    video_object,
+)
+from daotai.server.state import IDEM_KEY_PATTERN, ServerState, check_idem_key
+from daotai.server.store import TERMINAL, NewJob, NotFound, body_hash, valid_job_id
+
+
+def video_script(prompt: str, seconds: float, size: str, reference: bool) -> dict[str, Any]:
+    """The one-shot director's script that an OpenAI-style request stands for."""
+    subject: dict[str, Any] = {"id": "subject", "appearance": prompt[:2000]}
+    if reference:
+        subject["reference_images"] = ["reference.png"]
+    return {
+        "title": prompt[:200] or "video",
+        "size": size,
+        "characters": [subject],
+        "shots": [{"shot_id": "s01", "duration": seconds, "action": prompt, "prompt": prompt}],
+    }
+
+
+def parse_seconds(value: Any, limit: float) -> float:
+    """Clip length from the `seconds` field (a string upstream); raises ValueError."""
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        raise ValueError(f"seconds: {value!r} must be a number of seconds") from None
+    if not math.isfinite(seconds) or not 0 < seconds <= limit:
+        raise ValueError(f"seconds: {value!r} must be more than 0 and at most {limit:g}")
+    return seconds
+
+
+def build_router(state: ServerState) -> APIRouter:
+    """The OpenAI Videos routes of one server."""
+    from daotai.render.registry import backend_names
+
+    router = APIRouter(tags=["videos"])
+    config, store = state.config, state.store
+    errors = error_responses()
+
+    @router.post("/v1/videos", response_model=Video, responses=errors,
+                 openapi_extra=video_body(backend_names(), config.max_seconds))
+    async def create_video(request: Request,
+                           idempotency_key: str | None = Header(None, max_length=255, pattern=IDEM_KEY_PATTERN)):
+        """Queue a one-shot video from a prompt (OpenAI Videos API shape; `model` is a daotai backend)."""
+        from daotai.script.load import parse_document, validate_script
+
+        key = check_idem_key(idempotency_key)
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        upload: bytes | None = None
+        if kind == "application/json":
+            data = parse_document(await request.body(), "json", source="body")
+            if not isinstance(data, dict):
+                raise HTTPException(400, "body: must be a JSON object")
+            if data.get("input_reference") is not None:
+                raise HTTPException(400, "input_reference: send the image as a multipart file upload")
+        else:
+            try:
+                form = await request.form(max_files=1, max_fields=16, max_part_size=config.max_upload_bytes)
+            except Exception as exc:  # noqa: BLE001  (malformed multipart of any kind is the client's problem)
+                raise HTTPException(400, f"body: not valid multipart/form-data ({type(exc).__name__})") from None
+            data = {}
+            for name, value in form.multi_items():
+                if name == "input_reference" and not isinstance(value, str):
+                    upload = await value.read(config.max_upload_bytes + 1)
+                    if len(upload) > config.max_upload_bytes:
+                        raise HTTPException(413, f"input_reference: larger than {config.max_upload_bytes} bytes")
+                elif isinstance(value, str):
+                    data[name] = value
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > 4000:
+            raise HTTPException(400, "prompt: required, a non-empty string of at most 4000 characters")
+        model = data.get("model") or "previz"
+        if not isinstance(model, str) or model not in backend_names():
+            raise HTTPException(400, f"model: {str(model)[:60]!r} is not a daotai backend; "
+                                     f"choose one of: {', '.join(backend_names())}")
+        try:
+            seconds = parse_seconds(data.get("seconds", "4"), config.max_seconds)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+        size = data.get("size") or "1280x720"
+        if not isinstance(size, str) or len(size) > 16:
+            raise HTTPException(400, "size: must be 'WIDTHxHEIGHT', e.g. '1280x720'")
+        script = video_script(prompt, seconds, size, reference=upload is not None)
+        try:
+            validate_script(script, source="request")
+        except ScriptError as exc:
+            raise HTTPException(400, "; ".join(str(i) for i in exc.issues)[:1000]) from None
+        reference = None
+        if upload is not None:
+            try:
+                reference = await run_in_threadpool(
+                    decode_upload, upload, config.data_dir / "staging", config.max_upload_pixels
+                )
+            except ValueError as exc:
+                raise HTTPException(400, str(exc)) from None
+        request_hash = body_hash({
+            "endpoint": "videos", "prompt": prompt, "model": model, "seconds": str(data.get("seconds", "4")),
+            "size": size, "reference": hashlib.sha256(upload).hexdigest() if upload is not None else None,
+        })
+        spec = NewJob("video", model, f"{seconds:g}", size, json.dumps(script), prompt=prompt)
+        created = False
+        try:
+            job, created = await run_in_threadpool(store.create, spec, key, request_hash, config.queue_limit)
+            if reference is not None and created:
+                folder = store.job_dir(job.id)
+                folder.mkdir(parents=True, exist_ok=True)
+                reference.replace(folder / "reference.png")
+        finally:
+            if reference is not None and not created:
+                reference.unlink(missing_ok=True)  # a replayed or refused request keeps no upload
+        return json_response(200, video_object(job), headers=state.poll_headers(job))
+
+    @router.get("/v1/videos", response_model=VideoList, responses=errors)
+    def list_videos(after: str | None = Query(None, max_length=64, pattern=JOB_ID_PATTERN),
+                    limit: int = Query(20, ge=1, le=100), order: Literal["asc", "desc"] = Query("desc")):
+        """A page of videos; continue with `after` = the previous page's `last_id`."""
+        if after is not None and not valid_job_id(after):
+            raise HTTPException(400, f"after: {after!r} is not a valid id")
+        jobs, more = store.list(after=after, limit=limit, order=order)
+        data = [video_object(j) for j in jobs]
+        return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None, "has_more": more}
+
+    @router.get("/v1/videos/{video_id}", response_model=Video, responses=errors)
+    def retrieve_video(video_id: str = PathParam(..., max_length=64)):
+        """One video job (send again after `openai-poll-after-ms` while it is active)."""
+        job = state.visible(video_id)
+        return json_response(200, video_object(job), headers=state.poll_headers(job))
+
+    @router.delete("/v1/videos/{video_id}", response_model=VideoDeleted, responses=errors)
+    def delete_video(video_id: str = PathParam(..., max_length=64)):
+        """Delete a video; a queued or running job is cancelled first."""
+        state.visible(video_id)
+        job = store.request_cancel(video_id, delete=True)
+        if job.status in TERMINAL:
+            shutil.rmtree(store.job_dir(video_id) / "out", ignore_errors=True)
+        return {"id": video_id, "object": "video.deleted", "deleted": True}
+
+    @router.get("/v1/videos/{video_id}/content", responses={
+        200: {"content": {"video/mp4": {}, "image/jpeg": {}}, "description": "the file"}, **errors})
+    def video_content(video_id: str = PathParam(..., max_length=64),
+                      variant: Literal["video", "thumbnail", "spritesheet"] = Query("video")):
+        """The finished video, its middle-frame thumbnail or a spritesheet of frames."""
+        job = state.visible(video_id)
+        if job.status != "completed":
+            raise HTTPException(409, f"video_id: {video_id!r} is {job.status}, not completed")
+        path = state.output_path(job, variant)
+        if path is None:
+            raise NotFound(f"variant: {variant!r} is not available for {video_id!r}")
+        return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"))
+
+    return router
