@@ -407,5 +407,5 @@ def test_serve_refuses_non_loopback_without_token(tmp_path):
         [sys.executable, "-c", "from daotai.cli import main; main()", "serve", "--host", "0.0.0.0",
          "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60, env=env,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # OptionError: --host beyond loopback needs --token
     assert "--token" in done.stderr and "Traceback" not in done.stderr
