@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from daotai.deliver.files import sha256_file
+from daotai.files import sha256_file
 from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
 from daotai.errors import BackendError, Cancelled, DependencyMissing, EncodeError, OptionError
 from daotai.post.colour import DeflickerConfig, MatchColourConfig, lab_stats, to_lab

@@ -83,7 +83,7 @@ def schema(output: Optional[Path] = typer.Option(None, "-o", "--output", help="w
 
     text = json.dumps(script_json_schema(), indent=2, ensure_ascii=False) + "\n"
     if output:
-        from daotai.deliver.files import atomic_write_text
+        from daotai.files import atomic_write_text
 
         atomic_write_text(output, text)
         err.print(f"wrote {output}")
@@ -98,7 +98,7 @@ def plan(
     preset: Optional[str] = typer.Option(None, "--preset", help="preview | draft | final: override the size"),
 ) -> None:
     """Turn a script into an exact plan: frames, cameras per frame, seeds, prompts."""
-    from daotai.deliver.files import atomic_write_text
+    from daotai.files import atomic_write_text
     from daotai.plan.planner import plan_script, plan_to_json
 
     result = plan_script(_load(script, preset))

@@ -19,14 +19,18 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from daotai import __version__
 from daotai.errors import Cancelled, DaotaiError, EncodeError, PlanError
+from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Event, Frame, Notice, Output, Progress, RenderJob, RunContext
+
+if TYPE_CHECKING:
+    from daotai.encode.video import EncodeSettings
 
 FIDELITY_SAMPLES_PER_SHOT = 12  # rendered frames kept to measure encode PSNR after encoding
 QUEUE_DEPTH = 6  # frames in flight per encoder thread: overlap without much memory
@@ -174,6 +178,11 @@ def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int 
                            width, height)
 
 
+def layout_for(out_dir: Path, settings: PipelineSettings) -> RenderLayout:
+    """The run's output layout: file names under ``out_dir``, videos in the codec's container."""
+    return RenderLayout(Path(out_dir), encode_settings_for(settings).container)
+
+
 def resolved_options(settings: PipelineSettings):
     """The backend's validated options: run-wide defaults where the backend has the field, then the user's."""
     from daotai.render.registry import spec_for
@@ -209,8 +218,9 @@ def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSet
     """One sink per output stream: encoder processes from ``encoders`` (an EncoderPool), else threads."""
     fps = Fraction(*plan.fps_fraction)
     enc = encode_settings_for(settings, plan.width, plan.height)
-    shot_path = out_dir / "shots" / f"{shot.shot_id}{enc.container}"
-    control = out_dir / "control"
+    layout = layout_for(out_dir, settings)
+    sid = shot.shot_id
+    shot_path = layout.shot(sid)
     near, far = 0.05, 500.0  # the renderer's clip planes (docs/conventions.md)
     if encoders is not None:
         from daotai.encode.procsink import StreamJob
@@ -218,10 +228,10 @@ def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSet
         w, h = plan.width, plan.height
         jobs = {"shot": StreamJob("rgb", shot_path, w, h, fps, enc)}
         if settings.controls:
-            jobs["depth"] = StreamJob("depth16", control / f"{shot.shot_id}_depth.mkv", w, h, fps)
-            jobs["depth_preview"] = StreamJob("depth_preview", control / f"{shot.shot_id}_depth_preview.mp4", w, h, fps,
+            jobs["depth"] = StreamJob("depth16", layout.depth(sid), w, h, fps)
+            jobs["depth_preview"] = StreamJob("depth_preview", layout.depth_preview(sid), w, h, fps,
                                               near=near, far=far)
-            jobs["mask"] = StreamJob("gray8", control / f"{shot.shot_id}_mask.mkv", w, h, fps)
+            jobs["mask"] = StreamJob("gray8", layout.mask(sid), w, h, fps)
         labels = {"shot": "video", "depth": "depth", "depth_preview": "depth preview", "mask": "mask"}
         sinks: dict[str, Any] = {}
         try:
@@ -245,31 +255,24 @@ def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSet
     if settings.controls:
         sinks["depth"] = _Sink(
             f"{shot.shot_id} depth",
-            lambda frames: write_gray16((depth_to_uint16_mm(d) for d in frames), control / f"{shot.shot_id}_depth.mkv", fps),
+            lambda frames: write_gray16((depth_to_uint16_mm(d) for d in frames), layout.depth(sid), fps),
         )
         sinks["depth_preview"] = _Sink(
             f"{shot.shot_id} depth preview",
             lambda frames: write_preview_h264(
-                (depth_to_preview(d, near, far) for d in frames), control / f"{shot.shot_id}_depth_preview.mp4", fps
+                (depth_to_preview(d, near, far) for d in frames), layout.depth_preview(sid), fps
             ),
         )
         sinks["mask"] = _Sink(
             f"{shot.shot_id} mask",
-            lambda frames: write_gray8(frames, control / f"{shot.shot_id}_mask.mkv", fps),
+            lambda frames: write_gray8(frames, layout.mask(sid), fps),
         )
     return sinks
 
 
 def shot_files(shot_id: str, settings: PipelineSettings) -> dict[str, str]:
-    """Output paths of one shot, relative to the output folder."""
-    files = {"shot": f"shots/{shot_id}{encode_settings_for(settings).container}"}
-    if settings.controls:
-        files.update(
-            depth=f"control/{shot_id}_depth.mkv",
-            depth_preview=f"control/{shot_id}_depth_preview.mp4",
-            mask=f"control/{shot_id}_mask.mkv",
-        )
-    return files
+    """Output paths of one shot, relative to the output folder (kind → posix path)."""
+    return layout_for(Path("."), settings).shot_files(shot_id, settings.controls)
 
 
 def control_index(plan: Plan) -> str:
@@ -363,7 +366,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     (:func:`daotai.runtime.device.health_sample`) for a local run, e.g. for a front end that
     already polls the GPU; cluster workers always sample their own device.
     """
-    from daotai.deliver.files import atomic_write_text
+    from daotai.files import atomic_write_text
     from daotai.plan.planner import plan_to_json, select_shots
     from daotai.render.registry import create_backend
 
@@ -382,13 +385,13 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         # Neural backends make no depth/mask; the run goes on with controls off.
         settings = replace(settings, controls=False)
         yield Notice("info", f"backend {settings.backend!r} makes no control channels: rendering without controls")
-    encode_settings_for(settings)  # validate codec/crf/preset before any work
-    for sub in ("shots", "control") if settings.controls else ("shots",):
-        (out_dir / sub).mkdir(parents=True, exist_ok=True)
+    enc = encode_settings_for(settings, plan.width, plan.height)  # codec/crf/preset checked before any work
+    layout = layout_for(out_dir, settings)
+    layout.make_folders(settings.controls)
     timings: dict[str, float] = {}
     run_started = time.perf_counter()
     plan_text = plan_to_json(plan)
-    atomic_write_text(out_dir / "plan.json", plan_text)
+    atomic_write_text(layout.plan, plan_text)
     for shot in plan.shots:
         for warning in shot.warnings:
             yield Notice("warning", warning, shot.shot_id)
@@ -421,13 +424,13 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
                 backend.close()
     timings["render_and_encode_s"] = time.perf_counter() - run_started
     if settings.controls:
-        atomic_write_text(out_dir / "control" / "index.json", control_index(plan))
-        yield Output("control_index", str(out_dir / "control" / "index.json"))
+        atomic_write_text(layout.control_index, control_index(plan))
+        yield Output("control_index", str(layout.control_index))
     timings["render_only_s"] = sum(r.render_s for r in records)
 
     ctx.check()
     tick = time.perf_counter()
-    sequence = yield from _assemble(plan, out_dir, settings, records)
+    sequence = yield from _assemble(plan, layout, enc, records)
     timings["assemble_s"] = time.perf_counter() - tick
 
     if settings.enhance:
@@ -435,7 +438,6 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
         tick = time.perf_counter()
         files = {r.shot_id: r.files["shot"] for r in records}
-        enc = encode_settings_for(settings, plan.width, plan.height)
         yield from enhance_render(plan, out_dir, files, parse_steps(settings.enhance), enc, ctx)
         timings["enhance_s"] = time.perf_counter() - tick
 
@@ -443,7 +445,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     tick = time.perf_counter()
     from daotai.qc.report import check_render
 
-    report = yield from check_render(plan, out_dir, records, camera=settings.camera_qc)
+    report = yield from check_render(plan, out_dir, records, camera=settings.camera_qc, layout=layout)
     timings["qc_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
@@ -451,23 +453,24 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     from daotai.deliver.manifest import write_manifest
     from daotai.deliver.timeline import write_timeline
 
-    write_contact_sheet(plan, {r.shot_id: r.middle for r in records}, out_dir / "contact_sheet.png")
-    yield Output("contact_sheet", str(out_dir / "contact_sheet.png"))
-    write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, out_dir / "timeline.otio")
-    yield Output("timeline", str(out_dir / "timeline.otio"))
+    write_contact_sheet(plan, {r.shot_id: r.middle for r in records}, layout.contact_sheet)
+    yield Output("contact_sheet", str(layout.contact_sheet))
+    write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline)
+    yield Output("timeline", str(layout.timeline))
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started
-    write_manifest(plan, plan_text, out_dir, settings, records, timings, source)
-    yield Output("manifest", str(out_dir / "manifest.json"))
+    write_manifest(plan, plan_text, out_dir, settings, records, timings, source, encode=enc)
+    yield Output("manifest", str(layout.manifest))
 
     summary = (
         f"{len(plan.shots)} shot{'s' if len(plan.shots) != 1 else ''}, {plan.total_duration_s:g} s, "
         f"{plan.width}x{plan.height}, rendered in {timings['total_s']:.1f} s; qc {'passed' if report.ok else 'FAILED'}"
     )
-    yield Finished(RunResult(out_dir, sequence, out_dir / "qc.json", report.ok, summary, timings))
+    yield Finished(RunResult(out_dir, sequence, layout.qc, report.ok, summary, timings))
 
 
-def _assemble(plan: Plan, out_dir: Path, settings: PipelineSettings, records: list[ShotRecord]) -> Iterator[Event]:
+def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: list[ShotRecord]) -> Iterator[Event]:
+    """Cut the shot files into the sequence (``layout.sequence``) with the plan's transitions."""
     from daotai.post.assemble import ClipSpec, Transition, assemble
 
     fps = Fraction(*plan.fps_fraction)
@@ -475,9 +478,8 @@ def _assemble(plan: Plan, out_dir: Path, settings: PipelineSettings, records: li
     for shot, record in zip(plan.shots, records):
         kind = shot.transition.type
         seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
-        clips.append(ClipSpec(path=out_dir / record.files["shot"], transition_in=Transition(kind, seconds)))
-    enc = encode_settings_for(settings, plan.width, plan.height)
-    target = out_dir / f"sequence{enc.container}"
+        clips.append(ClipSpec(path=layout.root / record.files["shot"], transition_in=Transition(kind, seconds)))
+    target = layout.sequence
     progress: list[tuple[int, int]] = []
 
     def on_progress(done: int, total: int) -> None:

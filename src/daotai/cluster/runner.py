@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Generator, Iterator
 
 from daotai.errors import BackendError, DaotaiError, DependencyMissing
+from daotai.plan.layout import RenderLayout
 from daotai.render.base import Event, Notice, Output, RunContext
 
 ADDRESS_HELP = "local, auto or ray://host:port"
@@ -144,6 +145,9 @@ def render_shots(plan, out_dir: Path, settings, ctx: RunContext, source: Path | 
 def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, source: Path | None,
                config: ClusterConfig) -> Generator[Event, None, list]:
     """The dispatch loop of :func:`render_shots` on a connected cluster."""
+    from daotai.pipeline import layout_for
+
+    layout = layout_for(out_dir, settings)  # where the finished shots' files are placed
     res = actor_resources(settings.backend, settings.options.get("model"))
     count = worker_count(res, ray.cluster_resources(), len(plan.shots), config.workers)
     actor_cls = ray.remote(concurrency_groups={"render": 1, "control": 1})(worker_cls)
@@ -216,7 +220,7 @@ def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, 
                     if isinstance(cause, DaotaiError):
                         raise cause from None
                     raise BackendError(f"{shot_id}: worker {slot.index} failed ({str(exc).splitlines()[0]})") from None
-                yield from _place(result, out_dir, shot_id)
+                yield from _place(result, layout, shot_id)
                 record = result.record
                 record.notices.extend(retries.get(index, []))
                 record.notices.append(f"cluster: rendered on host {result.host} (pid {result.pid}), "
@@ -250,13 +254,21 @@ def _poll(ray, busy: list[_Slot]) -> Iterator[Event]:
         yield from events
 
 
-def _place(result, out_dir: Path, shot_id: str) -> Iterator[Event]:
-    """Write a finished shot's files into the output folder, each atomically."""
-    from daotai.deliver.files import atomic_write_bytes
+def _place(result, layout: RenderLayout, shot_id: str) -> Iterator[Event]:
+    """Write a finished shot's files into the output folder, each atomically.
+
+    Only the shot's own deliverables are written: a name from a worker that is not one
+    (another shot's, or a path outside the folder) is an error, never a file.
+    """
+    from daotai.files import atomic_write_bytes
 
     for kind, rel in result.record.files.items():
-        atomic_write_bytes(out_dir / rel, result.blobs[rel])
-        yield Output(kind, str(out_dir / rel), shot_id)
+        if layout.classify(rel) != (kind, shot_id):
+            raise BackendError(f"{shot_id}: worker {result.host}:{result.pid} returned {rel!r}, "
+                               f"which is not the shot's {kind} file")
+        path = layout.path(kind, shot_id)
+        atomic_write_bytes(path, result.blobs[rel])
+        yield Output(kind, str(path), shot_id)
 
 
 def _stop(ray, slots: list[_Slot]) -> None:

@@ -81,7 +81,7 @@ class ShotWorker:
 
     def render(self, plan, shot_index: int, settings) -> ShotResult:
         """Render one shot of ``plan`` into a temp folder and return the finished files."""
-        from daotai.pipeline import ShotRecord, render_shot
+        from daotai.pipeline import ShotRecord, layout_for, render_shot
 
         shot = plan.shots[shot_index]
         ctx = RunContext()
@@ -89,8 +89,7 @@ class ShotWorker:
             self._ctx = ctx
         temp = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{shot.shot_id}-", dir=self._temp_root))
         try:
-            for sub in ("shots", "control"):
-                (temp / sub).mkdir()
+            layout_for(temp, settings).make_folders(controls=True)
             record = ShotRecord(shot.shot_id)
             for event in render_shot(self._backend, plan, shot, temp, settings, ctx, record):
                 if not isinstance(event, Output):  # outputs are announced by the driver once placed

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from daotai.deliver.files import atomic_write_bytes
+from daotai.files import atomic_write_bytes
 from daotai.plan.model import Plan
 
 THUMB_WIDTH = 360

@@ -13,10 +13,15 @@ import sys
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from daotai import __version__
-from daotai.deliver.files import atomic_write_text, sha256_file
+from daotai.files import atomic_write_text, sha256_file
+from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan
+
+if TYPE_CHECKING:
+    from daotai.encode.video import EncodeSettings
 
 LIBRARIES = ("pydantic", "numpy", "av", "moderngl", "opencv-python-headless", "pillow", "opentimelineio")
 MANIFEST_VERSION = 1
@@ -33,20 +38,18 @@ def library_versions() -> dict[str, str]:
 
 
 def output_files(out_dir: Path) -> dict[str, str]:
-    """sha256 of every deliverable under the output folder (relative path → hex)."""
+    """sha256 of every file under the output folder but the manifest and hidden temp files (relative path → hex)."""
+    manifest = RenderLayout(out_dir).manifest
     hashes = {}
     for path in sorted(out_dir.rglob("*")):
-        if path.is_file() and path.name != "manifest.json" and not path.name.startswith("."):
+        if path.is_file() and path != manifest and not path.name.startswith("."):
             hashes[path.relative_to(out_dir).as_posix()] = sha256_file(path)
     return hashes
 
 
 def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records, timings: dict[str, float],
-                   source: Path | None) -> dict:
-    """Write manifest.json (atomically) and return it."""
-    from daotai.pipeline import encode_settings_for
-
-    enc = encode_settings_for(settings, plan.width, plan.height)
+                   source: Path | None, *, encode: EncodeSettings) -> dict:
+    """Write manifest.json (atomically) and return it; ``encode`` is what the run encoded its videos with."""
     script_sha = None
     if source is not None and Path(source).is_file():
         script_sha = sha256_file(source)
@@ -61,10 +64,10 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
         "plan_sha256": hashlib.sha256(plan_text.encode("utf-8")).hexdigest(),
         "settings": {
             **asdict(settings),
-            "effective_crf": enc.effective_crf,
-            "tune": enc.tune,
-            "preset": enc.preset,
-            "pix_fmt": enc.pix_fmt,
+            "effective_crf": encode.effective_crf,
+            "tune": encode.tune,
+            "preset": encode.preset,
+            "pix_fmt": encode.pix_fmt,
             "size": [plan.width, plan.height],
             "fps": list(plan.fps_fraction),
         },
@@ -84,5 +87,5 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
         "timings_s": {k: round(v, 4) for k, v in timings.items()},
         "files": output_files(out_dir),
     }
-    atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(RenderLayout(out_dir).manifest, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return manifest

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import opentimelineio as otio
 
-from daotai.deliver.files import atomic_write_text
+from daotai.files import atomic_write_text
 from daotai.plan.model import Plan, ShotPlan
 
 log = logging.getLogger("daotai.timeline")

@@ -44,7 +44,7 @@ def draft(
     """Draft a valid script from a loose idea with a local language model."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from daotai.deliver.files import atomic_write_text
+    from daotai.files import atomic_write_text
     from daotai.draft.drafter import DraftOptions, Drafted, RoundFailed, RoundStarted, Token, draft_events
 
     client = _client(llm, llm_model, timeout, retries)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
 import signal
 import time
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from daotai.errors import EncodeError
+from daotai.files import remove_temp_files  # temp siblings a killed writer left (re-exported)
 
 RING_SLOTS = 4  # frames in flight per stream: enough overlap, ~25 MB per RGB ring at 1080p
 PARENT_POLL_S = 1.0  # how often an idle child checks that its parent is still alive
@@ -206,26 +206,6 @@ def _child_main(conn: connection.Connection, parent_pid: int) -> None:
 
 
 # ------------------------------------------------------------------ parent side
-
-_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}\.partial(?P<suffix>\.[^.]+)$")
-
-
-def remove_temp_files(path: Path) -> int:
-    """Delete temp siblings a killed writer left for ``path`` (named as encode.video names them)."""
-    removed = 0
-    folder = Path(path).parent
-    if not folder.is_dir():
-        return 0
-    for entry in folder.iterdir():
-        match = _TEMP_NAME.match(entry.name)
-        if match and match["name"] == Path(path).name and match["suffix"] == Path(path).suffix:
-            try:
-                entry.unlink()
-                removed += 1
-            except OSError:
-                pass
-    return removed
-
 
 class _Worker:
     """One encoder process and its shared-memory ring, reused stream after stream."""

@@ -8,7 +8,8 @@ with 4:2:0 / 4:2:2 chroma made by averaging 2x2 / 2x1 blocks; decoding reads the
 range tags of the file and inverts the matching matrix.
 
 Every writer is atomic: it encodes into a hidden ``.<name>.<random>.partial<suffix>`` file
-in the target folder and renames it onto the target only after the muxer closed cleanly.
+in the target folder (the naming of :mod:`daotai.files`) and renames it onto the target
+only after the muxer closed cleanly.
 An exception (KeyboardInterrupt included) or ``abort()`` deletes the temp file, so the
 target path never holds a half-written video.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import secrets
 import struct
 import weakref
 from collections.abc import Iterable, Iterator
@@ -32,6 +32,7 @@ import av
 import numpy as np
 
 from daotai.errors import EncodeError
+from daotai.files import publish, remove_quietly, temp_path
 
 __all__ = [
     "CODECS",
@@ -365,19 +366,6 @@ def _fill_plane(plane: Any, values: np.ndarray, dtype: np.dtype | type) -> None:
 # --------------------------------------------------------------------------- atomic output
 
 
-def _temp_path(path: Path) -> Path:
-    """Hidden sibling of path that keeps its suffix so the muxer is chosen the same way."""
-    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial{path.suffix}")
-
-
-def _remove_quietly(path: Path) -> None:
-    """Delete path if it exists (cleanup must never raise over the original error)."""
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        pass
-
-
 def _check_target(path: str | os.PathLike[str], suffixes: tuple[str, ...]) -> Path:
     """Validate an output path: allowed suffix and an existing folder."""
     target = Path(path)
@@ -416,7 +404,7 @@ class _AtomicOutput:
         self.path = path
         self.spec = spec
         self.frames = 0
-        self.temp = _temp_path(path)
+        self.temp = temp_path(path)  # keeps the suffix, so the muxer is chosen the same way
         self._closed = False
         muxer = _MUXERS[path.suffix.lower()]
         # +faststart puts the moov index before the media data so players can start early.
@@ -434,10 +422,10 @@ class _AtomicOutput:
                 str(self.temp), "w", format=muxer, container_options=container_options
             )
         except (av.FFmpegError, OSError) as error:
-            _remove_quietly(self.temp)
+            remove_quietly(self.temp)
             raise EncodeError(f"path: cannot create {str(path)!r}: {error}") from error
         # Safety net: a writer that is garbage-collected without close() leaves no temp file.
-        self._finalizer = weakref.finalize(self, _remove_quietly, self.temp)
+        self._finalizer = weakref.finalize(self, remove_quietly, self.temp)
         try:
             self._stream = self._add_stream(spec)
         except BaseException:
@@ -515,12 +503,7 @@ class _AtomicOutput:
                     f"{str(self.path)!r}: finishing the file failed: {error}"
                 ) from error
             self._closed = True
-            fd = os.open(self.temp, os.O_RDONLY)
-            try:
-                os.fsync(fd)  # the rename must never expose a file whose data is not on disk
-            finally:
-                os.close(fd)
-            os.replace(self.temp, self.path)
+            publish(self.temp, self.path)  # fsync, then rename onto the target
             self._finalizer.detach()
         except BaseException:
             self.discard()
@@ -534,7 +517,7 @@ class _AtomicOutput:
                 self._container.close()
             except Exception:  # noqa: BLE001 - best effort while already failing
                 pass
-        _remove_quietly(self.temp)
+        remove_quietly(self.temp)
         self._finalizer.detach()
 
 

@@ -13,25 +13,16 @@ with ``verify_source``, their sha256) so a folder converted from other weights i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 from daotai.errors import BackendError
+from daotai.files import atomic_path, remove_temp_files, sha256_file
 
 MANIFEST = "mlx_manifest.json"
 FORMAT = "daotai-mlx/1"
 COPIED = ("model_index.json", "vae", "text_encoder", "tokenizer", "scheduler")
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, streamed in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _hash_tree(root: Path, sub: str) -> dict[str, dict]:
@@ -59,29 +50,30 @@ def convert(source: Path, dest: Path, bits: int = 4, group_size: int = 64) -> Pa
         raise BackendError(f"convert: output folder {dest} is not empty; choose a new folder")
     model = load_transformer(source / "transformer")
     layers = quantize_transformer(model, spec)
-    tmp = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "transformer").mkdir(parents=True)
-    mx.save_safetensors(str(tmp / "transformer" / "model.safetensors"), dict(tree_flatten(model.parameters())))
-    shutil.copy2(source / "transformer" / "config.json", tmp / "transformer" / "config.json")
-    for name in COPIED:
-        src = source / name
-        if src.is_dir():
-            shutil.copytree(src, tmp / name)
-        elif src.is_file():
-            shutil.copy2(src, tmp / name)
-    manifest = {
-        "format": FORMAT,
-        "bits": bits,
-        "group_size": group_size,
-        "quantized_layers": layers,
-        "source": {"path": str(source), "files": _hash_tree(source, "transformer")},
-        "files": {k: v["sha256"] for sub in ("transformer", *COPIED) for k, v in _hash_tree(tmp, sub).items()},
-    }
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    if dest.exists():
-        dest.rmdir()
-    tmp.rename(dest)  # atomic publish: a half-written folder never carries the final name
+    remove_temp_files(dest)  # what a killed conversion left
+    # Atomic publish: the folder is built under a temp name and renamed when complete (removed on
+    # failure), so a half-written folder never carries the final name.
+    with atomic_path(dest) as tmp:
+        (tmp / "transformer").mkdir(parents=True)
+        mx.save_safetensors(str(tmp / "transformer" / "model.safetensors"), dict(tree_flatten(model.parameters())))
+        shutil.copy2(source / "transformer" / "config.json", tmp / "transformer" / "config.json")
+        for name in COPIED:
+            src = source / name
+            if src.is_dir():
+                shutil.copytree(src, tmp / name)
+            elif src.is_file():
+                shutil.copy2(src, tmp / name)
+        manifest = {
+            "format": FORMAT,
+            "bits": bits,
+            "group_size": group_size,
+            "quantized_layers": layers,
+            "source": {"path": str(source), "files": _hash_tree(source, "transformer")},
+            "files": {k: v["sha256"] for sub in ("transformer", *COPIED) for k, v in _hash_tree(tmp, sub).items()},
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        if dest.exists():
+            dest.rmdir()  # empty (checked above); the rename takes its place
     return dest
 
 

@@ -285,7 +285,7 @@ def enhance_iter(
 ) -> Iterator[Progress | Output]:
     """Enhance src into dst, yielding Progress('enhance', …) per frame; returns EnhanceResult."""
     from daotai import __version__
-    from daotai.deliver.files import atomic_write_text, sha256_file
+    from daotai.files import atomic_write_text, sha256_file
 
     src, dst = Path(src), Path(dst)
     steps = ordered(steps)
@@ -396,7 +396,7 @@ def enhance_render(
     ``shot_files`` maps shot id → shot file relative to out_dir. Returns the enhance.json
     record (a dict).
     """
-    from daotai.deliver.files import atomic_write_text
+    from daotai.files import atomic_write_text
     from daotai.post.assemble import ClipSpec, Transition, assemble
 
     out_dir = Path(out_dir)

@@ -179,7 +179,7 @@ def upscale_frames(frames: Iterator[np.ndarray], config: UpscaleConfig, ctx=None
 
 def _load_spandrel(config: UpscaleConfig):
     """Check the weights file's hash, then load it with spandrel (raises DependencyMissing)."""
-    from daotai.deliver.files import sha256_file
+    from daotai.files import sha256_file
 
     path = Path(config.model or "")
     if not path.is_file():

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from daotai.deliver.files import atomic_write_text
 from daotai.encode.video import EncodeSettings
 from daotai.errors import Cancelled, DaotaiError
+from daotai.files import atomic_write_text
 from daotai.post.enhance import ENHANCED_SUFFIX, Step, enhance, enhanced_name
 from daotai.render.base import RunContext
 

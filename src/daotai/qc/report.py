@@ -17,9 +17,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from daotai.deliver.files import atomic_write_text
 from daotai.errors import DaotaiError, EncodeError, QualityError
+from daotai.files import atomic_write_text
 from daotai.plan import geometry
+from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Progress
 
@@ -194,9 +195,8 @@ def _control_paths(path: Path, shot: ShotPlan,
                    controls: dict[str, Path] | None) -> tuple[Path | None, Path | None]:
     """The shot's depth and mask control files where they exist (mask only with depth)."""
     if controls is None:
-        folder = path.parent.parent / "control"
-        controls = {"depth": folder / f"{shot.shot_id}_depth.mkv",
-                    "mask": folder / f"{shot.shot_id}_mask.mkv"}
+        layout = RenderLayout(path.parent.parent)  # the render folder that holds shots/
+        controls = {"depth": layout.depth(shot.shot_id), "mask": layout.mask(shot.shot_id)}
     depth, mask = controls.get("depth"), controls.get("mask")
     if depth is None or not Path(depth).is_file():
         return None, None
@@ -350,8 +350,12 @@ def check_sequence(plan: Plan, path: Path) -> dict[str, Any]:
     }
 
 
-def check_render(plan: Plan, out_dir: Path, records, camera: bool = True) -> Iterator[Progress]:
-    """Check a finished render (samples kept while rendering); writes qc.json; returns the report."""
+def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
+                 layout: RenderLayout | None = None) -> Iterator[Progress]:
+    """Check a finished render (samples kept while rendering); writes qc.json; returns the report.
+
+    ``layout``: the run's file names (its container); by default read from the folder."""
+    layout = layout or RenderLayout.find(out_dir)
     shots = []
     for i, (shot, record) in enumerate(zip(plan.shots, records)):
         yield Progress("qc", shot.shot_id, i, len(plan.shots))
@@ -359,19 +363,18 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True) -> Ite
         shots.append(check_shot(plan, shot, out_dir / record.files["shot"], record.samples, camera,
                                 controls=controls))
     yield Progress("qc", None, len(plan.shots), len(plan.shots))
-    sequences = sorted(out_dir.glob("sequence.*"))
-    sequence = check_sequence(plan, sequences[0]) if sequences else None
-    return _finish(out_dir, shots, sequence)
+    sequence = check_sequence(plan, layout.sequence) if layout.sequence.is_file() else None
+    return _finish(layout, shots, sequence)
 
 
-def _finish(out_dir: Path, shots: list[dict[str, Any]], sequence: dict[str, Any] | None) -> QcReport:
+def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None) -> QcReport:
     failures = [f"{s['shot_id']}: {f}" for s in shots for f in s["failures"]]
     if sequence is None:
         failures.append("sequence: missing")
     else:
         failures += [f"sequence: {f}" for f in sequence["failures"]]
     report = QcReport(ok=not failures, shots=shots, sequence=sequence, failures=failures)
-    atomic_write_text(out_dir / "qc.json", json.dumps(report.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    atomic_write_text(layout.qc, json.dumps(report.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     return report
 
 
@@ -382,11 +385,12 @@ def check_folder(folder: Path, console=None) -> QcReport:
     from daotai.plan.planner import plan_from_json
 
     folder = Path(folder)
-    plan_path = folder / "plan.json"
+    layout = RenderLayout.find(folder)
+    plan_path = layout.plan
     if not plan_path.is_file():
         raise DaotaiError(f"{folder}: has no plan.json; is it a daotai render folder?")
     plan = plan_from_json(plan_path.read_text(encoding="utf-8"))
-    manifest_path = folder / "manifest.json"
+    manifest_path = layout.manifest
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
     settings = manifest.get("settings", {})
     backend = settings.get("backend", "previz")
@@ -395,7 +399,7 @@ def check_folder(folder: Path, console=None) -> QcReport:
     try:
         for shot in plan.shots:
             files = next((s["files"] for s in manifest.get("shots", []) if s["shot_id"] == shot.shot_id), None)
-            rel = files["shot"] if files else next((p.relative_to(folder).as_posix() for p in (folder / "shots").glob(f"{shot.shot_id}.*")), None)
+            rel = files["shot"] if files else (layout.relative("shot", shot.shot_id) if layout.shot(shot.shot_id).is_file() else None)
             if rel is None:
                 shots.append({"shot_id": shot.shot_id, "ok": False, "failures": ["shot file missing"]})
                 continue
@@ -416,6 +420,5 @@ def check_folder(folder: Path, console=None) -> QcReport:
     finally:
         if renderer is not None:
             renderer.close()
-    sequences = sorted(folder.glob("sequence.*"))
-    sequence = check_sequence(plan, sequences[0]) if sequences else None
-    return _finish(folder, shots, sequence)
+    sequence = check_sequence(plan, layout.sequence) if layout.sequence.is_file() else None
+    return _finish(layout, shots, sequence)

@@ -18,7 +18,6 @@ A model is a registry name (``wan2.1-t2v-1.3b``) or a local diffusers folder (on
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import struct
@@ -29,6 +28,7 @@ from typing import Any, Iterator
 from daotai import catalog
 from daotai.catalog import ModelRow
 from daotai.errors import BackendError, DependencyMissing
+from daotai.files import atomic_write_text, sha256_file
 
 MANIFEST_NAME = ".daotai-sha256.json"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
@@ -161,11 +161,7 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
 
 def sha256_of(path: Path) -> str:
     """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(HASH_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return sha256_file(path, HASH_CHUNK)
 
 
 def _files(folder: Path) -> Iterator[Path]:
@@ -256,8 +252,6 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
 
 def write_folder_manifest(folder: Path, expected: dict[str, str] | None = None, source: dict[str, Any] | None = None) -> dict[str, Any]:
     """Hash every file (checking ``expected`` hashes from the hub first) and record them."""
-    from daotai.deliver.files import atomic_write_text
-
     files = {}
     for path in _files(folder):
         rel = path.relative_to(folder).as_posix()

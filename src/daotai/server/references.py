@@ -64,13 +64,13 @@ def reference_issues(script: Any, store: JobStore) -> list[Issue]:
 
 def _link_or_copy(source: Path, target: Path) -> None:
     """Place ``source`` at ``target`` atomically: a hard link (no extra disk) or, across devices, a copy."""
-    temp = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    temp.unlink(missing_ok=True)
-    try:
-        os.link(source, temp)
-    except OSError:
-        shutil.copyfile(source, temp)
-    os.replace(temp, target)
+    from daotai.files import atomic_path
+
+    with atomic_path(target) as temp:
+        try:
+            os.link(source, temp)
+        except OSError:
+            shutil.copyfile(source, temp)
 
 
 def materialise_references(script: dict[str, Any], store: JobStore, job_dir: Path) -> tuple[dict[str, Any], list[ResolvedReference]]:
@@ -104,7 +104,7 @@ def materialise_references(script: dict[str, Any], store: JobStore, job_dir: Pat
 
 def _place(upload: Upload, source: Path, job_dir: Path, where: str) -> str:
     """Link one upload into the job folder (once) and check its bytes; the path relative to job_dir."""
-    from daotai.deliver.files import sha256_file
+    from daotai.files import sha256_file
 
     relpath = f"{REFERENCE_DIR}/{upload.sha256}{source.suffix}"
     target = job_dir / relpath
@@ -123,7 +123,7 @@ def record_references(manifest_path: Path, references: list[ResolvedReference]) 
     The manifest promises enough to reproduce a render; reference images are inputs of the
     neural backends, so their exact bytes are named there too.
     """
-    from daotai.deliver.files import atomic_write_text
+    from daotai.files import atomic_write_text
 
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     manifest["references"] = [r.manifest_entry() for r in references]

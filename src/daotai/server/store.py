@@ -384,7 +384,7 @@ class JobStore:
         The file is written atomically before the row is committed, so a row always has its
         file; two requests with the same bytes write the same file and share one row.
         """
-        from daotai.deliver.files import atomic_write_bytes
+        from daotai.files import atomic_write_bytes
 
         relpath = f"uploads/{sha256}{UPLOAD_SUFFIX[content_type]}"
         atomic_write_bytes(self.data_dir / relpath, data)

@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from daotai.plan.layout import RenderLayout
 from daotai.server.store import JobStore, OutputFile
 
 PROGRESS_INTERVAL_S = 0.25  # at most four progress writes a second per job
@@ -231,36 +233,27 @@ def _watch_cancel(store: JobStore, job_id: str, parent: int, cancel: threading.E
             continue
 
 
-def output_name(relpath: str) -> str | None:
-    """The public name of a deliverable (``video``, ``shot.s01`` …) from its path in out/."""
-    fixed = {
-        "sequence.mp4": "video", "sequence.mov": "video", "thumbnail.jpg": "thumbnail",
-        "spritesheet.jpg": "spritesheet", "contact_sheet.png": "contact_sheet", "manifest.json": "manifest",
-        "qc.json": "qc", "timeline.otio": "timeline", "plan.json": "plan", "control/index.json": "control_index",
-    }
-    if relpath in fixed:
-        return fixed[relpath]
-    parts = relpath.split("/")
-    if len(parts) == 2 and parts[0] == "shots":
-        return "shot." + parts[1].rsplit(".", 1)[0]
-    if len(parts) == 2 and parts[0] == "control":
-        stem = parts[1].rsplit(".", 1)[0]
-        for suffix in ("_depth_preview", "_depth", "_mask"):
-            if stem.endswith(suffix):
-                return f"{suffix[1:]}.{stem[: -len(suffix)]}"
-    return None
+def output_name(layout: RenderLayout, relpath: str) -> str | None:
+    """The public name of a deliverable (``video``, ``shot.s01`` …) from its path in out/; None for other files."""
+    try:
+        return layout.name_of(relpath)
+    except ValueError:
+        return None
 
 
-def collect_outputs(folder: Path) -> list[OutputFile]:
-    """Every deliverable in a finished work folder, with its checksum."""
-    from daotai.deliver.files import sha256_file
+def collect_outputs(folder: Path, layout: RenderLayout | None = None) -> list[OutputFile]:
+    """Every deliverable in a finished work folder, with its checksum.
 
+    ``layout``: the run's file names (its container); by default read from the folder."""
+    from daotai.files import sha256_file
+
+    layout = layout or RenderLayout.find(folder)
     found = []
     for path in sorted(folder.rglob("*")):
         if not path.is_file() or path.is_symlink():
             continue
         rel = path.relative_to(folder).as_posix()
-        name = output_name(rel)
+        name = output_name(layout, rel)
         if name is not None:
             found.append(OutputFile(name, rel, sha256_file(path), path.stat().st_size))
     return found
@@ -271,8 +264,8 @@ def write_previews(video: Path, frames: int, folder: Path) -> None:
     import numpy as np
     from PIL import Image
 
-    from daotai.deliver.files import atomic_write_bytes
     from daotai.encode.video import decode_frames
+    from daotai.files import atomic_write_bytes
 
     tiles: list[np.ndarray] = []  # each (h, w, 3) uint8
     middle: np.ndarray | None = None
@@ -286,7 +279,8 @@ def write_previews(video: Path, frames: int, folder: Path) -> None:
         middle = tiles[len(tiles) // 2]
     if middle is None:
         return
-    atomic_write_bytes(folder / "thumbnail.jpg", _jpeg(Image.fromarray(middle)))
+    layout = RenderLayout(folder)
+    atomic_write_bytes(layout.thumbnail, _jpeg(Image.fromarray(middle)))
     height, width = tiles[0].shape[:2]
     scale = SPRITE_TILE_SIDE / max(height, width)
     tw, th = max(1, round(width * scale)), max(1, round(height * scale))
@@ -295,7 +289,7 @@ def write_previews(video: Path, frames: int, folder: Path) -> None:
     sheet = Image.new("RGB", (columns * tw, rows * th))
     for i, tile in enumerate(tiles):
         sheet.paste(Image.fromarray(tile).resize((tw, th)), ((i % columns) * tw, (i // columns) * th))
-    atomic_write_bytes(folder / "spritesheet.jpg", _jpeg(sheet))
+    atomic_write_bytes(layout.spritesheet, _jpeg(sheet))
 
 
 def _jpeg(image) -> bytes:
@@ -317,7 +311,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
             speed: str | None = None) -> int:
     """Run one claimed job to completion in this process; returns an exit code."""
     from daotai.errors import Cancelled, DaotaiError
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.pipeline import Finished, PipelineSettings, layout_for, run
     from daotai.plan.planner import plan_script
     from daotai.render.base import Notice, Output, Progress, RunContext
     from daotai.script.load import validate_script
@@ -350,6 +344,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
         settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster,
                                     option_defaults={"speed": speed})
+        layout = layout_for(work, settings)
         last_write = 0.0
         rendered: dict[str, int] = {}
         finished = False
@@ -375,18 +370,17 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
                 store.add_event(job_id, "notice", {"level": event.level, "text": event.text, "shot_id": event.shot_id})
             elif isinstance(event, Output):
                 rel = Path(event.path).resolve().relative_to(work.resolve()).as_posix()
-                store.add_event(job_id, "output", {"kind": event.kind, "name": output_name(rel), "shot_id": event.shot_id})
+                store.add_event(job_id, "output", {"kind": event.kind, "name": output_name(layout, rel), "shot_id": event.shot_id})
             ctx.check()
         if not finished:
             raise Cancelled("the pipeline stopped before finishing")
         ctx.check()
         if references:
-            record_references(work / "manifest.json", references)
+            record_references(layout.manifest, references)
         store.update_progress(job_id, attempt, 97, None, ("progress", {"stage": "deliver", "progress": 97}))
-        sequence = next((p for p in (work / "sequence.mp4", work / "sequence.mov") if p.is_file()), None)
-        if sequence is not None:
-            write_previews(sequence, plan.total_frames, work)
-        if not store.complete(job_id, attempt, work, collect_outputs(work)):
+        if layout.sequence.is_file():
+            write_previews(layout.sequence, plan.total_frames, work)
+        if not store.complete(job_id, attempt, work, collect_outputs(work, layout)):
             shutil.rmtree(work, ignore_errors=True)
         return 0
     except Cancelled as exc:

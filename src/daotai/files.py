@@ -1,0 +1,135 @@
+"""Atomic file writes and file hashes (bottom layer: standard library only).
+
+Every file daotai writes goes to a hidden temp sibling in the target folder and is renamed
+onto the target only once it is complete, so a reader never sees a half-written file at the
+output path, even if the process dies. One naming scheme everywhere::
+
+    <folder>/.<name>.<8 hex digits>.partial<suffix>      e.g. .s01.mp4.1f0c9a3e.partial.mp4
+
+The random part lets two writers of one target never share a temp file; the target's
+suffix is kept at the end so tools that choose a format from the file name (the muxer of
+:mod:`daotai.encode.video`) see the same suffix. A killed process cannot clean up; its
+leftovers are found again by :func:`temp_files_for` / :func:`remove_temp_files`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TEMP_MARK = ".partial"
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}" + re.escape(TEMP_MARK) + r"(?P<suffix>(\.[^.]*)?)$")
+
+
+def temp_path(target: str | os.PathLike[str]) -> Path:
+    """A fresh hidden temp sibling of ``target``: ``.<name>.<8 hex>.partial<suffix>``."""
+    path = Path(target)
+    return path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_MARK}{path.suffix}")
+
+
+def is_temp_for(entry: str | os.PathLike[str], target: str | os.PathLike[str]) -> bool:
+    """Whether ``entry`` (a name or path) is a temp file made by :func:`temp_path` for ``target``."""
+    match = _TEMP_NAME.match(Path(entry).name)
+    path = Path(target)
+    return bool(match) and match["name"] == path.name and match["suffix"] == path.suffix
+
+
+def temp_files_for(target: str | os.PathLike[str]) -> list[Path]:
+    """Temp siblings of ``target`` that exist now (a writer in progress, or one that died)."""
+    folder = Path(target).parent
+    if not folder.is_dir():
+        return []
+    return sorted(entry for entry in folder.iterdir() if is_temp_for(entry.name, target))
+
+
+def remove_quietly(path: str | os.PathLike[str]) -> None:
+    """Delete a temp file or folder if it exists (cleanup never raises over the original error)."""
+    entry = Path(path)
+    try:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def remove_temp_files(target: str | os.PathLike[str]) -> int:
+    """Delete the temp siblings a killed writer left for ``target``; returns how many."""
+    found = temp_files_for(target)
+    for entry in found:
+        remove_quietly(entry)
+    return len(found)
+
+
+def _fsync_file(path: Path) -> None:
+    """Flush a finished file's data to disk (the rename must never expose unwritten data)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def publish(temp: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
+    """Move a finished temp file (or folder) onto ``target`` atomically; files are fsynced first."""
+    source, final = Path(temp), Path(target)
+    if source.is_file():
+        _fsync_file(source)
+    os.replace(source, final)
+    return final
+
+
+@contextmanager
+def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temp path beside ``target``; renamed onto it when the block ends cleanly, removed on failure.
+
+    The block creates the file (or a folder) at the yielded path. On any exception,
+    KeyboardInterrupt included, the temp is removed and ``target`` is left as it was. The
+    target's folder is created if missing.
+    """
+    final = Path(target)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temp = temp_path(final)
+    try:
+        yield temp
+        publish(temp, final)
+    except BaseException:
+        remove_quietly(temp)
+        raise
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write bytes to ``path`` through a temp file in the same folder and an atomic rename."""
+    with atomic_path(path) as temp:
+        # O_EXCL: never write into someone else's file; mode 0o666 less the umask, as open() gives.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    return Path(path)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """UTF-8 text version of :func:`atomic_write_bytes`."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+__all__ = [
+    "TEMP_MARK", "atomic_path", "atomic_write_bytes", "atomic_write_text", "is_temp_for", "publish",
+    "remove_quietly", "remove_temp_files", "sha256_file", "temp_path", "temp_files_for",
+]

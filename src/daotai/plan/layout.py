@@ -1,0 +1,222 @@
+"""Where a render's files go: the one place output names are made and read back.
+
+A render folder (``daotai render -o OUT``, a server job's ``out/``, a cluster worker's temp
+folder) looks like this; ``<c>`` is the run's container (``.mp4`` for H.264/HEVC, ``.mov``
+for ProRes)::
+
+    shots/<shot_id><c>                   kind "shot"            public name "shot.<shot_id>"
+    control/<shot_id>_depth.mkv          kind "depth"           "depth.<shot_id>"
+    control/<shot_id>_depth_preview.mp4  kind "depth_preview"   "depth_preview.<shot_id>"
+    control/<shot_id>_mask.mkv           kind "mask"            "mask.<shot_id>"
+    control/index.json                   kind "control_index"   "control_index"
+    sequence<c>                          kind "sequence"        "video"
+    plan.json, manifest.json, qc.json, contact_sheet.png, timeline.otio
+                                         kinds (and names) "plan", "manifest", "qc", "contact_sheet", "timeline"
+    thumbnail.jpg, spritesheet.jpg       "thumbnail", "spritesheet" (the server's previews of the sequence)
+
+:meth:`RenderLayout.classify` is the inverse: a relative path back to (kind, shot id). It
+is unambiguous for every shot id the script allows (letters, digits, ``_`` and ``-``, no
+dot): the extension tells a depth preview (``.mp4``) from depth and mask (``.mkv``), and
+``_depth.mkv`` / ``_mask.mkv`` cannot both end one name, so a shot called ``a_depth`` or
+``x_depth_preview`` reads back as itself. Pure path arithmetic: no file is touched except
+by :meth:`RenderLayout.find` and :meth:`RenderLayout.make_folders`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from daotai.script.schema import ID_PATTERN
+
+SHOTS_DIR = "shots"
+CONTROL_DIR = "control"
+# Suffixes of the colour videos (shots and sequence): EncodeSettings.container of each codec
+# (tests/test_layout.py checks the two agree).
+CONTAINERS = (".mp4", ".mov")
+
+SHOT_KINDS = ("shot", "depth", "depth_preview", "mask")  # one file per shot each
+CONTROL_KINDS = ("depth", "depth_preview", "mask")  # written only when controls are on
+# Files of the whole render, relative to its folder ("sequence" takes the run's container).
+RUN_FILES = {
+    "plan": "plan.json",
+    "control_index": f"{CONTROL_DIR}/index.json",
+    "qc": "qc.json",
+    "contact_sheet": "contact_sheet.png",
+    "timeline": "timeline.otio",
+    "manifest": "manifest.json",
+    "thumbnail": "thumbnail.jpg",
+    "spritesheet": "spritesheet.jpg",
+}
+RUN_KINDS = ("sequence", *RUN_FILES)
+# Control files: the ending after the shot id (the extension is fixed, whatever the container).
+CONTROL_ENDINGS = {"depth": "_depth.mkv", "depth_preview": "_depth_preview.mp4", "mask": "_mask.mkv"}
+PUBLIC_NAMES = {"sequence": "video"}  # kinds published under another name; the rest keep their kind
+
+_SHOT_ID = re.compile(ID_PATTERN)
+
+
+def valid_shot_id(shot_id: object) -> bool:
+    """Whether ``shot_id`` is an id the script schema accepts (and so a safe file-name stem)."""
+    return isinstance(shot_id, str) and _SHOT_ID.fullmatch(shot_id) is not None
+
+
+def public_name(kind: str, shot_id: str | None = None) -> str:
+    """The name a front end shows and serves a deliverable by: ``video``, ``qc``, ``shot.s01`` …"""
+    if kind in SHOT_KINDS:
+        if not valid_shot_id(shot_id):
+            raise ValueError(f"shot_id: {shot_id!r} is not a valid shot id (pattern {ID_PATTERN})")
+        return f"{kind}.{shot_id}"
+    if kind not in RUN_KINDS:
+        raise ValueError(f"kind: {kind!r} is not a deliverable kind ({', '.join((*SHOT_KINDS, *RUN_KINDS))})")
+    if shot_id is not None:
+        raise ValueError(f"shot_id: {kind!r} belongs to the whole render, not to shot {shot_id!r}")
+    return PUBLIC_NAMES.get(kind, kind)
+
+
+@dataclass(frozen=True)
+class RenderLayout:
+    """The paths of one render folder's deliverables (absolute under ``root``, or relative posix)."""
+
+    root: Path
+    container: str = ".mp4"  # suffix of the shot and sequence videos
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+        if self.container not in CONTAINERS:
+            raise ValueError(f"container: {self.container!r} must be one of {', '.join(CONTAINERS)}")
+
+    @classmethod
+    def find(cls, root: str | Path) -> "RenderLayout":
+        """The layout of an existing render folder: the container of its sequence (else its shots)."""
+        folder = Path(root)
+        for container in CONTAINERS:
+            if (folder / f"sequence{container}").is_file():
+                return cls(folder, container)
+        for container in CONTAINERS:
+            if (folder / SHOTS_DIR).is_dir() and any((folder / SHOTS_DIR).glob(f"*{container}")):
+                return cls(folder, container)
+        return cls(folder)
+
+    # ------------------------------------------------------------ relative names
+
+    def relative(self, kind: str, shot_id: str | None = None) -> str:
+        """The posix path of one deliverable relative to the render folder."""
+        public_name(kind, shot_id)  # validates kind and shot id
+        if kind == "shot":
+            return f"{SHOTS_DIR}/{shot_id}{self.container}"
+        if kind in CONTROL_ENDINGS:
+            return f"{CONTROL_DIR}/{shot_id}{CONTROL_ENDINGS[kind]}"
+        if kind == "sequence":
+            return f"sequence{self.container}"
+        return RUN_FILES[kind]
+
+    def path(self, kind: str, shot_id: str | None = None) -> Path:
+        """The absolute (root-based) path of one deliverable."""
+        return self.root / self.relative(kind, shot_id)
+
+    def shot_files(self, shot_id: str, controls: bool) -> dict[str, str]:
+        """A shot's files, kind → relative path: the video, plus depth / depth preview / mask with controls."""
+        kinds = SHOT_KINDS if controls else ("shot",)
+        return {kind: self.relative(kind, shot_id) for kind in kinds}
+
+    def deliverables(self, shot_ids: list[str] | tuple[str, ...], controls: bool = True) -> dict[str, str]:
+        """Public name → relative path of every file a render of these shots delivers (server previews excluded)."""
+        found = {public_name(kind, sid): rel
+                 for sid in shot_ids for kind, rel in self.shot_files(sid, controls).items()}
+        for kind in ("sequence", "plan", "control_index", "qc", "contact_sheet", "timeline", "manifest"):
+            if kind != "control_index" or controls:
+                found[public_name(kind)] = self.relative(kind)
+        return found
+
+    def classify(self, relative_path: str | PurePath) -> tuple[str, str | None]:
+        """(kind, shot id or None) of a path relative to the render folder; ValueError if it is no deliverable."""
+        rel = relative_path.as_posix() if isinstance(relative_path, PurePath) else str(relative_path)
+        for kind in RUN_KINDS:
+            if rel == self.relative(kind):
+                return kind, None
+        folder, _, name = rel.partition("/")
+        if "/" not in name:
+            if folder == SHOTS_DIR and name.endswith(self.container):
+                shot_id = name[: -len(self.container)]
+                if valid_shot_id(shot_id):
+                    return "shot", shot_id
+            elif folder == CONTROL_DIR:
+                for kind, ending in CONTROL_ENDINGS.items():
+                    shot_id = name[: -len(ending)]
+                    if name.endswith(ending) and valid_shot_id(shot_id):
+                        return kind, shot_id
+        raise ValueError(f"{rel!r} is not a deliverable of a render folder")
+
+    def name_of(self, relative_path: str | PurePath) -> str:
+        """The public name of a deliverable from its relative path; ValueError if it is none."""
+        return public_name(*self.classify(relative_path))
+
+    # ------------------------------------------------------------ absolute paths
+
+    def shot(self, shot_id: str) -> Path:
+        return self.path("shot", shot_id)
+
+    def depth(self, shot_id: str) -> Path:
+        return self.path("depth", shot_id)
+
+    def depth_preview(self, shot_id: str) -> Path:
+        return self.path("depth_preview", shot_id)
+
+    def mask(self, shot_id: str) -> Path:
+        return self.path("mask", shot_id)
+
+    @property
+    def shots_dir(self) -> Path:
+        return self.root / SHOTS_DIR
+
+    @property
+    def control_dir(self) -> Path:
+        return self.root / CONTROL_DIR
+
+    @property
+    def sequence(self) -> Path:
+        return self.path("sequence")
+
+    @property
+    def control_index(self) -> Path:
+        return self.path("control_index")
+
+    @property
+    def plan(self) -> Path:
+        return self.path("plan")
+
+    @property
+    def manifest(self) -> Path:
+        return self.path("manifest")
+
+    @property
+    def qc(self) -> Path:
+        return self.path("qc")
+
+    @property
+    def contact_sheet(self) -> Path:
+        return self.path("contact_sheet")
+
+    @property
+    def timeline(self) -> Path:
+        return self.path("timeline")
+
+    @property
+    def thumbnail(self) -> Path:
+        return self.path("thumbnail")
+
+    @property
+    def spritesheet(self) -> Path:
+        return self.path("spritesheet")
+
+    def make_folders(self, controls: bool) -> None:
+        """Create the render folder's sub-folders (shots/, and control/ with controls)."""
+        for folder in (self.shots_dir, self.control_dir) if controls else (self.shots_dir,):
+            folder.mkdir(parents=True, exist_ok=True)
+
+
+__all__ = [
+    "CONTAINERS", "CONTROL_KINDS", "RUN_KINDS", "SHOT_KINDS", "RenderLayout", "public_name", "valid_shot_id",
+]
