@@ -115,7 +115,13 @@ def test_server_renders_an_entry_point_backend(installed, script, tmp_path):
     server = ServerProcess(tmp_path / "data").start()
     try:
         body = json.loads(script.read_text())
-        reply = httpx.post(f"{server.url}/v1/jobs", params={"backend": "tint"}, json=body)
+        refused = httpx.post(f"{server.url}/v1/jobs", params={"backend": "tint"},
+                             json={**body, "options": {"colour": "blue", "sped": 1}})
+        assert refused.status_code == 422, refused.text
+        paths = {i["path"] for i in refused.json()["issues"]}
+        assert paths == {"options.colour", "options.sped"} and "colour" in refused.json()["error"]["message"]
+        reply = httpx.post(f"{server.url}/v1/jobs", params={"backend": "tint"},
+                           json={**body, "options": {"colour": "#3366cc"}})
         assert reply.status_code == 202, reply.text
         job_id = reply.json()["id"]
         deadline = time.monotonic() + 120
@@ -127,7 +133,7 @@ def test_server_renders_an_entry_point_backend(installed, script, tmp_path):
         assert job["status"] == "completed", job
         manifest = httpx.get(f"{server.url}/v1/jobs/{job_id}/files/manifest").json()
         assert manifest["settings"]["backend"] == "tint"
-        assert manifest["settings"]["options"]["colour"] == "#c83c28"
+        assert manifest["settings"]["options"]["colour"] == "#3366cc"
     finally:
         server.stop()
 

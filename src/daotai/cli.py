@@ -199,7 +199,7 @@ def qc(
     strict: bool = typer.Option(False, "--strict", help="exit non-zero when any check fails"),
 ) -> None:
     """Re-run the quality checks on a render folder and rewrite qc.json."""
-    from daotai.qc.report import check_folder
+    from daotai.recheck import check_folder
 
     report = check_folder(folder, console=err)
     out.print(report.summary_text())
@@ -381,7 +381,7 @@ def backends(as_json: bool = typer.Option(False, "--json", help="print JSON inst
 @app.command()
 def doctor() -> None:
     """What this machine can do: OS, CPU, memory, GPU, libraries, encoders, what fits."""
-    from daotai.runtime.doctor import collect, render_table
+    from daotai.doctor import collect, render_table
 
     out.print(render_table(collect()))
 

@@ -16,6 +16,7 @@ from daotai.render.base import Progress as ProgressEvent
 
 def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, console: Console):
     """Run the pipeline, drawing progress; returns its RunResult."""
+    from daotai.cluster import executor_for
     from daotai.pipeline import Finished, run
     from daotai.plan.planner import select_shots
 
@@ -33,7 +34,7 @@ def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, 
         overall = bars.add_task("[bold]all shots", total=total_frames)
         shot_tasks: dict[str, TaskID] = {}
         done_frames: dict[str, int] = {}
-        for event in run(plan, out_dir, settings, source=source):
+        for event in run(plan, out_dir, settings, source=source, executor=executor_for(settings)):
             if isinstance(event, ProgressEvent):
                 if event.stage == "render" and event.shot_id is not None:
                     if event.shot_id not in shot_tasks:

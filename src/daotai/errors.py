@@ -130,7 +130,8 @@ class OptionError(DaotaiError):
         return cls((Issue(path, value, rule),), valid)
 
     @classmethod
-    def from_pydantic(cls, exc: Any, prefix: str, valid: tuple[str, ...] | list[str] = ()) -> "OptionError":
+    def from_pydantic(cls, exc: Any, prefix: str, valid: tuple[str, ...] | list[str] = (),
+                      unknown_rule: str = "is not a known option") -> "OptionError":
         """Every error of a ``pydantic.ValidationError`` as an Issue at ``prefix.field``.
 
         ``prefix`` names the options object as the user sees it (``options``, ``--enhance``);
@@ -146,7 +147,7 @@ class OptionError(DaotaiError):
             path = f"{prefix}.{where}" if prefix and where and not where.startswith("[") else f"{prefix}{where}"
             value = error.get("input", NO_VALUE)
             if error.get("type") == "extra_forbidden":
-                rule = "is not a known option"
+                rule = unknown_rule
             elif error.get("type") == "missing":
                 rule, value = "is required", NO_VALUE
             else:

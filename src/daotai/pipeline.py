@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
@@ -293,7 +293,7 @@ def control_index(plan: Plan) -> str:
     return json.dumps(index, indent=1, ensure_ascii=False) + "\n"
 
 
-def _sample_indexes(frames: int) -> set[int]:
+def fidelity_sample_indexes(frames: int) -> set[int]:
     """Evenly spaced frames (first and last included) kept for the encode-fidelity check."""
     count = min(frames, FIDELITY_SAMPLES_PER_SHOT)
     return {int(round(i)) for i in np.linspace(0, frames - 1, count)}
@@ -306,7 +306,7 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
     ``encoders`` is an :class:`daotai.encode.procsink.EncoderPool` whose processes encode
     beside the renderer; None encodes on threads of this process.
     """
-    samples = _sample_indexes(shot.frames)
+    samples = fidelity_sample_indexes(shot.frames)
     middle = shot.frames // 2
     sinks = _shot_sinks(plan, shot, out_dir, settings, encoders)
     started = time.perf_counter()
@@ -358,9 +358,53 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
 # ------------------------------------------------------------------ the whole run
 
 
+class ShotExecutor(Protocol):
+    """Renders the shots of a plan into their encoded files; the rest of the run stays in :func:`run`."""
+
+    def render_shots(self, plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext,
+                     source: Path | None, health: Callable[[Any], dict] | None) -> Generator[Event, None, list]:
+        """Yield events; return one ShotRecord per shot, in plan order."""
+        ...
+
+
+class LocalExecutor:
+    """Every shot in this process, one after another, through one warm backend."""
+
+    def render_shots(self, plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext,
+                     source: Path | None, health: Callable[[Any], dict] | None) -> Generator[Event, None, list]:
+        """Yield events; return one ShotRecord per shot, in plan order."""
+        from contextlib import nullcontext
+
+        from daotai.encode.procsink import EncoderPool
+        from daotai.render.registry import create_backend
+
+        records: list[ShotRecord] = []
+        # Encoder processes for the whole run when it is long enough to pay for their start-up,
+        # started first so their imports overlap backend setup; otherwise encoder threads.
+        with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
+            if encoders is not None:
+                encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
+            backend = create_backend(settings.backend, settings.options, backend_env(source, health))
+            try:
+                if encoders is not None:
+                    encoders.wait_ready()
+                for shot in plan.shots:
+                    ctx.check()
+                    record = ShotRecord(shot.shot_id)
+                    yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record, encoders)
+                    records.append(record)
+            finally:
+                backend.close()
+        return records
+
+
 def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext | None = None,
-        source: Path | None = None, health: Callable[[Any], dict] | None = None) -> Iterator[Event | Finished]:
+        source: Path | None = None, health: Callable[[Any], dict] | None = None,
+        executor: ShotExecutor | None = None) -> Iterator[Event | Finished]:
     """Render every (selected) shot, assemble, check and deliver; yields events, then Finished.
+
+    ``executor`` renders the shots (default: :class:`LocalExecutor`); front ends choose it, e.g.
+    a Ray cluster's from :func:`daotai.cluster.executor_for` when ``settings.cluster`` is set.
 
     ``health(runtime) -> sample`` replaces the neural backends' accelerator health sampler
     (:func:`daotai.runtime.device.health_sample`) for a local run, e.g. for a front end that
@@ -368,7 +412,6 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     """
     from daotai.files import atomic_write_text
     from daotai.plan.planner import plan_to_json, select_shots
-    from daotai.render.registry import create_backend
 
     ctx = ctx or RunContext()
     out_dir = Path(out_dir)
@@ -396,32 +439,11 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         for warning in shot.warnings:
             yield Notice("warning", warning, shot.shot_id)
 
-    records: list[ShotRecord] = []
-    if settings.cluster:
-        from daotai.cluster.runner import render_shots
-
-        records = yield from render_shots(plan, out_dir, settings, ctx, source)
-    else:
-        from contextlib import nullcontext
-
-        from daotai.encode.procsink import EncoderPool
-
-        # Encoder processes for the whole run when it is long enough to pay for their start-up,
-        # started first so their imports overlap backend setup; otherwise encoder threads.
-        with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
-            if encoders is not None:
-                encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
-            backend = create_backend(settings.backend, options, backend_env(source, health))
-            try:
-                if encoders is not None:
-                    encoders.wait_ready()
-                for shot in plan.shots:
-                    ctx.check()
-                    record = ShotRecord(shot.shot_id)
-                    yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record, encoders)
-                    records.append(record)
-            finally:
-                backend.close()
+    if settings.cluster and executor is None:
+        raise ValueError("settings.cluster is set but no executor was given; front ends pass "
+                         "daotai.cluster.executor_for(settings)")
+    executor = executor or LocalExecutor()
+    records = yield from executor.render_shots(plan, out_dir, settings, ctx, source, health)
     timings["render_and_encode_s"] = time.perf_counter() - run_started
     if settings.controls:
         atomic_write_text(layout.control_index, control_index(plan))

@@ -42,3 +42,23 @@ runs close to N times the shots per hour of one GPU, while a list with fewer sho
 workers is limited by its longest shot. Previz is CPU-bound: on one machine extra workers
 only help when cores are idle (``bench/cluster.py`` measures it).
 """
+
+from typing import Any
+
+
+class RayExecutor:
+    """The pipeline's shot executor on a Ray cluster (see :func:`daotai.cluster.runner.render_shots`)."""
+
+    def __init__(self, address: str):
+        self.address = address
+
+    def render_shots(self, plan, out_dir, settings, ctx, source, health) -> Any:
+        """Yield events; return one ShotRecord per shot (workers sample their own device health)."""
+        from daotai.cluster.runner import ClusterConfig, render_shots
+
+        return render_shots(plan, out_dir, settings, ctx, source, ClusterConfig(address=self.address))
+
+
+def executor_for(settings: Any) -> RayExecutor | None:
+    """The executor a front end passes to ``daotai.pipeline.run``: Ray when ``settings.cluster`` is set."""
+    return RayExecutor(settings.cluster) if getattr(settings, "cluster", None) else None

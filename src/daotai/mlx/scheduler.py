@@ -13,16 +13,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # unipc imports FlowSchedule from here; at run time it is imported lazily
+from daotai.mlx.schedule import FlowSchedule
+
+if TYPE_CHECKING:
     from daotai.mlx.unipc import UniPCConfig
-
-
-@dataclass(frozen=True)
-class FlowSchedule:
-    """timesteps (n,) float32 for the model; sigmas (n + 1,) float32 ending at 0."""
-
-    timesteps: np.ndarray
-    sigmas: np.ndarray
 
 
 def _shift(s: np.ndarray, shift: float) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from daotai.errors import BackendError
-from daotai.mlx.scheduler import FlowSchedule
+from daotai.mlx.schedule import FlowSchedule
 
 SIGMA_ONE_NUDGE = 1e-6  # diffusers subtracts this from a first sigma of exactly 1
 

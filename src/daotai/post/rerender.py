@@ -57,9 +57,9 @@ def denoise_steps(steps: int, strength: float) -> int:
 
 def model_steps(model: str) -> int:
     """The schedule length a model samples with by default (registry name or folder)."""
-    from daotai.render.diffusers_common import SamplingOptions, effective_defaults
+    from daotai.render.neural.request import family_defaults
 
-    return effective_defaults(FAMILY, SamplingOptions(), model).steps
+    return family_defaults(FAMILY, model).steps
 
 
 def window_count(frames: int, window: int = WINDOW, overlap: int = OVERLAP) -> int:
@@ -107,18 +107,12 @@ class _Model:
 
     def load(self) -> Iterator[Progress]:
         """Resolve, check and load the model; place it for a window of this size."""
-        from daotai.render.diffusers_common import (
-            DiffusersShotRunner,
-            NativeRequest,
-            SamplingOptions,
-            effective_defaults,
-            set_shift,
-        )
-        from daotai.runtime.device import resolve_runtime
+        from daotai.render.neural.request import NativeRequest
+        from daotai.render.neural.runner import DiffusersShotRunner
+        from daotai.render.spec import DiffusersOptions
         from daotai.runtime.models import load_pipeline, read_model_index, resolve_model
 
         name = self.config.model
-        yield Progress("load", None, 0, 1, f"loading {name}")
         _check_supported(name, read_model_index(resolve_model(name).path))
         if importlib.util.find_spec("diffusers") is None:
             raise DependencyMissing("diffusers", "neural", "diffusion re-render (--method diffusion)")
@@ -129,30 +123,27 @@ class _Model:
                 "upscale.method: 'diffusion' needs diffusers' WanVideoToVideoPipeline (diffusers >= 0.33); "
                 "run: pip install -U 'diffusers>=0.33'"
             ) from None
-        runner = DiffusersShotRunner(FAMILY, name, self.config.device, SamplingOptions(steps=self.config.steps))
-        runner.runtime = resolve_runtime(self.config.device)
-        runner.defaults = self.defaults = effective_defaults(FAMILY, runner.options, name)
+
+        def build(model: str, family: str, runtime: Any) -> tuple[Any, Any]:
+            base, resolved = load_pipeline(model, family, runtime)
+            return WanVideoToVideoPipeline.from_pipe(base), resolved  # same modules, no second copy
+
+        options = DiffusersOptions(model=name, device=self.config.device, steps=self.config.steps)
+        runner = DiffusersShotRunner(FAMILY, options, name, build=build, speed_levers=False)
+        self.defaults = runner.prepare()
         request = NativeRequest(self.width, self.height, self.frames, self.defaults.native_fps, "", "", 0)
-        tier = runner._choose_tier(request)  # refuses before loading when no memory tier fits
-        base, runner.resolved = load_pipeline(name, FAMILY, runner.runtime)
-        runner.pipe = WanVideoToVideoPipeline.from_pipe(base)  # same modules, no second copy
-        runner.pipe.set_progress_bar_config(disable=True)
-        set_shift(runner.pipe, self.defaults.shift)
-        runner._place(tier)
+        for event in runner.load_for(request, None):  # refuses before loading when no memory tier fits
+            if isinstance(event, Progress):
+                yield event
         self.runner = runner
         yield Progress("load", None, 1, 1, f"loaded {runner.resolved.path.name} on {runner.runtime.device} "
-                                           f"({runner.runtime.transformer_dtype}), memory tier {tier}")
+                                           f"({runner.runtime.transformer_dtype}), memory tier {runner.tier}")
 
     def refine(self, video: np.ndarray, label: str, ctx: RunContext) -> Iterator[Progress | np.ndarray]:
         """Run one window (F, H, W, 3) uint8 through the pipeline; yields Progress, then (F, H, W, 3) uint8."""
-        from daotai.render.diffusers_common import (
-            WAN_NEGATIVE,
-            first_line,
-            retry_a_tier_lower,
-            run_steps,
-            step_callback_kwargs,
-            to_uint8,
-        )
+        from daotai.catalog import WAN_NEGATIVE
+        from daotai.render.neural.retime import to_uint8
+        from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs
         from daotai.runtime.device import generator_for
 
         config, defaults, runner = self.config, self.defaults, self.runner
@@ -235,7 +226,7 @@ def rerender_frames(
     (fH, fW, 3) uint8 in order, with Progress events (model loading, denoising steps)
     between them; ``frames_total`` only makes the progress messages say "window k/n".
     """
-    from daotai.post.upscale import upscale_classical
+    from daotai.post.classical import upscale_classical
 
     if overlap < 0 or window < 2 * overlap + 1 or (window - 1) % FRAME_STEP:
         raise BackendError(

@@ -378,47 +378,6 @@ def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[st
     return report
 
 
-def check_folder(folder: Path, console=None) -> QcReport:
-    """Re-run qc on a render folder. Previz renders are deterministic, so the sampled frames
-    for the fidelity check are rendered again from plan.json rather than trusted from disk."""
-    from daotai.pipeline import _sample_indexes
-    from daotai.plan.planner import plan_from_json
-
-    folder = Path(folder)
-    layout = RenderLayout.find(folder)
-    plan_path = layout.plan
-    if not plan_path.is_file():
-        raise DaotaiError(f"{folder}: has no plan.json; is it a daotai render folder?")
-    plan = plan_from_json(plan_path.read_text(encoding="utf-8"))
-    manifest_path = layout.manifest
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
-    settings = manifest.get("settings", {})
-    backend = settings.get("backend", "previz")
-    shots = []
-    renderer = None
-    try:
-        for shot in plan.shots:
-            files = next((s["files"] for s in manifest.get("shots", []) if s["shot_id"] == shot.shot_id), None)
-            rel = files["shot"] if files else (layout.relative("shot", shot.shot_id) if layout.shot(shot.shot_id).is_file() else None)
-            if rel is None:
-                shots.append({"shot_id": shot.shot_id, "ok": False, "failures": ["shot file missing"]})
-                continue
-            samples = None
-            if backend == "previz":
-                from daotai.render.previz.backend import PrevizBackend, frame_states
-
-                renderer = renderer or PrevizBackend()
-                wanted = _sample_indexes(shot.frames)
-                gl = renderer._renderer_for(plan)
-                samples = {i: gl.render(state).rgb for i, state in enumerate(frame_states(plan, shot)) if i in wanted}
-            if console is not None:
-                console.print(f"[dim]checking {shot.shot_id}…[/dim]")
-            controls = {k: folder / files[k] for k in ("depth", "mask") if files and k in files}
-            shots.append(check_shot(plan, shot, folder / rel, samples,
-                                    controls=controls if files else None,
-                                    labels=backend == "previz"))
-    finally:
-        if renderer is not None:
-            renderer.close()
-    sequence = check_sequence(plan, layout.sequence) if layout.sequence.is_file() else None
+def finish_report(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None) -> QcReport:
+    """Gather shot and sequence results into a report and write qc.json (atomically)."""
     return _finish(layout, shots, sequence)

@@ -61,6 +61,20 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class Audio:
+    """The sound a backend generated for its shot (at most one per shot, any time during the shot's events).
+
+    The pipeline checks its length against the shot's duration (within half a frame), as it
+    checks the frame count, and carries it into the shot's file and the sequence mix.
+    """
+
+    shot_id: str
+    samples: np.ndarray  # (N, C) float32 in [-1, 1], N = duration × rate, C channels
+    rate: int  # samples per second (Hz)
+    layout: str = "stereo"  # "mono" | "stereo": the channel layout of C = 1 | 2
+
+
+@dataclass(frozen=True)
 class Notice:
     """Something the user should read (a warning, what a backend decided)."""
 
@@ -78,7 +92,7 @@ class Output:
     shot_id: str | None = None
 
 
-Event = Progress | Frame | Notice | Output
+Event = Progress | Frame | Audio | Notice | Output
 
 
 class Backend(Protocol):
@@ -87,7 +101,7 @@ class Backend(Protocol):
     name: str
 
     def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
-        """Yield Progress and exactly ``job.shot.frames`` Frame events, in frame order."""
+        """Yield Progress and exactly ``job.shot.frames`` Frame events, in frame order (and at most one Audio)."""
         ...
 
     def close(self) -> None:

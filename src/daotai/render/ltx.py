@@ -16,7 +16,8 @@ from pydantic import Field
 
 from daotai.errors import BackendError
 from daotai.render.base import Event, Frame, RenderJob, RunContext
-from daotai.render.diffusers_common import DiffusersShotRunner, NativeRequest, render_shot
+from daotai.render.neural.request import NativeRequest
+from daotai.render.neural.runner import DiffusersShotRunner, render_shot
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 
 
@@ -68,7 +69,7 @@ def first_previz_frame(job: RenderJob, ctx: RunContext, request: NativeRequest):
     """The shot's first previz frame as a PIL image at the native size."""
     from PIL import Image
 
-    from daotai.render.diffusers_common import resize_rgb
+    from daotai.render.neural.retime import resize_rgb
     from daotai.render.previz.backend import PrevizBackend
 
     previz = PrevizBackend(labels=False)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from daotai.errors import Issue, OptionError
+from daotai.errors import OptionError
 
 DeviceClass = Literal["cpu", "accelerator", "apple"]
 Offload = Literal["none", "model", "group", "sequential"]
@@ -80,6 +80,9 @@ class BackendSpec:
     summary: str
     family: str | None = None  # catalog family of the models it runs (None: no model)
     controls: bool = False  # yields depth and character masks with every frame
+    # Draws the same pixels again from the same plan and options (so `daotai qc` may re-render
+    # samples instead of trusting the files under test); such a backend has ``render_frames``.
+    reproducible: bool = False
     device_class: DeviceClass = "accelerator"  # cpu: runs anywhere; accelerator: wants a GPU; apple: MLX (Mac GPU or CPU)
     default_model: str | None = None
     encode: EncodeDefaults = EncodeDefaults()
@@ -110,14 +113,8 @@ class BackendSpec:
 
 def options_error(exc: ValidationError, spec: BackendSpec, prefix: str = "options") -> OptionError:
     """A pydantic validation error as an OptionError naming the backend's valid options."""
-    issues = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error.get("loc", ()))
-        rule = str(error.get("msg", "is invalid")).replace("Input should be", "must be")
-        if error.get("type") == "extra_forbidden":
-            rule = f"is not an option of the {spec.name} backend"
-        issues.append(Issue(f"{prefix}.{where}" if where else prefix, error.get("input"), rule))
-    return OptionError(issues, valid=spec.option_names())
+    return OptionError.from_pydantic(exc, prefix, spec.option_names(),
+                                     unknown_rule=f"is not an option of the {spec.name} backend")
 
 
 def options_with(options: BackendOptions, **changes: Any) -> BackendOptions:

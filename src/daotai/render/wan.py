@@ -2,7 +2,7 @@
 
 The shot's prompt and negative prompt come from the plan, the seed from ``shot.seed``;
 the model generates at its native 16 fps and the frames are retimed onto the plan's grid
-(see :mod:`daotai.render.diffusers_common`). No control channels are produced.
+(see :mod:`daotai.render.neural`). No control channels are produced.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from daotai.render.base import Event, RenderJob, RunContext
-from daotai.render.diffusers_common import DiffusersShotRunner, render_shot
+from daotai.render.neural.runner import DiffusersShotRunner, render_shot
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 
 

@@ -24,12 +24,8 @@ from daotai.errors import BackendError
 from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
 from pydantic import Field
 
-from daotai.render.diffusers_common import (
-    effective_defaults,
-    native_request,
-    plan_frames,
-    retime_notice,
-)
+from daotai.render.neural.request import effective_defaults, native_request
+from daotai.render.neural.retime import plan_frames, retime_notice
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
 
 SPATIAL, TEMPORAL = 8, 4  # Wan2.1 VAE compression

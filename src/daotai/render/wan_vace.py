@@ -20,16 +20,12 @@ from pydantic import Field
 from daotai.errors import BackendError
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
-from daotai.render.diffusers_common import (
-    DiffusersShotRunner,
-    NativeRequest,
-    plan_to_native_indexes,
-    render_shot,
-    resize_rgb,
-)
+from daotai.plan.geometry import FAR_M, NEAR_M
+from daotai.render.neural.request import NativeRequest
+from daotai.render.neural.retime import plan_to_native_indexes, resize_rgb
+from daotai.render.neural.runner import DiffusersShotRunner, render_shot
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 
-NEAR_M, FAR_M = 0.05, 500.0  # the previz clip planes (docs/conventions.md)
 REFERENCE_FORMATS = ["PNG", "JPEG", "WEBP"]
 MAX_REFERENCE_PIXELS = 64_000_000
 

@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     deleted INTEGER NOT NULL DEFAULT 0,
     worker_pid INTEGER,
     idem_key TEXT UNIQUE,
-    body_hash TEXT
+    body_hash TEXT,
+    options TEXT                        -- the backend options as JSON (validated at submission)
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
 CREATE TABLE IF NOT EXISTS events (
@@ -124,6 +125,7 @@ class NewJob:
     script: str  # JSON text
     prompt: str | None = None
     preset: str | None = None
+    options: str | None = None  # backend options as JSON text (validated)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ class Job:
     worker_pid: int | None
     idem_key: str | None = None
     body_hash: str | None = None
+    options: str | None = None  # backend options as JSON text
     outputs: dict[str, "OutputFile"] = field(default_factory=dict)
 
 
@@ -215,6 +218,9 @@ class JobStore:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            columns = {row["name"] for row in db.execute("PRAGMA table_info(jobs)")}
+            if "options" not in columns:  # a data folder from before job options existed
+                db.execute("ALTER TABLE jobs ADD COLUMN options TEXT")
 
     # ------------------------------------------------------------ plumbing
 
@@ -269,9 +275,9 @@ class JobStore:
             now = time.time()
             db.execute(
                 "INSERT INTO jobs (id, kind, status, model, prompt, seconds, size, script, preset, created_at,"
-                " idem_key, body_hash) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " idem_key, body_hash, options) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (job_id, spec.kind, spec.model, spec.prompt, spec.seconds, spec.size, spec.script, spec.preset,
-                 now, idem_key, request_hash),
+                 now, idem_key, request_hash, spec.options),
             )
             script = json.loads(spec.script)
             for position, shot in enumerate(script.get("shots", [])):

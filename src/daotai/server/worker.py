@@ -311,6 +311,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
             speed: str | None = None) -> int:
     """Run one claimed job to completion in this process; returns an exit code."""
     from daotai.errors import Cancelled, DaotaiError
+    from daotai.cluster import executor_for
     from daotai.pipeline import Finished, PipelineSettings, layout_for, run
     from daotai.plan.planner import plan_script
     from daotai.render.base import Notice, Output, Progress, RunContext
@@ -343,12 +344,13 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         shot_state = {sid: (0, n, "queued") for sid, n in frames.items()}
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
         settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster,
+                                    options=json.loads(job.options) if job.options else {},
                                     option_defaults={"speed": speed})
         layout = layout_for(work, settings)
         last_write = 0.0
         rendered: dict[str, int] = {}
         finished = False
-        for event in run(plan, work, settings, ctx):
+        for event in run(plan, work, settings, ctx, executor=executor_for(settings)):
             if isinstance(event, Finished):
                 finished = True
                 break

@@ -131,6 +131,11 @@ class PrevizBackend:
             if done % PROGRESS_EVERY == 0 or done == shot.frames:
                 yield Progress("render", shot.shot_id, done, shot.frames)
 
+    def render_frames(self, plan: Plan, shot: ShotPlan, indexes: set[int]) -> dict[int, np.ndarray]:
+        """The RGB frames of ``shot`` at ``indexes`` ({index: (H, W, 3) uint8}), without controls."""
+        renderer = self._renderer_for(plan)
+        return {i: renderer.render(state).rgb for i, state in enumerate(frame_states(plan, shot)) if i in indexes}
+
     def close(self) -> None:
         """Release the GL context."""
         if self._renderer is not None:
@@ -151,6 +156,7 @@ SPEC = BackendSpec(
     options=PrevizOptions,
     summary="the embedded animatic: proxy figures, exact camera, depth and mask controls (CPU, no weights)",
     controls=True,
+    reproducible=True,
     device_class="cpu",
     encode=EncodeDefaults(crf=14, tune="psnr", large_preset="ultrafast"),
 )

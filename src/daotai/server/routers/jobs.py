@@ -45,8 +45,14 @@ def build_router(state: ServerState) -> APIRouter:
         the `reference` field of the upload reply). The server never reads a file path a client
         sends: a path, or an id it does not hold, is a 422 naming
         `characters[i].reference_images[j]`. The job's manifest (`files/manifest`) lists every
-        reference used under `references`, with its sha256."""
-        from daotai.render.registry import backend_names
+        reference used under `references`, with its sha256.
+
+        Backend options: an `options` object beside the script's fields (e.g. `{"steps": 20,
+        "guidance": 4}`; `daotai backends` lists each backend's) is checked before the job is
+        queued: an unknown or ill-typed option is a 422 naming `options.<field>` and the valid
+        options. The manifest records the validated options."""
+        from daotai.errors import OptionError
+        from daotai.render.registry import backend_names, spec_for
         from daotai.script.load import parse_document, validate_script
         from daotai.script.presets import apply_preset
 
@@ -57,20 +63,25 @@ def build_router(state: ServerState) -> APIRouter:
             raise HTTPException(400, f"backend: {backend!r} is not a daotai backend; "
                                      f"choose one of: {', '.join(backend_names())}")
         data = parse_document(await request.body(), "json", source="body")
+        # The body is the script, plus an optional `options` object for the backend (checked by
+        # the backend's Options type: an unknown or ill-typed option is a 422 naming the valid ones).
+        raw_options = data.pop("options", None) if isinstance(data, dict) else None
+        if raw_options is not None and not isinstance(raw_options, dict):
+            raise OptionError.at("options", raw_options, "must be an object of backend options")
+        options = spec_for(backend).validate_options(raw_options or {}).model_dump(exclude_unset=True)
         script = validate_script(data, source="body")
         refs = await run_in_threadpool(reference_issues, script, store)
         if refs:
             raise ScriptError(refs, "body")
         if preset is not None:
             script = apply_preset(script, preset)
-        # Backend options: the place for the job body's `options` object. They are checked here,
-        # before the job is queued, by the backend's Options type (an OptionError answers 422 with
-        # `options.<field>` paths), and join the request hash and the NewJob below. Not taken yet.
         total = sum(s.duration for s in script.shots)
         canonical = script.model_dump(mode="json", by_alias=True)
-        request_hash = body_hash({"endpoint": "jobs", "script": canonical, "backend": backend, "preset": preset})
+        request_hash = body_hash({"endpoint": "jobs", "script": canonical, "backend": backend, "preset": preset,
+                                  "options": options})
         spec = NewJob("script", backend, f"{total:g}", f"{script.size.width}x{script.size.height}",
-                      json.dumps(canonical), prompt=script.title, preset=None)
+                      json.dumps(canonical), prompt=script.title, preset=None,
+                      options=json.dumps(options, sort_keys=True) if options else None)
         job, _created = await run_in_threadpool(store.create, spec, key, request_hash, config.queue_limit)
         return json_response(202, job_object(job, store.shots(job.id)), headers=state.poll_headers(job))
 

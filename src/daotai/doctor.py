@@ -1,4 +1,4 @@
-"""`daotai doctor`: what this machine can do, collected without side effects."""
+"""`daotai doctor` (a front end): what this machine can do, collected without side effects."""
 
 from __future__ import annotations
 
