@@ -26,6 +26,7 @@ import numpy as np
 from daotai import __version__
 from daotai.errors import Cancelled, DaotaiError, EncodeError, PlanError
 from daotai.plan.layout import RenderLayout
+from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Event, Frame, Notice, Output, Progress, RenderJob, RunContext
 
@@ -221,7 +222,7 @@ def _shot_sinks(plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSet
     layout = layout_for(out_dir, settings)
     sid = shot.shot_id
     shot_path = layout.shot(sid)
-    near, far = 0.05, 500.0  # the renderer's clip planes (docs/conventions.md)
+    near, far = NEAR_M, FAR_M  # the renderer's clip planes (daotai.plan.geometry)
     if encoders is not None:
         from daotai.encode.procsink import StreamJob
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from daotai.errors import EncodeError
 from daotai.files import remove_temp_files  # temp siblings a killed writer left (re-exported)
+from daotai.plan.geometry import FAR_M, NEAR_M
 
 RING_SLOTS = 4  # frames in flight per stream: enough overlap, ~25 MB per RGB ring at 1080p
 PARENT_POLL_S = 1.0  # how often an idle child checks that its parent is still alive
@@ -56,8 +57,8 @@ class StreamJob:
     height: int
     fps: Fraction
     settings: Any = None  # EncodeSettings for "rgb"; unused otherwise
-    near: float = 0.05  # depth preview clip range, metres
-    far: float = 500.0
+    near: float = NEAR_M  # depth preview clip range, metres (the previz clip planes)
+    far: float = FAR_M
 
     def frame_spec(self) -> tuple[tuple[int, ...], str]:
         """Shape and dtype of one input frame of this stream."""
