@@ -8,7 +8,9 @@ made from it and camera QC checks against it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 PLAN_VERSION = 1
 
@@ -67,6 +69,34 @@ class TransitionPlan(PlanModel):
     frames: int
 
 
+class DialoguePlan(PlanModel):
+    character: str
+    line: str
+    language: str | None = None
+
+
+class ShotSoundPlan(PlanModel):
+    """What the script says about a shot's sound: words for backends that make sound, levels for the mix."""
+
+    dialogue: tuple[DialoguePlan, ...] = ()
+    sound: str = ""
+    mute: bool = False
+    gain_db: float = 0.0
+
+
+class SoundtrackPlan(PlanModel):
+    """Music under the sequence: the file as the script names it (relative to the script's folder, or upload:<id>)."""
+
+    path: str
+    offset_s: float = Field(description="where the file's first sample plays on the sequence timeline; < 0 skips into it")
+    gain_db: float
+
+
+def _without_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Drop optional sound keys that are None: plans of scripts without sound serialise as before."""
+    return {k: v for k, v in data.items() if not (k in keys and v is None)}
+
+
 class ShotPlan(PlanModel):
     index: int
     shot_id: str
@@ -91,6 +121,11 @@ class ShotPlan(PlanModel):
     warnings: tuple[str, ...]
     cameras: tuple[CameraFrame, ...]
     character_frames: tuple[tuple[CharacterFrame, ...], ...] = Field(description="frame-major")
+    sound: ShotSoundPlan | None = Field(default=None, description="present when the script says anything about the shot's sound")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), ("sound",))
 
 
 class PlanCharacter(PlanModel):
@@ -135,6 +170,16 @@ class Plan(PlanModel):
     shots: tuple[ShotPlan, ...]
     total_frames: int
     total_duration_s: float
+    soundtrack: SoundtrackPlan | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), ("soundtrack",))
+
+    @property
+    def has_sound(self) -> bool:
+        """Whether the script asked for any sound (a soundtrack, dialogue, effects or shot levels)."""
+        return self.soundtrack is not None or any(s.sound is not None for s in self.shots)
 
     def shot(self, shot_id: str) -> ShotPlan:
         for shot in self.shots:

@@ -20,6 +20,7 @@ from daotai.plan import prompt as prompts
 from daotai.plan.model import (
     CameraFrame,
     CharacterFrame,
+    DialoguePlan,
     MotionCodeJSON,
     Plan,
     PlanCharacter,
@@ -27,7 +28,9 @@ from daotai.plan.model import (
     PlanSetPiece,
     ResolvedMove,
     ShotPlan,
+    ShotSoundPlan,
     SnapInfo,
+    SoundtrackPlan,
     TransitionPlan,
 )
 from daotai.plan.motion_code import encode_motion
@@ -368,6 +371,7 @@ def plan_script(script: Script) -> Plan:
                 warnings=tuple(warnings),
                 cameras=cameras,
                 character_frames=tuple(character_frames),
+                sound=_shot_sound(shot),
             )
         )
         cursor += n_frames
@@ -421,6 +425,22 @@ def plan_script(script: Script) -> Plan:
         shots=tuple(shots),
         total_frames=cursor,
         total_duration_s=_r(cursor / fps),
+        soundtrack=(
+            SoundtrackPlan(path=script.soundtrack.path, offset_s=script.soundtrack.offset, gain_db=script.soundtrack.gain_db)
+            if script.soundtrack is not None else None
+        ),
+    )
+
+
+def _shot_sound(shot: Shot) -> ShotSoundPlan | None:
+    """The shot's sound as the plan carries it; None when the script says nothing about it."""
+    if not shot.uses_sound:
+        return None
+    return ShotSoundPlan(
+        dialogue=tuple(DialoguePlan(character=d.character, line=d.line, language=d.language) for d in shot.dialogue),
+        sound=shot.sound,
+        mute=shot.audio.mute if shot.audio is not None else False,
+        gain_db=shot.audio.gain_db if shot.audio is not None else 0.0,
     )
 
 

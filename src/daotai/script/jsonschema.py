@@ -35,7 +35,25 @@ def script_json_schema() -> dict[str, Any]:
         if name in defs:
             aliases = sorted(alias for alias, canonical in table.items() if alias != canonical)
             defs[name]["description"] = "Aliases accepted: " + ", ".join(aliases)
+    _add_key_aliases(schema, defs)
     if "CameraType" in defs:
         aliases = sorted(a for a, (canonical, _) in vocab.CAMERA_ALIASES.items() if a != canonical)
         defs["CameraType"]["description"] = "Aliases accepted: " + ", ".join(aliases)
     return schema
+
+
+# Where each aliased field lives: a $defs name, or None for the script itself.
+_ALIASED_FIELDS = {"dialogue": "Shot", "sound": "Shot", "soundtrack": None}
+
+
+def _add_key_aliases(schema: dict[str, Any], defs: dict[str, Any]) -> None:
+    """List each aliased key beside its field (same schema), so editors accept either spelling."""
+    for canonical, where in _ALIASED_FIELDS.items():
+        node = schema if where is None else defs.get(where)
+        properties = (node or {}).get("properties", {})
+        for alias in vocab.KEY_ALIASES[canonical]:
+            if canonical in properties:
+                properties[alias] = {**properties[canonical], "description": f"alias of '{canonical}' (write one of them)"}
+    soundtrack = schema.get("properties", {}).get("soundtrack")
+    if soundtrack is not None and "anyOf" in soundtrack:
+        soundtrack["anyOf"].insert(0, {"type": "string", "description": "shorthand for {\"path\": …}"})

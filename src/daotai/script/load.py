@@ -17,7 +17,8 @@ import yaml
 from pydantic import ValidationError
 
 from daotai.errors import NO_VALUE, Issue, ScriptError
-from daotai.script.schema import Script
+from daotai.script.schema import LANGUAGE_PATTERN, UPLOAD_PREFIX, Script
+from daotai.script.vocab import KEY_ALIASES
 
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024
 MAX_DEPTH = 32
@@ -324,6 +325,10 @@ def _rule_text(error: Mapping[str, Any]) -> str:
         return "is required"
     if kind == "extra_forbidden":
         return "is not a known field (check the spelling; `daotai schema` lists every field)"
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == LANGUAGE_PATTERN:
+        return "must be a BCP 47 language tag such as en, zh or zh-CN"
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
     if kind == "string_pattern_mismatch":
         return "must start with a letter or digit and use only letters, digits, '_' and '-' (max 64)"
     if kind in ("too_short", "too_long"):
@@ -338,7 +343,7 @@ def _rule_text(error: Mapping[str, Any]) -> str:
         return "must be a list"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return "must be an object"
-    if kind == "bool_type":
+    if kind in ("bool_type", "bool_parsing"):
         return "must be true or false"
     if kind == "finite_number":
         return "must be a finite number"
@@ -387,6 +392,17 @@ def cross_reference_issues(data: Mapping[str, Any]) -> list[Issue]:
                     issues.append(Issue(f"shots[{index}].characters[{j}]", char_id, "is not a character id" + hint))
             if isinstance(subject, str) and subject in known and subject not in present:
                 issues.append(Issue(f"shots[{index}].subject", subject, "must be one of the shot's characters"))
+        for key in ("dialogue", *KEY_ALIASES["dialogue"]):
+            lines = shot.get(key)
+            if not isinstance(lines, list):
+                continue
+            for j, spoken in enumerate(lines):
+                char_id = spoken.get("character") if isinstance(spoken, dict) else None
+                where = f"shots[{index}].{key}[{j}].character"
+                if isinstance(char_id, str) and char_id not in known:
+                    issues.append(Issue(where, char_id, "is not a character id" + hint))
+                elif isinstance(char_id, str) and isinstance(present, list) and char_id not in present:
+                    issues.append(Issue(where, char_id, "must be one of the shot's characters"))
         blocking = shot.get("blocking")
         if isinstance(blocking, list):
             for j, move in enumerate(blocking):
@@ -399,8 +415,16 @@ def cross_reference_issues(data: Mapping[str, Any]) -> list[Issue]:
 
 
 def check_reference_files(script: Script, base_dir: Path) -> list[Issue]:
-    """Reference images that do not exist relative to the script's folder."""
+    """Reference images and a soundtrack that do not exist relative to the script's folder.
+
+    ``upload:<id>`` soundtracks name files on the service; they are checked there, not here.
+    """
     issues = []
+    track = script.soundtrack
+    if track is not None and not track.path.startswith(UPLOAD_PREFIX):
+        path = Path(track.path)
+        if not (path if path.is_absolute() else base_dir / path).is_file():
+            issues.append(Issue("soundtrack.path", track.path, "does not exist (paths are relative to the script's folder)"))
     for index, character in enumerate(script.characters):
         for j, ref in enumerate(character.reference_images):
             path = Path(ref)

@@ -17,10 +17,13 @@ from typing import Annotated, Any, Mapping
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
     model_validator,
 )
 
@@ -51,6 +54,12 @@ MIN_SIDE = 64
 MAX_SHOT_SECONDS = 120.0
 MAX_SHOTS = 500
 MAX_CHARACTERS = 64
+# Sound: files a soundtrack may be (decoded by FFmpeg through PyAV), and the gain range in dB.
+SOUNDTRACK_SUFFIXES = (".wav", ".flac", ".mp3", ".aac", ".m4a", ".ogg", ".opus")
+UPLOAD_PREFIX = "upload:"
+MIN_GAIN_DB, MAX_GAIN_DB = -60.0, 24.0
+MAX_SOUNDTRACK_OFFSET_S = 3600.0
+LANGUAGE_PATTERN = r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$"
 
 # Colours people get when they do not choose one: distinct, readable on grey ground.
 DEFAULT_CHARACTER_COLOURS: tuple[tuple[float, float, float], ...] = (
@@ -408,6 +417,73 @@ def _parse_transition(value: Any) -> Any:
     return value
 
 
+def _key_aliases(field: str) -> AliasChoices:
+    """The field's own name and the other spellings vocab.KEY_ALIASES allows for it."""
+    return AliasChoices(field, *vocab.KEY_ALIASES[field])
+
+
+def _omit_unused(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Drop sound keys left empty (None, "", no items), so scripts without sound dump (and hash) as before."""
+    return {k: v for k, v in data.items() if not (k in keys and (v is None or (isinstance(v, (str, list, tuple)) and not v)))}
+
+
+def _check_soundtrack_path(value: str) -> str:
+    text = value.strip()
+    if text != value or not text:
+        raise ValueError("must be a file name without leading or trailing spaces")
+    if text.startswith(UPLOAD_PREFIX):
+        if not re.fullmatch(ID_PATTERN, text[len(UPLOAD_PREFIX):]):
+            raise ValueError("must be 'upload:<id>' with the id POST /v1/uploads returned")
+        return value
+    suffix = ("." + text.rsplit(".", 1)[-1].lower()) if "." in text.rsplit("/", 1)[-1] else ""
+    if suffix not in SOUNDTRACK_SUFFIXES:
+        raise ValueError(
+            f"must be an audio file ({', '.join(SOUNDTRACK_SUFFIXES)}) or 'upload:<id>'; "
+            f"{suffix or 'no suffix'} is not one"
+        )
+    return value
+
+
+class Soundtrack(Model):
+    """Music (or any sound bed) under the whole sequence.
+
+    ``path``: an audio file relative to the script's folder (WAV, FLAC, MP3, AAC/M4A, Ogg,
+    Opus) or ``upload:<id>`` for a file uploaded to the service. ``offset``: where the file's
+    first sample plays on the sequence's timeline, in seconds; a negative offset skips that
+    much of the file. The soundtrack is cut at the end of the picture.
+    """
+
+    path: Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_check_soundtrack_path)]
+    offset: Finite = Field(
+        default=0.0, ge=-MAX_SOUNDTRACK_OFFSET_S, le=MAX_SOUNDTRACK_OFFSET_S,
+        description="seconds on the sequence's timeline where the file starts; negative skips into the file",
+    )
+    gain_db: Finite = Field(default=0.0, ge=MIN_GAIN_DB, le=MAX_GAIN_DB, description="level change in dB")
+
+
+def _parse_soundtrack(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"path": value}
+    return value
+
+
+class DialogueLine(Model):
+    """A line spoken in the shot (voiced by backends that make sound; previz shows none)."""
+
+    character: Identifier = Field(description="character id of the speaker")
+    line: str = Field(min_length=1, max_length=2000)
+    language: Annotated[str, Field(pattern=LANGUAGE_PATTERN)] | None = Field(
+        default=None, description="BCP 47 language tag such as en, zh, zh-CN; default: the script's language"
+    )
+
+
+class ShotAudio(Model):
+    """How the shot's own sound enters the sequence mix (the shot file keeps what the backend made)."""
+
+    mute: bool = False
+    gain_db: Finite = Field(default=0.0, ge=MIN_GAIN_DB, le=MAX_GAIN_DB, description="level change in dB")
+
+
 class Shot(Model):
     """One shot: who, how big, from where, how the camera moves, for how long."""
 
@@ -426,6 +502,24 @@ class Shot(Model):
     negative_prompt: str = Field(default="", max_length=4000)
     transition: Annotated[Transition, BeforeValidator(_parse_transition)] = Transition()
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    dialogue: tuple[DialogueLine, ...] = Field(
+        default=(), max_length=64, validation_alias=_key_aliases("dialogue"),
+        description="lines spoken in the shot, in order (alias: 对白, 台词)",
+    )
+    sound: str = Field(
+        default="", max_length=2000, validation_alias=_key_aliases("sound"),
+        description="ambience and effects in words, e.g. 'rain on a tin roof, distant traffic' (alias: 音效)",
+    )
+    audio: ShotAudio | None = Field(default=None, description="the shot's level in the sequence mix")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_unused(handler(self), ("dialogue", "sound", "audio"))
+
+    @property
+    def uses_sound(self) -> bool:
+        """Whether the script says anything about this shot's sound."""
+        return bool(self.dialogue or self.sound or self.audio is not None)
 
     @model_validator(mode="after")
     def _blocking_within_shot(self) -> "Shot":
@@ -457,6 +551,14 @@ class Script(Model):
     scene: Annotated[Scene, BeforeValidator(_parse_scene)] = Scene()
     characters: tuple[Character, ...] = Field(default=(), max_length=MAX_CHARACTERS)
     shots: tuple[Shot, ...] = Field(min_length=1, max_length=MAX_SHOTS)
+    soundtrack: Annotated[Soundtrack | None, BeforeValidator(_parse_soundtrack)] = Field(
+        default=None, validation_alias=_key_aliases("soundtrack"),
+        description="music under the whole sequence: a file name or {path, offset, gain_db} (alias: 配乐, 音乐)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_unused(handler(self), ("soundtrack",))
 
     def character(self, char_id: str) -> Character:
         """The character with this id (the script is validated, so it exists)."""

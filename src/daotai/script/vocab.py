@@ -260,6 +260,12 @@ DIRECTION_ALIASES = _table(
 )
 
 
+# Field names that may also be written another way (the schema accepts either, never both).
+KEY_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"dialogue": ("对白", "台词"), "sound": ("音效",), "soundtrack": ("配乐", "音乐")}
+)
+
+
 def canonical_names(enum: type[Enum]) -> str:
     """Comma-separated canonical names of an enum, for error messages."""
     return ", ".join(member.value for member in enum)  # type: ignore[attr-defined]
