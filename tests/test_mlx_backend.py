@@ -15,8 +15,7 @@ pytest.importorskip("mlx.core", reason='MLX not installed: pip install "mlx[cpu]
 pytest.importorskip("torch", reason="the tiny test model is built with diffusers: pip install 'daotai[neural]'")
 pytest.importorskip("diffusers", reason="the tiny test model is built with diffusers: pip install 'daotai[neural]'")
 
-from test_neural_build import _scheduler, _umt5, _wan_vae, word_tokenizer  # noqa: E402
-
+from builders import build_wan, plan_from  # noqa: E402
 from daotai.errors import BackendError, Cancelled  # noqa: E402
 from daotai.render.base import Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
 
@@ -33,26 +32,15 @@ SCRIPT = {
 @pytest.fixture(scope="module")
 def wan_folder(tmp_path_factory) -> Path:
     """A random WanPipeline whose widths divide by 64 (so 4-bit group-64 quantises every block linear)."""
-    import torch
-    from diffusers import WanPipeline, WanTransformer3DModel
-
-    folder = tmp_path_factory.mktemp("mlx_models") / "wan64"
-    torch.manual_seed(0)
-    transformer = WanTransformer3DModel(
-        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=32, in_channels=16, out_channels=16,
-        text_dim=32, freq_dim=256, ffn_dim=128, num_layers=2, cross_attn_norm=True,
-        qk_norm="rms_norm_across_heads", rope_max_seq_len=32,
-    )
-    WanPipeline(tokenizer=word_tokenizer(), text_encoder=_umt5(), vae=_wan_vae(), scheduler=_scheduler(),
-                transformer=transformer).save_pretrained(folder)
-    return folder
+    return build_wan(tmp_path_factory.mktemp("mlx_models") / "wan64", attention_head_dim=32, ffn_dim=128)
 
 
 @pytest.fixture(scope="module")
 def converted(wan_folder, tmp_path_factory) -> Path:
     """wan_folder converted through the command line (4-bit, group 64)."""
     dest = tmp_path_factory.mktemp("mlx_conv") / "wan64-q4"
-    done = _cli("models", "convert", str(wan_folder), "--to", "mlx", "--bits", "4", "--group-size", "64", "-o", str(dest))
+    done = _cli("models", "convert", str(wan_folder), "--to", "mlx", "--bits", "4", "--group-size", "64",
+                "-o", str(dest))
     assert done.returncode == 0, done.stderr[-2000:]
     return dest
 
@@ -63,12 +51,7 @@ def _cli(*args: str, timeout: int = 120, **env: str) -> subprocess.CompletedProc
 
 
 def _plan(tmp_path: Path):
-    from daotai.plan.planner import plan_script
-    from daotai.script.load import load_script
-
-    path = tmp_path / "two.json"
-    path.write_text(json.dumps(SCRIPT))
-    return plan_script(load_script(path)), path
+    return plan_from(tmp_path / "two.json", SCRIPT)
 
 
 def _render(backend, plan, shot, ctx=None) -> list:
@@ -92,7 +75,7 @@ def test_backend_yields_every_frame_in_order_and_is_seeded(wan_folder, tmp_path)
     steps = [e.done for e in events if isinstance(e, Progress) and e.stage == "denoise"]
     assert steps == [1, 2, 3]
     repeat = [e.rgb for e in again if isinstance(e, Frame)]
-    assert all(np.array_equal(a.rgb, b) for a, b in zip(frames, repeat))  # same seed, same frames
+    assert all(np.array_equal(a.rgb, b) for a, b in zip(frames, repeat, strict=True))  # same seed, same frames
 
 
 def test_cancel_stops_between_steps(wan_folder, tmp_path):
@@ -152,7 +135,8 @@ def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
 
     plan, script = _plan(tmp_path)
     out = tmp_path / "out"
-    done = _cli("render", str(script), "--backend", "wan-mlx", "--model", str(converted), "--steps", "2", "-o", str(out))
+    done = _cli("render", str(script), "--backend", "wan-mlx", "--model", str(converted), "--steps", "2",
+                "-o", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     for shot in plan.shots:
         info = probe(out / "shots" / f"{shot.shot_id}.mp4")
@@ -163,7 +147,8 @@ def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
     assert manifest["settings"]["backend"] == "wan-mlx"
     for shot in manifest["shots"]:  # the sampler and the memory plan are recorded per shot
         notes = " | ".join(shot["notices"])
-        assert "sampler Euler (flow matching), from scheduler/scheduler_config.json (FlowMatchEulerDiscreteScheduler)" in notes
+        assert ("sampler Euler (flow matching), from scheduler/scheduler_config.json "
+                "(FlowMatchEulerDiscreteScheduler)") in notes
         assert "estimated peak" in notes and ("total RAM" in notes or "working set" in notes)
     assert json.loads((out / "qc.json").read_text())
 
@@ -267,3 +252,19 @@ def test_unipc_folder_samples_with_unipc(wan_folder, tmp_path):
     frames = {k: np.stack([e.rgb for e in v if isinstance(e, Frame)]) for k, v in runs.items()}
     assert frames["unipc"].shape == frames["euler"].shape == (shot.frames, 64, 64, 3)
     assert not np.array_equal(frames["unipc"], frames["euler"])  # a different sampler really ran
+
+
+@pytest.mark.slow
+def test_renders_on_a_cpu_only_ray_cluster(wan_folder, tmp_path):
+    """wan-mlx declares the `apple` device class, so Ray is asked for CPU slots, never a GPU."""
+    pytest.importorskip("ray")
+    script = tmp_path / "two.json"
+    script.write_text(json.dumps(SCRIPT))
+    out = tmp_path / "out"
+    done = _cli("render", str(script), "-o", str(out), "--backend", "wan-mlx", "--model", str(wan_folder),
+                "--steps", "2", "--cluster", "local", timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["settings"]["cluster"] == "local" and manifest["settings"]["options"]["steps"] == 2
+    assert [s["shot_id"] for s in manifest["shots"]] == ["s01", "s02"]
+    assert all((out / s["files"]["shot"]).is_file() for s in manifest["shots"])

@@ -8,19 +8,14 @@ import pytest
 mx = pytest.importorskip("mlx.core", reason='MLX not installed: pip install "mlx[cpu]" (Linux) or "daotai[mlx]"')
 torch = pytest.importorskip("torch", reason="parity tests compare against torch: pip install 'daotai[neural]'")
 diffusers = pytest.importorskip("diffusers", reason="parity tests need diffusers: pip install 'daotai[neural]'")
-transformers = pytest.importorskip("transformers", reason="parity tests need transformers: pip install 'daotai[neural]'")
+transformers = pytest.importorskip("transformers",
+                                   reason="parity tests need transformers: pip install 'daotai[neural]'")
 
+from builders import umt5, wan_transformer, wan_vae  # noqa: E402
 from daotai.mlx.pipeline import SampleSettings, load_transformer, load_vae_decoder, sample_video  # noqa: E402
 from daotai.mlx.scheduler import flow_schedule  # noqa: E402
 from daotai.mlx.text_encoder import UMT5Config, UMT5Encoder, wan_prompt_embeds  # noqa: E402
 from daotai.mlx.weights import load_into, mapped_weights, read_config  # noqa: E402
-
-TINY_TRANSFORMER = dict(
-    patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=16, out_channels=16,
-    text_dim=32, freq_dim=256, ffn_dim=32, num_layers=2, cross_attn_norm=True,
-    qk_norm="rms_norm_across_heads", rope_max_seq_len=32,
-)
-TINY_VAE = dict(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1, temperal_downsample=[False, True, True])
 
 
 def rel_l2(a: np.ndarray, b: np.ndarray) -> float:
@@ -42,13 +37,11 @@ def tiny(tmp_path_factory):
 
 def build_tiny(root):
     """Tiny diffusers Wan components saved with save_pretrained; returns (folder, torch modules)."""
-    torch.manual_seed(0)
-    tr = diffusers.WanTransformer3DModel(**TINY_TRANSFORMER).eval()
-    vae = diffusers.AutoencoderKLWan(**TINY_VAE).eval()
-    te_cfg = transformers.UMT5Config(
-        vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, feed_forward_proj="gated-gelu"
-    )
-    te = transformers.UMT5EncoderModel(te_cfg).eval()
+    tr = wan_transformer(seed=0)
+    vae = wan_vae().eval()
+    # this file's own text encoder: 4 heads, d_ff 64 and UMT5's default 32 relative-position buckets
+    te = umt5(vocab_size=100, d_ff=64, num_heads=4, feed_forward_proj="gated-gelu",
+              relative_attention_num_buckets=32).eval()
     tr.save_pretrained(root / "transformer")
     vae.save_pretrained(root / "vae")
     te.save_pretrained(root / "text_encoder")

@@ -9,6 +9,7 @@ mx = pytest.importorskip("mlx.core", reason='MLX not installed: pip install "mlx
 torch = pytest.importorskip("torch", reason="parity tests compare against torch: pip install 'daotai[neural]'")
 diffusers = pytest.importorskip("diffusers", reason="parity tests need diffusers: pip install 'daotai[neural]'")
 
+from builders import WAN_VAE, wan_vae  # noqa: E402
 from daotai.errors import BackendError  # noqa: E402
 from daotai.mlx.pipeline import load_vae_decoder, load_vae_encoder  # noqa: E402
 
@@ -16,7 +17,7 @@ from daotai.mlx.pipeline import load_vae_decoder, load_vae_encoder  # noqa: E402
 # downsamples time in the first stage, widens the channels (1x1x1 shortcut convs) and
 # stacks two residual blocks per stage, so the block list and its weight names differ.
 CONFIGS = {
-    "tiny": dict(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1, temperal_downsample=[False, True, True]),
+    "tiny": WAN_VAE,
     "wide": dict(base_dim=8, z_dim=4, dim_mult=[1, 2, 2, 2], num_res_blocks=2, temperal_downsample=[True, True, False]),
 }
 
@@ -32,7 +33,7 @@ def vaes(tmp_path_factory):
     out = {}
     for i, (name, cfg) in enumerate(CONFIGS.items()):
         torch.manual_seed(10 + i)
-        vae = diffusers.AutoencoderKLWan(**cfg).eval()
+        vae = wan_vae(**cfg).eval()
         folder = tmp_path_factory.mktemp(f"vae_{name}")
         vae.save_pretrained(folder)
         out[name] = (folder, vae)

@@ -15,8 +15,6 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-from test_neural_build import build_wan  # noqa: E402
-
 from daotai.errors import BackendError  # noqa: E402
 from daotai.runtime.models import (  # noqa: E402
     MANIFEST_NAME,
@@ -28,16 +26,10 @@ from daotai.runtime.models import (  # noqa: E402
 )
 
 
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory) -> Path:
-    """One tiny Wan folder built per module; tests work on copies."""
-    return build_wan(tmp_path_factory.mktemp("pristine") / "wan")
-
-
 @pytest.fixture()
-def model(pristine, tmp_path) -> Path:
-    """A fresh copy of the tiny Wan folder."""
-    return Path(shutil.copytree(pristine, tmp_path / "wan"))
+def model(tiny_wan, tmp_path) -> Path:
+    """A fresh copy of the session's tiny Wan folder (conftest): tests here change its files."""
+    return Path(shutil.copytree(tiny_wan, tmp_path / "wan"))
 
 
 def transformer_file(folder: Path) -> Path:

@@ -15,8 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-from test_neural_build import build_ltx, build_wan, build_wan_vace  # noqa: E402
-
+from builders import build_ltx  # noqa: E402
 from daotai.errors import Cancelled  # noqa: E402
 from daotai.render.base import Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
 
@@ -40,10 +39,10 @@ SCRIPT = {
 REFERENCE_RGB = (200, 120, 40)
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("models")
-    return {"wan": build_wan(root / "wan"), "wan-vace": build_wan_vace(root / "vace"), "ltx": build_ltx(root / "ltx")}
+@pytest.fixture()
+def models(tiny_wan, tiny_vace, tiny_ltx) -> dict[str, Path]:
+    """The session's tiny model folders (conftest) by family."""
+    return {"wan": tiny_wan, "wan-vace": tiny_vace, "ltx": tiny_ltx}
 
 
 @pytest.fixture()
@@ -108,7 +107,6 @@ def test_wan_renders_two_shots_through_the_command_line(models, script, tmp_path
 
 def test_vace_gets_each_shots_previz_depth_and_one_reference_per_character(models, script, tmp_path, monkeypatch):
     from diffusers import WanVACEPipeline
-    from PIL import Image
 
     from daotai.render.diffusers_common import family_defaults, native_request, plan_to_native_indexes
     from daotai.render.previz.backend import PrevizBackend
@@ -132,12 +130,13 @@ def test_vace_gets_each_shots_previz_depth_and_one_reference_per_character(model
 
     previz = PrevizBackend(labels=False)
     try:
-        for shot, call in zip(plan.shots, calls):
+        for shot, call in zip(plan.shots, calls, strict=True):
             request = native_request(plan, shot, family_defaults("wan-vace"))
             assert call["frames"] == request.frames == len(call["video"]) and call["prompt"] == shot.prompt
             depth = [e.depth for e in previz.render(RenderJob(plan, shot, controls=True), RunContext())
                      if isinstance(e, Frame)]
-            for native_index, plan_index in enumerate(plan_to_native_indexes(shot.frames, plan.fps, request.frames, request.fps)):
+            indexes = plan_to_native_indexes(shot.frames, plan.fps, request.frames, request.fps)
+            for native_index, plan_index in enumerate(indexes):
                 expected = depth_to_preview(depth[plan_index], 0.05, 500.0)  # (64, 64) uint8, near = white
                 got = call["video"][native_index]  # (64, 64, 3) uint8
                 assert np.array_equal(got[:, :, 0], expected) and np.array_equal(got[:, :, 1], got[:, :, 2])
@@ -190,7 +189,7 @@ def test_wan_backend_is_seeded_reuses_its_pipeline_and_reports_steps(models, scr
     assert any(isinstance(e, Progress) and e.stage == "load" for e in events)
     assert not any(isinstance(e, Progress) and e.stage == "load" for e in events_again)
     # 12 plan frames at 24 fps from 9 native frames at 16 fps: each native frame shown 1-2 times.
-    distinct = sum(1 for a, b in zip(first, first[1:]) if not np.array_equal(a, b)) + 1
+    distinct = sum(1 for a, b in zip(first, first[1:], strict=False) if not np.array_equal(a, b)) + 1
     assert 6 <= distinct <= 9
 
 
@@ -214,7 +213,7 @@ def test_cancelling_between_steps_stops_the_render(models, script):
     assert threading.active_count() < 20  # the denoise worker was joined, not leaked per step
 
 
-def test_ltx_keyframe_is_the_shots_first_previz_frame(script, tmp_path, monkeypatch):
+def test_ltx_keyframe_is_the_shots_first_previz_frame(script, tiny_ltx, tmp_path, monkeypatch):
     from diffusers import LTXConditionPipeline
 
     from daotai.errors import BackendError
@@ -248,7 +247,7 @@ def test_ltx_keyframe_is_the_shots_first_previz_frame(script, tmp_path, monkeypa
     assert np.array_equal(seen[0]["image"], first)
     assert frames.shape[0] == shot.frames
 
-    plain = LTXBackend(model=str(build_ltx(tmp_path / "ltx")), device="cpu", steps=1, keyframe="previz")
+    plain = LTXBackend(model=str(tiny_ltx), device="cpu", steps=1, keyframe="previz")
     try:
         with pytest.raises(BackendError, match="needs an LTXConditionPipeline model"):
             frames_of(plain, plan, shot)

@@ -15,9 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-from test_neural_build import build_wan  # noqa: E402
-from test_post_restore import pan_frames, write  # noqa: E402
-
+from builders import pan_frames, write_clip  # noqa: E402
 from daotai.encode.video import decode_frames, probe  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
 from daotai.post.enhance import _for_shot, enhance, enhance_iter, parse_steps  # noqa: E402
@@ -30,15 +28,9 @@ W, H = 40, 28  # x2 = 80x56: the height needs padding to 64 for the model
 
 
 @pytest.fixture(scope="module")
-def wan(tmp_path_factory) -> Path:
-    """A tiny random Wan 2.1 text-to-video folder, as users have for the real model."""
-    return build_wan(tmp_path_factory.mktemp("models") / "wan")
-
-
-@pytest.fixture(scope="module")
 def clip(tmp_path_factory) -> Path:
     """Six frames of a pan at 40x28, 24 fps."""
-    return write(tmp_path_factory.mktemp("clips") / "in.mp4", list(pan_frames(6, W, H)), 24)
+    return write_clip(tmp_path_factory.mktemp("clips") / "in.mp4", list(pan_frames(6, W, H)), 24)
 
 
 def diffusion(wan: Path, **options) -> UpscaleConfig:
@@ -57,8 +49,8 @@ def run(events):
             return seen, stop.value
 
 
-def test_rerender_output_format_progress_and_manifest(wan, clip, tmp_path):
-    events, result = run(enhance_iter(clip, tmp_path / "up.mp4", [diffusion(wan)]))
+def test_rerender_output_format_progress_and_manifest(tiny_wan, clip, tmp_path):
+    events, result = run(enhance_iter(clip, tmp_path / "up.mp4", [diffusion(tiny_wan)]))
     info = probe(tmp_path / "up.mp4")
     assert (info.width, info.height, info.frames, info.fps) == (2 * W, 2 * H, 6, Fraction(24))
     assert (result.width, result.height, result.frames) == (2 * W, 2 * H, 6)
@@ -71,27 +63,27 @@ def test_rerender_output_format_progress_and_manifest(wan, clip, tmp_path):
     assert frames[-1].done == frames[-1].total == 6
     step = json.loads((tmp_path / "up.enhance.json").read_text())["steps"][0]
     assert step["method"] == "diffusion" and step["strength"] == 0.5 and step["steps"] == 2
-    assert step["model"] == str(wan)
+    assert step["model"] == str(tiny_wan)
 
 
-def test_strength_zero_is_the_classical_upscale_and_more_strength_changes_more(wan, clip, tmp_path):
+def test_strength_zero_is_the_classical_upscale_and_more_strength_changes_more(tiny_wan, clip, tmp_path):
     source = list(decode_frames(clip))
     classical = [upscale_classical(f, 2) for f in source]
-    zero = list(rerender_frames(iter(source), diffusion(wan, strength=0.0)))
-    assert all(np.array_equal(a, b) for a, b in zip(classical, zero)) and len(zero) == 6
+    zero = list(rerender_frames(iter(source), diffusion(tiny_wan, strength=0.0)))
+    assert all(np.array_equal(a, b) for a, b in zip(classical, zero, strict=True)) and len(zero) == 6
 
     def refined(**options) -> list[np.ndarray]:
-        return [f for f in rerender_frames(iter(source), diffusion(wan, **options)) if isinstance(f, np.ndarray)]
+        return [f for f in rerender_frames(iter(source), diffusion(tiny_wan, **options)) if isinstance(f, np.ndarray)]
 
     half = refined()
     assert len(half) == 6 and half[0].shape == (2 * H, 2 * W, 3) and half[0].dtype == np.uint8
-    change = np.mean([np.abs(a.astype(np.int16) - b).mean() for a, b in zip(classical, half)])
+    change = np.mean([np.abs(a.astype(np.int16) - b).mean() for a, b in zip(classical, half, strict=True)])
     assert change > 1.0  # the model really ran on the frames
-    assert all(np.array_equal(a, b) for a, b in zip(half, refined()))  # same seed, same frames
-    assert not all(np.array_equal(a, b) for a, b in zip(half, refined(seed=7)))
+    assert all(np.array_equal(a, b) for a, b in zip(half, refined(), strict=True))  # same seed, same frames
+    assert not all(np.array_equal(a, b) for a, b in zip(half, refined(seed=7), strict=True))
 
 
-def test_long_clips_run_in_overlapping_windows(wan):
+def test_long_clips_run_in_overlapping_windows(tiny_wan):
     windows = list(_windows(range(11), 5, 2))
     assert [(list(run), last) for run, last in windows] == [
         ([0, 1, 2, 3, 4], False), ([3, 4, 5, 6, 7], False), ([6, 7, 8, 9, 10], True)]
@@ -100,7 +92,7 @@ def test_long_clips_run_in_overlapping_windows(wan):
     assert pad_to_multiple(np.zeros((56, 80, 3), np.uint8)).shape == (64, 80, 3)
 
     source = list(pan_frames(11, W, H))
-    out = list(rerender_frames(iter(source), diffusion(wan), frames_total=11, window=5, overlap=2))
+    out = list(rerender_frames(iter(source), diffusion(tiny_wan), frames_total=11, window=5, overlap=2))
     frames = [f for f in out if isinstance(f, np.ndarray)]
     assert len(frames) == 11 and {f.shape for f in frames} == {(2 * H, 2 * W, 3)}
     runs = [e for e in out if isinstance(e, Progress) and e.stage == "denoise"]
@@ -130,14 +122,14 @@ def test_missing_or_unsuitable_model_is_a_clear_error(clip, tmp_path):
     assert not (tmp_path / "c.mp4").exists()
 
 
-def test_cli_method_diffusion(wan, clip, tmp_path):
+def test_cli_method_diffusion(tiny_wan, clip, tmp_path):
     from typer.testing import CliRunner
 
     from daotai.cli import app
 
     out = tmp_path / "out.mp4"
     result = CliRunner().invoke(app, ["enhance", str(clip), "-o", str(out), "--upscale", "2", "--method", "diffusion",
-                                      "--model", str(wan), "--steps", "2", "--strength", "0.5", "--device", "cpu",
+                                      "--model", str(tiny_wan), "--steps", "2", "--strength", "0.5", "--device", "cpu",
                                       "--prompt", "a man walks"])
     assert result.exit_code == 0, result.output
     info = probe(out)

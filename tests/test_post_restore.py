@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import threading
 from fractions import Fraction
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
-
 from daotai.files import sha256_file
-from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
+
+from builders import FINE, backdrop, pan_frames, write_clip
+from daotai.encode.video import decode_frames, probe
 from daotai.errors import BackendError, Cancelled, DependencyMissing, EncodeError, OptionError
 from daotai.post.colour import DeflickerConfig, MatchColourConfig, lab_stats, to_lab
 from daotai.post.enhance import enhance, enhance_iter, parse_steps, plan_output
@@ -21,52 +21,17 @@ from daotai.post.upscale import UpscaleConfig, upscale_classical
 from daotai.qc.metrics import flicker_score, psnr
 from daotai.render.base import Progress, RunContext
 
-FINE = EncodeSettings(crf=8, tune="psnr")  # near-lossless, so codec loss does not decide the comparisons
-W, H = 320, 180
-
-
-def _backdrop(width: int, height: int, seed: int = 1) -> np.ndarray:
-    """A sharp synthetic picture: soft-edged discs and text on a flat ground; (h, w, 3) uint8."""
-    rng = np.random.default_rng(seed)
-    image = np.empty((height, width, 3), np.uint8)
-    image[:] = (70, 90, 120)
-    for i in range(max(20, width * height // 900)):
-        colour = tuple(int(v) for v in rng.integers(0, 256, 3))
-        centre = (int(rng.integers(0, width)), int(rng.integers(0, height)))
-        cv2.circle(image, centre, int(rng.integers(4, 30)), colour, -1, cv2.LINE_AA)
-        if i % 4 == 0:
-            cv2.putText(image, f"shot {i}", centre, cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1, cv2.LINE_AA)
-    return cv2.GaussianBlur(image, (0, 0), 0.7)  # a little lens softness, as rendered frames have
-
-
-def pan_frames(n: int, width: int = W, height: int = H, speed: float = 3.0):
-    """A smooth pan across the backdrop with a disc moving the other way: (H, W, 3) uint8 each."""
-    big = _backdrop(width + int(speed * n) + 40, height + 40)
-    for k in range(n):
-        shift = np.float32([[1, 0, -speed * k], [0, 1, -20]])
-        frame = cv2.warpAffine(big, shift, (width, height), flags=cv2.INTER_LINEAR)
-        cv2.circle(frame, (int(60 + 5 * k), height // 2), 25, (240, 200, 40), -1, cv2.LINE_AA)
-        yield frame
-
-
-def write(path: Path, frames, fps, settings: EncodeSettings = FINE) -> Path:
-    """Encode frames to path (atomic writer) and return the path."""
-    frames = list(frames)
-    h, w = frames[0].shape[:2]
-    with VideoWriter(path, w, h, fps, settings) as out:
-        for frame in frames:
-            out.write(frame)
-    return path
+W, H = 320, 180  # pan_frames' default size
 
 
 # --------------------------------------------------------------------------- upscale
 
 
 def test_classical_x2_beats_bicubic_on_encoded_clip(tmp_path):
-    truth_path = write(tmp_path / "hr.mp4", [_backdrop(W, H, seed=s) for s in (3, 4)], 24)
+    truth_path = write_clip(tmp_path / "hr.mp4", [backdrop(W, H, seed=s) for s in (3, 4)], 24)
     truth = list(decode_frames(truth_path))
     low = [cv2.resize(f, (W // 2, H // 2), interpolation=cv2.INTER_AREA) for f in truth]
-    src = write(tmp_path / "lr.mp4", low, 24)
+    src = write_clip(tmp_path / "lr.mp4", low, 24)
     result = enhance(src, tmp_path / "up.mp4", [UpscaleConfig(2)], FINE)
     assert (result.width, result.height, result.frames, result.fps) == (W, H, 2, Fraction(24))
     info = probe(tmp_path / "up.mp4")
@@ -74,8 +39,8 @@ def test_classical_x2_beats_bicubic_on_encoded_clip(tmp_path):
     ours = list(decode_frames(tmp_path / "up.mp4"))
     # the baseline goes through the same encoder, so only the upscaler differs
     bicubic = [cv2.resize(lo, (W, H), interpolation=cv2.INTER_CUBIC) for lo in decode_frames(src)]
-    baseline = list(decode_frames(write(tmp_path / "bicubic.mp4", bicubic, 24)))
-    for gt, up, bic in zip(truth, ours, baseline):
+    baseline = list(decode_frames(write_clip(tmp_path / "bicubic.mp4", bicubic, 24)))
+    for gt, up, bic in zip(truth, ours, baseline, strict=True):
         assert psnr(gt, up) > psnr(gt, bic) + 0.2  # RGB: 4:2:0 chroma loss dominates both
         assert psnr(_luma(gt), _luma(up)) > psnr(_luma(gt), _luma(bic)) + 0.8  # detail lives in luma
 
@@ -86,7 +51,7 @@ def _luma(frame: np.ndarray) -> np.ndarray:
 
 
 def test_classical_x4_beats_bicubic_and_keeps_flat_areas():
-    truth = _backdrop(256, 128, seed=7)
+    truth = backdrop(256, 128, seed=7)
     low = cv2.resize(truth, (64, 32), interpolation=cv2.INTER_AREA)
     up = upscale_classical(low, 4)
     assert up.shape == (128, 256, 3) and up.dtype == np.uint8
@@ -120,9 +85,9 @@ def test_spandrel_checks_hash_before_loading(tmp_path):
 
 
 def test_interpolation_recovers_dropped_frames(tmp_path):
-    full = write(tmp_path / "full60.mp4", pan_frames(20), 60)
+    full = write_clip(tmp_path / "full60.mp4", pan_frames(20), 60)
     truth = list(decode_frames(full))
-    half = write(tmp_path / "half30.mp4", truth[0::2], 30)
+    half = write_clip(tmp_path / "half30.mp4", truth[0::2], 30)
     flow = enhance(half, tmp_path / "flow.mp4", [InterpolateConfig(fps=60)], FINE)
     blend = enhance(half, tmp_path / "blend.mp4", [InterpolateConfig(fps=60, method="blend")], FINE)
     assert (flow.frames, flow.fps) == (20, Fraction(60))
@@ -155,7 +120,7 @@ def test_output_format_arithmetic(config, frames_in, fps_in, expected):
 
 
 def test_x4_and_target_fps_on_encoded_clip(tmp_path):
-    src = write(tmp_path / "in.mp4", list(pan_frames(6, 160, 96)), 24)
+    src = write_clip(tmp_path / "in.mp4", list(pan_frames(6, 160, 96)), 24)
     x4 = enhance(src, tmp_path / "x4.mp4", parse_steps("interpolate=x4"))
     info = probe(x4.path)
     assert (info.frames, info.fps) == (24, Fraction(96))
@@ -170,14 +135,14 @@ def test_x4_and_target_fps_on_encoded_clip(tmp_path):
 
 def _flickering(n: int = 24):
     """A static picture whose brightness jumps ±12 % every other frame."""
-    base = _backdrop(W, H, seed=9).astype(np.float32)
+    base = backdrop(W, H, seed=9).astype(np.float32)
     for k in range(n):
         gain = 1.12 if k % 2 else 0.88
         yield np.clip(base * gain, 0, 255).astype(np.uint8)
 
 
 def test_deflicker_flattens_brightness(tmp_path):
-    src = write(tmp_path / "flicker.mp4", _flickering(), 24)
+    src = write_clip(tmp_path / "flicker.mp4", _flickering(), 24)
     result = enhance(src, tmp_path / "steady.mp4", [DeflickerConfig(window=5)])
     assert result.frames == 24
     before = flicker_score(decode_frames(src))
@@ -188,19 +153,19 @@ def test_deflicker_flattens_brightness(tmp_path):
 def test_deflicker_keeps_a_slow_fade():
     from daotai.post.colour import deflicker_frames
 
-    base = _backdrop(W, H, seed=2).astype(np.float32)
+    base = backdrop(W, H, seed=2).astype(np.float32)
     ramp = [np.clip(base * (0.5 + k / 40), 0, 255).astype(np.uint8) for k in range(20)]
     out = list(deflicker_frames(iter(ramp), DeflickerConfig(window=7)))
     assert len(out) == 20
-    for a, b in zip(ramp, out):
+    for a, b in zip(ramp, out, strict=True):
         assert abs(to_lab(a)[..., 0].mean() - to_lab(b)[..., 0].mean()) < 0.8
 
 
 def test_match_colour_moves_lab_statistics_to_reference(tmp_path):
     frames = list(pan_frames(8))
-    ref = write(tmp_path / "ref.mp4", frames, 24)
+    ref = write_clip(tmp_path / "ref.mp4", frames, 24)
     graded = [np.clip(f.astype(np.float32) * (1.15, 0.95, 0.75) + (10, 0, -5), 0, 255).astype(np.uint8) for f in frames]
-    src = write(tmp_path / "warm.mp4", graded, 24)
+    src = write_clip(tmp_path / "warm.mp4", graded, 24)
     result = enhance(src, tmp_path / "matched.mp4", [MatchColourConfig(reference=str(ref))])
     target = lab_stats(decode_frames(ref))
     before, after = lab_stats(decode_frames(src)), lab_stats(decode_frames(result.path))
@@ -211,8 +176,8 @@ def test_match_colour_moves_lab_statistics_to_reference(tmp_path):
         assert abs(after.mean[k] - target.mean[k]) < abs(before.mean[k] - target.mean[k]) / 4
     matched = list(decode_frames(result.path))
     truth = list(decode_frames(ref))
-    assert np.mean([psnr(a, b) for a, b in zip(truth, matched)]) > np.mean(
-        [psnr(a, b) for a, b in zip(truth, decode_frames(src))]
+    assert np.mean([psnr(a, b) for a, b in zip(truth, matched, strict=True)]) > np.mean(
+        [psnr(a, b) for a, b in zip(truth, decode_frames(src), strict=True)]
     ) + 3
     assert "match_colour" in result.manifest["statistics"]
 
@@ -221,7 +186,7 @@ def test_match_colour_moves_lab_statistics_to_reference(tmp_path):
 
 
 def test_all_steps_manifest_and_progress(tmp_path):
-    src = write(tmp_path / "in.mp4", list(pan_frames(8, 160, 96)), 24)
+    src = write_clip(tmp_path / "in.mp4", list(pan_frames(8, 160, 96)), 24)
     steps = parse_steps(f"upscale=2,interpolate=x2,deflicker=5,match={src}")
     events = list(_drain(enhance_iter(src, tmp_path / "out.mp4", steps)))
     progress = [e for e in events if isinstance(e, Progress)]
@@ -242,7 +207,7 @@ def _drain(events):
 
 
 def test_cancel_leaves_nothing_at_output(tmp_path):
-    src = write(tmp_path / "in.mp4", list(pan_frames(8, 160, 96)), 24)
+    src = write_clip(tmp_path / "in.mp4", list(pan_frames(8, 160, 96)), 24)
     ctx = RunContext(cancel=threading.Event())
     events = enhance_iter(src, tmp_path / "out.mp4", [UpscaleConfig(2)], ctx=ctx)
     with pytest.raises(Cancelled):
@@ -273,7 +238,7 @@ def test_corrupt_input_and_same_path_are_encode_errors(tmp_path):
     bad.write_bytes(b"\x00" * 1000)
     with pytest.raises(EncodeError):
         enhance(bad, tmp_path / "out.mp4", [UpscaleConfig(2)])
-    good = write(tmp_path / "in.mp4", list(pan_frames(2, 64, 32)), 24)
+    good = write_clip(tmp_path / "in.mp4", list(pan_frames(2, 64, 32)), 24)
     with pytest.raises(EncodeError, match="is the input"):
         enhance(good, good, [UpscaleConfig(2)])
     assert not (tmp_path / "out.mp4").exists()
@@ -284,7 +249,7 @@ def test_cli_enhance(tmp_path):
 
     from daotai.cli import app
 
-    src = write(tmp_path / "in.mp4", list(pan_frames(4, 96, 64)), 24)
+    src = write_clip(tmp_path / "in.mp4", list(pan_frames(4, 96, 64)), 24)
     out = tmp_path / "out.mp4"
     result = CliRunner().invoke(app, ["enhance", str(src), "-o", str(out), "--upscale", "2", "--interpolate", "x2"])
     assert result.exit_code == 0, result.output

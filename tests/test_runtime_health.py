@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from builders import plan_from
 from daotai.runtime.health import (
     MEMORY_PRESSURE,
     PMSET_THERM,
@@ -121,7 +121,7 @@ def test_thermal_state_from_pmset(text, expected):
 
 def test_thermal_pressure_names():
     assert [thermal_pressure_name(i) for i in range(5)] == ["nominal", "moderate", "heavy", "trapping", "sleeping"]
-    assert thermal_pressure_name(5) is None and thermal_pressure_name(-1) is None and thermal_pressure_name(None) is None
+    assert all(thermal_pressure_name(level) is None for level in (5, -1, None))
 
 
 def recorded(outputs: dict):
@@ -280,23 +280,9 @@ SCRIPT = {
 }
 
 
-@pytest.fixture(scope="module")
-def tiny_wan(tmp_path_factory) -> Path:
-    pytest.importorskip("torch")
-    pytest.importorskip("diffusers")
-    from test_neural_build import build_wan
-
-    return build_wan(tmp_path_factory.mktemp("models") / "wan")
-
-
 @pytest.fixture()
 def plan_and_script(tmp_path):
-    from daotai.plan.planner import plan_script
-    from daotai.script.load import load_script
-
-    path = tmp_path / "adaptive.json"
-    path.write_text(json.dumps(SCRIPT))
-    return plan_script(load_script(path)), path
+    return plan_from(tmp_path / "adaptive.json", SCRIPT)
 
 
 class Sampler:

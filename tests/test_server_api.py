@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import struct
 import warnings
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,6 +13,7 @@ pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 openai = pytest.importorskip("openai")
 
+from builders import png_bytes, png_claiming  # noqa: E402
 from daotai.errors import DaotaiError  # noqa: E402
 from daotai.server.app import create_app  # noqa: E402
 from daotai.server.store import JobStore  # noqa: E402
@@ -30,27 +29,6 @@ SCRIPT = {
         {"shot_id": "b", "duration": 1, "framing": "close_up"},
     ],
 }
-
-
-def png_bytes(width: int = 8, height: int = 8) -> bytes:
-    """A valid RGB PNG."""
-    import io
-
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), (200, 40, 40)).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def png_claiming(width: int, height: int) -> bytes:
-    """A tiny PNG whose header claims a huge image (a decompression bomb's calling card)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1024)) + chunk(b"IEND", b"")
 
 
 @pytest.fixture(scope="module")
@@ -339,7 +317,8 @@ def test_hostile_uploads_get_4xx_and_server_survives(idle):
         "webp_lie": b"RIFF\0\0\0\0AVI " + b"\0" * 64,
     }
     for name, data in hostile.items():
-        reply = httpx.post(f"{url}/v1/videos", data=fields, files={"input_reference": (f"{name}.png", data, "image/png")})
+        reply = httpx.post(f"{url}/v1/videos", data=fields,
+                           files={"input_reference": (f"{name}.png", data, "image/png")})
         assert 400 <= reply.status_code < 500, (name, reply.status_code, reply.text)
     huge = httpx.post(f"{url}/v1/videos", data=fields,
                       files={"input_reference": ("big.png", b"\x89PNG\r\n\x1a\n" + b"\0" * (17 << 20), "image/png")})
@@ -376,7 +355,8 @@ def test_request_guard_content_type_origin_host_size(idle):
     assert httpx.post(post, content=b"{" + b" " * (17 << 20) + b"}", headers=json_type).status_code == 413
     assert httpx.post(post, content=b'{"prompt": "p", "seconds": Infinity}', headers=json_type).status_code == 422
     assert httpx.post(post, content=b"\xff\xfe", headers=json_type).status_code == 422
-    assert httpx.post(post, content=b"--x\r\nbroken", headers={"content-type": "multipart/form-data; boundary=x"}).status_code == 400
+    multipart = {"content-type": "multipart/form-data; boundary=x"}
+    assert httpx.post(post, content=b"--x\r\nbroken", headers=multipart).status_code == 400
 
 
 def test_token_required_beyond_loopback(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import io
 import json
@@ -15,8 +14,7 @@ import pytest
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 
-from test_server_api import png_bytes, png_claiming  # noqa: E402
-
+from builders import png_bytes, png_claiming  # noqa: E402
 from daotai.server.app import create_app  # noqa: E402
 from daotai.server.store import JobStore  # noqa: E402
 from daotai.server.testing import ServerProcess, thread_server  # noqa: E402
@@ -44,7 +42,7 @@ def upload(url: str, data: bytes, name: str = "ref.png", kind: str = "image/png"
 
 def with_refs(*refs_per_character: list[str]) -> dict:
     script = json.loads(json.dumps(SCRIPT))
-    for character, refs in zip(script["characters"], refs_per_character):
+    for character, refs in zip(script["characters"], refs_per_character, strict=False):
         if refs:
             character["reference_images"] = refs
     return script
@@ -122,9 +120,11 @@ def test_hostile_uploads_are_4xx_with_clear_json_and_nothing_is_kept(idle, tmp_p
     assert httpx.post(f"{url}/v1/uploads", json={"file": "x"}).status_code == 415
     assert httpx.post(f"{url}/v1/uploads", data={"note": "no file"},
                       files={"other": ("a.png", good, "image/png")}).json()["error"]["code"] == "missing_file"
-    two = httpx.post(f"{url}/v1/uploads", files=[("file", ("a.png", good, "image/png")), ("file", ("b.png", good, "image/png"))])
+    two = httpx.post(f"{url}/v1/uploads",
+                     files=[("file", ("a.png", good, "image/png")), ("file", ("b.png", good, "image/png"))])
     assert two.status_code == 400
-    broken = httpx.post(f"{url}/v1/uploads", content=b"--x\r\nbroken", headers={"content-type": "multipart/form-data; boundary=x"})
+    broken = httpx.post(f"{url}/v1/uploads", content=b"--x\r\nbroken",
+                        headers={"content-type": "multipart/form-data; boundary=x"})
     assert broken.status_code == 400 and broken.json()["error"]["message"].startswith(("body: ", "file: "))
     # The same Host / Origin / Sec-Fetch-Site rules as every other write.
     assert upload(url, good, headers={"sec-fetch-site": "cross-site"}).status_code == 403
@@ -223,22 +223,22 @@ def test_previz_job_with_an_uploaded_reference_completes_and_its_manifest_has_th
 
 
 @pytest.mark.slow
-def test_wan_vace_worker_receives_the_uploaded_pixels(idle, tmp_path_factory, monkeypatch):
+def test_wan_vace_worker_receives_the_uploaded_pixels(idle, tiny_vace, tmp_path_factory, monkeypatch):
     """The worker's own run_job, in this process, with a tiny random Wan-VACE standing in for the real one."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("diffusers")
     import numpy as np
     from diffusers import WanVACEPipeline
-    from test_neural_build import build_wan_vace
 
     from daotai.render import wan_vace
     from daotai.server.worker import run_job
 
     url, store = idle
-    model = build_wan_vace(tmp_path_factory.mktemp("models") / "vace")
+    model = tiny_vace
     made = upload(url, image_bytes("PNG", size=(40, 56))).json()
     script = with_refs([made["reference"]])
-    script.update(size="64x64", shots=[{"shot_id": "a", "duration": 0.25, "subject": "hero", "characters": ["hero", "friend"]}])
+    script.update(size="64x64",
+                  shots=[{"shot_id": "a", "duration": 0.25, "subject": "hero", "characters": ["hero", "friend"]}])
     job_id = httpx.post(f"{url}/v1/jobs", params={"backend": "wan-vace"}, json=script).json()["id"]
 
     calls: list[list[np.ndarray]] = []

@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from builders import wan_transformer  # noqa: E402
 from daotai.render.fp8 import eligible, fp8_linear_class, fp8_supported, quantize_rows  # noqa: E402
 from daotai.render.speed import SpeedConfig, apply_levers, levers_for, resolve_levers  # noqa: E402
 
@@ -60,16 +61,8 @@ def test_only_wide_outputs_take_fp8_by_default():
     assert eligible(torch.nn.Linear(32, 64), min_out_features=16)
 
 
-def tiny_wan(num_layers: int = 2):
-    from diffusers import WanTransformer3DModel
-
-    torch.manual_seed(0)
-    # 2 heads x 16 and an FFN of 64: every block linear is a multiple of 16 (FP8 GEMMs need that)
-    return WanTransformer3DModel(
-        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=16, in_channels=16, out_channels=16,
-        text_dim=32, freq_dim=256, ffn_dim=64, num_layers=num_layers, cross_attn_norm=True,
-        qk_norm="rms_norm_across_heads", rope_max_seq_len=32,
-    ).eval()
+# 2 heads x 16 and an FFN of 64: every block linear is a multiple of 16 (FP8 GEMMs need that)
+FP8_WIDTHS = {"attention_head_dim": 16, "ffn_dim": 64}
 
 
 def wan_inputs():
@@ -82,7 +75,7 @@ def wan_inputs():
 
 def test_fast_levers_put_only_the_repeated_blocks_linears_in_fp8(narrow_ok):
     pytest.importorskip("diffusers")
-    model = tiny_wan()
+    model = wan_transformer(**FP8_WIDTHS)
     with torch.no_grad():
         want = model(**wan_inputs())[0]
     block_linears = [m for block in model.blocks for m in block.modules() if isinstance(m, torch.nn.Linear)]
@@ -117,7 +110,7 @@ def test_fp8_blocks_compile_as_one_graph(narrow_ok):
     # fast mode compiles the blocks after swapping their linears: the FP8 module must trace
     # without graph breaks (fullgraph=True, as apply_levers asks with PyTorch attention).
     pytest.importorskip("diffusers")
-    model = tiny_wan(num_layers=1)
+    model = wan_transformer(**FP8_WIDTHS, num_layers=1)
     with torch.no_grad():
         want = model(**wan_inputs())[0]
     config = SpeedConfig(mode="fast", fp8=True, compile_blocks=True)
@@ -133,7 +126,7 @@ def test_fused_projections_keep_the_output_and_hold_each_weight_once():
     pytest.importorskip("diffusers")
     from daotai.render.speed import fuse_attention_projections
 
-    model = tiny_wan()
+    model = wan_transformer(**FP8_WIDTHS)
     with torch.no_grad():
         want = model(**wan_inputs())[0]
     weights = sum(p.numel() for p in model.parameters())
@@ -150,7 +143,7 @@ def test_fused_projections_keep_the_output_and_hold_each_weight_once():
 
 def test_fp8_after_fusing_quantises_the_fused_projections(narrow_ok):
     pytest.importorskip("diffusers")
-    model = tiny_wan(num_layers=1)
+    model = wan_transformer(**FP8_WIDTHS, num_layers=1)
     config = SpeedConfig(mode="fast", fuse_qkv=True, fp8=True)
     done = apply_levers(SimpleNamespace(transformer=model), config, steps=4)
     # self: qkv, out; cross: q, kv, out; FFN: up, down

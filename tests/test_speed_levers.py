@@ -97,8 +97,8 @@ def test_cache_state_counts_steps_per_guidance_branch_and_restarts_on_a_new_vide
 
 def test_render_rejects_an_unknown_speed_without_a_traceback(tmp_path):
     env = dict(os.environ, COLUMNS="120")
-    result = subprocess.run([sys.executable, "-m", "daotai.cli", "render", "examples/minimal.json", "-o", str(tmp_path / "out"),
-                             "--backend", "wan", "--speed", "ludicrous"],
+    result = subprocess.run([sys.executable, "-m", "daotai.cli", "render", "examples/minimal.json",
+                             "-o", str(tmp_path / "out"), "--backend", "wan", "--speed", "ludicrous"],
                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert result.returncode != 0
     assert "Traceback" not in result.stdout + result.stderr
@@ -134,14 +134,6 @@ def test_vace_honours_speed():
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
-
-
-@pytest.fixture(scope="module")
-def wan_folder(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_neural_build import build_wan
-
-    return build_wan(tmp_path_factory.mktemp("models") / "wan")
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +174,8 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def exact_frames(wan_folder, plan):
-    frames, notices, backend = render(wan_folder, plan, "exact")
+def exact_frames(tiny_wan, plan):
+    frames, notices, backend = render(tiny_wan, plan, "exact")
     pipe = backend.runner.pipe
     # Exact mode on the CPU changes nothing: no compiled blocks, no hooks, float32 VAE.
     assert all(block._compiled_call_impl is None for block in pipe.transformer.blocks)
@@ -195,15 +187,15 @@ def exact_frames(wan_folder, plan):
     return frames
 
 
-def test_exact_on_cpu_is_bitwise_the_unaccelerated_render(wan_folder, plan, exact_frames):
-    off, notices, backend = render(wan_folder, plan, "off")
+def test_exact_on_cpu_is_bitwise_the_unaccelerated_render(tiny_wan, plan, exact_frames):
+    off, notices, backend = render(tiny_wan, plan, "off")
     backend.close()
     assert "speed off: no levers" in notices
     np.testing.assert_array_equal(off, exact_frames)
 
 
-def test_fast_mode_hook_skips_steps_and_its_deviation_is_measured(wan_folder, plan, exact_frames):
-    fast, notices, backend = render(wan_folder, plan, "fast")
+def test_fast_mode_hook_skips_steps_and_its_deviation_is_measured(tiny_wan, plan, exact_frames):
+    fast, notices, backend = render(tiny_wan, plan, "fast")
     transformer = backend.runner.pipe.transformer
     from diffusers.hooks import HookRegistry
 
@@ -218,8 +210,8 @@ def test_fast_mode_hook_skips_steps_and_its_deviation_is_measured(wan_folder, pl
     assert deviation > 15.0  # approximate, but the same picture
 
 
-def test_first_block_cache_attaches_and_renders(wan_folder, plan, exact_frames):
-    frames, notices, backend = render(wan_folder, plan, "off", cache="fbc", fbc_threshold=0.05)
+def test_first_block_cache_attaches_and_renders(tiny_wan, plan, exact_frames):
+    frames, notices, backend = render(tiny_wan, plan, "off", cache="fbc", fbc_threshold=0.05)
     from diffusers.hooks import HookRegistry
 
     first = backend.runner.pipe.transformer.blocks[0]
@@ -229,18 +221,18 @@ def test_first_block_cache_attaches_and_renders(wan_folder, plan, exact_frames):
     assert psnr(frames, exact_frames) > 15.0
 
 
-def test_bf16_vae_decodes_close_to_float32(wan_folder, plan, exact_frames):
-    frames, _, backend = render(wan_folder, plan, "off", vae_bf16=True)
+def test_bf16_vae_decodes_close_to_float32(tiny_wan, plan, exact_frames):
+    frames, _, backend = render(tiny_wan, plan, "off", vae_bf16=True)
     assert backend.runner.pipe.vae.dtype == torch.bfloat16
     backend.close()
     assert psnr(frames, exact_frames) > 25.0
 
 
 @pytest.mark.parametrize("levers", [{"vae_channels_last": True}, {"sdpa": "math"}])
-def test_exact_kernel_levers_keep_the_picture_when_forced_on_cpu(wan_folder, plan, exact_frames, levers):
+def test_exact_kernel_levers_keep_the_picture_when_forced_on_cpu(tiny_wan, plan, exact_frames, levers):
     # The runtime never selects these off CUDA; forcing them here checks the code paths run and
     # that they are layout/kernel changes only (numerically the same picture).
-    frames, _, backend = render(wan_folder, plan, "off", **levers)
+    frames, _, backend = render(tiny_wan, plan, "off", **levers)
     backend.close()
     assert psnr(frames, exact_frames) > 40.0
 

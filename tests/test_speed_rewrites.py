@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from builders import wan_transformer
 from daotai.errors import BackendError
 from daotai.render.speed import SpeedConfig, cache_only, check_config, levers_for
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-
-def tiny_wan(seed: int = 0, image: bool = False, head_dim: int = 12):
-    """A 2-block random Wan transformer (text-to-video, or with image cross-attention)."""
-    from diffusers import WanTransformer3DModel
-
-    torch.manual_seed(seed)
-    extra = {"image_dim": 24, "added_kv_proj_dim": 24} if image else {}
-    return WanTransformer3DModel(
-        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=head_dim, in_channels=16, out_channels=16,
-        text_dim=32, freq_dim=256, ffn_dim=32, num_layers=2, cross_attn_norm=True,
-        qk_norm="rms_norm_across_heads", rope_max_seq_len=32, **extra).eval()
+IMAGE_CROSS_ATTENTION = {"image_dim": 24, "added_kv_proj_dim": 24}  # Wan image-to-video's extra attention
 
 
 def wan_inputs(image: bool = False) -> dict:
@@ -61,7 +52,7 @@ def test_interleaved_rotary_form_matches_diffusers_bit_for_bit():
 def test_lean_wan_processor_gives_the_same_output_as_diffusers():
     from daotai.render.rewrites import lean_wan_attention
 
-    model = tiny_wan()
+    model = wan_transformer()
     inputs = wan_inputs()
     before = forward(model, inputs)
     assert lean_wan_attention(model, cross_kernel="cudnn") == 4  # 2 blocks x (self, cross)
@@ -75,7 +66,7 @@ def test_lean_wan_processor_with_fused_projections_and_image_attention():
     from daotai.render.rewrites import lean_wan_attention
     from daotai.render.speed import fuse_attention_projections
 
-    model = tiny_wan(image=True)
+    model = wan_transformer(**IMAGE_CROSS_ATTENTION)
     inputs = wan_inputs(image=True)
     before = forward(model, inputs)
     lean_wan_attention(model)  # image cross-attention keeps diffusers' own path inside the processor
@@ -87,7 +78,7 @@ def test_lean_wan_processor_with_fused_projections_and_image_attention():
 def test_lean_wan_processor_keeps_a_chosen_attention_backend():
     from daotai.render.rewrites import lean_wan_attention
 
-    model = tiny_wan()
+    model = wan_transformer()
     model.set_attention_backend("native")
     lean_wan_attention(model)
     backends = {getattr(m.processor._attention_backend, "value", None) for m in model.modules()
@@ -99,14 +90,14 @@ def test_lean_wan_attention_leaves_other_models_alone():
     from daotai.render.rewrites import lean_wan_attention
 
     with pytest.raises(ValueError, match="cross_kernel: 'flash'"):
-        lean_wan_attention(tiny_wan(), cross_kernel="flash")
+        lean_wan_attention(wan_transformer(), cross_kernel="flash")
     assert lean_wan_attention(torch.nn.Sequential(torch.nn.Linear(2, 2))) == 0
 
 
 def test_gelu_epilogue_replaces_tanh_gelu_projections_and_keeps_the_output():
     from daotai.render.rewrites import fuse_gelu_epilogues
 
-    model = tiny_wan()
+    model = wan_transformer()
     inputs = wan_inputs()
     before = forward(model, inputs)
     keys = set(model.state_dict())
@@ -124,7 +115,7 @@ def test_gelu_epilogue_skips_fp8_projections(monkeypatch):
     from daotai.render.rewrites import fuse_gelu_epilogues
 
     monkeypatch.setattr(fp8, "FP8_MIN_OUT_FEATURES", 16)
-    model = tiny_wan(head_dim=16)  # widths of 32: FP8-eligible
+    model = wan_transformer(attention_head_dim=16)  # widths of 32: FP8-eligible
     assert fp8.quantize_repeated_blocks(model) > 0
     assert fuse_gelu_epilogues(model) == 0
 

@@ -1,0 +1,225 @@
+"""What the tests build and share: tiny random diffusers models, the word-level tokenizer they
+use, a small script helper, PNG bytes and encoded clips.
+
+Everything is built in code (nothing is downloaded). torch, diffusers, transformers and OpenCV
+are imported inside the builders, so test modules that never build a model can import this one
+without them. tests/conftest.py turns the model folders into session fixtures (``tiny_wan``,
+``tiny_vace``, ``tiny_ltx``); tests that need a variant call the builders here with overrides.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from daotai.encode.video import EncodeSettings, VideoWriter
+
+# ------------------------------------------------------------------ tiny diffusers models
+
+WORDS = (
+    "a the of and in on at with to shot camera wide medium close up office street man woman "
+    "glasses blue shirt walks talks sits looks dolly pan tilt orbit push pull day night"
+).split()
+
+# The 2-block Wan transformer every tiny Wan model starts from (text-to-video, 2 heads x 12).
+WAN_TRANSFORMER: dict[str, Any] = dict(
+    patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=16, out_channels=16,
+    text_dim=32, freq_dim=256, ffn_dim=32, num_layers=2, cross_attn_norm=True,
+    qk_norm="rms_norm_across_heads", rope_max_seq_len=32,
+)
+# diffusers' own tiny Wan VAE layout (z_dim 16 to match the transformer's channels).
+WAN_VAE: dict[str, Any] = dict(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                               temperal_downsample=[False, True, True])
+# A 2-layer UMT5 text encoder over the word tokenizer's ids (d_model 32 = the transformer's text_dim).
+UMT5: dict[str, Any] = dict(vocab_size=64, d_model=32, d_kv=8, d_ff=32, num_layers=2, num_heads=2,
+                            relative_attention_num_buckets=8, pad_token_id=0, eos_token_id=1,
+                            decoder_start_token_id=0)
+
+
+def word_tokenizer():
+    """A word-level tokenizer (no download) wrapped as a transformers fast tokenizer."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2}
+    for word in WORDS:
+        vocab.setdefault(word, len(vocab))
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+
+
+def umt5(**overrides):
+    """A random UMT5EncoderModel (UMT5 with ``overrides``); draws from torch's global generator."""
+    from transformers import UMT5Config, UMT5EncoderModel
+
+    return UMT5EncoderModel(UMT5Config(**{**UMT5, **overrides}))
+
+
+def wan_vae(**overrides):
+    """A random AutoencoderKLWan (WAN_VAE with ``overrides``); draws from torch's global generator."""
+    from diffusers import AutoencoderKLWan
+
+    return AutoencoderKLWan(**{**WAN_VAE, **overrides})
+
+
+def flow_scheduler():
+    """The flow-matching Euler scheduler the tiny pipelines are saved with."""
+    from diffusers import FlowMatchEulerDiscreteScheduler
+
+    return FlowMatchEulerDiscreteScheduler(shift=3.0)
+
+
+def wan_transformer(seed: int = 0, **overrides):
+    """A random WanTransformer3DModel (WAN_TRANSFORMER with ``overrides``) in eval mode, seeded first.
+
+    Variants pass diffusers' own arguments, e.g. ``attention_head_dim=16`` for FP8-eligible widths or
+    ``image_dim=24, added_kv_proj_dim=24`` for image cross-attention.
+    """
+    import torch
+    from diffusers import WanTransformer3DModel
+
+    torch.manual_seed(seed)
+    return WanTransformer3DModel(**{**WAN_TRANSFORMER, **overrides}).eval()
+
+
+def build_wan(folder: Path, **transformer) -> Path:
+    """A random WanPipeline (2 layers unless ``transformer`` overrides say otherwise) saved to ``folder``."""
+    from diffusers import WanPipeline
+
+    pipe = WanPipeline(transformer=wan_transformer(**transformer), tokenizer=word_tokenizer(), text_encoder=umt5(),
+                       vae=wan_vae(), scheduler=flow_scheduler())
+    pipe.save_pretrained(folder)
+    return folder
+
+
+def build_wan_vace(folder: Path) -> Path:
+    """A 3-layer random WanVACEPipeline (VACE blocks on layers 0 and 2) saved to ``folder``."""
+    import torch
+    from diffusers import WanVACEPipeline, WanVACETransformer3DModel
+
+    torch.manual_seed(0)
+    transformer = WanVACETransformer3DModel(**{**WAN_TRANSFORMER, "num_layers": 3, "vace_layers": [0, 2],
+                                               "vace_in_channels": 96})
+    pipe = WanVACEPipeline(tokenizer=word_tokenizer(), text_encoder=umt5(), vae=wan_vae(),
+                           scheduler=flow_scheduler(), transformer=transformer)
+    pipe.save_pretrained(folder)
+    return folder
+
+
+def build_ltx(folder: Path, condition: bool = False) -> Path:
+    """A 1-layer random LTXPipeline (or LTXConditionPipeline) with a tiny causal VAE saved to ``folder``."""
+    import torch
+    from diffusers import AutoencoderKLLTXVideo, LTXConditionPipeline, LTXPipeline, LTXVideoTransformer3DModel
+    from transformers import T5Config, T5EncoderModel
+
+    torch.manual_seed(0)
+    transformer = LTXVideoTransformer3DModel(
+        in_channels=8, out_channels=8, patch_size=1, patch_size_t=1, num_attention_heads=4, attention_head_dim=8,
+        cross_attention_dim=32, num_layers=1, caption_channels=32,
+    )
+    vae = AutoencoderKLLTXVideo(
+        in_channels=3, out_channels=3, latent_channels=8, block_out_channels=(8, 8, 8, 8),
+        decoder_block_out_channels=(8, 8, 8, 8), layers_per_block=(1, 1, 1, 1, 1),
+        decoder_layers_per_block=(1, 1, 1, 1, 1), spatio_temporal_scaling=(True, True, False, False),
+        decoder_spatio_temporal_scaling=(True, True, False, False), decoder_inject_noise=(False,) * 5,
+        upsample_residual=(False,) * 4, upsample_factor=(1,) * 4, timestep_conditioning=False,
+        patch_size=1, patch_size_t=1, encoder_causal=True, decoder_causal=False,
+    )
+    text = T5EncoderModel(T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=32, num_layers=2, num_heads=2,
+                                   relative_attention_num_buckets=8, pad_token_id=0, eos_token_id=1,
+                                   decoder_start_token_id=0))
+    cls = LTXConditionPipeline if condition else LTXPipeline
+    pipe = cls(scheduler=flow_scheduler(), vae=vae, text_encoder=text, tokenizer=word_tokenizer(),
+               transformer=transformer)
+    pipe.save_pretrained(folder)
+    return folder
+
+
+# The model family each builder's folder is for, as `--backend` and the loader name it.
+BUILDERS = {"wan": build_wan, "wan-vace": build_wan_vace, "ltx": build_ltx}
+
+
+# ------------------------------------------------------------------ scripts
+
+
+def plan_from(path: Path, data: dict):
+    """Write the script ``data`` to ``path`` as JSON, load and plan it: (plan, path)."""
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import load_script
+
+    path.write_text(json.dumps(data))
+    return plan_script(load_script(path)), path
+
+
+# ------------------------------------------------------------------ images
+
+
+def png_bytes(width: int = 8, height: int = 8, rgb: tuple[int, int, int] = (200, 40, 40)) -> bytes:
+    """A valid one-colour RGB PNG."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), rgb).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A tiny PNG whose header claims a huge image (a decompression bomb's calling card)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1024))
+            + chunk(b"IEND", b""))
+
+
+# ------------------------------------------------------------------ clips
+
+FINE = EncodeSettings(crf=8, tune="psnr")  # near-lossless, so codec loss does not decide the comparisons
+
+
+def backdrop(width: int, height: int, seed: int = 1) -> np.ndarray:
+    """A sharp synthetic picture: soft-edged discs and text on a flat ground; (h, w, 3) uint8."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    image = np.empty((height, width, 3), np.uint8)
+    image[:] = (70, 90, 120)
+    for i in range(max(20, width * height // 900)):
+        colour = tuple(int(v) for v in rng.integers(0, 256, 3))
+        centre = (int(rng.integers(0, width)), int(rng.integers(0, height)))
+        cv2.circle(image, centre, int(rng.integers(4, 30)), colour, -1, cv2.LINE_AA)
+        if i % 4 == 0:
+            cv2.putText(image, f"shot {i}", centre, cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1, cv2.LINE_AA)
+    return cv2.GaussianBlur(image, (0, 0), 0.7)  # a little lens softness, as rendered frames have
+
+
+def pan_frames(n: int, width: int = 320, height: int = 180, speed: float = 3.0) -> Iterator[np.ndarray]:
+    """A smooth pan across the backdrop with a disc moving the other way: (H, W, 3) uint8 each."""
+    import cv2
+
+    big = backdrop(width + int(speed * n) + 40, height + 40)
+    for k in range(n):
+        shift = np.float32([[1, 0, -speed * k], [0, 1, -20]])
+        frame = cv2.warpAffine(big, shift, (width, height), flags=cv2.INTER_LINEAR)
+        cv2.circle(frame, (int(60 + 5 * k), height // 2), 25, (240, 200, 40), -1, cv2.LINE_AA)
+        yield frame
+
+
+def write_clip(path: Path, frames, fps, settings: EncodeSettings = FINE) -> Path:
+    """Encode frames to path (atomic writer) and return the path."""
+    frames = list(frames)
+    h, w = frames[0].shape[:2]
+    with VideoWriter(path, w, h, fps, settings) as out:
+        for frame in frames:
+            out.write(frame)
+    return path

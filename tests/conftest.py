@@ -1,0 +1,41 @@
+"""Shared fixtures: the tiny random model folders, each built once per test session.
+
+The folders are read-only by convention: a test that changes files in one copies it first
+(tests/test_models_refusal.py does). Variants (other widths, a conditioned LTX) are built
+by the test that needs them with tests/builders.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import builders
+
+
+def _needs_diffusers() -> None:
+    reason = "the tiny test models are built with diffusers: pip install 'daotai[neural]'"
+    for module in ("torch", "diffusers", "transformers"):
+        pytest.importorskip(module, reason=reason)
+
+
+@pytest.fixture(scope="session")
+def tiny_wan(tmp_path_factory) -> Path:
+    """A 2-layer random WanPipeline folder (text-to-video)."""
+    _needs_diffusers()
+    return builders.build_wan(tmp_path_factory.mktemp("tiny_models") / "wan")
+
+
+@pytest.fixture(scope="session")
+def tiny_vace(tmp_path_factory) -> Path:
+    """A 3-layer random WanVACEPipeline folder (VACE blocks on layers 0 and 2)."""
+    _needs_diffusers()
+    return builders.build_wan_vace(tmp_path_factory.mktemp("tiny_models") / "vace")
+
+
+@pytest.fixture(scope="session")
+def tiny_ltx(tmp_path_factory) -> Path:
+    """A 1-layer random LTXPipeline folder with a tiny causal VAE."""
+    _needs_diffusers()
+    return builders.build_ltx(tmp_path_factory.mktemp("tiny_models") / "ltx")
