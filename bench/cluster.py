@@ -92,12 +92,14 @@ def main() -> None:
 
     try:
         tick = time.perf_counter()
-        ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
         ray_start_s = time.perf_counter() - tick
         for repeat in range(args.repeats):
             keep("local (no ray)", _local(plan, root / f"local{repeat}"))
             for workers in (1, 2):
-                keep(f"ray, {workers} worker{'s' if workers > 1 else ''}", _cluster(plan, root / f"w{workers}-{repeat}", workers))
+                keep(f"ray, {workers} worker{'s' if workers > 1 else ''}",
+                     _cluster(plan, root / f"w{workers}-{repeat}", workers))
         ray.shutdown()
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -45,7 +45,8 @@ FULL = {
     "transformer": dict(patch_size=(1, 2, 2), num_attention_heads=12, attention_head_dim=128, in_channels=16,
                         out_channels=16, text_dim=4096, freq_dim=256, ffn_dim=8960, num_layers=30,
                         cross_attn_norm=True, qk_norm="rms_norm_across_heads", eps=1e-6, rope_max_seq_len=1024),
-    "vae": dict(base_dim=96, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, temperal_downsample=[False, True, True]),
+    "vae": dict(base_dim=96, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2,
+                temperal_downsample=[False, True, True]),
     "text": dict(d_model=4096, d_kv=64, d_ff=10240, num_layers=2, num_heads=64),
     "width": 832, "height": 480, "frames": 81,
 }
@@ -72,7 +73,8 @@ LTX_TINY = {
                 decoder_block_out_channels=(8, 8, 8, 8), layers_per_block=(1, 1, 1, 1, 1),
                 decoder_layers_per_block=(1, 1, 1, 1, 1), spatio_temporal_scaling=(True, True, False, False),
                 decoder_spatio_temporal_scaling=(True, True, False, False),
-                decoder_inject_noise=(False, False, False, False, False), upsample_residual=(False, False, False, False),
+                decoder_inject_noise=(False, False, False, False, False),
+                upsample_residual=(False, False, False, False),
                 upsample_factor=(1, 1, 1, 1), timestep_conditioning=False, patch_size=1, patch_size_t=1,
                 encoder_causal=True, decoder_causal=False),
     "text": dict(d_model=32, d_kv=8, d_ff=32, num_layers=2, num_heads=2),
@@ -125,8 +127,12 @@ def build_folder(config: dict, folder: Path, device: str, dtype: Any, family: st
 def build_ltx_folder(config: dict, folder: Path, device: str, dtype: Any) -> Path:
     """Random-weight LTXPipeline (T5 text encoder cut to 2 layers at full width) saved to ``folder``."""
     import torch
-    from diffusers import (AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXPipeline,
-                           LTXVideoTransformer3DModel)
+    from diffusers import (
+        AutoencoderKLLTXVideo,
+        FlowMatchEulerDiscreteScheduler,
+        LTXPipeline,
+        LTXVideoTransformer3DModel,
+    )
     from transformers import T5Config, T5EncoderModel
 
     torch.manual_seed(0)
@@ -307,7 +313,7 @@ def ssim(a, b) -> float:
     import numpy as np
 
     values = []
-    for x, y in zip(a[::4], b[::4]):
+    for x, y in zip(a[::4], b[::4], strict=True):
         x = cv2.cvtColor(x, cv2.COLOR_RGB2GRAY).astype(np.float64)  # (H, W) float64
         y = cv2.cvtColor(y, cv2.COLOR_RGB2GRAY).astype(np.float64)
         blur = lambda img: cv2.GaussianBlur(img, (11, 11), 1.5)  # noqa: E731
@@ -380,7 +386,7 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
                            decode_s=clock.decode_s, total_s=total, peak_bytes=max(clock.peak_denoise, int(peak())),
                            peak_denoise_bytes=clock.peak_denoise, peak_decode_bytes=int(peak()), frames=frames)
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
-    del pipe
+    pipe = None  # frees the pipeline (rebound, not deleted: generate() closes over it)
     _free(device)
     return best, reference
 
@@ -712,9 +718,11 @@ def profile_steps(folder: Path, device: str, plan, steps: int, speed: str, famil
     print(f"  {'idle (unprofiled wall - kernels)':30}{plain_s / steps * 1e3 - total_us / per_step:9.1f} ms/step")
     print(f"  costliest {top} kernels (calls per step, ms per step, µs per call, family):")
     for name, (count, total) in sorted(kernels.items(), key=lambda item: -item[1][1])[:top]:
-        print(f"    {count / steps:6.0f} {total / per_step:8.2f} {total / count:9.1f}  {kernel_kind(name):18} {name[:110]}")
+        print(f"    {count / steps:6.0f} {total / per_step:8.2f} {total / count:9.1f}  "
+              f"{kernel_kind(name):18} {name[:110]}")
     backend.close()
-    del backend, runner, pipe, prof
+    del backend, runner, prof
+    pipe = None  # rebound, not deleted: call() closes over it
     if hasattr(torch, "_dynamo"):
         torch._dynamo.reset()
     _free(device)
@@ -753,7 +761,8 @@ def _gelu_epilogue_row(tokens: int, width: int, ffn: int) -> None:
     ms_separate, ms_fused = _cuda_ms(separate, x), _cuda_ms(fused, x)
     print(f"ffn up + tanh-GELU {width}->{ffn}, {tokens} tokens, compiled: separate {ms_separate:.3f} ms, "
           f"epilogue {ms_fused:.3f} ms ({ms_separate / ms_fused:.2f}x), rel L2 {rel:.2e}", flush=True)
-    del x, linear
+    del x
+    linear = None  # rebound, not deleted: the separate() lambda closes over it
     torch.cuda.empty_cache()
 
 
@@ -775,7 +784,7 @@ def _attention_rows(label: str, heads: int, head_dim: int, tokens: int, kv_token
     """One attention shape timed with each kernel (see attention_table)."""
     import torch
 
-    from daotai.render.speed import denoise_context, fa4_available, SpeedConfig
+    from daotai.render.speed import SpeedConfig, denoise_context, fa4_available
 
     generator = torch.Generator("cuda").manual_seed(0)
     q = torch.randn(1, heads, tokens, head_dim, device="cuda", dtype=torch.bfloat16, generator=generator)
@@ -809,7 +818,8 @@ def _attention_rows(label: str, heads: int, head_dim: int, tokens: int, kv_token
             reference = out.float() if name == "cudnn" or reference is None else reference
         rel = relative_l2(out.float(), reference)
         print(f"  {name:10}{ms:9.2f} ms{flop / ms / 1e9:9.0f} TFLOP/s   rel L2 vs cudnn {rel:.2e}", flush=True)
-    del q, k, v, out, reference
+    del out, reference
+    q = k = v = None  # rebound, not deleted: call() closes over them
     torch.cuda.empty_cache()
 
 

@@ -113,8 +113,9 @@ def _encode_only(plan, out: Path) -> float:
     frames = [gl.render(state).rgb for shot in plan.shots for state in frame_states(plan, shot)]
     backend.close()
     settings = encode_settings_for(PipelineSettings(), plan.width, plan.height)
+    fps = Fraction(*plan.fps_fraction)
     started = time.perf_counter()
-    with VideoWriter(out / "encode_only.mp4", plan.width, plan.height, Fraction(*plan.fps_fraction), settings) as writer:
+    with VideoWriter(out / "encode_only.mp4", plan.width, plan.height, fps, settings) as writer:
         for frame in frames:
             writer.write(frame)
     return time.perf_counter() - started
@@ -160,7 +161,8 @@ def _stage_cpu(plan, out: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--script", type=Path, default=Path(__file__).resolve().parent.parent / "examples" / "office.json")
+    parser.add_argument("--script", type=Path,
+                        default=Path(__file__).resolve().parent.parent / "examples" / "office.json")
     parser.add_argument("--seconds", type=float, default=6.0, help="clip seconds rendered per size")
     parser.add_argument("--sinks", choices=("process", "thread"), default="process", help="where encoders run")
     parser.add_argument("--stages", action="store_true", help="also print CPU ms per frame of each control-path step")
@@ -190,7 +192,8 @@ def main() -> None:
                 verdict = "ok" if ratio >= TARGETS[label] else "MISS"
                 print(
                     f"{label:>6} {str(controls):>8} {frames:>6} {wall:7.2f} {render:8.2f} {ratio:8.2f}x "
-                    f"{TARGETS[label]:>5.1f}x {verdict:<4} {cpu:6.2f} {clip_s / (cpu / cores):8.2f}x  {frames / encode_s:6.1f}"
+                    f"{TARGETS[label]:>5.1f}x {verdict:<4} {cpu:6.2f} {clip_s / (cpu / cores):8.2f}x  "
+                    f"{frames / encode_s:6.1f}"
                 )
             if args.stages:
                 steps = _stage_cpu(plan, work)

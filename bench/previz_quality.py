@@ -29,7 +29,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="daotai-quality-"))
     try:
-        print(f"{'example':<16} {'shot':<11} {'PSNR dB':>8} {'std':>5} {'cam err px':>10} {'direction':>9}  camera summary")
+        print(f"{'example':<16} {'shot':<11} {'PSNR dB':>8} {'std':>5} {'cam err px':>10} {'direction':>9}  "
+              "camera summary")
         for script_path in args.scripts:
             plan = plan_script(load_script(script_path))
             out = work / script_path.stem
@@ -49,7 +50,8 @@ def main() -> None:
                 worst = max(worst, err)
                 print(
                     f"{script_path.stem:<16} {shot['shot_id']:<11} {fidelity.get('psnr_mean_db', float('nan')):8.2f} "
-                    f"{fidelity.get('psnr_std_db', float('nan')):5.2f} {err:10.3f} {str(direction):>9}  {cam.get('summary', '')[:70]}"
+                    f"{fidelity.get('psnr_std_db', float('nan')):5.2f} {err:10.3f} {str(direction):>9}  "
+                    f"{cam.get('summary', '')[:70]}"
                 )
             print(
                 f"{script_path.stem:<16} {'SUMMARY':<11} qc {'ok' if qc['ok'] else 'FAILED'}; worst camera error "

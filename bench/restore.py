@@ -304,7 +304,7 @@ def match_quality(frames: Sequence[np.ndarray], grade: Callable[[Sequence[np.nda
     """PSNR to the ungraded frames after matching the graded ones back: ours and the baseline."""
     shifted = grade(frames)
     ours = match_colour_frames(shifted, fit_transfer(_thumbs(shifted), lab_stats(_thumbs(frames))))
-    scores = [np.mean([psnr(a, b) for a, b in zip(frames, out)])
+    scores = [np.mean([psnr(a, b) for a, b in zip(frames, out, strict=True)])
               for out in (shifted, ours, rgb_stats_transfer(shifted, frames))]
     return f"{grade.__name__}: unmatched {scores[0]:.1f}, ours {scores[1]:.1f}, baseline {scores[2]:.1f} dB"
 

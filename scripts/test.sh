@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Run the whole test suite (sets itself up first). Extra arguments go to pytest.
+# Lint, then run the whole test suite (sets itself up first). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# ruff's rules and exceptions live in pyproject.toml ([tool.ruff]); any finding fails the run.
+.venv/bin/ruff check src tests bench
 set +e
 .venv/bin/python -m pytest -q "$@"
 status=$?

@@ -177,7 +177,7 @@ def test_exact_total_and_progress_over_mixed_transitions(tmp_path):
     transitions = [Transition("fade", 0.2), Transition("crossfade", 0.3), Transition("fade", 0.4)]
     seen: list[tuple[int, int]] = []
     result = assemble(
-        [ClipSpec(p, t) for p, t in zip(paths, transitions)],
+        [ClipSpec(p, t) for p, t in zip(paths, transitions, strict=True)],
         tmp_path / "seq.mp4",
         fps,
         on_progress=lambda done, total: seen.append((done, total)),

@@ -58,7 +58,8 @@ def test_chinese_keys_and_string_shorthand():
 def test_errors_name_field_value_and_rule():
     data = copy.deepcopy(BASE)
     data["soundtrack"] = {"path": "notes.txt", "offset": 99999, "gain_db": 40}
-    data["shots"][0]["dialogue"] = [{"character": "nobody", "line": ""}, {"character": "a", "line": "x", "language": "english!"}]
+    data["shots"][0]["dialogue"] = [{"character": "nobody", "line": ""},
+                                    {"character": "a", "line": "x", "language": "english!"}]
     data["shots"][1]["characters"] = ["b"]
     data["shots"][1]["dialogue"] = [{"character": "a", "line": "off screen"}]
     data["shots"][1]["audio"] = {"mute": "maybe", "volume": 3}

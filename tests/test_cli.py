@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def daotai(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="120")
     return subprocess.run(
-        [sys.executable, "-m", "daotai.cli", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300
+        [sys.executable, "-m", "daotai.cli", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=env,
+        timeout=300,
     )
 
 
@@ -29,7 +30,8 @@ def test_validate_ok():
 
 def test_validate_bad_script_lists_every_problem_without_traceback(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"shots": [{"shot_id": "a", "camera": {"fov": 190}}, {"shot_id": "a", "duration": 0}], "extra": 1}))
+    bad.write_text(json.dumps({"shots": [{"shot_id": "a", "camera": {"fov": 190}}, {"shot_id": "a", "duration": 0}],
+                               "extra": 1}))
     result = daotai("validate", str(bad))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr + result.stdout
@@ -97,7 +99,8 @@ def test_render_then_qc_folder(tmp_path):
     script.write_text(json.dumps({
         "size": "320x180", "fps": 12, "scene": "office",
         "characters": [{"id": "a", "name": "Lin"}],
-        "shots": [{"shot_id": "s1", "duration": 1.5, "camera": "pan_left"}, {"shot_id": "s2", "duration": 1, "transition": "fade"}],
+        "shots": [{"shot_id": "s1", "duration": 1.5, "camera": "pan_left"},
+                  {"shot_id": "s2", "duration": 1, "transition": "fade"}],
     }))
     out = tmp_path / "out"
     result = daotai("render", str(script), "-o", str(out))

@@ -25,7 +25,8 @@ from daotai.script.load import validate_script
 SMALL = {"fps": 24, "size": "320x180", "scene": {"name": "test stage", "set_pieces": []}}
 SCRIPT = dict(
     SMALL,
-    characters=[{"id": "red", "colour": [0.9, 0.1, 0.1]}, {"id": "blue", "colour": [0.1, 0.2, 0.9], "position": [0.6, -1.5]}],
+    characters=[{"id": "red", "colour": [0.9, 0.1, 0.1]},
+                {"id": "blue", "colour": [0.1, 0.2, 0.9], "position": [0.6, -1.5]}],
     shots=[
         {"shot_id": "wide", "duration": 1.0, "subject": "red", "framing": "wide", "camera": "static"},
         {"shot_id": "push", "duration": 2.5, "subject": "red", "camera": {"type": "dolly", "motion": [0, 0, -0.8]}},
@@ -226,7 +227,8 @@ def test_retries_are_bounded(ray_cluster, tmp_path):
                                            shots=[{"shot_id": "only", "duration": 4.0, "camera": "pan_right"}])))
     out = tmp_path / "gave_up"
     pid: list[int] = []
-    events = render_shots(one, out, PipelineSettings(cluster="local"), RunContext(), config=ClusterConfig(max_retries=0))
+    events = render_shots(one, out, PipelineSettings(cluster="local"), RunContext(),
+                          config=ClusterConfig(max_retries=0))
     with pytest.raises(BackendError, match=r"only: worker 1 .* died during attempt 1; gave up after 1 attempts"):
         for event in events:
             if isinstance(event, Notice) and (m := re.search(r"pid (\d+)\)$", event.text)):
@@ -241,8 +243,8 @@ def test_retries_are_bounded(ray_cluster, tmp_path):
 def test_interrupt_stops_workers_and_leaves_no_partial_files(ray_cluster, tmp_path):
     import _thread
 
-    two = plan_script(validate_script(dict(SMALL, characters=[{"id": "a"}],
-                                           shots=[{"shot_id": f"i{i}", "duration": 10.0, "camera": "dolly_in"} for i in range(2)])))
+    long_shots = [{"shot_id": f"i{i}", "duration": 10.0, "camera": "dolly_in"} for i in range(2)]
+    two = plan_script(validate_script(dict(SMALL, characters=[{"id": "a"}], shots=long_shots)))
     # long shots: both workers must have reported their pid before either finishes (the run is
     # interrupted early, so the length costs nothing)
     out = tmp_path / "interrupted"

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from daotai.cli import main
-from daotai.draft.drafter import DraftOptions, Drafted, RoundFailed, Token, draft_events, draft_script
+from daotai.draft.drafter import Drafted, DraftOptions, RoundFailed, Token, draft_events, draft_script
 from daotai.draft.llm import LLMConfig, LLMError, OllamaChatClient, OpenAIChatClient, create_client, resolve_config
 from daotai.errors import DependencyMissing, ScriptError
 from daotai.plan.planner import plan_script
-from daotai.script.load import load_script, validate_script
 from daotai.script.jsonschema import script_json_schema
+from daotai.script.load import load_script, validate_script
 
 IDEA_ZH = "一个戴眼镜的程序员清晨走进办公室，镜头缓慢推进，然后切到窗外的城市全景"
 CJK = re.compile(r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]")
@@ -150,7 +150,8 @@ class Scripted:
 
 
 def _openai(url: str, **kw) -> OpenAIChatClient:
-    return OpenAIChatClient(LLMConfig(api="openai", url=url + "/v1", timeout_s=kw.pop("timeout_s", 5.0), backoff_s=0.01, **kw))
+    return OpenAIChatClient(LLMConfig(api="openai", url=url + "/v1", timeout_s=kw.pop("timeout_s", 5.0), backoff_s=0.01,
+                                      **kw))
 
 
 def _text(data) -> str:
@@ -234,7 +235,8 @@ def test_invalid_json_then_repair(tmp_path):
 def test_invalid_json_with_one_round_fails_and_writes_nothing(tmp_path, monkeypatch, capsys):
     out = tmp_path / "script.json"
     with Scripted([("text", "```json\n{\"shots\": [\n```")]) as server:
-        code, _, stderr = _run_cli(["draft", "idea", "-o", str(out), "--llm", server.url, "--rounds", "1"], monkeypatch, capsys)
+        code, _, stderr = _run_cli(["draft", "idea", "-o", str(out), "--llm", server.url, "--rounds", "1"],
+                                   monkeypatch, capsys)
     assert code == ScriptError.exit_code
     assert "still invalid after 1 round" in stderr and "is not valid JSON" in stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []
@@ -258,7 +260,8 @@ def test_endless_invalid_answers_fail_bounded_and_leave_existing_file(tmp_path, 
     out = tmp_path / "script.json"
     out.write_text("keep me", encoding="utf-8")
     with Scripted([("text", _text(BROKEN))]) as server:
-        code, _, stderr = _run_cli(["draft", "idea", "-o", str(out), "--llm", server.url, "--rounds", "3"], monkeypatch, capsys)
+        code, _, stderr = _run_cli(["draft", "idea", "-o", str(out), "--llm", server.url, "--rounds", "3"],
+                                   monkeypatch, capsys)
         requests = len(server.requests)
     assert code == ScriptError.exit_code and requests == 3
     assert "after 3 rounds" in stderr and "shots[0].duration" in stderr and "Traceback" not in stderr
@@ -271,7 +274,8 @@ def test_slow_answer_times_out_with_clear_error(tmp_path, monkeypatch, capsys):
     with Scripted([("sleep", 2.0, _text(VALID))]) as server:
         started = time.monotonic()
         code, _, stderr = _run_cli(
-            ["draft", "idea", "-o", str(out), "--llm", server.url, "--timeout", "0.3", "--retries", "0"], monkeypatch, capsys
+            ["draft", "idea", "-o", str(out), "--llm", server.url, "--timeout", "0.3", "--retries", "0"],
+            monkeypatch, capsys,
         )
         elapsed = time.monotonic() - started
     assert code == LLMError.exit_code
@@ -298,7 +302,8 @@ def test_streaming_answer_arrives_in_pieces(tmp_path, monkeypatch, capsys):
         tokens = [e.text for e in events if isinstance(e, Token)]
         assert len(tokens) > 10 and "".join(tokens) == _text(VALID)
         out = tmp_path / "s.json"
-        code, _, stderr = _run_cli(["draft", "idea", "-o", str(out), "--llm", server.url, "--show-tokens"], monkeypatch, capsys)
+        code, _, stderr = _run_cli(["draft", "idea", "-o", str(out), "--llm", server.url, "--show-tokens"],
+                                   monkeypatch, capsys)
     assert code == 0 and '"shot_id": "s01"' in stderr  # the raw answer was echoed as it streamed
     assert json.loads(out.read_text(encoding="utf-8")) == VALID
 

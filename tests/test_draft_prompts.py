@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daotai.draft.drafter import camera_vocabulary, english_issues, extract_json, system_prompt, DraftOptions
+from daotai.draft.drafter import DraftOptions, camera_vocabulary, english_issues, extract_json, system_prompt
 from daotai.plan.planner import plan_script
 from daotai.plan.prompt import (
     budget_for,

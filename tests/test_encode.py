@@ -171,11 +171,12 @@ def test_fast_8bit_conversion_matches_the_reference_path(sub_y):
     frame[10:40, 20:70] = (200, 30, 40)  # flat areas and hard edges as well as noise
     fast = rgb_to_yuv_u8(frame, sub_y)
     reference = [p.astype(np.uint8) for p in rgb_to_yuv_planes(frame, sub_y, 8)]
-    for got, want in zip(fast, reference):
+    for got, want in zip(fast, reference, strict=True):
         assert got.dtype == np.uint8 and got.shape == want.shape
         diff = np.abs(got.astype(int) - want.astype(int))
         assert diff.max() <= 1 and (diff > 0).mean() < 1e-3
-    for rgb, ycbcr in {(255, 0, 0): (63, 102, 240), (255, 255, 255): (235, 128, 128), (0, 0, 0): (16, 128, 128)}.items():
+    studio = {(255, 0, 0): (63, 102, 240), (255, 255, 255): (235, 128, 128), (0, 0, 0): (16, 128, 128)}
+    for rgb, ycbcr in studio.items():
         planes = rgb_to_yuv_u8(np.full((2, 2, 3), rgb, np.uint8))
         assert tuple(int(p.ravel()[0]) for p in planes) == ycbcr
 
@@ -360,7 +361,7 @@ def test_gray16_ffv1_is_lossless_at_odd_sizes(tmp_path):
     assert (info.codec, info.pix_fmt, info.width, info.height) == ("ffv1", "gray16le", 81, 45)
     assert info.frames == 4 and info.fps == NTSC
     back = list(decode_gray(path))
-    assert all(b.dtype == np.uint16 and np.array_equal(a, b) for a, b in zip(depth, back))
+    assert all(b.dtype == np.uint16 and np.array_equal(a, b) for a, b in zip(depth, back, strict=True))
     assert len(back) == 4
 
 
@@ -370,7 +371,7 @@ def test_gray8_ffv1_is_lossless_and_checks_frames(tmp_path):
     path = tmp_path / "mask_A1.mkv"
     assert write_gray8(masks, path, 24) == 3
     back = list(decode_gray(path))
-    assert all(b.dtype == np.uint8 and np.array_equal(a, b) for a, b in zip(masks, back))
+    assert all(b.dtype == np.uint8 and np.array_equal(a, b) for a, b in zip(masks, back, strict=True))
     with pytest.raises(EncodeError, match=r"frame 1: shape \(40, 31\)"):
         write_gray8([masks[0], np.zeros((40, 31), np.uint8)], tmp_path / "m2.mkv", 24)
     with pytest.raises(EncodeError, match="dtype uint16 must be uint8"):

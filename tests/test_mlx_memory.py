@@ -61,7 +61,8 @@ def test_table_is_monotonic_and_4bit_never_needs_more():
     for size in WAN_SIZES.values():
         fits = [ok for _, _, ok in mac_table(size, 832, 480, 81, 4)]
         assert fits == sorted(fits)  # once a Mac size fits, every larger one does
-        assert peak_bytes(size, 832, 480, 81, 4) < peak_bytes(size, 832, 480, 81, 8) < peak_bytes(size, 832, 480, 81, None)
+        assert (peak_bytes(size, 832, 480, 81, 4) < peak_bytes(size, 832, 480, 81, 8)
+                < peak_bytes(size, 832, 480, 81, None))
 
 
 def test_budget_comes_from_option_then_environment_then_ram():
@@ -91,7 +92,8 @@ def test_refusal_names_settings_that_do_fit_and_they_do():
     msg = str(info.value)
     assert "transformer float32 needs ~104.8 GB but the budget is 64.0 GB (test)" in msg
     assert "rule: estimated peak <= budget" in msg
-    bits = re.search(r"would fit: the transformer at (\d)-bit \(daotai models convert <model> --to mlx --bits \d\)", msg)
+    bits = re.search(r"would fit: the transformer at (\d)-bit "
+                     r"\(daotai models convert <model> --to mlx --bits \d\)", msg)
     assert bits and footprint_peak(_fp14(int(bits.group(1))), 1280, 720, 81) <= budget.bytes
     assert "frames (" not in msg and "with 81 frames" not in msg
     # 14B at 4-bit on a 64 GB Mac's working set: fewer frames or a smaller size; each named one must fit

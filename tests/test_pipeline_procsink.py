@@ -118,7 +118,7 @@ def test_processes_write_the_same_files_as_threads(plan, pool, tmp_path):
         for kind in ("depth", "mask"):  # matroska carries a random segment id: compare pixels
             a, b = list(decode_gray(threads / files[kind])), list(decode_gray(procs / files[kind]))
             assert len(a) == len(b) == shot.frames
-            assert all(np.array_equal(x, y) for x, y in zip(a, b)), files[kind]
+            assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True)), files[kind]
     first = next(iter(decode_frames(procs / "shots" / "push.mp4")))
     assert first.shape == (plan.height, plan.width, 3)
     assert sorted(_leftovers(procs)) == sorted(_leftovers(threads))
@@ -195,7 +195,7 @@ def test_rgb_stream_matches_settings(pool, tmp_path):
     sink.finish()
     decoded = list(decode_frames(tmp_path / "c.mp4"))
     assert len(decoded) == 4
-    assert all(abs(int(d.mean()) - int(f.mean())) <= 2 for d, f in zip(decoded, frames))
+    assert all(abs(int(d.mean()) - int(f.mean())) <= 2 for d, f in zip(decoded, frames, strict=True))
     with pytest.raises(EncodeError, match="frame shape"):
         bad = pool.open("shot", "bad video", StreamJob("rgb", tmp_path / "d.mp4", 64, 48, Fraction(30), settings))
         bad.put(np.zeros((10, 10, 3), np.uint8))

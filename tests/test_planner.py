@@ -26,7 +26,8 @@ def _one_shot(camera, framing="full", angle="eye_level", duration=2.0, **shot):
         "fps": 24,
         "size": "preview",
         "characters": [{"id": "hero", "height": 1.8, "position": [0, 0]}],
-        "shots": [dict(shot_id="s1", subject="hero", framing=framing, angle=angle, duration=duration, camera=camera, **shot)],
+        "shots": [dict(shot_id="s1", subject="hero", framing=framing, angle=angle, duration=duration, camera=camera,
+                       **shot)],
     }
 
 
@@ -70,8 +71,9 @@ def test_frames_and_sequence_timing_with_transitions():
 
 
 def test_crossfade_longer_than_shot_is_refused():
-    data = {"characters": [{"id": "a"}], "shots": [{"shot_id": "s1", "duration": 0.3},
-                                                   {"shot_id": "s2", "transition": {"type": "crossfade", "duration": 2}}]}
+    data = {"characters": [{"id": "a"}],
+            "shots": [{"shot_id": "s1", "duration": 0.3},
+                      {"shot_id": "s2", "transition": {"type": "crossfade", "duration": 2}}]}
     with pytest.raises(PlanError, match=r"shots\[1\]\.transition\.duration"):
         _plan(data)
 
@@ -83,7 +85,8 @@ def test_ntsc_rates():
 
 
 def test_subject_centred_at_start_for_every_framing_and_angle():
-    for framing in ["extreme_close_up", "close_up", "medium_close_up", "medium", "medium_full", "full", "wide", "extreme_wide"]:
+    for framing in ["extreme_close_up", "close_up", "medium_close_up", "medium", "medium_full", "full", "wide",
+                    "extreme_wide"]:
         for angle in ["eye_level", "high", "low", "birds_eye", "worms_eye", "dutch"]:
             plan = _plan(_one_shot({"type": "static"}, framing=framing, angle=angle))
             shot = plan.shots[0]
@@ -144,7 +147,7 @@ def test_dolly_zoom_keeps_subject_size():
 def test_zoom_in_default_narrows_fov():
     shot = _plan(_one_shot("zoom_in")).shots[0]
     fovs = [c.fov for c in shot.cameras]
-    assert fovs[-1] < fovs[0] and all(b <= a + 1e-9 for a, b in zip(fovs, fovs[1:]))
+    assert fovs[-1] < fovs[0] and all(b <= a + 1e-9 for a, b in zip(fovs, fovs[1:], strict=False))
 
 
 def test_blocking_walks_and_follow_camera_follows():

@@ -17,7 +17,8 @@ angle = st.floats(min_value=-90, max_value=90, allow_nan=False, allow_infinity=F
 
 camera = st.fixed_dictionaries(
     {
-        "type": st.sampled_from(["truck", "pedestal", "crane", "handheld", "follow", "orbit", "pan", "tilt", "roll", "zoom"]),
+        "type": st.sampled_from(["truck", "pedestal", "crane", "handheld", "follow", "orbit", "pan", "tilt", "roll",
+                                 "zoom"]),
     },
     optional={
         "rotate": st.tuples(angle, angle, angle).filter(lambda r: all(r)),

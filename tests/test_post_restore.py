@@ -9,11 +9,11 @@ from fractions import Fraction
 import cv2
 import numpy as np
 import pytest
-from daotai.files import sha256_file
 
 from builders import FINE, backdrop, pan_frames, write_clip
 from daotai.encode.video import decode_frames, probe
 from daotai.errors import BackendError, Cancelled, DependencyMissing, EncodeError, OptionError
+from daotai.files import sha256_file
 from daotai.post.colour import DeflickerConfig, MatchColourConfig, lab_stats, to_lab
 from daotai.post.enhance import enhance, enhance_iter, parse_steps, plan_output
 from daotai.post.interpolate import InterpolateConfig

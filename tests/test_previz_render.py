@@ -234,7 +234,7 @@ def test_walking_legs_swing_and_soles_stay_on_the_ground():
     def lowest(fig: Figure) -> float:
         models, _ = figure_instances(fig)
         ys = []
-        for prim, m in zip(FIGURE_PRIMS, models):
+        for prim, m in zip(FIGURE_PRIMS, models, strict=True):
             v = meshes[PRIMITIVES[int(prim)]][:, :3]
             ys.append((v @ m[:3, :3].T + m[:3, 3])[:, 1].min())
         return min(ys)

@@ -158,7 +158,7 @@ def render(cam: np.ndarray, fov: float, width: int = W, height: int = H,
 
 def render_shot(cams, fovs, width=W, height=H, cylinders_per_frame=None):
     """Generator of rendered frames, one per camera."""
-    for i, (cam, fov) in enumerate(zip(cams, fovs)):
+    for i, (cam, fov) in enumerate(zip(cams, fovs, strict=True)):
         cyl = () if cylinders_per_frame is None else cylinders_per_frame(i)
         yield render(cam, fov, width, height, cyl)
 
@@ -461,7 +461,7 @@ def render_depth(cam: np.ndarray, fov: float, width: int = W, height: int = H,
 def depth_maps(cams, fovs, cylinders_per_frame=None, exclude_cylinders=False):
     """Per-frame DepthMaps of the test scene; exclude marks the cylinders when asked."""
     maps = []
-    for i, (cam, fov) in enumerate(zip(cams, fovs)):
+    for i, (cam, fov) in enumerate(zip(cams, fovs, strict=True)):
         cyl = () if cylinders_per_frame is None else cylinders_per_frame(i)
         depth = render_depth(cam, fov, cylinders=cyl)
         exclude = None

@@ -48,9 +48,10 @@ def two_characters(tmp_path_factory):
         ],
         shots=[
             {"shot_id": "wide", "duration": 1.0, "subject": "red", "framing": "wide", "camera": "static"},
-            {"shot_id": "push", "duration": 1.5, "subject": "red", "framing": "full", "camera": {"type": "dolly", "motion": [0, 0, -0.8]}},
-            {"shot_id": "pull", "duration": 1.5, "subject": "red", "framing": "full", "camera": {"type": "dolly", "motion": [0, 0, 0.8]},
-             "transition": {"type": "crossfade", "duration": 0.5}},
+            {"shot_id": "push", "duration": 1.5, "subject": "red", "framing": "full",
+             "camera": {"type": "dolly", "motion": [0, 0, -0.8]}},
+            {"shot_id": "pull", "duration": 1.5, "subject": "red", "framing": "full",
+             "camera": {"type": "dolly", "motion": [0, 0, 0.8]}, "transition": {"type": "crossfade", "duration": 0.5}},
         ],
     )
     plan, result = _render(data, out)
@@ -101,7 +102,8 @@ def test_dolly_in_and_out_detected(two_characters):
     _, result, out = two_characters
     qc = json.loads((out / "qc.json").read_text())
     shots = {s["shot_id"]: s for s in qc["shots"]}
-    scale = {sid: next(c for c in shots[sid]["camera"]["components"] if c["name"] == "scale") for sid in ("push", "pull")}
+    scale = {sid: next(c for c in shots[sid]["camera"]["components"] if c["name"] == "scale")
+             for sid in ("push", "pull")}
     assert scale["push"]["measured_total"] > 0 and scale["push"]["direction_ok"] is True
     assert scale["pull"]["measured_total"] < 0 and scale["pull"]["direction_ok"] is True
     assert shots["push"]["camera"]["error_mean_px"] <= 0.5
@@ -139,11 +141,11 @@ def test_rerender_is_identical(two_characters, tmp_path):
     from daotai.plan.planner import plan_from_json
 
     again = plan_from_json(json.dumps(data))
-    for event in run(again, data_out, PipelineSettings(shots=("wide",), camera_qc=False)):
+    for _ in run(again, data_out, PipelineSettings(shots=("wide",), camera_qc=False)):
         pass
     first = list(decode_frames(out / "shots" / "wide.mp4"))
     second = list(decode_frames(data_out / "shots" / "wide.mp4"))
-    assert len(first) == len(second) and all(np.array_equal(a, b) for a, b in zip(first, second))
+    assert len(first) == len(second) and all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
     assert (out / "shots" / "wide.mp4").read_bytes() == (data_out / "shots" / "wide.mp4").read_bytes()
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from daotai.errors import BackendError
 from daotai import catalog
+from daotai.errors import BackendError
 from daotai.runtime.memory import GIB, TIERS, choose_settings, estimate, next_tier, plan_placement
 
 GB = 1e9

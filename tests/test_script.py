@@ -6,6 +6,7 @@ import copy
 import json
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from daotai.errors import ScriptError
@@ -16,7 +17,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 MINIMAL = """{"scene": "office",
  "characters": [{"id": "char_001", "appearance": "wearing glasses, blue shirt"}],
- "shots": [{"shot_id": "s01", "camera": {"type": "dolly", "motion": [0.1, 0.0, -0.3]}, "subject": "char_001", "framing": "medium_shot"}]}"""
+ "shots": [{"shot_id": "s01", "camera": {"type": "dolly", "motion": [0.1, 0.0, -0.3]}, "subject": "char_001",
+            "framing": "medium_shot"}]}"""
 
 BASE = {
     "scene": "office",
@@ -71,7 +73,8 @@ def test_camera_aliases(alias, kind, field, expected):
         assert getattr(cam, field).value == expected
 
 
-@pytest.mark.parametrize("alias, canonical", [("俯拍", "high"), ("仰拍", "low"), ("平视", "eye_level"), ("鸟瞰", "birds_eye"), ("dutch angle", "dutch")])
+@pytest.mark.parametrize("alias, canonical", [("俯拍", "high"), ("仰拍", "low"), ("平视", "eye_level"),
+                                              ("鸟瞰", "birds_eye"), ("dutch angle", "dutch")])
 def test_angle_aliases(alias, canonical):
     data = copy.deepcopy(BASE)
     data["shots"][0]["angle"] = alias
@@ -89,7 +92,8 @@ def test_size_shorthand(size, expected):
 
 def test_hex_colour_and_yaml(tmp_path):
     yaml_file = tmp_path / "s.yaml"
-    yaml_file.write_text("scene: street\ncharacters:\n  - id: x\n    colour: '#FF8000'\nshots:\n  - shot_id: s1\n", encoding="utf-8")
+    yaml_file.write_text("scene: street\ncharacters:\n  - id: x\n    colour: '#FF8000'\nshots:\n  - shot_id: s1\n",
+                         encoding="utf-8")
     script = load_script(yaml_file)
     assert script.characters[0].colour == pytest.approx((1.0, 128 / 255, 0.0))
 
@@ -117,25 +121,37 @@ def _with(path: str, value):
 
 # (description, data, exact expected issue line)
 BAD_SCRIPTS = [
-    ("fov too wide", _with("shots.1.camera", {"fov": 190}), "shots[1].camera.fov: 190 must be between 1 and 170 (exclusive)"),
-    ("unknown field", _with("shots.0.zoomy", 1), "shots[0].zoomy: 1 is not a known field (check the spelling; `daotai schema` lists every field)"),
-    ("negative duration", _with("shots.0.duration", -2), "shots[0].duration: -2 must be between 0 and 120 (excluding 0)"),
-    ("absurd duration", _with("shots.0.duration", 5000), "shots[0].duration: 5000 must be between 0 and 120 (excluding 0)"),
-    ("unknown subject", _with("shots.1.subject", "zed"), "shots[1].subject: 'zed' is not a character id; known characters: a, b"),
-    ("colour out of range", _with("characters.0.colour", [1.5, 0, 0]), "characters[0].colour: [1.5, 0, 0] must have every channel between 0 and 1 (or use '#RRGGBB')"),
-    ("bad hex colour", _with("characters.0.colour", "#12345"), "characters[0].colour: '#12345' must be '#RRGGBB' or [r, g, b] with floats in 0..1"),
+    ("fov too wide", _with("shots.1.camera", {"fov": 190}),
+     "shots[1].camera.fov: 190 must be between 1 and 170 (exclusive)"),
+    ("unknown field", _with("shots.0.zoomy", 1),
+     "shots[0].zoomy: 1 is not a known field (check the spelling; `daotai schema` lists every field)"),
+    ("negative duration", _with("shots.0.duration", -2),
+     "shots[0].duration: -2 must be between 0 and 120 (excluding 0)"),
+    ("absurd duration", _with("shots.0.duration", 5000),
+     "shots[0].duration: 5000 must be between 0 and 120 (excluding 0)"),
+    ("unknown subject", _with("shots.1.subject", "zed"),
+     "shots[1].subject: 'zed' is not a character id; known characters: a, b"),
+    ("colour out of range", _with("characters.0.colour", [1.5, 0, 0]),
+     "characters[0].colour: [1.5, 0, 0] must have every channel between 0 and 1 (or use '#RRGGBB')"),
+    ("bad hex colour", _with("characters.0.colour", "#12345"),
+     "characters[0].colour: '#12345' must be '#RRGGBB' or [r, g, b] with floats in 0..1"),
     ("odd width", _with("size", "641x360"), "size.width: 641 must be even (H.264 4:2:0 video needs even sizes)"),
     ("absurd size", _with("size", {"width": 100000, "height": 360}), "size.width: 100000 must be between 64 and 7680"),
     ("unknown framing", _with("shots.0.framing", "mega"), None),
     ("static that moves", _with("shots.0.camera", {"type": "static", "motion": [0, 0, -1]}),
-     "shots[0].camera: {'type': 'static', 'motion': [0, 0, -1]} type 'static' contradicts non-zero motion (a static camera does not move)"),
+     "shots[0].camera: {'type': 'static', 'motion': [0, 0, -1]} type 'static' contradicts non-zero motion "
+     "(a static camera does not move)"),
     ("pan without pan", _with("shots.0.camera", {"type": "pan", "rotate": [0, 10, 0]}),
      "shots[0].camera: {'type': 'pan', 'rotate': [0, 10, 0]} type 'pan' needs a non-zero rotate[0] (pan)"),
-    ("direction contradicts amount", _with("shots.0.camera", {"type": "pan", "direction": "left", "rotate": [20, 0, 0]}), None),
+    ("direction contradicts amount",
+     _with("shots.0.camera", {"type": "pan", "direction": "left", "rotate": [20, 0, 0]}), None),
     ("cut with duration", _with("shots.1.transition", {"type": "cut", "duration": 1}),
      "shots[1].transition: {'type': 'cut', 'duration': 1} duration 1 contradicts type 'cut' (a cut takes no time)"),
-    ("bad id", _with("characters.0.id", "has space"), "characters[0].id: 'has space' must start with a letter or digit and use only letters, digits, '_' and '-' (max 64)"),
-    ("shake negative", _with("shots.0.camera", {"type": "handheld", "shake": -1}), "shots[0].camera.shake: -1 must be between 0 and 10"),
+    ("bad id", _with("characters.0.id", "has space"),
+     "characters[0].id: 'has space' must start with a letter or digit and use only letters, digits, '_' and '-' "
+     "(max 64)"),
+    ("shake negative", _with("shots.0.camera", {"type": "handheld", "shake": -1}),
+     "shots[0].camera.shake: -1 must be between 0 and 10"),
     ("fps zero", _with("fps", 0), "fps: 0 must be between 1 and 120"),
     ("wrong type", _with("shots.0.duration", "long"), "shots[0].duration: 'long' must be a number"),
 ]
@@ -168,7 +184,8 @@ def test_duplicates_and_every_problem_reported_at_once():
 def test_non_finite_numbers_rejected_with_path(literal):
     text = MINIMAL.replace('"framing": "medium_shot"', f'"framing": "medium_shot", "duration": {literal}')
     issues = _issues(text)
-    assert issues == [f"shots[0].duration: '{literal}' is not a finite number (NaN, Infinity and overflowing numbers are not allowed)"]
+    assert issues == [f"shots[0].duration: '{literal}' is not a finite number "
+                      "(NaN, Infinity and overflowing numbers are not allowed)"]
 
 
 def test_yaml_nan_rejected(tmp_path):
@@ -203,7 +220,7 @@ def test_missing_file_is_a_script_error(tmp_path):
 
 def test_script_is_frozen():
     script = parse_script(MINIMAL)
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
         script.title = "changed"  # type: ignore[misc]
 
 

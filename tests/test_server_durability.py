@@ -57,7 +57,8 @@ def test_kill9_worker_mid_job_fails_job_and_server_keeps_answering(tmp_path):
         started = time.monotonic()
         assert httpx.get(f"{server.url}/health", timeout=1.0).status_code == 200
         assert time.monotonic() - started < 1.0
-        job = wait_for(lambda: (j := httpx.get(f"{server.url}/v1/videos/{job_id}").json())["status"] == "failed" and j, 30)
+        job = wait_for(lambda: (j := httpx.get(f"{server.url}/v1/videos/{job_id}").json())["status"] == "failed" and j,
+                       30)
         assert job["error"]["code"] == "worker_lost"
         folder = store.job_dir(job_id)
         assert not (folder / "out").exists()  # nothing where a finished file would be
@@ -81,7 +82,8 @@ def test_kill9_server_with_jobs_queued_then_restart_loses_nothing(tmp_path):
         # The first job is long enough to be surely running when the server dies.
         first = {**LONG_SCRIPT, "shots": [{**LONG_SCRIPT["shots"][0], "duration": 10}], "size": "160x96"}
         ids = [httpx.post(f"{server.url}/v1/jobs", json=first).json()["id"]]
-        ids += [httpx.post(f"{server.url}/v1/videos", json={"prompt": f"job {i}", "seconds": "1", "size": "128x72"}).json()["id"]
+        ids += [httpx.post(f"{server.url}/v1/videos",
+                           json={"prompt": f"job {i}", "seconds": "1", "size": "128x72"}).json()["id"]
                 for i in range(count - 1)]
         store = JobStore(data)
         wait_for(lambda: store.get(ids[0]).progress > 0, 30)
@@ -98,7 +100,8 @@ def test_kill9_server_with_jobs_queued_then_restart_loses_nothing(tmp_path):
     # The worker of the killed server does not outlive it (no orphan finishing a stale attempt).
     running = [store.get(i).worker_pid for i in ids if states[i] == "in_progress"]
     for pid in filter(None, running):
-        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z", 10)
+        wait_for(lambda pid=pid: not os.path.exists(f"/proc/{pid}")
+                 or open(f"/proc/{pid}/stat").read().split()[2] == "Z", 10)
 
     restarted = ServerProcess(data).start()
     try:

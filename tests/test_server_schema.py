@@ -7,7 +7,6 @@ import pytest
 pytest.importorskip("fastapi")
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
-
 from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
 
 from daotai.server.app import create_app  # noqa: E402

@@ -25,8 +25,8 @@ SCRIPT = {
          "prompt": "a red figure on an empty stage"},
         {"shot_id": "push", "duration": 1.0, "subject": "red", "framing": "full",
          "camera": {"type": "dolly", "motion": [0, 0, -0.5]}, "transition": {"type": "crossfade", "duration": 0.25}},
-        {"shot_id": "pan", "duration": 0.75, "subject": "red", "framing": "medium", "camera": {"type": "pan", "rotate": [10, 0, 0]},
-         "transition": {"type": "fade", "duration": 0.5}},
+        {"shot_id": "pan", "duration": 0.75, "subject": "red", "framing": "medium",
+         "camera": {"type": "pan", "rotate": [10, 0, 0]}, "transition": {"type": "fade", "duration": 0.5}},
     ],
 }
 
@@ -89,7 +89,7 @@ def test_otio_reads_back_with_metadata(render):
     assert [c.name for c in clips] == [s.shot_id for s in plan.shots]
     assert timeline.duration() == otio.opentime.RationalTime(plan.total_frames, 24)
     assert timeline.duration().value == probe(out / "sequence.mp4").frames
-    for clip, shot in zip(clips, plan.shots):
+    for clip, shot in zip(clips, plan.shots, strict=True):
         meta = clip.metadata["daotai"]
         assert (meta["shot_id"], meta["seed"], meta["prompt"], meta["framing"]) == (
             shot.shot_id, shot.seed, shot.prompt, shot.framing)
@@ -136,7 +136,8 @@ def test_rate_without_smpte_timecode_keeps_the_otio(tmp_path):
     from daotai.deliver.timeline import write_timeline
 
     plan = plan_script(validate_script(dict(SCRIPT, fps=12)))  # both adapters need SMPTE timecode rates
-    written = write_timeline(plan, {s.shot_id: f"shots/{s.shot_id}.mp4" for s in plan.shots}, tmp_path / "timeline.otio")
+    clips = {s.shot_id: f"shots/{s.shot_id}.mp4" for s in plan.shots}
+    written = write_timeline(plan, clips, tmp_path / "timeline.otio")
     assert [p.name for p in written] == ["timeline.otio"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["timeline.otio"]
     assert otio.adapters.read_from_file(str(tmp_path / "timeline.otio")).duration().value == plan.total_frames

@@ -44,7 +44,7 @@ def test_slowly_written_file_waits_until_complete(tmp_path):
     target = tmp_path / "drop.mp4"
     with open(target, "wb") as sink:  # a copy in progress: each poll sees it grow
         cuts = [0, len(whole) // 4, len(whole) // 2, 3 * len(whole) // 4, len(whole)]
-        for start, end in zip(cuts[:3], cuts[1:4]):
+        for start, end in zip(cuts[:3], cuts[1:4], strict=True):
             sink.write(whole[start:end])
             sink.flush()
             assert _scan(tmp_path).get("drop.mp4") == "waiting"

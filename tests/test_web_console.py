@@ -232,7 +232,8 @@ def test_director_edits_validates_renders_plays_and_downloads(page, shots_dir, t
     page.wait_for_function("(v) => v.currentTime > 0", arg=player.element_handle())
     assert job.locator(".clips video").count() == 2
     assert job.locator(".contact img").evaluate("img => img.complete && img.naturalWidth > 0") or \
-        page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=job.locator(".contact img").element_handle())
+        page.wait_for_function("(img) => img.complete && img.naturalWidth > 0",
+                               arg=job.locator(".contact img").element_handle())
     qc_items = job.locator(".qc-list li")
     assert qc_items.count() == 2 and "camera" in qc_items.first.inner_text()
     # Camera adherence was checked per shot and is said plainly (previz follows its own plan).
@@ -304,7 +305,8 @@ def test_shot_table_add_duplicate_reorder_delete_and_undo(page, tmp_path):
     office = tmp_path / "office.json"
     office.write_text(json.dumps(EXAMPLE_OFFICE))
     page.set_input_files("#import-file", str(office))
-    page.wait_for_function("n => document.querySelectorAll('.card.shot').length === n", arg=len(EXAMPLE_OFFICE["shots"]))
+    page.wait_for_function("n => document.querySelectorAll('.card.shot').length === n",
+                           arg=len(EXAMPLE_OFFICE["shots"]))
     page.wait_for_selector("#validation-status[data-state=ok]")
     page.click("#undo-btn")
     assert ids()[:3] == ["s01", "s01_2", "s02"]
@@ -317,7 +319,8 @@ def test_quick_preview_renders_one_shot_at_the_preview_preset(page, shots_dir):
     video.wait_for(timeout=90_000)
     page.wait_for_function("(v) => v.readyState >= 1 && isFinite(v.duration)", arg=video.element_handle())
     assert video.evaluate("v => v.duration") == pytest.approx(1.0, abs=1 / 24 + 1e-3)
-    assert video.evaluate("v => new Promise(ok => v.readyState >= 2 ? ok(v.videoWidth) : v.addEventListener('loadeddata', () => ok(v.videoWidth)))") == 640
+    assert video.evaluate("v => new Promise(ok => v.readyState >= 2 ? ok(v.videoWidth) "
+                          ": v.addEventListener('loadeddata', () => ok(v.videoWidth)))") == 640
     page.screenshot(path=str(shots_dir / "08_quick_preview.png"), full_page=True)
 
 
@@ -371,7 +374,8 @@ def test_reference_image_upload_shows_thumbnails_and_renders_with_the_job(page, 
         assert overlaps(page) == [], width
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.click("#lang-btn")
-    assert first.locator(".upload-ref").inner_text() == "上传图片" and first.locator(".remove-ref").inner_text() == "移除"
+    assert first.locator(".upload-ref").inner_text() == "上传图片"
+    assert first.locator(".remove-ref").inner_text() == "移除"
     assert overlaps(page) == []
     page.click("#lang-btn")
     page.set_viewport_size({"width": 1280, "height": 800})
