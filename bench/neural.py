@@ -342,7 +342,7 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
     import torch
     from diffusers import AutoencoderKLWan, LTXPipeline, WanPipeline
 
-    from daotai.render.diffusers_common import to_uint8
+    from daotai.render.neural.retime import to_uint8
 
     sync, reset_peak, peak = _device_tools(device)
     began = time.perf_counter()
@@ -528,7 +528,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
 
 def shot_request(plan, runner):
     """The native request of the plan's only shot under the runner's defaults."""
-    from daotai.render.diffusers_common import native_request
+    from daotai.render.neural.request import native_request
 
     return native_request(plan, plan.shots[0], runner.defaults)
 
@@ -877,10 +877,11 @@ def main() -> None:
             started = time.perf_counter()
             build_folder(config, folder, device, dtype, family)
             print(f"built random-weight folder in {time.perf_counter() - started:.1f} s: {folder}", flush=True)
-        from daotai.render.diffusers_common import SamplingOptions, effective_defaults, native_request
+        from daotai.render.neural.request import effective_defaults, native_request
+        from daotai.render.spec import NeuralOptions
 
         plan = bench_plan(config["width"], config["height"], config["frames"], facts["fps"])
-        defaults = effective_defaults(family, SamplingOptions(steps=steps, guidance=guidance))
+        defaults = effective_defaults(family, NeuralOptions(steps=steps, guidance=guidance))
         request = native_request(plan, plan.shots[0], defaults)
         assert (request.width, request.height, request.frames) == (config["width"], config["height"], config["frames"])
         if args.profile:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from daotai.cluster import RayExecutor, executor_for
 from daotai.cluster.runner import ActorResources, actor_resources, check_address, worker_count
 from daotai.cluster.worker import TEMP_ROOT, sweep_stale
 from daotai.errors import BackendError, Cancelled
@@ -42,7 +43,8 @@ BYTE_EQUAL = ("sequence.mp4", "shots/wide.mp4", "shots/push.mp4", "shots/pan.mp4
 def _run(plan, out: Path, ctx: RunContext | None = None, on_event=None, **settings):
     """Run the pipeline to the end; returns (result, events)."""
     events, result = [], None
-    for event in run(plan, out, PipelineSettings(**settings), ctx):
+    settings = PipelineSettings(**settings)
+    for event in run(plan, out, settings, ctx, executor=executor_for(settings)):
         events.append(event)
         if on_event is not None:
             on_event(event)
@@ -120,6 +122,13 @@ def test_actor_resources_follow_backend_and_memory_planner():
     big = actor_resources("wan", "wan2.1-t2v-14b")
     assert big.memory_bytes > 2.5 * wan.memory_bytes
     assert actor_resources("ltx", "/models/some-local-folder").memory_bytes == 0
+    # MLX runs on the Mac's GPU or a Linux CPU: never a CUDA GPU slot
+    assert actor_resources("wan-mlx", None) == ActorResources(num_cpus=1, num_gpus=0, memory_bytes=0)
+
+
+def test_run_refuses_a_cluster_address_without_an_executor(tmp_path):
+    with pytest.raises(ValueError, match="executor"):
+        list(run(plan_script(validate_script(SCRIPT)), tmp_path, PipelineSettings(cluster="local")))
 
 
 def test_worker_count_caps():
@@ -249,7 +258,7 @@ def test_interrupt_stops_workers_and_leaves_no_partial_files(ray_cluster, tmp_pa
     # interrupted early, so the length costs nothing)
     out = tmp_path / "interrupted"
     pids: set[int] = set()
-    events = run(two, out, PipelineSettings(cluster="local"))
+    events = run(two, out, PipelineSettings(cluster="local"), executor=RayExecutor("local"))
     try:
         with pytest.raises(KeyboardInterrupt):
             for event in events:  # Ctrl-C arrives wherever the main thread is, as in a terminal

@@ -155,7 +155,7 @@ def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
 
 def _request(plan, shot):
     """What wan-mlx will ask the model for (size and frames at 16 fps)."""
-    from daotai.render.diffusers_common import effective_defaults, native_request
+    from daotai.render.neural.request import effective_defaults, native_request
     from daotai.render.spec import NeuralOptions
 
     return native_request(plan, shot, effective_defaults("wan", NeuralOptions()))

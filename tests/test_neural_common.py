@@ -7,15 +7,8 @@ import pytest
 
 from daotai.errors import BackendError, OptionError
 from daotai.plan.planner import plan_script
-from daotai.render.diffusers_common import (
-    effective_defaults,
-    family_defaults,
-    native_request,
-    plan_to_native_indexes,
-    retime_indexes,
-    retime_notice,
-    to_uint8,
-)
+from daotai.render.neural.request import effective_defaults, family_defaults, native_request
+from daotai.render.neural.retime import plan_to_native_indexes, retime_indexes, retime_notice, to_uint8
 from daotai.render.spec import NeuralOptions
 from daotai.script.load import validate_script
 
@@ -95,7 +88,7 @@ def test_pipeline_output_to_uint8():
 
 def test_device_frames_become_the_same_bytes_as_host_frames():
     torch = pytest.importorskip("torch")
-    from daotai.render.diffusers_common import to_uint8
+    from daotai.render.neural.retime import to_uint8
 
     generator = torch.Generator().manual_seed(3)
     video = torch.rand(1, 19, 3, 6, 8, generator=generator)  # (B, F, C, H, W); 19 frames: 3 device chunks

@@ -108,7 +108,8 @@ def test_wan_renders_two_shots_through_the_command_line(models, script, tmp_path
 def test_vace_gets_each_shots_previz_depth_and_one_reference_per_character(models, script, tmp_path, monkeypatch):
     from diffusers import WanVACEPipeline
 
-    from daotai.render.diffusers_common import family_defaults, native_request, plan_to_native_indexes
+    from daotai.render.neural.request import family_defaults, native_request
+    from daotai.render.neural.retime import plan_to_native_indexes
     from daotai.render.previz.backend import PrevizBackend
     from daotai.render.previz.control import depth_to_preview
 

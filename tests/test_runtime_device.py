@@ -24,7 +24,8 @@ def test_dtype_rules_per_device():
 def test_importing_the_neural_modules_probes_nothing():
     code = (
         "import sys; import daotai.runtime.device, daotai.runtime.models, daotai.runtime.memory, "
-        "daotai.render.wan, daotai.render.wan_vace, daotai.render.ltx, daotai.render.diffusers_common; "
+        "daotai.render.wan, daotai.render.wan_vace, daotai.render.ltx, daotai.render.neural.runner, "
+        "daotai.render.wan_mlx; "
         "print(sorted(m for m in ('torch', 'diffusers', 'transformers', 'huggingface_hub') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
