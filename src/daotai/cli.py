@@ -64,7 +64,7 @@ def validate(
             out.print_json(
                 data={"ok": False, "issues": [{"path": i.path, "value": repr(i.value), "rule": i.rule} for i in exc.issues]}
             )
-            raise typer.Exit(exc.exit_code)
+            raise typer.Exit(exc.exit_code) from None
         raise
     total = sum(s.duration for s in parsed.shots)
     if as_json:
@@ -270,10 +270,9 @@ def enhance(
     """Restore a clip: upscale, interpolate frames, deflicker, match colour to a reference."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from daotai.encode.video import probe
     from daotai.post.enhance import enhance_iter
     from daotai.render.base import Progress as ProgressEvent
-
-    from daotai.encode.video import probe
 
     steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256,
                        strength=strength, steps=schedule, prompt=prompt, seed=seed, device=device)

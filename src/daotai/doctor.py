@@ -74,7 +74,7 @@ def _encoders() -> str:
         try:
             av.codec.Codec(codec, "w")
             names.append(codec)
-        except Exception:  # unknown codec in this build
+        except Exception:  # noqa: BLE001  (PyAV raises several kinds for a codec this build lacks)
             continue
     return ", ".join(names)
 
@@ -101,7 +101,7 @@ def collect() -> list[Check]:
         renderer = ctx.info.get("GL_RENDERER", "?")
         ctx.release()
         checks.append(Check("previz OpenGL", renderer, True))
-    except Exception as exc:  # a missing driver is a finding, not a crash
+    except Exception as exc:  # noqa: BLE001  (a missing driver is a finding, not a crash)
         checks.append(Check("previz OpenGL", f"unavailable: {exc}", False))
     if accel_bytes:
         fits = []

@@ -21,7 +21,6 @@ from typing import Any
 
 from daotai.render.base import Output, RunContext
 
-
 TEMP_ROOT = "daotai-cluster"  # under the worker machine's temp folder: <pid>-<shot id>-<random>/
 
 

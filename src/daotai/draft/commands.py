@@ -44,8 +44,8 @@ def draft(
     """Draft a valid script from a loose idea with a local language model."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from daotai.draft.drafter import Drafted, DraftOptions, RoundFailed, RoundStarted, Token, draft_events
     from daotai.files import atomic_write_text
-    from daotai.draft.drafter import DraftOptions, Drafted, RoundFailed, RoundStarted, Token, draft_events
 
     client = _client(llm, llm_model, timeout, retries)
     options = DraftOptions(shots=shots, duration_s=duration, style=style, rounds=rounds)

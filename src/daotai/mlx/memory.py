@@ -246,7 +246,7 @@ def metal_working_set() -> int | None:
 
         info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()
         value = int(info.get("max_recommended_working_set_size", 0))
-    except Exception:  # MLX missing or too old: fall back to the estimated share
+    except Exception:  # noqa: BLE001  (MLX missing or too old: fall back to the estimated share)
         return None
     return value or None
 

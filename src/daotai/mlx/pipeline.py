@@ -94,7 +94,8 @@ def sample_video(
     on_step: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Run every step then decode: returns (F, H, W, 3) uint8."""
-    for i, latents in denoise(transformer, latents, cond, uncond, settings):
+    for i, stepped in denoise(transformer, latents, cond, uncond, settings):
+        latents = stepped
         if on_step is not None:
             on_step(i)
     return decode_to_uint8(vae, latents)

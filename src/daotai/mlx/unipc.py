@@ -164,11 +164,11 @@ def _update(sig: np.ndarray, target: int, base: int, older: Sequence[int], order
     r, bv = np.array(r_rows, dtype=np.float64), np.array(b, dtype=np.float64)
     if corrector:
         rhos = [0.5] if order == 1 else list(np.linalg.solve(r, bv))
-        history = tuple(alpha_t * b_h * rho / rk for rho, rk in zip(rhos[:-1], rks[:-1]))
+        history = tuple(alpha_t * b_h * rho / rk for rho, rk in zip(rhos[:-1], rks[:-1], strict=False))
         current = alpha_t * b_h * rhos[-1]
     else:
         rhos = [] if order == 1 else [0.5] if order == 2 else list(np.linalg.solve(r[:-1, :-1], bv[:-1]))
-        history = tuple(alpha_t * b_h * rho / rk for rho, rk in zip(rhos, rks[:-1]))
+        history = tuple(alpha_t * b_h * rho / rk for rho, rk in zip(rhos, rks[:-1], strict=False))
         current = 0.0
     return Update(scale=float(sigma_t / sigma_s0), m0_coef=float(alpha_t * h_phi_1),
                   history=tuple(float(c) for c in history), current=float(current))
@@ -204,7 +204,7 @@ def unipc_plan(schedule: FlowSchedule, cfg: UniPCConfig) -> tuple[UniPCStep, ...
 def apply_update(u: Update, x, m0, older: Sequence, m_new=None):
     """Evaluate an Update on arrays (mx or numpy): older = (m_1, m_2, ...), newest first."""
     out = u.scale * x - u.m0_coef * m0
-    for coef, m in zip(u.history, older):
+    for coef, m in zip(u.history, older, strict=False):  # older may hold more than this order uses
         out = out - coef * (m - m0)
     if m_new is not None and u.current:
         out = out - u.current * (m_new - m0)

@@ -217,7 +217,7 @@ class Decoder(nn.Module):
         self.conv_in = CausalConv3d(cfg.z_dim, dims[0], (3, 3, 3), (1, 1, 1))
         self.mid_block = MidBlock(dims[0])
         blocks = []
-        for i, (cin, cout) in enumerate(zip(dims[:-1], dims[1:])):
+        for i, (cin, cout) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
             if i > 0:
                 cin = cin // 2  # the previous upsampler halved the width
             up = i != len(mult) - 1

@@ -64,7 +64,7 @@ class Encoder(nn.Module):
         dims = [cfg.base_dim * u for u in [1] + mult]
         self.conv_in = CausalConv3d(cfg.in_channels, dims[0], (3, 3, 3), (1, 1, 1))
         blocks: list[nn.Module] = []
-        for i, (cin, cout) in enumerate(zip(dims[:-1], dims[1:])):
+        for i, (cin, cout) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
             for _ in range(cfg.num_res_blocks):
                 blocks.append(ResBlock(cin, cout))
                 cin = cout

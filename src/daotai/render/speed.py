@@ -271,7 +271,6 @@ def resolve_levers(config: SpeedConfig, device: str) -> SpeedConfig:
     """The config as it will run on ``device``: attention resolved, fp8 and the cuDNN cross kernel
     kept only where they run."""
     from daotai.render.fp8 import fp8_supported
-
     from daotai.render.rewrites import cudnn_attention_supported
 
     config = resolve_attention(config)

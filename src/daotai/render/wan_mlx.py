@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from daotai.errors import BackendError
-from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
 from pydantic import Field
 
+from daotai.errors import BackendError
+from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
 from daotai.render.neural.request import effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
@@ -149,7 +149,8 @@ class WanMLXBackend:
         latents = initial_latents(request.seed, shape)
         settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=shift, sampler=sampler)
         last = time.perf_counter()
-        for i, latents in denoise(self.parts["transformer"], latents, cond, uncond, settings):
+        for i, stepped in denoise(self.parts["transformer"], latents, cond, uncond, settings):
+            latents = stepped
             now = time.perf_counter()
             yield Progress("denoise", shot.shot_id, i + 1, d.steps, f"step {i + 1}/{d.steps} {now - last:.2f} s")
             last = now

@@ -18,9 +18,9 @@ import numpy as np
 from pydantic import Field
 
 from daotai.errors import BackendError
+from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
-from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import plan_to_native_indexes, resize_rgb
 from daotai.render.neural.runner import DiffusersShotRunner, render_shot

@@ -195,7 +195,7 @@ def nvml_sample(index: int) -> dict[str, Any]:
         return {}
     try:
         pynvml.nvmlInit()
-    except Exception:  # no driver, or NVML refuses: nothing to read
+    except Exception:  # noqa: BLE001  (no driver, or NVML refuses: nothing to read)
         return {}
     sample: dict[str, Any] = {}
     try:
@@ -208,14 +208,14 @@ def nvml_sample(index: int) -> dict[str, Any]:
         for field, read in readers.items():
             try:
                 sample[field] = read()
-            except Exception:  # one unsupported query (e.g. on a MIG slice) leaves only its field out
+            except Exception:  # noqa: BLE001  (one unsupported query, e.g. on a MIG slice, leaves only its field out)
                 pass
-    except Exception:
+    except Exception:  # noqa: BLE001  (telemetry never fails a render: keep the fields read so far)
         pass
     finally:
         try:
             pynvml.nvmlShutdown()
-        except Exception:
+        except Exception:  # noqa: BLE001  (shutting NVML down is best effort)
             pass
     return sample
 

@@ -99,7 +99,7 @@ class Dispatcher:
         while not self._stop.is_set():
             try:
                 self.tick()
-            except Exception as exc:  # keep dispatching; the store is retried next tick
+            except Exception as exc:  # noqa: BLE001  (keep dispatching; the store is retried next tick)
                 print(f"daotai dispatcher: {type(exc).__name__}: {exc}", file=sys.stderr)
             self._stop.wait(self.config.poll_s)
 
@@ -229,7 +229,7 @@ def _watch_cancel(store: JobStore, job_id: str, parent: int, cancel: threading.E
             if os.getppid() != parent or store.cancel_requested(job_id):
                 cancel.set()
                 return
-        except Exception:  # a busy database is retried on the next tick
+        except Exception:  # noqa: BLE001  (a busy database is retried on the next tick)
             continue
 
 
@@ -310,8 +310,8 @@ def _progress_percent(stage: str, frames_done: int, total_frames: int) -> int:
 def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None = None,
             speed: str | None = None) -> int:
     """Run one claimed job to completion in this process; returns an exit code."""
-    from daotai.errors import Cancelled, DaotaiError
     from daotai.cluster import executor_for
+    from daotai.errors import Cancelled, DaotaiError
     from daotai.pipeline import Finished, PipelineSettings, layout_for, run
     from daotai.plan.planner import plan_script
     from daotai.render.base import Notice, Output, Progress, RunContext
@@ -394,7 +394,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         code = type(exc).__name__.replace("Error", "").lower() + "_error"
         store.finish(job_id, "failed", code, str(exc).splitlines()[0][:2000], attempt=attempt)
         return 0
-    except Exception as exc:  # a bug must fail this job, not the warm worker serving the next ones
+    except Exception as exc:  # noqa: BLE001  (a bug must fail this job, not the warm worker serving the next ones)
         import traceback
 
         traceback.print_exc()
@@ -417,7 +417,7 @@ def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, 
         if len(parts) == 2 and parts[1].isdigit():
             try:
                 run_job(data_dir, parts[0], int(parts[1]), cluster, speed)
-            except Exception as exc:  # e.g. the job row vanished: report it, serve the next job
+            except Exception as exc:  # noqa: BLE001  (e.g. the job row vanished: report it, serve the next job)
                 print(f"daotai worker: job {parts[0]}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
     return 0
 

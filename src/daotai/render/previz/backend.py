@@ -13,9 +13,9 @@ from pydantic import Field
 
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Event, Frame, Progress, RenderJob, RunContext
-from daotai.render.spec import BackendEnv, BackendOptions, BackendSpec, EncodeDefaults
 from daotai.render.previz.gl import PrevizRenderer
 from daotai.render.previz.scene import Environment, Figure, FrameState, RenderSettings, SetPiece, environment_for
+from daotai.render.spec import BackendEnv, BackendOptions, BackendSpec, EncodeDefaults
 
 PROGRESS_EVERY = 4  # frames between progress events: enough for a smooth bar, cheap to draw
 LENS_SOFTNESS_PX = 0.6  # see RenderSettings.soften_px
@@ -56,7 +56,7 @@ def set_pieces_for_plan(plan: Plan) -> list[SetPiece]:
 def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
     """Per-frame camera and figures of a shot, straight from the plan."""
     characters = {c.id: c for c in plan.characters}
-    for camera, people in zip(shot.cameras, shot.character_frames):
+    for camera, people in zip(shot.cameras, shot.character_frames, strict=True):
         figures = tuple(
             Figure(
                 char_id=p.id,

@@ -403,7 +403,7 @@ class PrevizRenderer:
         self._mesh_prog["u_sun"].value = tuple(sun / np.linalg.norm(sun))
         self._mesh_prog["u_ambient"].value = env.ambient
         # distant ground fades to a haze between ground and sky: the horizon stays a visible edge
-        haze = tuple(0.45 * g + 0.55 * c for g, c in zip(env.ground_colour, env.sky_horizon))
+        haze = tuple(0.45 * g + 0.55 * c for g, c in zip(env.ground_colour, env.sky_horizon, strict=True))
         gp = self._ground_prog
         gp["u_ground"].value = env.ground_colour
         gp["u_grid"].value = env.grid_colour
@@ -619,7 +619,7 @@ class PrevizRenderer:
         rows = rows[order]
         counts = np.bincount(prims, minlength=len(PRIMITIVES))
         draws, start = [], 0
-        for name, n in zip(PRIMITIVES, counts.tolist()):
+        for name, n in zip(PRIMITIVES, counts.tolist(), strict=True):
             if n:
                 self._meshes[layer, name].write(rows[start : start + n])
                 draws.append((name, n))
