@@ -34,20 +34,23 @@ from typing import Any
 import cv2
 import numpy as np
 
+from daotai import catalog
 from daotai.errors import BackendError, Cancelled, DependencyMissing
+from daotai.render import wan as wan_backend
 from daotai.render.base import Progress, RunContext
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_PROMPT", "OVERLAP", "WINDOW", "denoise_steps", "model_steps", "pad_to_multiple",
            "rerender_frames", "window_count"]
 
-DEFAULT_MODEL = "wan2.1-t2v-1.3b"
+# The re-render runs a Wan 2.1 text-to-video model as video-to-video: the wan backend's default.
+DEFAULT_MODEL = wan_backend.SPEC.default_model or ""
 # Without a prompt the model is steered toward detail and away from the negative prompt's faults.
 DEFAULT_PROMPT = "sharp, detailed, high quality video"
 WINDOW = 33  # frames per model run (4·8 + 1): ~1.4 s at 24 fps keeps 1080p attention tractable
 OVERLAP = 4  # frames shared by neighbouring windows and cross-faded
-SIZE_MULTIPLE = 16  # VAE spatial stride 8 × transformer patch 2
-FRAME_STEP = 4  # VAE temporal stride: frames must be 4k + 1
 FAMILY = "wan"
+SIZE_MULTIPLE = catalog.family(FAMILY).snap.size_multiple  # VAE spatial stride 8 × transformer patch 2
+FRAME_STEP = catalog.family(FAMILY).snap.frame_step or 1  # VAE temporal stride: frames must be 4k + 1
 
 
 def denoise_steps(steps: int, strength: float) -> int:
@@ -258,7 +261,7 @@ def rerender_frames(
                 else:
                     refined = [np.ascontiguousarray(f[:height, :width]) for f in item[: len(run)]]
             assert refined is not None
-            for i, (before, now) in enumerate(zip(carry, refined)):
+            for i, (before, now) in enumerate(zip(carry, refined, strict=False)):  # the overlap, then the rest
                 weight = (i + 1) / (len(carry) + 1)  # ramps from the previous window to this one
                 yield cv2.addWeighted(before, 1 - weight, now, weight, 0.0)
             end = len(refined) if last else len(refined) - overlap
