@@ -25,12 +25,30 @@ MODEL_ENTRY_POINTS = "daotai.models"
 
 @dataclass(frozen=True)
 class SnapRule:
-    """What a renderer needs: frames of the form ``frame_step*k+1`` and sides of a multiple."""
+    """What a renderer needs: frames of the form ``frame_step*k+frame_offset`` and sides of a multiple."""
 
     name: str
     frame_step: int | None  # None: any frame count works
     size_multiple: int  # width and height must be multiples of this
     native_fps: float | None  # the rate the model was trained at; None: any rate
+    frame_offset: int = 1  # frames = frame_step*k + frame_offset (k >= 1); 1 for the 4k+1 / 8k+1 VAEs
+    # Whether every shot of a plan lists this rule in its ``snapping`` (plan.json). Rules of models
+    # whose generations have their own duration limits (and so are split or trimmed by the backend,
+    # which records what it did) stay out, so plans read the same whichever models are installed.
+    planned: bool = True
+    min_seconds: float | None = None  # shortest generation the model makes (shorter shots are trimmed)
+    max_seconds: float | None = None  # longest single generation (longer shots are made in segments)
+
+
+@dataclass(frozen=True)
+class Canvas:
+    """A model's own canvas rule: a target short edge, an area cap, both sides multiples, an aspect range."""
+
+    short_edge: int
+    max_pixels: int
+    multiple: int
+    min_aspect: float  # width / height
+    max_aspect: float
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,9 @@ class ModelFootprint:
     vae_bytes_per_pixel: float
     ffn: int = 0  # transformer MLP width (0: 4 × hidden)
     layers: int = 30  # transformer blocks (group offload keeps ~2 resident)
+    # The backend can move the text encoder off the device once the prompt is encoded, so with
+    # nothing offloaded it is resident only while encoding (runtime.memory reads this).
+    releasable_text_encoder: bool = False
 
     @property
     def weight_params(self) -> float:
@@ -79,6 +100,10 @@ class Family:
     prompt: PromptBudget
     pipelines: tuple[str, ...]  # diffusers pipeline classes a local folder of this family may hold
     vae_dtypes: Mapping[str, str] = field(default_factory=dict)  # device kind → VAE dtype, where the device rule is wrong
+    canvas: Canvas | None = None  # the model's own canvas rule (None: the plan's size snapped to snap.size_multiple)
+    # Workflow name → the components (folders) it loads, for families whose checkpoint is split
+    # into partitions a workflow loads alone (empty: every component of the folder).
+    workflows: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -96,6 +121,17 @@ class ModelRow:
     # Sampling and geometry that differ from the family's (steps, guidance, shift, native_fps,
     # size_multiple, max_sequence_length).
     overrides: Mapping[str, float | int] = field(default_factory=dict)
+    # Licences that must be shown and accepted before the weights are pulled or run: the points a
+    # user has to know (one line each) and where the full text is. Empty: no gate.
+    licence_summary: tuple[str, ...] = ()
+    licence_url: str = ""
+    # Download size per workflow (GB, roughly), for families whose workflows load partitions.
+    workflow_sizes_gb: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def licence_gated(self) -> bool:
+        """Whether pulling or running the model needs an explicit acceptance of its licence."""
+        return bool(self.licence_summary)
 
     @property
     def native_fps(self) -> float:
@@ -118,13 +154,42 @@ LTX_NEGATIVE = "worst quality, inconsistent motion, blurry, jittery, distorted, 
 PREVIZ_SNAP = SnapRule("previz", frame_step=None, size_multiple=2, native_fps=None)
 WAN_SNAP = SnapRule("wan", frame_step=4, size_multiple=16, native_fps=16.0)
 LTX_SNAP = SnapRule("ltx", frame_step=8, size_multiple=32, native_fps=24.0)
+# MiniMax-H3's video VAE encodes 17-frame chunks into 5 latents: frames snap up to 17n+5 at a fixed
+# 24 fps, and one generation spans 5–15 s (diffusers' MiniMaxH3ModularPipeline). The h3 backend
+# trims shorter shots and makes longer ones in segments, so plans do not list the rule.
+H3_SNAP = SnapRule("h3", frame_step=17, size_multiple=32, native_fps=24.0, frame_offset=5, planned=False,
+                   min_seconds=5.0, max_seconds=15.0)
+# Its canvas: a 768 short edge, at most 768x1344 pixels, sides multiples of 32, 1:4 to 4:1.
+H3_CANVAS = Canvas(short_edge=768, max_pixels=768 * 1344, multiple=32, min_aspect=0.25, max_aspect=4.0)
 
 # Wan reads up to 512 T5 tokens; LTX-Video's pipelines cut at 128 by default.
 WAN_PROMPT = PromptBudget("wan", 512)
 LTX_PROMPT = PromptBudget("ltx", 128)
+# MiniMax-H3 reads the prompt through a Qwen3-VL language model (byte-level BPE, ~1.3 pieces an
+# English word) with no hard cut; 512 keeps its text rows a small share of the packed sequence.
+H3_PROMPT = PromptBudget("h3", 512, tokens_per_word=1.3)
 
 APACHE = "Apache-2.0"
 LTX_LICENCE = "LTX-Video open weights licence (see the model card; commercial use has conditions)"
+H3_LICENCE = "MiniMax H3 Community License"
+# The points of the licence a user must know before pulling or running the weights, as the model's
+# release describes them. Not legal advice and not the licence: its full text is the licence file
+# of the model repository, and that text governs.
+H3_LICENCE_SUMMARY = (
+    "use is limited to the territories the licence names",
+    "commercial use above the licence's revenue threshold needs a separate licence from MiniMax",
+    "outputs may not be used to train other models",
+    "products and services that serve the model to others carry the duties the licence lists",
+)
+# The components each MiniMax-H3 workflow loads (diffusers' MiniMaxH3Blocks.get_workflow): one
+# repository holds both 61.7 GiB transformer partitions, `transformer` (t2va, fl2va) and
+# `transformer_ref` (ref2va).
+_H3_SHARED = ("text_encoder", "tokenizer", "processor", "vae", "audio_vae", "scheduler", "audio_scheduler")
+H3_WORKFLOWS = MappingProxyType({
+    "t2va": _H3_SHARED + ("transformer",),
+    "fl2va": _H3_SHARED + ("transformer",),
+    "ref2va": _H3_SHARED + ("transformer_ref",),
+})
 
 # Values follow each model's published inference settings (Wan2.1: 50 steps, CFG 5, shift 3
 # at 480p; LTX-Video: 50 steps, CFG 3, 24 fps). LTX's VAE decodes in bf16 on CUDA: in fp32 it
@@ -134,6 +199,11 @@ _FAMILIES = (
     Family("wan-vace", WAN_SNAP, 50, 5.0, 3.0, WAN_NEGATIVE, 512, WAN_PROMPT, ("WanVACEPipeline",)),
     Family("ltx", LTX_SNAP, 50, 3.0, None, LTX_NEGATIVE, 128, LTX_PROMPT, ("LTXPipeline", "LTXConditionPipeline"),
            vae_dtypes=MappingProxyType({"cuda": "bfloat16"})),
+    # MiniMax-H3 is guidance-distilled (one forward per step, no negative prompt) and keeps its
+    # schedulers' shifts (12 video, 3 audio). Its release names no step count: 50 sigma points (49
+    # forwards) is daotai's default, not the model card's.
+    Family("h3", H3_SNAP, 50, 0.0, None, "", 512, H3_PROMPT, ("MiniMaxH3ModularPipeline",),
+           canvas=H3_CANVAS, workflows=H3_WORKFLOWS),
 )
 
 # Footprints: parameters from the published configs. VACE adds control blocks beside every
@@ -145,6 +215,13 @@ _VACE14 = ModelFootprint("wan2.1-vace-14b", 17.0, 5.68, 0.13, 16, 4, 5120, 120.0
 _WAN22_5B = ModelFootprint("wan2.2-ti2v-5b", 5.0, 5.68, 0.7, 32, 4, 3072, 120.0, 14336, 30)
 _LTX2B = ModelFootprint("ltx-video-2b", 1.92, 4.76, 0.4, 32, 8, 2048, 40.0, 8192, 28)
 _LTX13B = ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16384, 48)
+# MiniMax-H3: one transformer partition 33.1 B (diffusers' default config: 50 blocks, width 5376,
+# FFN 14336, 56 heads x 128), the Qwen3-VL conditioner ~33.3 B, video VAE 2.6 B (a 36-layer ViT
+# decoder) + audio VAE 0.15 B; 16x VAE x 2x2 patches = 32 pixels a token. 17 frames make 5 latents,
+# so 3 frames a latent over-counts tokens a little (42 latent frames for 124 instead of 37). The
+# VAE decode figure is an estimate (nothing measured yet). The backend releases the conditioner
+# after encoding when everything resident would not fit.
+_H3 = ModelFootprint("minimax-h3", 33.1, 33.3, 2.75, 32, 3, 5376, 40.0, 14336, 50, releasable_text_encoder=True)
 
 # Revisions: no commit hashes could be confirmed offline, so these track the main branch;
 # `models pull` records the commit it actually got in the folder's manifest. Overrides: the
@@ -163,6 +240,10 @@ _MODELS = (
     ModelRow("ltx-video-2b", "Lightricks/LTX-Video", None, "ltx", "LTXPipeline", _LTX2B, 28.0, LTX_LICENCE),
     ModelRow("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline",
              _LTX13B, 60.0, LTX_LICENCE, MappingProxyType({"steps": 8, "guidance": 1.0})),
+    # Sizes in GB at bf16: conditioner 66.6, each transformer partition 66.2, VAEs 5.5.
+    ModelRow("minimax-h3", "MiniMaxAI/MiniMax-H3", None, "h3", "MiniMaxH3ModularPipeline", _H3, 205.0, H3_LICENCE,
+             licence_summary=H3_LICENCE_SUMMARY, licence_url="https://huggingface.co/MiniMaxAI/MiniMax-H3",
+             workflow_sizes_gb=MappingProxyType({"t2va": 138.5, "fl2va": 138.5, "ref2va": 138.5})),
 )
 
 OVERRIDABLE = frozenset({"steps", "guidance", "shift", "native_fps", "size_multiple", "max_sequence_length"})
@@ -261,10 +342,11 @@ def footprint(name: str) -> ModelFootprint | None:
 
 
 def snap_rules() -> Mapping[str, SnapRule]:
-    """Every snap rule the planner reports on: previz's, then each family's (by rule name)."""
+    """Every snap rule the planner reports on: previz's, then each family's (by rule name) that is planned."""
     rules = {PREVIZ_SNAP.name: PREVIZ_SNAP}
     for fam in _catalog().families.values():
-        rules.setdefault(fam.snap.name, fam.snap)
+        if fam.snap.planned:
+            rules.setdefault(fam.snap.name, fam.snap)
     return MappingProxyType(rules)
 
 

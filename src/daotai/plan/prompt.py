@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from daotai import catalog
 from daotai.catalog import WAN_PROMPT, PromptBudget
+from daotai.plan.model import Plan, ShotPlan
 
 FRAMING_WORDS = MappingProxyType(
     {
@@ -264,3 +265,130 @@ def _cut_words(text: str, budget: PromptBudget) -> str:
         else:
             high = mid - 1
     return " ".join(words[:low]).rstrip(",;:") + ("." if low else "")
+
+
+# ------------------------------------------------------------------ MiniMax-H3
+
+H3_WORKFLOWS = ("t2va", "fl2va", "ref2va")
+H3_MAX_PICTURES = 9  # image references one MiniMax-H3 request takes
+
+
+def camera_moves(shot: ShotPlan) -> bool:
+    """Whether the shot's camera moves at all (any motion, rotation, orbit, zoom, shake or follow)."""
+    move = shot.move
+    return bool(
+        move.type != "static" or any(move.motion) or any(move.rotate) or move.orbit or move.fov_end != move.fov
+        or move.shake or move.follow
+    )
+
+
+def h3_workflow(plan: Plan, shot: ShotPlan, forced: str = "auto") -> tuple[str, str]:
+    """MiniMax-H3's workflow for a shot and the reason: ref2va, t2va, or the one asked for.
+
+    ``ref2va`` when the camera moves or a character in the shot has reference images (the previz
+    render then carries camera and blocking, the pictures the looks); ``t2va`` otherwise. ``fl2va``
+    is never chosen for a shot's start here (scripts pin no keyframes): the backend uses it to
+    continue a long shot from its previous segment, and ``forced`` may ask for it.
+    """
+    if forced != "auto":
+        if forced not in H3_WORKFLOWS:
+            raise ValueError(f"workflow {forced!r} is not one of auto, {', '.join(H3_WORKFLOWS)}")
+        return forced, "as asked (workflow option)"
+    looks = [c.id for c in plan.characters if c.id in shot.characters and c.reference_images]
+    reasons = []
+    if camera_moves(shot):
+        reasons.append(f"the camera moves ({shot.move.type})")
+    if looks:
+        reasons.append(f"{', '.join(looks)} {'has' if len(looks) == 1 else 'have'} reference images")
+    if reasons:
+        return "ref2va", " and ".join(reasons)
+    return "t2va", "static camera and no character reference images"
+
+
+def h3_pictures(shot: ShotPlan) -> tuple[str, ...]:
+    """The characters whose pictures a ref2va request carries, in label order: the subject first, at most 9."""
+    ordered = ([shot.subject] if shot.subject in shot.characters else []) + [c for c in shot.characters if c != shot.subject]
+    return tuple(ordered[:H3_MAX_PICTURES])
+
+
+def _labelled(text: str, labels: dict[str, str]) -> str:
+    """The first mention of each name followed by its picture label: 'Lin (a man)' → 'Lin (<Picture 1>; a man)'."""
+    for name, label in sorted(labels.items(), key=lambda item: len(item[0]), reverse=True):
+        shown = quote_name(name)
+        match = re.search(rf"(?<![\w\"]){re.escape(shown)}(?![\w\"])", text)
+        if match is None:
+            continue
+        end = match.end()
+        if text.startswith(" (", end):
+            text = f"{text[:end]} ({label}; {text[end + 2:]}"
+        else:
+            text = f"{text[:end]} ({label}){text[end:]}"
+    return text
+
+
+def compose_h3_prompt(
+    plan: Plan,
+    shot: ShotPlan,
+    workflow: str,
+    pictures: tuple[tuple[str, bool], ...] = (),
+    video: bool = False,
+    keyframe: str | None = None,
+    budget: PromptBudget | None = None,
+) -> str:
+    """The MiniMax-H3 prompt of a shot: what each reference is, the shot in film words, its lines and sound.
+
+    ``pictures`` are (character id, has a reference image) in reference order; a character without
+    one is given as a colour swatch. ``video``: a previz render of the shot is ``<Video 1>``.
+    ``keyframe``: "previz" (the shot starts on its first previz frame) or "previous" (it continues
+    from the last frame of the previous segment), labelled ``<Picture 1>`` as fl2va labels it.
+    The body is the planner's prompt (framing, angle, camera move, action, the author's words) with
+    each pictured character's first mention labelled; it is cut to ``budget`` (the h3 family's)
+    while the reference sentences, dialogue and sound are kept.
+    """
+    budget = budget or catalog.family("h3").prompt
+    names = {c.id: c.name or c.id for c in plan.characters}
+    intro: list[str] = []
+    labels: dict[str, str] = {}
+    if workflow == "ref2va":
+        for index, (char_id, has_image) in enumerate(pictures, start=1):
+            name = quote_name(names[char_id])
+            labels[names[char_id]] = f"<Picture {index}>"
+            if has_image:
+                intro.append(f"<Picture {index}> shows {name}: keep that face, hair and costume")
+            else:
+                intro.append(f"<Picture {index}> is the colour of {name}'s costume")
+        if video:
+            intro.append("<Video 1> is a rough previz of this very shot: follow its camera move, framing, timing "
+                         "and the blocking of the figures exactly, but render real people and a real set, "
+                         "not the grey previz shapes")
+    elif workflow == "fl2va" and keyframe == "previz":
+        intro.append("<Picture 1> is the first frame: its composition is the planned framing")
+    elif workflow == "fl2va" and keyframe == "previous":
+        intro.append("The shot continues seamlessly from <Picture 1>, its first frame: same people, set, light "
+                     "and camera move")
+    tail: list[str] = []
+    sound = shot.sound
+    if sound is not None:
+        for line in sound.dialogue:
+            speaker = quote_name(names.get(line.character, line.character))
+            language = f" (in {line.language})" if line.language else ""
+            quote = line.line.strip().replace('"', "'")
+            tail.append(f'{speaker} says{language}: "{quote}"')
+        if sound.sound.strip():
+            tail.append(f"Sound: {_sentence(sound.sound, list(names.values()))}.")
+    head = ". ".join(intro) + "." if intro else ""
+    end = " ".join(tail)
+    room = budget.max_tokens - estimate_tokens(f"{head} {end}", budget)
+    body = _labelled(shot.prompt, labels)
+    if room > 16:
+        body = fit_prompt(body, PromptBudget(budget.model, room, budget.tokens_per_word))
+    return _cut_words(" ".join(p for p in (head, body, end) if p), budget)
+
+
+def h3_prompt_for(plan: Plan, shot: ShotPlan, forced: str = "auto") -> str:
+    """What the h3 backend sends for a shot's first generation, from the plan alone (``daotai prompts``)."""
+    workflow, _ = h3_workflow(plan, shot, forced)
+    has_image = {c.id: bool(c.reference_images) for c in plan.characters}
+    pictures = tuple((c, has_image[c]) for c in h3_pictures(shot)) if workflow == "ref2va" else ()
+    keyframe = "previz" if workflow == "fl2va" else None
+    return compose_h3_prompt(plan, shot, workflow, pictures, video=workflow == "ref2va", keyframe=keyframe)

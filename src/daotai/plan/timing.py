@@ -49,18 +49,19 @@ def seconds_for(frames: int, fps: float) -> float:
     return frames / fps
 
 
-def snap_frames(frames: int, step: int) -> int:
-    """Smallest count of the form ``step*k + 1`` (k >= 1) that is >= ``frames``."""
+def snap_frames(frames: int, step: int, offset: int = 1) -> int:
+    """Smallest count of the form ``step*k + offset`` (k >= 1) that is >= ``frames``."""
     _require_int_at_least("frames", frames, 1)
     _require_int_at_least("step", step, 1)
-    k = max(1, -(-(frames - 1) // step))  # ceil((frames - 1) / step), at least one step
-    return step * k + 1
+    _require_int_at_least("offset", offset, 0)
+    k = max(1, -(-(frames - offset) // step))  # ceil((frames - offset) / step), at least one step
+    return step * k + offset
 
 
-def is_snapped(frames: int, step: int) -> bool:
-    """True when ``frames`` already has the form ``step*k + 1`` with k >= 1."""
+def is_snapped(frames: int, step: int, offset: int = 1) -> bool:
+    """True when ``frames`` already has the form ``step*k + offset`` with k >= 1."""
     _require_int_at_least("step", step, 1)
-    return frames >= step + 1 and (frames - 1) % step == 0
+    return frames >= step + offset and (frames - offset) % step == 0
 
 
 def round_to_multiple(value: int, multiple: int) -> int:
@@ -112,6 +113,51 @@ def snap_for(rule: SnapRule, width: int, height: int, frames: int) -> SnapResult
     """What ``rule`` would need for a (width, height, frames) request; the request is untouched."""
     snapped_w, snapped_h = round_size(width, height, rule.size_multiple)
     _require_int_at_least("frames", frames, 1)
-    snapped_f = frames if rule.frame_step is None else snap_frames(frames, rule.frame_step)
+    snapped_f = frames if rule.frame_step is None else snap_frames(frames, rule.frame_step, rule.frame_offset)
     changed = (snapped_w, snapped_h, snapped_f) != (width, height, frames)
     return SnapResult(rule.name, width, height, frames, snapped_w, snapped_h, snapped_f, changed)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One generation of a shot made in pieces: which output frames it covers and how many it makes."""
+
+    index: int
+    start: int  # first output frame (native rate) this segment supplies
+    keep: int  # output frames it supplies (its first frame repeats the previous segment's last one when index > 0)
+    frames: int  # frames generated (snapped; >= keep, plus one for the shared frame after the first segment)
+
+
+def plan_segments(duration_s: float, fps: float, step: int, offset: int, min_s: float, max_s: float) -> list[Segment]:
+    """Generations that make a shot of ``duration_s`` at ``fps`` under a model's frame and duration rules.
+
+    A shot shorter than ``min_s`` is one generation of the shortest snapped length (then trimmed);
+    a longer one than a generation can make is split into segments of equal length, each of which
+    starts on the previous segment's last frame (so one frame of each join is shared, not shown twice).
+    """
+    _require_positive("duration_s", duration_s)
+    _require_positive("fps", fps)
+    if not 0 < min_s <= max_s:
+        raise PlanError(f"segments: minimum {min_s!r} s and maximum {max_s!r} s must satisfy 0 < min <= max")
+    wanted = frames_for(duration_s, fps)
+    lowest = snap_frames(max(1, math.ceil(min_s * fps - 1e-9)), step, offset)
+    longest = snap_frames(1, step, offset)
+    while snap_frames(longest + 1, step, offset) <= max_s * fps + 1e-9:
+        longest = snap_frames(longest + 1, step, offset)
+    if lowest > max_s * fps + 1e-9:
+        raise PlanError(f"segments: no frame count of the form {step}k+{offset} lies within {min_s:g}-{max_s:g} s at {fps:g} fps")
+    if wanted <= longest:
+        return [Segment(0, 0, wanted, max(lowest, snap_frames(wanted, step, offset)))]
+    # n segments supply wanted = first + (n - 1) * (frames - 1) frames: the joins share one frame each.
+    count = 2
+    while longest + (count - 1) * (longest - 1) < wanted:
+        count += 1
+    segments, start = [], 0
+    for index in range(count):
+        remaining = wanted - start
+        share = -(-remaining // (count - index))  # ceil: spread the frames evenly over what is left
+        made = share if index == 0 else share + 1  # later segments regenerate the shared frame
+        frames = max(lowest, snap_frames(made, step, offset))
+        segments.append(Segment(index, start, share, frames))
+        start += share
+    return segments
