@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, 
 import numpy as np
 
 from daotai import __version__
-from daotai.errors import Cancelled, DaotaiError, EncodeError, PlanError
+from daotai.errors import Cancelled, DaotaiError, EncodeError, Issue, PlanError, ScriptError
 from daotai.plan.layout import RenderLayout
 from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Event, Frame, Notice, Output, Progress, RenderJob, RunContext
+from daotai.render.base import Audio, Event, Frame, Notice, Output, Progress, RenderJob, RunContext
 
 if TYPE_CHECKING:
     from daotai.encode.video import EncodeSettings
@@ -87,6 +87,7 @@ class ShotRecord:
     wall_s: float = 0.0
     files: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # what the backend decided (retiming, memory tier, retries)
+    audio: dict[str, Any] = field(default_factory=dict)  # the shot file's sound: source, rate, channels…; {} = none
 
 
 def load_plan_or_script(path: Path, preset: str | None, loader: Callable[..., Any]) -> Plan:
@@ -300,6 +301,96 @@ def fidelity_sample_indexes(frames: int) -> set[int]:
     return {int(round(i)) for i in np.linspace(0, frames - 1, count)}
 
 
+MAX_SOUNDTRACK_READ_S = 6 * 3600.0  # a soundtrack is decoded only as far as the sequence needs; never beyond this
+
+
+def soundtrack_file(plan: Plan, source: Path | None) -> Path | None:
+    """The soundtrack's file: relative paths resolve against the script's (or plan's) folder."""
+    from daotai.script.schema import UPLOAD_PREFIX
+
+    track = plan.soundtrack
+    if track is None:
+        return None
+    if track.path.startswith(UPLOAD_PREFIX):
+        raise ScriptError([Issue("soundtrack.path", track.path, "names an upload of the service; render through "
+                                 "`daotai serve` or name a local file")])
+    path = Path(track.path)
+    if not path.is_absolute():
+        path = (Path(source).resolve().parent if source is not None else Path.cwd()) / path
+    if not path.is_file():
+        raise ScriptError([Issue("soundtrack.path", track.path, f"does not exist (looked for {path})")])
+    return path
+
+
+def load_soundtrack(plan: Plan, source: Path | None) -> np.ndarray | None:
+    """The soundtrack placed on the sequence's timeline: (N, 2) float32 at 48 kHz lasting the picture, or None."""
+    path = soundtrack_file(plan, source)
+    if path is None:
+        return None
+    from daotai.encode.audio import read_audio
+    from daotai.post.assemble import place_soundtrack, sample_at
+
+    assert plan.soundtrack is not None
+    fps = Fraction(*plan.fps_fraction)
+    needed = float(Fraction(plan.total_frames) / fps) + max(0.0, -plan.soundtrack.offset_s) + 1.0
+    samples = read_audio(path, until_s=min(needed, MAX_SOUNDTRACK_READ_S))
+    return place_soundtrack(samples, plan.soundtrack.offset_s, sample_at(plan.total_frames, fps),
+                            plan.soundtrack.gain_db)
+
+
+def add_soundtrack_to_shots(plan: Plan, layout: RenderLayout, records: list[ShotRecord],
+                            soundtrack: np.ndarray | None, backend: str) -> Iterator[Event]:
+    """Give each shot file the backend left silent its slice of the soundtrack; say once when dialogue
+    or sound the script asked for went unvoiced."""
+    unvoiced = [shot.shot_id for shot, record in zip(plan.shots, records)
+                if shot.sound is not None and (shot.sound.dialogue or shot.sound.sound) and not record.audio]
+    if unvoiced:
+        yield Notice("info", f"backend {backend!r} makes no sound: the dialogue and sound effects of "
+                             f"{', '.join(unvoiced)} are not voiced" + (" (the soundtrack plays)" if soundtrack is not None else ""))
+    if soundtrack is None:
+        return
+    from daotai.encode.audio import ROLE_SOUNDTRACK, mux_audio
+    from daotai.post.assemble import DECLICK_S, limit, sample_at
+
+    fps = Fraction(*plan.fps_fraction)
+    declick = round(DECLICK_S * 48000)
+    for shot, record in zip(plan.shots, records):
+        if record.audio:
+            continue
+        begin, end = sample_at(shot.start_frame, fps), sample_at(shot.start_frame + shot.frames, fps)
+        piece = np.array(soundtrack[begin:end], np.float32)
+        ramp = np.sin(np.linspace(0.0, np.pi / 2, declick, endpoint=False, dtype=np.float32)) ** 2
+        piece[:declick] *= ramp[:, None]
+        piece[len(piece) - declick:] *= ramp[::-1, None]
+        limit(piece)
+        mux_audio(layout.root / record.files["shot"], piece, 48000, ROLE_SOUNDTRACK)
+        record.audio = {"source": "soundtrack", "rate": 48000, "channels": 2, "samples": int(len(piece)),
+                        "sequence_samples": [begin, end]}
+        yield Progress("encode", shot.shot_id, 1, 1, "soundtrack slice added")
+
+
+def shot_sound(plan: Plan, shot: ShotPlan, audio: Audio) -> np.ndarray:
+    """A backend's Audio checked like its frames (length within half a frame of the shot), as
+    (N, C) float32 at 48 kHz lasting exactly the shot; EncodeError otherwise."""
+    from daotai.encode.audio import MIX_RATE, check_samples, fit_length, resample, samples_for
+
+    where = f"{shot.shot_id}: backend audio"
+    if audio.shot_id != shot.shot_id:
+        raise EncodeError(f"{where}: is for shot {audio.shot_id!r}")
+    samples = check_samples(audio.samples, audio.rate, audio.layout, where)
+    fps = Fraction(*plan.fps_fraction)
+    planned = Fraction(shot.frames) / fps
+    got = Fraction(samples.shape[0], audio.rate)
+    if abs(got - planned) > 1 / (2 * fps):
+        raise EncodeError(f"{where}: lasts {float(got):.4f} s ({samples.shape[0]} samples at {audio.rate} Hz), "
+                          f"the shot {float(planned):.4f} s ({shot.frames} frames); it must match within half a frame")
+    sound = fit_length(resample(samples, audio.rate, MIX_RATE), samples_for(planned, MIX_RATE))
+    from daotai.post.assemble import limit
+
+    limit(sound, ceiling_dbfs=-0.1)  # a resampler's overshoot on full-scale transients, never more
+    return sound
+
+
 def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings,
                 ctx: RunContext, record: ShotRecord, encoders: Any = None) -> Iterator[Event]:
     """Render one shot through the backend into its encoded files; yields progress.
@@ -313,6 +404,7 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
     started = time.perf_counter()
     render_s = 0.0
     frames_seen = 0
+    audio: Audio | None = None
     try:
         events = iter(backend.render(RenderJob(plan=plan, shot=shot, controls=settings.controls), ctx))
         while True:
@@ -336,12 +428,17 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
                     sinks["depth_preview"].put(event.depth)
                     sinks["mask"].put(event.mask)
                 frames_seen += 1
+            elif isinstance(event, Audio):
+                if audio is not None:
+                    raise EncodeError(f"{shot.shot_id}: backend {backend.name!r} sent a second Audio event; one per shot")
+                audio = event
             else:
                 if isinstance(event, Notice):
                     record.notices.append(event.text)
                 yield event
         if frames_seen != shot.frames:
             raise EncodeError(f"{shot.shot_id}: backend produced {frames_seen} frames, the plan has {shot.frames}")
+        sound = shot_sound(plan, shot, audio) if audio is not None else None
         yield Progress("encode", shot.shot_id, 0, 1, "finishing encoders")
         for sink in sinks.values():
             sink.finish()
@@ -349,6 +446,12 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
         for sink in sinks.values():
             sink.abort()
         raise
+    if sound is not None:
+        from daotai.encode.audio import ROLE_SHOT, mux_audio
+
+        mux_audio(layout_for(out_dir, settings).shot(shot.shot_id), sound, 48000, ROLE_SHOT)
+        record.audio = {"source": "backend", "rate": audio.rate, "channels": int(audio.samples.shape[1]),
+                        "layout": audio.layout, "samples": int(audio.samples.shape[0])}
     record.render_s = render_s
     record.wall_s = time.perf_counter() - started
     record.files = shot_files(shot.shot_id, settings)
@@ -434,6 +537,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     layout.make_folders(settings.controls)
     timings: dict[str, float] = {}
     run_started = time.perf_counter()
+    soundtrack = load_soundtrack(plan, source)  # checked and decoded before any render
     plan_text = plan_to_json(plan)
     atomic_write_text(layout.plan, plan_text)
     for shot in plan.shots:
@@ -445,6 +549,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
                          "daotai.cluster.executor_for(settings)")
     executor = executor or LocalExecutor()
     records = yield from executor.render_shots(plan, out_dir, settings, ctx, source, health)
+    yield from add_soundtrack_to_shots(plan, layout, records, soundtrack, settings.backend)
     timings["render_and_encode_s"] = time.perf_counter() - run_started
     if settings.controls:
         atomic_write_text(layout.control_index, control_index(plan))
@@ -453,7 +558,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     ctx.check()
     tick = time.perf_counter()
-    sequence = yield from _assemble(plan, layout, enc, records)
+    sequence = yield from _assemble(plan, layout, enc, records, soundtrack)
     timings["assemble_s"] = time.perf_counter() - tick
 
     if settings.enhance:
@@ -492,8 +597,10 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     yield Finished(RunResult(out_dir, sequence, layout.qc, report.ok, summary, timings))
 
 
-def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: list[ShotRecord]) -> Iterator[Event]:
-    """Cut the shot files into the sequence (``layout.sequence``) with the plan's transitions."""
+def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: list[ShotRecord],
+              soundtrack: np.ndarray | None = None) -> Iterator[Event]:
+    """Cut the shot files into the sequence (``layout.sequence``) with the plan's transitions,
+    mixing the shots' own sound (not muted) over the soundtrack."""
     from daotai.post.assemble import ClipSpec, Transition, assemble
 
     fps = Fraction(*plan.fps_fraction)
@@ -501,7 +608,10 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
     for shot, record in zip(plan.shots, records):
         kind = shot.transition.type
         seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
-        clips.append(ClipSpec(path=layout.root / record.files["shot"], transition_in=Transition(kind, seconds)))
+        level = shot.sound
+        own = record.audio.get("source") == "backend" and not (level is not None and level.mute)
+        clips.append(ClipSpec(path=layout.root / record.files["shot"], transition_in=Transition(kind, seconds),
+                              audio=own, audio_gain_db=level.gain_db if level is not None else 0.0))
     target = layout.sequence
     progress: list[tuple[int, int]] = []
 
@@ -510,7 +620,10 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
 
     # Assembly streams frames; progress is reported once it returns (it is a fraction of render time).
     yield Progress("assemble", None, 0, plan.total_frames)
-    assemble(clips, target, fps, enc, on_progress=on_progress)
+    result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack)
+    if result.audio is not None and result.audio["limiter_gain_reduction_db"] > 0:
+        yield Notice("info", f"the mix peaked at {result.audio['peak_before_limiter']:.3f} and was limited by up to "
+                             f"{result.audio['limiter_gain_reduction_db']:.1f} dB so nothing clips")
     yield Progress("assemble", None, plan.total_frames, plan.total_frames)
     yield Output("sequence", str(target))
     return target

@@ -81,6 +81,7 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
                 "wall_s": round(r.wall_s, 4),
                 # what the backend decided or saw: retiming, memory tier, retries, GPU health
                 "notices": list(r.notices),
+                **({"audio": dict(r.audio)} if getattr(r, "audio", None) else {}),
             }
             for r in records
         ],

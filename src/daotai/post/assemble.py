@@ -17,6 +17,24 @@ Transition semantics (``ClipSpec.transition_in`` joins the previous clip to this
   is unchanged. On the first clip it is a fade-in from black.
 
 Rounding is half up, computed exactly on the decimal duration and the rational rate.
+
+Sound (when a clip's own sound is mixed, ``ClipSpec.audio``, or a soundtrack is given) is
+mixed in float32 at 48 kHz stereo, on the picture's timeline (frame f starts at sample
+round(f · 48000 / fps)), with the transitions applied to it as to the picture:
+
+* ``crossfade``: equal power over the overlap, outgoing cos(π/2·u), incoming sin(π/2·u),
+  u running 0 → 1 across the n overlapping frames (the summed power of unrelated sounds
+  stays constant).
+* ``fade``: the sound follows the picture's brightness: the outgoing clip's gain falls
+  linearly to 0 at its last (black) frame, the incoming one rises from 0 at its first (black)
+  frame to 1 k frames later.
+* ``cut``: a DECLICK_S raised-cosine ramp out of the outgoing clip and into the incoming one
+  (also at the very start and end of the sequence), so no step in the waveform clicks.
+
+The soundtrack runs under everything, untouched by the transitions. The sum goes through a
+look-ahead peak limiter (:func:`limit`) with its ceiling at LIMIT_CEILING_DBFS, so nothing
+clips. The mix lasts exactly as long as the picture, and is muxed as AAC-LC (MOV: 24-bit PCM)
+beside it; without any sound the sequence is written exactly as before, with no audio track.
 """
 
 from __future__ import annotations
@@ -32,6 +50,7 @@ import numpy as np
 
 from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, decode_frames, probe
 from daotai.errors import EncodeError
+from daotai.files import atomic_path
 
 __all__ = [
     "KINDS",
@@ -39,6 +58,9 @@ __all__ = [
     "ClipSpec",
     "Transition",
     "assemble",
+    "limit",
+    "mix_sound",
+    "place_soundtrack",
     "planned_frame_count",
     "transition_frames",
 ]
@@ -46,6 +68,11 @@ __all__ = [
 KINDS = ("cut", "crossfade", "fade")
 
 ProgressCallback = Callable[[int, int], None]
+
+DECLICK_S = 0.005  # ramp at cuts and at the sequence's ends: 5 ms hides the step, too short to hear as a fade
+LIMIT_CEILING_DBFS = -1.0  # the limiter's sample-peak ceiling: 1 dB of room for AAC and inter-sample overs
+LIMIT_BLOCK_S = 0.010  # the limiter's gain changes at most once per 10 ms block, and looks one block ahead
+LIMIT_RELEASE_DB_PER_S = 20.0  # after a peak the gain comes back up at most this fast (no pumping)
 
 
 @dataclass(frozen=True)
@@ -76,9 +103,14 @@ class ClipSpec:
 
     path: Path
     transition_in: Transition = field(default=CUT)
+    audio: bool = False  # mix the clip's own sound (its file's audio stream) into the sequence
+    audio_gain_db: float = 0.0  # level change of that sound in the mix
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
+        gain = self.audio_gain_db
+        if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not math.isfinite(gain):
+            raise EncodeError(f"clip {str(self.path)!r}: audio_gain_db {gain!r} must be a finite number")
         if not isinstance(self.transition_in, Transition):
             raise EncodeError(
                 f"clip {str(self.path)!r}: transition_in {self.transition_in!r} must be a "
@@ -97,6 +129,7 @@ class AssemblyResult:
     width: int
     height: int
     clip_starts: tuple[int, ...]  # output frame index of each clip's first frame
+    audio: dict | None = None  # the mix: samples, rate, channels, peak, limiter gain reduction; None = silent
 
 
 @dataclass(frozen=True)
@@ -278,12 +311,14 @@ def assemble(
     fps: int | float | str | Fraction,
     settings: EncodeSettings | None = None,
     on_progress: ProgressCallback | None = None,
+    soundtrack: np.ndarray | None = None,
 ) -> AssemblyResult:
     """Write the clips as one video at out_path, joined by their transitions (see module doc).
 
     All clips must have the same size and frame rate ``fps``. ``on_progress(done, total)``
     is called after every written frame; raising from it (e.g. Cancelled) stops the work
-    and leaves nothing at out_path.
+    and leaves nothing at out_path. ``soundtrack``: (N, 2) float32 at 48 kHz spanning exactly
+    the sequence (see :func:`place_soundtrack`), mixed under the clips' sounds.
     """
     rate = as_fps(fps)
     if not clips:
@@ -309,6 +344,40 @@ def assemble(
     joins = _joins(counts, [clip.transition_in for clip in clips], rate)
     total = int(sum(counts)) - sum(join.overlap_in for join in joins)
     width, height = infos[0].width, infos[0].height
+    starts = _clip_starts(counts, joins)
+    if soundtrack is not None:
+        soundtrack = np.asarray(soundtrack, dtype=np.float32)
+        want = sample_at(total, rate)
+        if soundtrack.ndim != 2 or soundtrack.shape != (want, 2):
+            raise EncodeError(f"soundtrack: shape {soundtrack.shape} must be ({want}, 2): the picture's "
+                              f"{total} frames at 48 kHz stereo")
+    audio = None
+    if soundtrack is not None or any(clip.audio for clip in clips):
+        from daotai.encode.audio import MIX_RATE, ROLE_MIX, mux_audio, probe_audio, read_audio
+
+        sounds = [read_audio(clip.path) if clip.audio and probe_audio(clip.path) is not None else None
+                  for clip in clips]
+        gains = [10.0 ** (clip.audio_gain_db / 20.0) for clip in clips]
+        mix, audio = mix_sound(sounds, gains, counts, joins, starts, rate, total, soundtrack)
+        with atomic_path(out_path) as temp:
+            _write_picture(clips, counts, joins, temp, width, height, rate, total, settings, on_progress)
+            mux_audio(temp, mix, MIX_RATE, ROLE_MIX)
+    else:
+        _write_picture(clips, counts, joins, out_path, width, height, rate, total, settings, on_progress)
+    return AssemblyResult(
+        path=Path(out_path),
+        frames=total,
+        fps=rate,
+        duration_s=float(total / rate),
+        width=width,
+        height=height,
+        clip_starts=starts,
+        audio=audio,
+    )
+
+
+def _write_picture(clips, counts, joins, out_path, width, height, rate, total, settings, on_progress) -> None:
+    """Encode the joined frames to out_path (atomically, by VideoWriter)."""
     with VideoWriter(out_path, width, height, rate, settings) as writer:
         for frame in _sequence(clips, counts, joins):
             writer.write(frame)
@@ -318,12 +387,133 @@ def assemble(
             raise EncodeError(
                 f"{str(out_path)!r}: wrote {writer.frames_written} frames, planned {total}"
             )
-    return AssemblyResult(
-        path=Path(out_path),
-        frames=total,
-        fps=rate,
-        duration_s=float(total / rate),
-        width=width,
-        height=height,
-        clip_starts=_clip_starts(counts, joins),
-    )
+
+
+# ------------------------------------------------------------------ sound
+
+
+def sample_at(frame: int | Fraction, fps: Fraction, rate: int = 48000) -> int:
+    """The 48 kHz sample where a frame (or a fractional frame time) starts: round(frame · rate / fps)."""
+    return math.floor(Fraction(frame) * rate / fps + Fraction(1, 2))
+
+
+def _ramp(count: int) -> np.ndarray:
+    """(count,) raised-cosine rise from 0 (first sample) towards 1."""
+    if count <= 0:
+        return np.ones(0, np.float32)
+    x = np.arange(count, dtype=np.float64) / count
+    return (0.5 - 0.5 * np.cos(np.pi * x)).astype(np.float32)
+
+
+def clip_envelope(count: int, join: _Join, fps: Fraction, length: int, rate: int = 48000,
+                  first: bool = False, last: bool = False) -> np.ndarray:
+    """(length,) gain of a clip's sound over its ``count`` frames under its transitions (module doc)."""
+    frames = np.arange(length, dtype=np.float64) * float(fps) / rate  # (length,) frame time of each sample
+    env = np.ones(length, dtype=np.float64)
+    if join.overlap_in:
+        u = np.clip(frames / join.overlap_in, 0.0, 1.0)
+        env *= np.sin(0.5 * np.pi * u)
+    if join.overlap_out:
+        u = np.clip((frames - (count - join.overlap_out)) / join.overlap_out, 0.0, 1.0)
+        env *= np.cos(0.5 * np.pi * u)
+    if join.fade_in:
+        env *= np.clip(frames / join.fade_in, 0.0, 1.0)
+    if join.fade_out:
+        env *= np.clip((count - 1 - frames) / join.fade_out, 0.0, 1.0)
+    declick = min(round(DECLICK_S * rate), length // 2)
+    if not (join.overlap_in or join.fade_in) or first:
+        env[:declick] *= _ramp(declick)
+    if not (join.overlap_out or join.fade_out) or last:
+        env[length - declick:] *= _ramp(declick)[::-1]
+    return env.astype(np.float32)
+
+
+def place_soundtrack(samples: np.ndarray, offset_s: float, total: int, gain_db: float = 0.0,
+                     rate: int = 48000) -> np.ndarray:
+    """(total, 2) float32: (N, 2) soundtrack samples placed with their first sample at ``offset_s``.
+
+    A negative offset skips that much of the soundtrack. Where it is cut (skipped into, or
+    ended by the picture) a DECLICK_S ramp hides the cut; where it ends by itself the rest is silence.
+    """
+    out = np.zeros((total, 2), np.float32)
+    start = samples_for_seconds(offset_s, rate)
+    skip = max(0, -start)
+    begin = max(0, start)
+    count = min(samples.shape[0] - skip, total - begin)
+    if count <= 0:
+        return out
+    out[begin:begin + count] = samples[skip:skip + count]
+    out[begin:begin + count] *= np.float32(10.0 ** (gain_db / 20.0))
+    declick = min(round(DECLICK_S * rate), count // 2)
+    if skip > 0:
+        out[begin:begin + declick] *= _ramp(declick)[:, None]
+    if skip + count < samples.shape[0]:
+        out[begin + count - declick:begin + count] *= _ramp(declick)[::-1, None]
+    return out
+
+
+def samples_for_seconds(seconds: float, rate: int = 48000) -> int:
+    """Whole samples in a signed decimal number of seconds, rounded half up."""
+    return math.floor(Fraction(repr(float(seconds))) * rate + Fraction(1, 2))
+
+
+def limit(mix: np.ndarray, ceiling_dbfs: float = LIMIT_CEILING_DBFS, rate: int = 48000) -> float:
+    """Bring every sample of (N, C) float32 ``mix`` within the ceiling, in place; returns the most gain reduction (dB).
+
+    A look-ahead peak limiter: each LIMIT_BLOCK_S block gets the gain its own peak and its
+    neighbours' peaks need; the gain recovers at most LIMIT_RELEASE_DB_PER_S; between block
+    centres it is interpolated linearly. Every sample lies in a block whose gain and whose
+    neighbours' gains are at most what that sample needs, so the interpolated gain never lets
+    a sample over the ceiling. Sound under the ceiling passes unchanged.
+    """
+    ceiling = 10.0 ** (ceiling_dbfs / 20.0)
+    n = mix.shape[0]
+    if n == 0:
+        return 0.0
+    peak = np.abs(mix).max(axis=1)  # (N,)
+    if float(peak.max()) <= ceiling:
+        return 0.0
+    block = max(1, round(LIMIT_BLOCK_S * rate))
+    blocks = -(-n // block)
+    padded = np.zeros(blocks * block, np.float32)
+    padded[:n] = peak
+    need = np.minimum(1.0, ceiling / np.maximum(padded.reshape(blocks, block).max(axis=1), 1e-12))  # (blocks,)
+    gain = need.copy()
+    gain[:-1] = np.minimum(gain[:-1], need[1:])
+    gain[1:] = np.minimum(gain[1:], need[:-1])
+    step = 10.0 ** (LIMIT_RELEASE_DB_PER_S * LIMIT_BLOCK_S / 20.0)
+    for b in range(1, blocks):  # the release: rise at most `step` a block
+        if gain[b] > gain[b - 1] * step:
+            gain[b] = gain[b - 1] * step
+    centres = (np.arange(blocks) + 0.5) * block
+    per_sample = np.interp(np.arange(n), centres, gain).astype(np.float32)  # (N,)
+    mix *= per_sample[:, None]
+    np.clip(mix, -ceiling, ceiling, out=mix)  # float rounding only: the gain already did it
+    return float(-20.0 * math.log10(float(gain.min())))
+
+
+def mix_sound(sounds: Sequence[np.ndarray | None], gains: Sequence[float], counts: Sequence[int],
+              joins: Sequence[_Join], starts: Sequence[int], fps: Fraction, total: int,
+              soundtrack: np.ndarray | None, rate: int = 48000) -> tuple[np.ndarray, dict]:
+    """(samples, stats): the sequence's (N, 2) float32 mix of the clips' sounds and the soundtrack (module doc)."""
+    from daotai.encode.audio import fit_length, remix
+
+    length = sample_at(total, fps, rate)
+    mix = np.zeros((length, 2), np.float32) if soundtrack is None else np.array(soundtrack, np.float32)
+    last = len(counts) - 1
+    for i, sound in enumerate(sounds):
+        if sound is None or gains[i] == 0:
+            continue
+        begin, end = sample_at(starts[i], fps, rate), sample_at(starts[i] + counts[i], fps, rate)
+        part = fit_length(remix(sound, 2), end - begin)
+        env = clip_envelope(counts[i], joins[i], fps, end - begin, rate, first=i == 0, last=i == last)
+        mix[begin:end] += part * (env * np.float32(gains[i]))[:, None]
+    peak_before = float(np.abs(mix).max()) if length else 0.0
+    reduction = limit(mix, rate=rate)
+    stats = {
+        "samples": length, "rate": rate, "channels": 2,
+        "peak_before_limiter": round(peak_before, 6), "limiter_gain_reduction_db": round(reduction, 3),
+        "clips_with_sound": [i for i, sound in enumerate(sounds) if sound is not None],
+        "soundtrack": soundtrack is not None,
+    }
+    return mix, stats
