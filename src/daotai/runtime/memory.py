@@ -23,6 +23,10 @@ Checked against published figures (``test_runtime_memory.py`` keeps them within 
   a 12 GB card gets the ``group`` tier (5.2 GB).
 - Wan2.1-T2V-14B, 1280x720, 81 frames, no offload: ~69 GB published; estimate ~62 GB
   (transformer 28 GB + UMT5 11.4 GB + activations 21.8 GB + overhead).
+
+Footprints with ``releasable_text_encoder`` (MiniMax-H3) keep the text encoder on the device only
+while encoding at the ``none`` tier: the backend moves it off before denoising. Nothing about
+MiniMax-H3 is measured yet; its figures are estimates from parameter counts.
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ def _resident(m: ModelFootprint, offload: str, phase: str) -> float:
     """Parameters (billions) resident on the device during a phase under an offload tier."""
     component = {"encode": m.text_encoder_b, "denoise": m.transformer_b, "decode": m.vae_b}[phase]
     if offload == "none":
+        if m.releasable_text_encoder:
+            # The text encoder leaves the device once the prompt is encoded (MiniMax-H3's conditioner
+            # is as large as its transformer); the transformer comes on after it.
+            return (m.text_encoder_b if phase == "encode" else m.transformer_b) + m.vae_b
         return m.transformer_b + m.text_encoder_b + m.vae_b
     if offload == "model":
         return component

@@ -14,6 +14,15 @@ A model is a registry name (``wan2.1-t2v-1.3b``) or a local diffusers folder (on
 - a sha256 manifest (``.daotai-sha256.json`` in the model folder) written by ``pull`` (from
   the hub's own metadata) or ``verify --record`` is checked: files whose size or mtime
   changed since are re-hashed on load; ``verify`` re-hashes everything.
+
+Modular pipelines (a ``modular_model_index.json`` instead of ``model_index.json``, e.g.
+MiniMax-H3) follow the same rules; their blocks must be diffusers' own (no ``auto_map`` code),
+every component is loaded from the folder itself whatever the index points at, and a family
+whose checkpoint is split into partitions is checked and loaded per workflow (only the
+components a render needs must be present).
+
+Models whose licence must be accepted (``ModelRow.licence_gated``) are pulled and run only
+after an explicit acceptance, recorded in ``licences.json`` under the user's config folder.
 """
 
 from __future__ import annotations
@@ -23,14 +32,16 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from daotai import catalog
 from daotai.catalog import ModelRow
-from daotai.errors import BackendError, DependencyMissing
+from daotai.errors import BackendError, DependencyMissing, Issue, OptionError
 from daotai.files import atomic_write_text, sha256_file
 
 MANIFEST_NAME = ".daotai-sha256.json"
+INDEX_NAME = "model_index.json"
+MODULAR_INDEX_NAME = "modular_model_index.json"  # diffusers' modular pipelines (ModularPipeline.save_pretrained)
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 UNSUPPORTED_SUFFIXES = {
     ".gguf": "GGUF checkpoints are not loaded through diffusers pipelines here; use the diffusers (safetensors) release of the model",
@@ -87,15 +98,16 @@ def cached_path(spec: ModelRow) -> Path | None:
     except Exception:  # not cached (the hub raises several kinds of LocalEntryNotFound)
         return None
     path = Path(folder)
-    return path if (path / "model_index.json").is_file() else None
+    return path if any((path / name).is_file() for name in (INDEX_NAME, MODULAR_INDEX_NAME)) else None
 
 
 def resolve_model(name_or_path: str) -> ResolvedModel:
     """A registry name or a local diffusers folder → its folder; never downloads."""
     candidate = Path(name_or_path).expanduser()
     if candidate.is_dir():
-        if not (candidate / "model_index.json").is_file():
-            raise BackendError(f"--model: folder {candidate} has no model_index.json; it is not a diffusers model folder")
+        if not any((candidate / name).is_file() for name in (INDEX_NAME, MODULAR_INDEX_NAME)):
+            raise BackendError(f"--model: folder {candidate} has no {INDEX_NAME} (or {MODULAR_INDEX_NAME}); "
+                               "it is not a diffusers model folder")
         return ResolvedModel(str(name_or_path), candidate.resolve(), None)
     if os.sep in name_or_path or name_or_path.startswith("."):
         raise BackendError(f"--model: folder {name_or_path} does not exist")
@@ -171,28 +183,58 @@ def _files(folder: Path) -> Iterator[Path]:
             yield path
 
 
+def is_modular(folder: Path) -> bool:
+    """Whether a model folder holds a modular pipeline (modular_model_index.json, no model_index.json)."""
+    return not (folder / INDEX_NAME).is_file() and (folder / MODULAR_INDEX_NAME).is_file()
+
+
 def read_model_index(folder: Path) -> dict[str, Any]:
-    """model_index.json of a diffusers folder."""
+    """model_index.json of a diffusers folder (modular_model_index.json for a modular pipeline)."""
+    name = MODULAR_INDEX_NAME if is_modular(folder) else INDEX_NAME
     try:
-        index = json.loads((folder / "model_index.json").read_text(encoding="utf-8"))
+        index = json.loads((folder / name).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise BackendError(f"{folder}/model_index.json: unreadable ({exc}); pull the model again") from None
+        raise BackendError(f"{folder}/{name}: unreadable ({exc}); pull the model again") from None
     if not isinstance(index, dict) or "_class_name" not in index:
-        raise BackendError(f"{folder}/model_index.json: has no _class_name; it is not a diffusers pipeline folder")
+        raise BackendError(f"{folder}/{name}: has no _class_name; it is not a diffusers pipeline folder")
     return index
 
 
 def components_of(index: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    """Component name → (library, class) from model_index.json; optional (null) entries skipped."""
+    """Component name → (library, class) from a (modular) model index; optional (null) entries skipped.
+
+    model_index.json lists ``[library, class]``; modular_model_index.json ``[library, class, spec]``.
+    """
     found = {}
     for key, value in index.items():
-        if key.startswith("_") or not isinstance(value, list) or len(value) != 2:
+        if key.startswith("_") or not isinstance(value, list) or len(value) not in (2, 3):
             continue
-        library, cls = value
+        library, cls = value[0], value[1]
         if library is None or cls is None:
             continue
         found[key] = (str(library), str(cls))
     return found
+
+
+def config_of(index: dict[str, Any]) -> dict[str, Any]:
+    """The plain settings of a modular model index (canvas sizes and the like): everything but components."""
+    return {k: v for k, v in index.items() if not k.startswith("_") and not isinstance(v, list)}
+
+
+def _check_modular_blocks(folder: Path, index: dict[str, Any]) -> None:
+    """A modular pipeline's blocks must be diffusers' own: custom block code would have to be run."""
+    blocks = index.get("_blocks_class_name")
+    config = folder / "modular_config.json"
+    if config.is_file() or any(folder.glob("*.py")):
+        raise BackendError(f"{folder}: carries its own pipeline code (modular_config.json / .py files), "
+                           "which daotai never runs; use the model's diffusers release")
+    try:
+        import diffusers
+    except ImportError:
+        raise DependencyMissing("diffusers", "neural", "neural rendering") from None
+    if not isinstance(blocks, str) or getattr(diffusers, blocks, None) is None:
+        raise BackendError(f"{folder}/{MODULAR_INDEX_NAME}: _blocks_class_name {blocks!r} is not a diffusers class; "
+                           "daotai runs only diffusers' own blocks")
 
 
 def _has_weights(cls: str) -> bool:
@@ -200,22 +242,35 @@ def _has_weights(cls: str) -> bool:
     return not any(word in cls for word in ("Scheduler", "Tokenizer", "Processor", "FeatureExtractor"))
 
 
-def check_model_folder(folder: Path, family: str | None = None) -> dict[str, Any]:
-    """Run every safety rule on a model folder before loading; returns model_index.json."""
+def check_model_folder(folder: Path, family: str | None = None, components: Iterable[str] | None = None,
+                       missing_hint: str = "pull the model again") -> dict[str, Any]:
+    """Run every safety rule on a model folder before loading; returns its (modular) model index.
+
+    ``components``: check only these (a workflow's partition of a split checkpoint); each must be
+    in the index and on disk, else the error ends with ``missing_hint``. None: every component.
+    """
     index = read_model_index(folder)
     pipelines = catalog.family(family).pipelines if family is not None else ()
     if family is not None and index["_class_name"] not in pipelines:
         raise BackendError(
             f"{folder}: is a {index['_class_name']} model; the {family!r} backend needs one of {', '.join(pipelines)}"
         )
-    for name, (library, cls) in components_of(index).items():
+    if is_modular(folder):
+        _check_modular_blocks(folder, index)
+    listed = components_of(index)
+    for name, (library, _) in listed.items():
         if library not in ALLOWED_LIBRARIES:
             raise BackendError(
                 f"{folder}: component {name!r} comes from {library!r}, which would need remote code; daotai never runs it"
             )
+    wanted = list(listed) if components is None else list(components)
+    for name in wanted:
+        if name not in listed:
+            raise BackendError(f"{folder}: has no component {name!r} in its model index; {missing_hint}")
+        library, cls = listed[name]
         sub = folder / name
         if not sub.is_dir():
-            raise BackendError(f"{folder}: component {name!r} ({cls}) is missing; pull the model again")
+            raise BackendError(f"{folder}: component {name!r} ({cls}) is missing; {missing_hint}")
         weights = [p for p in sub.rglob("*") if p.is_file()]
         for path in weights:
             message = UNSUPPORTED_SUFFIXES.get(path.suffix.lower())
@@ -306,16 +361,38 @@ def hub_sha256(spec: ModelRow) -> tuple[dict[str, str], str | None]:
     return expected, getattr(info, "sha", None)
 
 
-def pull(name: str) -> Path:
-    """Download (resumable; HF_HOME / HF_ENDPOINT honoured), verify against the hub's sha256, record a manifest."""
+def workflow_components(spec: ModelRow, workflow: str | None) -> tuple[str, ...] | None:
+    """The components a workflow of ``spec``'s family loads (None: every component)."""
+    if workflow is None:
+        return None
+    workflows = catalog.family(spec.family).workflows
+    if workflow not in workflows:
+        known = ", ".join(workflows) or "none (it loads as a whole)"
+        raise OptionError([Issue("--workflow", workflow, f"is not a workflow of {spec.name}; its workflows: {known}")])
+    return workflows[workflow]
+
+
+def pull(name: str, workflow: str | None = None, accept_licence: bool = False) -> Path:
+    """Download (resumable; HF_HOME / HF_ENDPOINT honoured), verify against the hub's sha256, record a manifest.
+
+    ``workflow``: only the components that workflow loads (plus the index and licence files), for
+    families whose checkpoint is split into partitions. A model whose licence must be accepted is
+    pulled only once it was (``accept_licence`` now, or recorded before).
+    """
     spec = spec_for(name)
+    components = workflow_components(spec, workflow)
+    require_licence(spec, accept_licence, option="--accept-licence", how="--accept-licence")
     hub = _hub()
+    allow = None
+    if components is not None:
+        allow = [INDEX_NAME, MODULAR_INDEX_NAME, "README.md", "LICENSE*", "LICENCE*", *(f"{c}/*" for c in components)]
     try:
         expected, commit = hub_sha256(spec)
         folder = Path(
             hub.snapshot_download(
                 spec.repo_id,
                 revision=commit or spec.revision,
+                allow_patterns=allow,
                 ignore_patterns=[f"*{s}" for s in PICKLE_SUFFIXES + tuple(UNSUPPORTED_SUFFIXES)],
             )
         )
@@ -328,8 +405,11 @@ def pull(name: str) -> Path:
             "check the network or set HF_ENDPOINT to a mirror, then run the command again (downloads resume)"
         ) from None
     expected = {k: v for k, v in expected.items() if (folder / k).exists()}
-    write_folder_manifest(folder, expected, {"kind": "hub", "repo_id": spec.repo_id, "commit": commit})
-    check_model_folder(folder, spec.family)
+    source = {"kind": "hub", "repo_id": spec.repo_id, "commit": commit}
+    if workflow is not None:
+        source["workflow"] = workflow
+    write_folder_manifest(folder, expected, source)
+    check_model_folder(folder, spec.family, components)
     return folder
 
 
@@ -391,3 +471,158 @@ def load_pipeline(name_or_path: str, family: str, runtime: Any) -> tuple[Any, Re
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BackendError(f"{model.path}: could not load the {family} pipeline ({first}); pull the model again") from None
     return pipe, model
+
+
+def _component_class(library: str, cls: str) -> Any:
+    """The class a model index names, from diffusers or transformers (already checked as allowed)."""
+    import importlib
+
+    found = getattr(importlib.import_module(library), cls, None)
+    if found is None:
+        raise BackendError(f"component class {library}.{cls} is not in the installed {library}; upgrade it")
+    return found
+
+
+def modular_pipeline(model: ResolvedModel, family: str, components: Iterable[str]) -> Any:
+    """Check a modular model folder for ``components`` and make its pipeline with none of them loaded yet.
+
+    The pipeline class and blocks are diffusers' own (checked); the index's plain settings (canvas
+    sizes…) are kept, its component locations are not: components come from this folder alone.
+    """
+    index = check_model_folder(model.path, family, components,
+                               missing_hint=f"pull it again (daotai models pull {model.spec.name})" if model.spec
+                               else "copy the whole model folder again")
+    if not is_modular(model.path):
+        raise BackendError(f"{model.path}: is not a modular pipeline folder (no {MODULAR_INDEX_NAME})")
+    try:
+        import diffusers
+    except ImportError:
+        raise DependencyMissing("diffusers", "neural", "neural rendering") from None
+    _quiet_loading()
+    pipeline_cls = getattr(diffusers, index["_class_name"])
+    blocks = getattr(diffusers, index["_blocks_class_name"])()
+    settings = {"_class_name": index["_class_name"], "_blocks_class_name": index["_blocks_class_name"], **config_of(index)}
+    return pipeline_cls(blocks=blocks, modular_config_dict=settings)
+
+
+def load_components(pipe: Any, model: ResolvedModel, family: str, runtime: Any, names: Iterable[str]) -> list[str]:
+    """Load ``names`` from a checked modular folder onto ``pipe`` (not moved yet); returns the names loaded.
+
+    Weights load as safetensors only, in the device rule's dtypes (the VAEs in the family's VAE
+    dtype). Components already on the pipeline are kept.
+    """
+    import torch
+
+    from daotai.runtime.device import vae_dtype_for
+
+    names = [n for n in names if getattr(pipe, n, None) is None]
+    if not names:
+        return []
+    index = check_model_folder(model.path, family, names)
+    listed = components_of(index)
+    loaded = {}
+    for name in names:
+        library, cls_name = listed[name]
+        cls = _component_class(library, cls_name)
+        kwargs: dict[str, Any] = {"local_files_only": True}
+        if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+            role = "text_encoder" if name.startswith("text_encoder") else "vae" if "vae" in name else "transformer"
+            kwargs["dtype"] = vae_dtype_for(runtime, family) if role == "vae" else runtime.dtype(role)
+            kwargs["use_safetensors"] = True
+        try:
+            loaded[name] = cls.from_pretrained(str(model.path / name), **kwargs)
+        except ImportError as exc:
+            missing = "torchvision" if "torchvision" in str(exc).lower() else (getattr(exc, "name", None) or "a package")
+            raise BackendError(
+                f"{model.path}: component {name!r} ({cls_name}) needs {missing}, which is not installed; "
+                f"install it with: pip install {missing} (the build that matches your torch)"
+            ) from None
+        except (OSError, ValueError, RuntimeError, TypeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BackendError(f"{model.path}: could not load component {name!r} ({first}); pull the model again") from None
+    pipe.update_components(**loaded)
+    return names
+
+
+# ------------------------------------------------------------------ licences that must be accepted
+
+LICENCES_NAME = "licences.json"
+
+
+def config_dir() -> Path:
+    """daotai's folder for the user's settings: $DAOTAI_CONFIG_DIR, else $XDG_CONFIG_HOME/daotai, else ~/.config/daotai."""
+    explicit = os.environ.get("DAOTAI_CONFIG_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / "daotai"
+
+
+def licence_record_path() -> Path:
+    """Where accepted licences are recorded."""
+    return config_dir() / LICENCES_NAME
+
+
+def _read_records() -> dict[str, Any]:
+    path = licence_record_path()
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        raise BackendError(f"{path}: unreadable; delete it and accept the licences again") from None
+    return data if isinstance(data, dict) else {}
+
+
+def licence_acceptance(row: ModelRow) -> dict[str, Any] | None:
+    """The recorded acceptance of ``row``'s licence (for this licence name), or None."""
+    record = _read_records().get(row.name)
+    if isinstance(record, dict) and record.get("licence") == row.licence:
+        return record
+    return None
+
+
+def record_licence_acceptance(row: ModelRow, how: str) -> dict[str, Any]:
+    """Record that the user accepted ``row``'s licence (``how``: the option or flag that said so)."""
+    from datetime import datetime, timezone
+
+    records = _read_records()
+    record = {"licence": row.licence, "url": row.licence_url, "summary": list(row.licence_summary), "how": how,
+              "accepted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    records[row.name] = record
+    path = licence_record_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(records, indent=1, sort_keys=True) + "\n")
+    return record
+
+
+def licence_files(folder: Path | None) -> list[Path]:
+    """The licence files a model folder carries (LICENSE*, LICENCE*), if any."""
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.name.upper().startswith(("LICENSE", "LICENCE")))
+
+
+def licence_text(row: ModelRow, folder: Path | None = None) -> str:
+    """One line a user can act on: the licence, its points, where the full text is."""
+    where = ", ".join(str(p) for p in licence_files(folder)) or f"the licence file of {row.licence_url or row.repo_id}"
+    return (f"{row.name} is under the {row.licence}: " + "; ".join(row.licence_summary)
+            + f" (a summary, not legal advice: the full text in {where} governs)")
+
+
+def require_licence(row: ModelRow, accepted: bool, *, option: str, how: str, folder: Path | None = None
+                    ) -> tuple[dict[str, Any], bool] | None:
+    """Check that ``row``'s licence was accepted (now through ``option``, or recorded before).
+
+    Returns None when the model needs no acceptance, else (record, recorded_now). Refuses with an
+    OptionError at ``option`` that shows the licence summary and how to accept it.
+    """
+    if not row.licence_gated:
+        return None
+    record = licence_acceptance(row)
+    if record is not None:
+        return record, False
+    if accepted:
+        return record_licence_acceptance(row, how), True
+    raise OptionError([Issue(option, False, f"must be true to use {licence_text(row, folder)}; accept it with {how} "
+                                            f"(recorded in {licence_record_path()})")])
