@@ -216,7 +216,7 @@ def _check_format(shot: ShotPlan, plan: Plan, info) -> list[str]:
 
 def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.ndarray] | None,
                camera: bool = True, controls: dict[str, Path] | None = None,
-               labels: bool = True) -> dict[str, Any]:
+               labels: bool = True, audio: bool | None = None) -> dict[str, Any]:
     """Every check of one shot file; returns its qc.json entry (``ok`` and ``failures`` included).
 
     Camera adherence predicts image motion from the shot's rendered depth when its depth
@@ -225,7 +225,9 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     the geometric scene model of the plan; ``camera.depth_source`` records which
     ("control_depth" or "scene_model"). ``labels``: whether name labels were drawn over the
     characters (previz): their boxes are kept out of the camera check. Leaving it on for
-    another backend only costs the few tracks above the characters.
+    another backend only costs the few tracks above the characters. ``audio``: whether the
+    file should carry sound (default: when the plan has a soundtrack); sound that is there is
+    checked either way (:func:`daotai.qc.audio.check_audio`).
     """
     from daotai.encode.video import decode_frames, probe
     from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraCheckConfig, check_camera
@@ -310,13 +312,26 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
             failures.append(f"only {len(values)} of {len(samples)} sampled frames could be decoded")
         elif math.isfinite(mean) and (mean < PSNR_MEAN_MIN_DB or std > PSNR_STD_MAX_DB):
             failures.append(f"encode fidelity: PSNR mean {mean:.2f} dB, std {std:.2f} dB (needs ≥ {PSNR_MEAN_MIN_DB}, ≤ {PSNR_STD_MAX_DB})")
+    failures += _audio_checks(entry, path, shot.frames / float(Fraction(*plan.fps_fraction)),
+                              plan.soundtrack is not None if audio is None else audio)
     entry["ok"] = not failures
     entry["failures"] = failures
     return entry
 
 
-def check_sequence(plan: Plan, path: Path) -> dict[str, Any]:
-    """The assembled sequence against the plan's total frames and duration."""
+def _audio_checks(entry: dict[str, Any], path: Path, picture_s: float, planned: bool) -> list[str]:
+    """Add the file's "audio" entry (only when it has sound or should have) and return its failures."""
+    from daotai.qc.audio import check_audio
+
+    sound, failures = check_audio(path, picture_s, planned)
+    if sound is not None:
+        entry["audio"] = sound
+    return failures
+
+
+def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[str, Any]:
+    """The assembled sequence against the plan's total frames and duration (and its sound: ``audio``
+    says whether it should have any, by default when the plan has a soundtrack)."""
     from daotai.encode.video import probe
     from daotai.qc.metrics import scan_video
 
@@ -339,15 +354,15 @@ def check_sequence(plan: Plan, path: Path) -> dict[str, Any]:
         failures.append(f"{len(scan.black_frames)} black frames, fades account for at most {fades}")
     if scan.green_frames:
         failures.append(f"{len(scan.green_frames)} green frame(s)")
-    return {
+    entry: dict[str, Any] = {
         "file": path.name,
         "frames": info.frames,
         "duration_s": info.duration_s,
         "planned_frames": plan.total_frames,
         "black_frames": len(scan.black_frames),
-        "ok": not failures,
-        "failures": failures,
     }
+    failures += _audio_checks(entry, path, expected, plan.soundtrack is not None if audio is None else audio)
+    return {**entry, "ok": not failures, "failures": failures}
 
 
 def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
@@ -360,10 +375,15 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
     for i, (shot, record) in enumerate(zip(plan.shots, records)):
         yield Progress("qc", shot.shot_id, i, len(plan.shots))
         controls = {k: out_dir / record.files[k] for k in ("depth", "mask") if k in record.files}
+        sound = getattr(record, "audio", None) or {}
         shots.append(check_shot(plan, shot, out_dir / record.files["shot"], record.samples, camera,
-                                controls=controls))
+                                controls=controls, audio=plan.soundtrack is not None or bool(sound)))
     yield Progress("qc", None, len(plan.shots), len(plan.shots))
-    sequence = check_sequence(plan, layout.sequence) if layout.sequence.is_file() else None
+    # the sequence has sound when there is a soundtrack or a shot's own sound is not muted
+    mixed = plan.soundtrack is not None or any(
+        (getattr(r, "audio", None) or {}).get("source") == "backend" and not (s.sound is not None and s.sound.mute)
+        for s, r in zip(plan.shots, records))
+    sequence = check_sequence(plan, layout.sequence, audio=mixed) if layout.sequence.is_file() else None
     return _finish(layout, shots, sequence)
 
 
