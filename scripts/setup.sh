@@ -76,6 +76,14 @@ if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && [ ! -x /usr/bin/chromium
   fi
 fi
 
+# The previz tests also render through GLX on a virtual X display (the non-EGL context path a
+# Mac or a desktop Linux session takes).
+if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && ! command -v Xvfb >/dev/null 2>&1 && on_debian; then
+  echo "setup: installing Xvfb (previz tests of the GLX context)" >&2
+  (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null) ||
+    echo "setup: could not install Xvfb; the GLX previz test will be skipped" >&2
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi

@@ -95,10 +95,10 @@ def collect() -> list[Check]:
     checks.extend(_speed_levers(accel))
     checks.append(Check("video encoders", _encoders(), True))
     try:
-        from daotai.render.previz.gl import _create_context
+        from daotai.render.previz.gl import context_backend, create_context, describe_context
 
-        ctx = _create_context()  # the renderer's own settings: the first context fixes llvmpipe's threads
-        renderer = ctx.info.get("GL_RENDERER", "?")
+        ctx = create_context()  # the renderer's own settings: the first context fixes llvmpipe's threads
+        renderer = f"{describe_context(ctx)} ({context_backend() or 'platform default'} context)"
         ctx.release()
         checks.append(Check("previz OpenGL", renderer, True))
     except Exception as exc:  # noqa: BLE001  (a missing driver is a finding, not a crash)

@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Event, Frame, Progress, RenderJob, RunContext
+from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
 from daotai.render.previz.gl import PrevizRenderer
 from daotai.render.previz.scene import Environment, Figure, FrameState, RenderSettings, SetPiece, environment_for
 from daotai.render.spec import BackendEnv, BackendOptions, BackendSpec, EncodeDefaults
@@ -99,6 +99,7 @@ class PrevizBackend:
         self.soften_px = options.soften_px
         self._renderer: PrevizRenderer | None = None
         self._key: tuple | None = None
+        self._announced = False
 
     def _renderer_for(self, plan: Plan) -> PrevizRenderer:
         key = (plan.width, plan.height, plan.scene.model_dump_json())
@@ -116,6 +117,9 @@ class PrevizBackend:
         """Yield a Frame per planned frame (RGB + depth + mask) and progress every few frames."""
         renderer = self._renderer_for(job.plan)
         shot = job.shot
+        if not self._announced:  # once per backend: the manifest keeps which rasteriser drew the frames
+            self._announced = True
+            yield Notice("info", f"previz OpenGL: {renderer.describe()}", shot.shot_id)
         yield Progress("render", shot.shot_id, 0, shot.frames)
         for index, state in enumerate(frame_states(job.plan, shot)):
             ctx.check()

@@ -315,7 +315,9 @@ class PrevizRenderer:
         self.environment = environment
         self.set_pieces = tuple(set_pieces)
         self._gl: list[Any] = []  # every GL object, released in reverse order by close()
-        self._ctx: Any = _create_context()
+        self._ctx: Any = create_context()
+        # read while the new context is current (later, other contexts of the process may be)
+        self._description = f"{describe_context(self._ctx)} ({context_backend() or 'platform default'} context)"
         try:
             with self._ctx:
                 self._build()
@@ -445,6 +447,10 @@ class PrevizRenderer:
     def closed(self) -> bool:
         """Whether the GL context has been released."""
         return self._ctx is None
+
+    def describe(self) -> str:
+        """The OpenGL renderer, version and context backend that draw this renderer's frames."""
+        return self._description
 
     def close(self) -> None:
         """Release every GL object and the context; safe to call twice."""
@@ -751,11 +757,39 @@ def _area_downsample(rgb: np.ndarray, k: int) -> np.ndarray:
     return cv2.resize(rgb, (w, h), interpolation=cv2.INTER_AREA)
 
 
-RASTERISER_THREADS = "1"  # llvmpipe threads unless LP_NUM_THREADS is set (see _create_context)
+RASTERISER_THREADS = "1"  # llvmpipe threads unless LP_NUM_THREADS is set (see create_context)
+GL_BACKENDS = ("egl", "glx", "default")  # DAOTAI_GL: egl (Linux default), glx (an X display), default
+GL_HINTS = {
+    "egl": EGL_HINT,
+    "glx": "OpenGL via GLX needs an X display (DISPLAY, e.g. under Xvfb) and Mesa's GL driver",
+    "Darwin": "macOS did not give an OpenGL 3.3 core context (CGL); previz needs a Mac with OpenGL 4.1",
+    "Windows": "Windows did not give an OpenGL 3.3 context (WGL); update the graphics driver",
+}
 
 
-def _create_context() -> Any:
-    """A standalone headless OpenGL 3.3 context through EGL, or BackendError saying what to install."""
+def context_backend(system: str | None = None, choice: str | None = None) -> str | None:
+    """The moderngl context backend: EGL on Linux (headless), else the platform's own (CGL, WGL).
+
+    ``choice`` (default: $DAOTAI_GL) forces one: ``egl``, ``glx`` (an X display, as CI uses to run
+    the non-EGL path a Mac runs) or ``default`` (moderngl's choice for the platform).
+    """
+    import platform
+
+    system = system or platform.system()
+    choice = (os.environ.get("DAOTAI_GL", "") if choice is None else choice).strip().lower()
+    if choice and choice not in GL_BACKENDS:
+        raise BackendError(f"DAOTAI_GL: {choice!r} must be one of {', '.join(GL_BACKENDS)}")
+    if choice == "default" or (not choice and system != "Linux"):
+        return None  # macOS: a CGL core-profile context (OpenGL 4.1); Windows: WGL
+    if choice == "glx":
+        return None  # on Linux moderngl's default standalone context is GLX
+    return "egl"
+
+
+def create_context() -> Any:
+    """A standalone headless OpenGL 3.3 core context for this platform, or BackendError saying what to install."""
+    import platform
+
     try:
         import moderngl
     except ImportError as exc:  # a base dependency; only a broken install gets here
@@ -769,7 +803,18 @@ def _create_context() -> Any:
     # counts and across processes (cluster workers, the server's workers). An LP_NUM_THREADS
     # already set wins: a many-core machine may trade that reproducibility for speed.
     os.environ.setdefault("LP_NUM_THREADS", RASTERISER_THREADS)
+    backend = context_backend()
     try:
-        return moderngl.create_standalone_context(backend="egl", require=330)
-    except Exception as exc:  # glcontext raises plain Exception when libEGL or a driver is missing
-        raise BackendError(f"{EGL_HINT} ({exc})") from exc
+        if backend is None:
+            return moderngl.create_standalone_context(require=330)
+        return moderngl.create_standalone_context(backend=backend, require=330)
+    except Exception as exc:  # noqa: BLE001  (glcontext raises plain Exception when a library or driver is missing)
+        system = platform.system()
+        hint = GL_HINTS.get(backend or "", GL_HINTS.get(system, GL_HINTS["glx"] if system == "Linux" else ""))
+        raise BackendError(f"{hint} ({exc})") from exc
+
+
+def describe_context(ctx: Any) -> str:
+    """One line naming the OpenGL renderer and version of a context (manifests and doctor show it)."""
+    info = ctx.info
+    return f"{info.get('GL_RENDERER', '?')}; OpenGL {info.get('GL_VERSION', '?')}"
