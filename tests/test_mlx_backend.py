@@ -268,3 +268,71 @@ def test_renders_on_a_cpu_only_ray_cluster(wan_folder, tmp_path):
     assert manifest["settings"]["cluster"] == "local" and manifest["settings"]["options"]["steps"] == 2
     assert [s["shot_id"] for s in manifest["shots"]] == ["s01", "s02"]
     assert all((out / s["files"]["shot"]).is_file() for s in manifest["shots"])
+
+
+def _count_transformer_calls(backend) -> list[int]:
+    """Wrap the loaded MLX transformer so each forward pass is counted."""
+    calls = [0]
+    inner = backend.parts["transformer"]
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return inner(*args, **kwargs)
+
+    backend.parts["transformer"] = counted
+    return calls
+
+
+def test_speed_fast_runs_the_transformer_on_fewer_steps(wan_folder, tmp_path):
+    from daotai.render.registry import create_backend
+    from daotai.render.speed import computed_steps, levers_for
+
+    plan, _ = _plan(tmp_path)
+    shot = plan.shots[0]
+    runs = {}
+    for speed in ("exact", "fast"):
+        backend = create_backend("wan-mlx", {"model": str(wan_folder), "steps": 10, "guidance": 1.0, "speed": speed})
+        try:
+            _render(backend, plan, shot)  # loads the models
+            calls = _count_transformer_calls(backend)
+            events = _render(backend, plan, shot)
+            runs[speed] = (calls[0], [e.text for e in events if isinstance(e, Notice)])
+        finally:
+            backend.close()
+    expected = sum(computed_steps(10, levers_for("fast", "mps")))
+    assert runs["exact"][0] == 10 and runs["fast"][0] == expected < 10  # guidance 1: one pass per computed step
+    assert any(f"runs on {expected} of 10 steps" in text for text in runs["fast"][1])
+
+
+def test_adaptive_goes_lean_after_a_critical_shot(wan_folder, tmp_path):
+    from daotai.render.spec import BackendEnv
+    from daotai.render.wan_mlx import WanMLXBackend
+
+    calls = []
+
+    def sampler(runtime):
+        calls.append(runtime)
+        return {"memory_pressure": "critical"}  # as macOS reports it under pressure
+
+    plan, _ = _plan(tmp_path)
+    backend = WanMLXBackend(model=str(wan_folder), steps=2, adaptive=True, env=BackendEnv(health_sampler=sampler))
+    try:
+        first = [e.text for e in _render(backend, plan, plan.shots[0]) if isinstance(e, Notice)]
+        assert "memory tier resident" in first and backend.parts["text_encoder"] is not None
+        assert any("system memory pressure critical" in t and "next shot runs at memory tier lean" in t for t in first)
+        second = [e.text for e in _render(backend, plan, plan.shots[1]) if isinstance(e, Notice)]
+        assert any("memory tier resident -> lean" in t for t in second)
+        assert backend.parts["text_encoder"] is None  # freed once the prompts were embedded
+        third = [e for e in _render(backend, plan, plan.shots[0]) if isinstance(e, Frame)]
+        assert len(third) == plan.shots[0].frames  # the encoder comes back for the next shot's prompts
+    finally:
+        backend.close()
+    assert len(calls) == 6 and set(calls) == {None}  # mid-denoise and after decode, per shot
+
+
+def test_mlx_refuses_torch_only_options(wan_folder):
+    from daotai.errors import OptionError
+    from daotai.render.registry import create_backend
+
+    with pytest.raises(OptionError, match="options.device: 'cpu' is not an option of the wan-mlx backend"):
+        create_backend("wan-mlx", {"model": str(wan_folder), "device": "cpu"})

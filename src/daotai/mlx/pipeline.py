@@ -28,6 +28,9 @@ class SampleSettings:
     guidance: float = 5.0
     shift: float = 3.0
     sampler: SamplerSpec = SamplerSpec()
+    # Which steps run the transformer (None: all). A skipped step reuses the last computed
+    # velocity: the step cache of fast mode (daotai.render.speed.computed_steps decides).
+    compute: tuple[bool, ...] | None = None
 
 
 def load_transformer(folder: Path, dtype=mx.float32) -> WanTransformer:
@@ -65,12 +68,14 @@ def denoise(
     use_cfg = uncond is not None and settings.guidance > 1.0
     b = latents.shape[0]
     state = None  # the multistep sampler's history (UniPC); None for Euler
+    v = None
     for i, t in enumerate(sampler.schedule.timesteps):
-        ts = mx.full((b,), float(t), dtype=mx.float32)
-        v = transformer(latents, ts, cond)
-        if use_cfg:
-            v_u = transformer(latents, ts, uncond)
-            v = v_u + settings.guidance * (v - v_u)
+        if v is None or settings.compute is None or settings.compute[i]:
+            ts = mx.full((b,), float(t), dtype=mx.float32)
+            v = transformer(latents, ts, cond)
+            if use_cfg:
+                v_u = transformer(latents, ts, uncond)
+                v = v_u + settings.guidance * (v - v_u)
         latents, state = sampler.step(i, latents.astype(mx.float32), v.astype(mx.float32), state)
         # the state's arrays are part of the graph too: evaluate them with the latents
         mx.eval(latents, state.arrays() if state is not None else [])

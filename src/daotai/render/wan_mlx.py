@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 from pydantic import Field
 
@@ -26,7 +26,7 @@ from daotai.errors import BackendError
 from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
 from daotai.render.neural.request import effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice
-from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
+from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions, Speed
 
 SPATIAL, TEMPORAL = 8, 4  # Wan2.1 VAE compression
 
@@ -41,11 +41,20 @@ def _resolve(model: str) -> Path:
     return resolve_model(model).path
 
 
+MLX_TIERS = ("resident", "lean")  # lean: the text encoder is dropped after each shot's prompts are embedded
+
+
 class WanMLXOptions(NeuralOptions):
-    """Options of the `wan-mlx` backend (no torch device, speed modes or offload tiers: MLX has none of them)."""
+    """Options of the `wan-mlx` backend (MLX has no torch device or offload hooks: no `device`/`offload`)."""
 
     verify_source: bool = Field(False, description="re-hash a converted folder's source weights before loading")
     memory_gb: float | None = Field(None, gt=0.0, description="memory budget in GB (default: the GPU working set)")
+    speed: Speed | None = Field(None, description="exact (default) | fast (step cache: the transformer runs on "
+                                "fewer steps) | off")
+    adaptive: bool = Field(False, description="after a shot with critical memory pressure or heat, run the next "
+                           "shots lean (the text encoder freed after embedding)")
+    tier: Literal["resident", "lean"] = Field("resident", description="resident: every model stays loaded; lean: "
+                                             "the text encoder is freed after each shot's prompts are embedded")
 
 
 class WanMLXBackend:
@@ -65,6 +74,10 @@ class WanMLXBackend:
         self.parts: dict[str, Any] | None = None
         self.defaults = None
         self.setup: dict[str, Any] | None = None
+        self.tier = options.tier
+        self.owed_lean: str | None = None  # why --adaptive asks the next shot to run lean
+        # health(runtime) -> sample; MLX has no torch runtime, so it is called with None
+        self.health = (env or BackendEnv()).health_sampler or mlx_health_sample
 
     def _prepare(self) -> None:
         """Everything decided from configs and file headers alone: folder, defaults, sampler,
@@ -105,6 +118,7 @@ class WanMLXBackend:
             "text_encoder": load_text_encoder(folder / "text_encoder"),
             "tokenizer": load_tokenizer(folder / "tokenizer"),
         }
+        self._load_text_encoder = lambda: load_text_encoder(folder / "text_encoder")
         yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
         yield Notice("info", f"wan-mlx: {folder.name}, transformer {what}, text encoder and VAE float32", shot_id)
 
@@ -113,6 +127,8 @@ class WanMLXBackend:
         from daotai.mlx.text_encoder import wan_prompt_embeds
 
         assert self.parts is not None and self.defaults is not None
+        if self.parts["text_encoder"] is None:  # freed by the lean tier after the last shot
+            self.parts["text_encoder"] = self._load_text_encoder()
         ids, mask = self.parts["tokenizer"].encode(prompts, self.defaults.max_sequence_length)
         return wan_prompt_embeds(self.parts["text_encoder"], ids, mask)
 
@@ -136,6 +152,14 @@ class WanMLXBackend:
         if self.parts is None:
             yield from self._load(shot.shot_id)
         assert self.parts is not None
+        if self.owed_lean is not None:
+            yield Notice("warning", f"memory tier {self.tier} -> lean for this and later shots: {self.owed_lean}",
+                         shot.shot_id)
+            self.tier, self.owed_lean = "lean", None
+        compute = self._computed_steps(d.steps)
+        if compute is not None:
+            yield Notice("info", f"wan-mlx speed fast: the transformer runs on {sum(compute)} of {d.steps} steps "
+                                 "(step cache)", shot.shot_id)
         sampler, shift = self.setup["sampler"], d.shift or 3.0
         # like the torch wan backend, daotai's per-model shift (or --shift) wins over the folder's
         differs = sampler.folder_shift is not None and abs(sampler.folder_shift - shift) > 1e-9
@@ -145,12 +169,18 @@ class WanMLXBackend:
         ctx.check()
         cond = self._embed([request.prompt])
         uncond = self._embed([request.negative_prompt]) if d.guidance > 1.0 else None
+        if self.tier == "lean":  # the embeddings are made: free the text encoder until the next shot
+            self.parts["text_encoder"] = None
+            mx.clear_cache()
         shape = (1, 16, (request.frames - 1) // TEMPORAL + 1, request.height // SPATIAL, request.width // SPATIAL)
         latents = initial_latents(request.seed, shape)
-        settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=shift, sampler=sampler)
+        settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=shift, sampler=sampler, compute=compute)
         last = time.perf_counter()
+        samples: list[tuple[str, dict]] = []
         for i, stepped in denoise(self.parts["transformer"], latents, cond, uncond, settings):
             latents = stepped
+            if i + 1 == (d.steps + 1) // 2:  # halfway through denoising the machine is at full load
+                samples.append(("mid-denoise", self._sample_health()))
             now = time.perf_counter()
             yield Progress("denoise", shot.shot_id, i + 1, d.steps, f"step {i + 1}/{d.steps} {now - last:.2f} s")
             last = now
@@ -159,6 +189,8 @@ class WanMLXBackend:
         native = decode_to_uint8(self.parts["vae"], latents)  # (F, H, W, 3) uint8
         mx.clear_cache()
         yield Progress("decode", shot.shot_id, 1, 1)
+        samples.append(("after decode", self._sample_health()))
+        yield from self._judge_health(shot.shot_id, samples)
         if len(native) != request.frames:
             raise BackendError(f"{shot.shot_id}: decoded {len(native)} frames, expected {request.frames}")
         notice = retime_notice(request, plan, shot)
@@ -167,10 +199,62 @@ class WanMLXBackend:
         yield from plan_frames(native, request, plan, shot)
         yield Progress("render", shot.shot_id, shot.frames, shot.frames)
 
+    def _computed_steps(self, steps: int) -> tuple[bool, ...] | None:
+        """Which steps run the transformer in this speed mode (None: every step)."""
+        from daotai.render.speed import computed_steps, levers_for
+
+        config = levers_for(self.options.speed, "mps")  # the step cache is the device-agnostic lever
+        if not config.cache:
+            return None
+        return tuple(computed_steps(steps, config))
+
+    def _sample_health(self) -> dict:
+        """One health sample; {} when it fails (telemetry never fails a render)."""
+        try:
+            return dict(self.health(None) or {})
+        except Exception:  # noqa: BLE001  (an injected or platform sampler may raise anything)
+            return {}
+
+    def _judge_health(self, shot_id: str, samples: list[tuple[str, dict]]) -> Iterator[Event]:
+        """The shot's tier and health samples as notices; with --adaptive a critical one makes the next shot lean."""
+        from daotai.runtime.health import assess, combine, format_sample
+
+        yield Notice("info", f"memory tier {self.tier}", shot_id)
+        for when, sample in samples:
+            if sample:
+                yield Notice("info", f"health {when}: {format_sample(sample)}", shot_id)
+        status = combine(assess(sample) for _, sample in samples)
+        if status.level == "ok":
+            return
+        if status.critical and self.options.adaptive and self.tier != "lean":
+            self.owed_lean = f"health critical after {shot_id}"
+            advice = "--adaptive: the next shot runs at memory tier lean"
+        elif status.critical and not self.options.adaptive:
+            advice = "run with --adaptive to free the text encoder between shots"
+        else:
+            advice = ""
+        yield Notice("warning", status.describe() + (f"; {advice}" if advice else ""), shot_id)
+
     def close(self) -> None:
         """Drop the models."""
         self.parts = None
         self.setup = None
+
+
+def mlx_health_sample(_runtime: Any = None) -> dict[str, Any]:
+    """MLX's peak memory and, on a Mac, the system's memory pressure and thermal state."""
+    from daotai.runtime.health import macos_sample
+
+    sample: dict[str, Any] = {}
+    try:
+        import mlx.core as mx
+
+        peak = mx.get_peak_memory() if hasattr(mx, "get_peak_memory") else mx.metal.get_peak_memory()
+        sample["peak_allocated_gib"] = round(peak / 1024**3, 2)
+    except Exception:  # noqa: BLE001  (an MLX build without the counter: the other fields still help)
+        pass
+    sample.update(macos_sample())
+    return sample
 
 
 SPEC = BackendSpec(
