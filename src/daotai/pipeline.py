@@ -369,6 +369,42 @@ def add_soundtrack_to_shots(plan: Plan, layout: RenderLayout, records: list[Shot
         yield Progress("encode", shot.shot_id, 1, 1, "soundtrack slice added")
 
 
+def sound_summary(plan: Plan, records: list[ShotRecord], source: Path | None, report: Any) -> dict[str, Any]:
+    """The manifest's "sound": the soundtrack file (hash, rate, length), what each shot file carries, the mix."""
+    from daotai.encode.audio import probe_audio
+    from daotai.files import sha256_file
+
+    summary: dict[str, Any] = {"rate": 48000, "shots": {r.shot_id: r.audio.get("source") for r in records if r.audio}}
+    path = soundtrack_file(plan, source)
+    if path is not None and plan.soundtrack is not None:
+        info = probe_audio(path)
+        summary["soundtrack"] = {
+            "path": plan.soundtrack.path, "resolved": str(path), "sha256": sha256_file(path),
+            "bytes": path.stat().st_size, "offset_s": plan.soundtrack.offset_s, "gain_db": plan.soundtrack.gain_db,
+            "codec": info.codec if info else None, "rate": info.rate if info else None,
+            "channels": info.channels if info else None, "duration_s": info.duration_s if info else None,
+        }
+    sequence = (getattr(report, "sequence", None) or {}).get("audio") or {}
+    summary["sequence"] = {"loudness": sequence.get("loudness"), "duration_s": sequence.get("duration_s")}
+    return summary
+
+
+def timeline_sound(plan: Plan, records: list[ShotRecord], sound: dict[str, Any] | None):
+    """What the timeline's audio tracks hold (None for a silent render: no audio tracks)."""
+    if sound is None:
+        return None
+    from daotai.deliver.timeline import TimelineSound
+
+    track = sound.get("soundtrack") or {}
+    return TimelineSound(
+        shots_with_sound=frozenset(r.shot_id for r in records if r.audio.get("source") == "backend"),
+        soundtrack=track.get("resolved"), soundtrack_duration_s=track.get("duration_s") or 0.0,
+        soundtrack_offset_s=track.get("offset_s", 0.0), soundtrack_gain_db=track.get("gain_db", 0.0),
+        muted=frozenset(s.shot_id for s in plan.shots if s.sound is not None and s.sound.mute),
+        gains_db={s.shot_id: s.sound.gain_db for s in plan.shots if s.sound is not None},
+    )
+
+
 def shot_sound(plan: Plan, shot: ShotPlan, audio: Audio) -> np.ndarray:
     """A backend's Audio checked like its frames (length within half a frame of the shot), as
     (N, C) float32 at 48 kHz lasting exactly the shot; EncodeError otherwise."""
@@ -583,11 +619,13 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     write_contact_sheet(plan, {r.shot_id: r.middle for r in records}, layout.contact_sheet)
     yield Output("contact_sheet", str(layout.contact_sheet))
-    write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline)
+    sound = sound_summary(plan, records, source, report) if soundtrack is not None or any(r.audio for r in records) else None
+    write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
+                   timeline_sound(plan, records, sound))
     yield Output("timeline", str(layout.timeline))
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started
-    write_manifest(plan, plan_text, out_dir, settings, records, timings, source, encode=enc)
+    write_manifest(plan, plan_text, out_dir, settings, records, timings, source, encode=enc, sound=sound)
     yield Output("manifest", str(layout.manifest))
 
     summary = (

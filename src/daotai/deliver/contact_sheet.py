@@ -1,4 +1,8 @@
-"""contact_sheet.png: a storyboard grid, one frame per shot with its id, framing, move, duration."""
+"""contact_sheet.png: a storyboard grid, one frame per shot with its id, framing, move, duration.
+
+Shots with dialogue carry a speech tag in the thumbnail's corner (the first line, shortened), so
+a storyboard read without sound still shows who speaks where.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ CAPTION_LINES = 2
 BACKGROUND = (24, 24, 28)
 TEXT = (235, 235, 235)
 DIM = (160, 160, 170)
+SPEECH_BG = (250, 226, 120)  # the dialogue tag: a yellow note, dark text
+SPEECH_TEXT = (30, 30, 30)
+SPEECH_CHARS = 34  # characters of the first line shown in the tag
 
 
 def _font(size: int):
@@ -82,10 +89,28 @@ def render_contact_sheet(plan: Plan, middles: dict[str, np.ndarray | None]) -> I
             sheet.paste(thumb, (x, y))
         else:
             draw.rectangle([x, y, x + THUMB_WIDTH, y + thumb_h], outline=DIM)
+        if shot.sound is not None and shot.sound.dialogue:
+            _speech_tag(draw, shot, x, y, small)
         draw.text((x, y + thumb_h + 4), f"{i + 1}. {shot.shot_id}  ·  {shot.duration_s:g} s", fill=TEXT, font=small)
         line2 = f"{shot.framing.replace('_', ' ')}, {shot.angle.replace('_', ' ')}, {_move_words(shot)}"
         draw.text((x, y + thumb_h + 22), line2, fill=DIM, font=small)
     return sheet
+
+
+def speech_tag_text(shot) -> str:
+    """'hero: "Hello there…" (+1)': the first line of a shot's dialogue and how many follow."""
+    lines = shot.sound.dialogue
+    first = lines[0]
+    words = first.line if len(first.line) <= SPEECH_CHARS else first.line[: SPEECH_CHARS - 1] + "…"
+    more = f" (+{len(lines) - 1})" if len(lines) > 1 else ""
+    return f"{first.character}: “{words}”{more}"
+
+
+def _speech_tag(draw: ImageDraw.ImageDraw, shot, x: int, y: int, font) -> None:
+    text = speech_tag_text(shot)
+    left, top, right, bottom = draw.textbbox((x + 6, y + 6), text, font=font)
+    draw.rectangle([left - 4, top - 3, min(right + 4, x + THUMB_WIDTH - 2), bottom + 3], fill=SPEECH_BG)
+    draw.text((x + 6, y + 6), text, fill=SPEECH_TEXT, font=font)
 
 
 def write_contact_sheet(plan: Plan, middles: dict[str, np.ndarray | None], path) -> None:

@@ -48,8 +48,9 @@ def output_files(out_dir: Path) -> dict[str, str]:
 
 
 def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records, timings: dict[str, float],
-                   source: Path | None, *, encode: EncodeSettings) -> dict:
-    """Write manifest.json (atomically) and return it; ``encode`` is what the run encoded its videos with."""
+                   source: Path | None, *, encode: EncodeSettings, sound: dict | None = None) -> dict:
+    """Write manifest.json (atomically) and return it; ``encode`` is what the run encoded its videos with,
+    ``sound`` the run's sound (soundtrack file and hash, what each shot carries, the mix's loudness)."""
     script_sha = None
     if source is not None and Path(source).is_file():
         script_sha = sha256_file(source)
@@ -85,6 +86,7 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
             }
             for r in records
         ],
+        **({"sound": sound} if sound else {}),
         "timings_s": {k: round(v, 4) for k, v in timings.items()},
         "files": output_files(out_dir),
     }
