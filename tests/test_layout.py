@@ -133,3 +133,16 @@ def test_layout_is_light():
     code = "import sys, daotai.plan.layout, daotai.files; print(sorted({'numpy', 'av'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_public_names_parse_back():
+    from daotai.plan.layout import RUN_KINDS, SHOT_KINDS, parse_public_name, public_name
+
+    for kind in SHOT_KINDS:
+        for shot_id in ("s01", "a_depth", "shot-2"):
+            assert parse_public_name(public_name(kind, shot_id)) == (kind, shot_id)
+    for kind in RUN_KINDS:
+        assert parse_public_name(public_name(kind)) == (kind, None)
+    for bad in ("shot.", "shot.a.b", "nope", "movie.s01"):
+        with pytest.raises(ValueError, match="public name"):
+            parse_public_name(bad)

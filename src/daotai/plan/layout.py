@@ -75,6 +75,19 @@ def public_name(kind: str, shot_id: str | None = None) -> str:
     return PUBLIC_NAMES.get(kind, kind)
 
 
+def parse_public_name(name: str) -> tuple[str, str | None]:
+    """The inverse of :func:`public_name`: ``shot.s01`` → ("shot", "s01"), ``video`` → ("sequence", None)."""
+    kind, dot, shot_id = name.partition(".")
+    if dot:
+        if kind in SHOT_KINDS and valid_shot_id(shot_id):
+            return kind, shot_id
+        raise ValueError(f"{name!r} is not the public name of a deliverable")
+    kinds = {PUBLIC_NAMES.get(k, k): k for k in RUN_KINDS}
+    if name not in kinds:
+        raise ValueError(f"{name!r} is not the public name of a deliverable")
+    return kinds[name], None
+
+
 @dataclass(frozen=True)
 class RenderLayout:
     """The paths of one render folder's deliverables (absolute under ``root``, or relative posix)."""

@@ -88,6 +88,8 @@ class ShotStatus(BaseModel):
 
 class OutputInfo(BaseModel):
     name: str
+    kind: str  # the deliverable kind (daotai.plan.layout): shot, depth, sequence, qc, …
+    shot_id: str | None  # the shot a per-shot file belongs to
     bytes: int
     sha256: str
     url: str
@@ -252,9 +254,13 @@ def video_object(job: Job) -> dict[str, Any]:
 
 def job_object(job: Job, shots: list[dict[str, Any]]) -> dict[str, Any]:
     """A job in the native shape: status, per-shot progress and deliverables."""
+    from daotai.plan.layout import parse_public_name
+
     outputs = [
-        {"name": o.name, "bytes": o.bytes, "sha256": o.sha256, "url": f"/v1/jobs/{job.id}/files/{o.name}"}
+        {"name": o.name, "kind": kind, "shot_id": shot_id, "bytes": o.bytes, "sha256": o.sha256,
+         "url": f"/v1/jobs/{job.id}/files/{o.name}"}
         for o in sorted(job.outputs.values(), key=lambda o: o.name)
+        for kind, shot_id in (parse_public_name(o.name),)
     ]
     return {
         "id": job.id,

@@ -674,8 +674,8 @@ function renderResults(entry) {
   const player = el("div", { class: "sequence" }, el("h3", {}, t("sequence")),
     names.has("video") ? el("video", { class: "sequence-player", controls: true, preload: "metadata", src: fileUrl(job, "video") }) : null);
   const clips = el("div", {}, el("h3", {}, t("clips")), el("div", { class: "clips" },
-    ...job.outputs.filter((o) => o.name.startsWith("shot.")).map((o) => el("figure", {},
-      el("video", { controls: true, preload: "metadata", src: fileUrl(job, o.name) }), el("figcaption", {}, o.name.slice(5))))));
+    ...job.outputs.filter((o) => o.kind === "shot").map((o) => el("figure", {},
+      el("video", { controls: true, preload: "metadata", src: fileUrl(job, o.name) }), el("figcaption", {}, o.shot_id)))));
   const contact = names.has("contact_sheet")
     ? el("div", { class: "contact" }, el("h3", {}, t("contact_sheet")), el("img", { src: fileUrl(job, "contact_sheet"), alt: t("contact_sheet") }))
     : null;
