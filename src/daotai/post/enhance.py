@@ -300,8 +300,17 @@ def enhance_iter(
     stats: dict[str, Any] = {}
     yield Progress("enhance", shot_id, 0, total, label)
     frames = _chain(decode_frames(src), steps, src, info, stats, ctx)
+    from contextlib import nullcontext
+
+    from daotai.encode.audio import copy_audio, probe_audio
+    from daotai.files import atomic_path
+
+    # Sound is copied from the input unchanged (same packets, same start) once the picture is
+    # written: interpolation and upscaling keep the clip's duration, so it stays in sync.
+    sound = probe_audio(src)
     try:
-        with VideoWriter(dst, width, height, fps, settings) as writer:
+        with (atomic_path(dst) if sound is not None else nullcontext(dst)) as picture, \
+                VideoWriter(picture, width, height, fps, settings) as writer:
             for frame in frames:
                 ctx.check()
                 if isinstance(frame, Progress):  # a step's own progress (model loading, denoising)
@@ -311,6 +320,9 @@ def enhance_iter(
                 yield Progress("enhance", shot_id, writer.frames_written, total, label)
             if writer.frames_written != total:  # guards the frame-count arithmetic above
                 raise EncodeError(f"{str(dst)!r}: wrote {writer.frames_written} frames, planned {total}")
+            writer.close()
+            if sound is not None:
+                copy_audio(src, picture)
     finally:
         close = getattr(frames, "close", None)
         if close is not None:
@@ -319,6 +331,8 @@ def enhance_iter(
     manifest = {
         "daotai": __version__,
         "input": {**_info_record(src, info.width, info.height, info.fps, info.frames), "sha256": sha256_file(src)},
+        **({"audio": {"copied_from_input": True, "codec": sound.codec, "rate": sound.rate,
+                      "channels": sound.channels, "duration_s": sound.duration_s}} if sound is not None else {}),
         "output": {**_info_record(dst, width, height, fps, total), "sha256": sha256_file(dst)},
         "steps": [step_record(s) for s in steps],
         "encode": asdict(settings or EncodeSettings()),
