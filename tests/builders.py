@@ -143,6 +143,150 @@ def build_ltx(folder: Path, condition: bool = False) -> Path:
     return folder
 
 
+def qwen3vl_without_torchvision() -> bool:
+    """Let a Qwen3-VL processor load and read videos where torchvision is not installed; True if patched.
+
+    transformers runs Qwen3-VL's video processor through torchvision, and without it even builds no
+    Qwen3VLProcessor (its class check trips over the absent video mapping). Here CPU torch has no
+    matching torchvision wheel, so the tests make two substitutions, and only when it is missing:
+    the class check finds ``VideoProcessorMixin``, and the video processor's resize and rescale run
+    in PIL and numpy (its own ``smart_resize`` and ``patchify`` do the rest, so the shapes and the
+    patch layout are transformers' own). With torchvision installed nothing is patched.
+    """
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("torchvision") is not None:
+        return False
+    import torch
+    import transformers.processing_utils as processing
+    from PIL import Image
+    from transformers.feature_extraction_utils import BatchFeature
+    from transformers.video_processing_utils import VideoProcessorMixin
+
+    if getattr(processing, "_daotai_tests_patched", False):
+        return True
+    qwen = importlib.import_module("transformers.models.qwen3_vl.video_processing_qwen3_vl")
+    auto = importlib.import_module("transformers.models.auto.video_processing_auto").AutoVideoProcessor
+    lookup = processing.ProcessorMixin.get_possibly_dynamic_module
+
+    def find(name: str):
+        return VideoProcessorMixin if name == "VideoProcessorMixin" else lookup(name)
+
+    class PilVideoProcessor(qwen.Qwen3VLVideoProcessor):
+        def __call__(self, videos, return_tensors=None, **kwargs):
+            patch, merge, temporal = self.patch_size, self.merge_size, self.temporal_patch_size
+            flat, grids = [], []
+            for video in videos:
+                video = np.asarray(video)  # (F, H, W, 3) uint8
+                height, width = qwen.smart_resize(num_frames=len(video), height=video.shape[1], width=video.shape[2],
+                                                  temporal_factor=temporal, factor=patch * merge,
+                                                  min_pixels=self.size["shortest_edge"],
+                                                  max_pixels=self.size["longest_edge"])
+                frames = np.stack([np.asarray(Image.fromarray(f).resize((width, height), Image.BICUBIC)) for f in video])
+                pixels = (frames / 255.0 - np.array(self.image_mean)) / np.array(self.image_std)
+                tensor = torch.from_numpy(pixels.astype(np.float32)).permute(0, 3, 1, 2)[None]  # (1, F, 3, H, W)
+                patches, grid_t, grid_h, grid_w = self.patchify(tensor, patch_size=patch, merge_size=merge,
+                                                                temporal_patch_size=temporal)
+                flat.append(patches[0])
+                grids.append([grid_t, grid_h, grid_w])
+            return BatchFeature({"pixel_values_videos": torch.cat(flat), "video_grid_thw": torch.tensor(grids)},
+                                tensor_type=return_tensors)
+
+    processing.ProcessorMixin.get_possibly_dynamic_module = staticmethod(find)
+    auto.from_pretrained = classmethod(lambda cls, path, *args, **kwargs: PilVideoProcessor.from_pretrained(path, **kwargs))
+    processing._daotai_tests_patched = True
+    return True
+
+
+# MiniMax-H3 at toy size: every component class of the released model. The video VAE keeps the
+# 17-frame chunks (5 latents each) with 4x spatial compression, the Qwen3-VL conditioner has the
+# 51 decoder layers MiniMax-H3 reads hidden state 50 of (at width 32), and the canvas settings
+# shrink the 768 short edge to 32 pixels, so a 5 s generation is 124 frames of 56x32.
+H3_CANVAS = dict(canvas_short_edge=32, canvas_max_pixels=32 * 64, reference_image_short_edge=32)
+H3_SPECIAL = ("<|endoftext|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>", "<unk>")
+
+
+def h3_tokenizer():
+    """A word-level Qwen2 fast tokenizer with the vision tokens Qwen3-VL's presentation uses."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import Qwen2TokenizerFast
+
+    vocab: dict[str, int] = {}
+    for word in (*H3_SPECIAL, *WORDS, "Picture", "Video", "Audio", "previz", "frame"):
+        vocab.setdefault(word, len(vocab))
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = Qwen2TokenizerFast(tokenizer_object=core, unk_token="<unk>", pad_token="<|endoftext|>",
+                                   eos_token="<|endoftext|>")
+    tokenizer.add_special_tokens({"additional_special_tokens": list(H3_SPECIAL[1:5])})
+    return tokenizer
+
+
+def h3_transformer(seed: int):
+    """A 2-block random MiniMaxH3Transformer3DModel (width 32, 2 heads x 16)."""
+    import torch
+    from diffusers import MiniMaxH3Transformer3DModel
+
+    torch.manual_seed(seed)
+    return MiniMaxH3Transformer3DModel(
+        num_attention_heads=2, attention_head_dim=16, hidden_size=32, num_layers=2, num_refiner_layers=1, ffn_dim=32,
+        in_channels=8, audio_in_channels=8, text_dim=32, freq_dim=32, time_embed_hidden_dim=32, time_embed_dim=16,
+        rope_freq_dim=2,
+    ).eval()
+
+
+def build_h3(folder: Path) -> Path:
+    """A random MiniMaxH3ModularPipeline with both transformer partitions saved to ``folder`` (modular layout)."""
+    import torch
+    from diffusers import AutoencoderKLMiniMaxH3, AutoencoderKLMiniMaxH3Audio, MiniMaxH3Scheduler
+    from diffusers.modular_pipelines import MiniMaxH3Blocks, MiniMaxH3ModularPipeline
+    from transformers import Qwen2VLImageProcessorPil, Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLProcessor
+
+    qwen3vl_without_torchvision()
+    video_processing = __import__("importlib").import_module("transformers.models.qwen3_vl.video_processing_qwen3_vl")
+    tokenizer = h3_tokenizer()
+    ids = tokenizer.get_vocab()
+    torch.manual_seed(0)
+    conditioner = Qwen3VLForConditionalGeneration(Qwen3VLConfig(
+        text_config=dict(vocab_size=64, hidden_size=32, intermediate_size=32, num_hidden_layers=51,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2],
+                                          "mrope_interleaved": True}),
+        vision_config=dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=2, out_hidden_size=32,
+                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, deepstack_visual_indexes=[0],
+                           num_position_embeddings=64),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+    )).eval()
+    pixels = {"shortest_edge": 32 * 32, "longest_edge": 64 * 64}
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessorPil(patch_size=16, temporal_patch_size=2, merge_size=2,
+                                                 min_pixels=pixels["shortest_edge"], max_pixels=pixels["longest_edge"]),
+        tokenizer=tokenizer,
+        video_processor=video_processing.Qwen3VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
+                                                               size=pixels),
+        chat_template="{{ '' }}",
+    )
+    vae = AutoencoderKLMiniMaxH3(
+        latent_channels=8, block_out_channels=(8, 8), layers_per_block=1, spatial_downsample_factors=(2, 2),
+        temporal_downsample_factors=(2, 2), norm_num_groups=4, decoder_num_layers=1, decoder_num_attention_heads=2,
+        decoder_attention_head_dim=8, decoder_num_register_tokens=1, latents_mean=(0.0,) * 8, latents_std=(1.0,) * 8,
+    ).eval()
+    audio_vae = AutoencoderKLMiniMaxH3Audio(
+        encoder_dim=4, latent_dim=16, latent_channels=8, num_attention_heads=2, decoder_dim=128,
+        resblock_kernel_sizes=(3,), resblock_dilation_sizes=((1,),), latents_mean=[0.0] * 8, latents_std=[1.0] * 8,
+    ).eval()
+    pipe = MiniMaxH3ModularPipeline(blocks=MiniMaxH3Blocks())
+    pipe.update_components(text_encoder=conditioner, tokenizer=tokenizer, processor=processor, vae=vae,
+                           audio_vae=audio_vae, scheduler=MiniMaxH3Scheduler(shift=12.0),
+                           audio_scheduler=MiniMaxH3Scheduler(shift=3.0), transformer=h3_transformer(1),
+                           transformer_ref=h3_transformer(2))
+    pipe.register_to_config(**H3_CANVAS)
+    pipe.save_pretrained(str(folder), overwrite_modular_index=True)
+    return folder
+
+
 # The model family each builder's folder is for, as `--backend` and the loader name it.
 BUILDERS = {"wan": build_wan, "wan-vace": build_wan_vace, "ltx": build_ltx}
 

@@ -28,6 +28,7 @@ BUILTIN_MODULES = (
     "daotai.render.wan_vace",
     "daotai.render.ltx",
     "daotai.render.wan_mlx",
+    "daotai.render.h3",
 )
 
 _specs: dict[str, BackendSpec] | None = None

@@ -1,0 +1,725 @@
+"""`h3` backend: MiniMax-H3 — video and stereo sound in one pass, driven by the script, the previz and the characters.
+
+MiniMax-H3 runs through diffusers' modular pipeline (``MiniMaxH3ModularPipeline``) with three
+workflows, chosen per shot (:func:`daotai.plan.prompt.h3_workflow`, ``-O workflow=`` forces one):
+
+- ``ref2va`` when the camera moves or a character in the shot has reference images: each
+  character's first reference image (or a swatch of its previz colour) is a picture reference,
+  subject first, and the previz render of the shot (exact camera and blocking, sampled at 24 fps)
+  is the video reference that carries the camera move. The prompt names each character by its
+  ``<Picture i>`` label and the previz as ``<Video 1>``;
+- ``fl2va`` to continue: every segment after the first of a long shot starts on the previous
+  segment's last frame; forced for a whole shot, it starts on the last frame of the shot this
+  backend rendered just before (else on the shot's first previz frame);
+- ``t2va`` otherwise (static camera, no looks): the prompt alone.
+
+Timing: the model generates at a fixed 24 fps, 17n+5 frames, 5–15 s per generation. Shorter shots
+are generated at 5 s and trimmed; longer ones as equal segments, each starting on the previous
+one's last frame (that frame is shown once), their sound crossfaded over the shared frame. The
+frames are resized from the model's canvas (the script's aspect ratio at a 768 short edge) to the
+delivery size and retimed onto the plan's frame grid; the sound is yielded once per shot as an
+:class:`~daotai.render.base.Audio` event cut to the shot's duration. Every decision (workflow and
+why, reference order, segments, trims, memory tier, licence acceptance) is a Notice, so the
+manifest records it.
+
+Loading: only the components of the workflows the plan needs (the two 61.7 GiB transformer
+partitions ``transformer``/``transformer_ref`` are loaded per workflow), through daotai's checked
+loader (safetensors only, hashed, diffusers' own blocks). The model's licence must be accepted
+(``-O accept_licence=true`` once, recorded under the user's config folder).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from daotai import catalog
+from daotai.errors import BackendError
+from daotai.plan.model import Plan, ShotPlan
+from daotai.plan.prompt import compose_h3_prompt, h3_pictures, h3_workflow
+from daotai.plan.timing import Segment, frames_for, plan_segments
+from daotai.render.base import Audio, Event, Frame, Notice, Progress, RenderJob, RunContext
+from daotai.render.neural.references import CharacterPicture, character_picture
+from daotai.render.neural.request import NativeRequest
+from daotai.render.neural.retime import resize_rgb, retime_indexes, to_uint8
+from daotai.render.neural.runner import DiffusersShotRunner
+from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps
+from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
+
+FAMILY = "h3"
+AUDIO_CROSSFADE_FRAMES = 1  # the frame two segments share: their sounds overlap (and are crossfaded) over it
+MIN_REFERENCE_FRAMES = 22  # 17*1+5: the shortest video reference MiniMax-H3's VAE encodes without padding
+
+
+class H3Options(DiffusersOptions):
+    """Options of the `h3` backend."""
+
+    workflow: Literal["auto", "t2va", "fl2va", "ref2va"] = Field(
+        "auto", description="auto: ref2va for camera moves or characters with looks, else t2va; or force one")
+    lora: str | None = Field(None, description="a local LoRA file (.safetensors) for the transformer, e.g. few-step")
+    accept_licence: bool = Field(False, description="accept the model's licence (shown when refused); recorded once")
+    # MiniMax-H3 is guidance-distilled and reads its prompt whole: these inherited options do not apply.
+    guidance: None = Field(None, description="not used: MiniMax-H3 is guidance-distilled (one forward per step)")
+    max_sequence_length: None = Field(None, description="not used: MiniMax-H3's prompt budget is the h3 family's")
+    speed: Literal["off", "exact"] | None = Field(
+        None, description="exact (default) | off: diffusers' own kernels (h3 has no approximate levers yet)")
+
+    @field_validator("lora")
+    @classmethod
+    def _safetensors_only(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().endswith(".safetensors"):
+            raise ValueError("must be a .safetensors file (pickle formats are refused)")
+        return value
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What one pipeline call is asked for, and what the manifest should say about it."""
+
+    workflow: str
+    prompt: str
+    frames: int
+    width: int
+    height: int
+    seed: int
+    inputs: dict  # references / image for the pipeline
+    order: str  # the references in order, as recorded
+
+
+@dataclass(frozen=True)
+class Result:
+    """One generation's output: (F, H, W, 3) uint8 frames at 24 fps and (C, N) float32 sound."""
+
+    frames: np.ndarray
+    audio: np.ndarray
+    rate: int
+
+
+# ------------------------------------------------------------------ small pure helpers
+
+
+def canvas_for(width: int, height: int, short_edge: int, max_pixels: int, multiple: int) -> tuple[int, int]:
+    """The model's canvas (width, height) for the script's size: its aspect ratio at the model's short edge."""
+    from diffusers.modular_pipelines.minimax_h3.modular_pipeline import resolve_canvas_size
+
+    try:
+        canvas_h, canvas_w = resolve_canvas_size(width, height, multiple, short_edge, max_pixels)
+    except ValueError as exc:
+        raise BackendError(f"size: {width}x{height} cannot be generated by MiniMax-H3 ({exc})") from None
+    return canvas_w, canvas_h
+
+
+def join_audio(parts: list[tuple[int, np.ndarray]], rate: int, total: int, fade: int) -> np.ndarray:
+    """Segments' sounds on one timeline: (start sample, (C, n) samples) each; ``fade`` samples crossfaded at joins."""
+    channels = parts[0][1].shape[0]
+    out = np.zeros((channels, total), np.float32)
+    for index, (start, samples) in enumerate(parts):
+        end = min(total, start + samples.shape[1])
+        if end <= start:
+            continue
+        piece = samples[:, : end - start].astype(np.float32)
+        if index > 0 and fade > 0:
+            n = min(fade, end - start)
+            ramp = np.linspace(0.0, 1.0, n, endpoint=False, dtype=np.float32)
+            out[:, start:start + n] *= 1.0 - ramp
+            piece = piece.copy()
+            piece[:, :n] *= ramp
+            out[:, start:start + n] += piece[:, :n]
+            out[:, start + n:end] = piece[:, n:]
+        else:
+            out[:, start:end] = piece
+    return out
+
+
+def join_segments(results: list[Result], segments: list[Segment], fps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Segments' frames and sound joined: each later segment's first frame (the shared one) is dropped."""
+    frames = []
+    rate = results[0].rate
+    parts = []
+    for result, segment in zip(results, segments, strict=True):
+        skip = 0 if segment.index == 0 else 1
+        frames.append(result.frames[skip:skip + segment.keep])
+        start_frame = segment.start - skip  # where the segment's own frame 0 sits on the shot's timeline
+        parts.append((int(round(start_frame / fps * rate)), result.audio))
+    joined = np.concatenate(frames)
+    total = int(round(len(joined) / fps * rate))
+    fade = int(round(AUDIO_CROSSFADE_FRAMES / fps * rate))
+    return joined, join_audio(parts, rate, total, fade)
+
+
+# ------------------------------------------------------------------ the runner
+
+
+class H3Runner(DiffusersShotRunner):
+    """MiniMax-H3's modular pipeline loaded per workflow, placed by the memory planner, kept warm between shots.
+
+    Reuses the diffusers runner's device resolution, defaults, health samples and ``--adaptive``
+    step-downs; loading, placement and the pipeline call are MiniMax-H3's own.
+    """
+
+    def __init__(self, options: H3Options, default_model: str, health: Callable[[Any], dict] | None = None):
+        super().__init__(FAMILY, options, default_model, health, speed_levers=False)
+        self.resolved: Any = None
+        self.loaded_workflows: set[str] = set()
+        self.planned_workflows: set[str] = set()
+        self.release_conditioner = False
+        self.hooks: list[Any] = []  # accelerate offload hooks (model tier) and the conditioner's release hook
+        self.placed: set[int] = set()  # ids of modules already group- or sequentially offloaded
+        self.lora_digest: str | None = None
+
+    # -------------------------------------------------------------- loading
+
+    def components_for(self, workflows: set[str]) -> tuple[str, ...]:
+        """Every component the workflows load (in the catalog's order)."""
+        table = catalog.family(FAMILY).workflows
+        names: list[str] = []
+        for workflow in sorted(workflows):
+            names += [c for c in table[workflow] if c not in names]
+        return tuple(names)
+
+    def check(self, workflows: set[str]) -> None:
+        """Refuse before loading when the folder lacks what the plan's workflows need, or is damaged."""
+        from daotai.runtime.models import check_model_folder, resolve_model
+
+        if self.resolved is None:
+            self.resolved = resolve_model(self.model)
+        need = self.components_for(workflows)
+        pull = f"daotai models pull {self.resolved.spec.name}" if self.resolved.spec is not None else None
+        hint = "copy the model's whole folder again"
+        if pull:
+            hint = f"pull them: {pull}" + (f" --workflow {sorted(workflows)[0]}" if len(workflows) == 1 else "")
+        check_model_folder(self.resolved.path, FAMILY, need,
+                           missing_hint=f"the shots need the {', '.join(sorted(workflows))} workflow(s); {hint}")
+
+    def canvas_settings(self) -> tuple[int, int]:
+        """(short edge, max pixels) from the model folder's settings, else the family's canvas."""
+        from daotai.runtime.models import config_of, read_model_index
+
+        canvas = catalog.family(FAMILY).canvas
+        assert canvas is not None
+        settings = config_of(read_model_index(self.resolved.path)) if self.resolved is not None else {}
+        return int(settings.get("canvas_short_edge", canvas.short_edge)), int(settings.get("canvas_max_pixels",
+                                                                                            canvas.max_pixels))
+
+    def canvas(self, plan: Plan) -> tuple[int, int]:
+        """The canvas this model generates the plan's shots at."""
+        short_edge, max_pixels = self.canvas_settings()
+        multiple = self.pipe.canvas_multiple if self.pipe is not None and getattr(self.pipe, "vae", None) is not None \
+            else catalog.family(FAMILY).snap.size_multiple
+        return canvas_for(plan.width, plan.height, short_edge, max_pixels, multiple)
+
+    def ensure(self, plan: Plan, planned: set[str], workflows: set[str], shot_id: str, frames: int) -> Iterator[Event]:
+        """Check the folder for every ``planned`` workflow before anything loads, then load what ``workflows`` add."""
+        if self.pipe is None:
+            self.prepare()
+            self.planned_workflows = set(planned) | set(workflows)
+            self.check(self.planned_workflows)  # refuse a damaged or incomplete folder before loading anything
+            width, height = self.canvas(plan)
+            request = NativeRequest(width, height, frames, 24.0, "", "", 0)
+            yield from self.load_for(request, shot_id)
+        missing = workflows - self.loaded_workflows
+        if missing:
+            yield from self._load_workflows(missing, shot_id)
+
+    def load_for(self, request: NativeRequest, shot_id: str | None) -> Iterator[Event]:
+        """Choose a memory tier for ``request``, make the (empty) pipeline; components load per workflow."""
+        from daotai.runtime.models import modular_pipeline
+
+        yield Progress("load", shot_id, 0, 1, f"loading {self.model}")
+        self.tier = self._tier_for(request)
+        self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(self.planned_workflows))
+        self.pipe.set_progress_bar_config(disable=True)
+        yield Progress("load", shot_id, 1, 1, "pipeline ready")
+
+    def _tier_for(self, request: NativeRequest) -> str:
+        """Memory tier: the user's, cpu's, or the planner's (everything resident, then the conditioner released)."""
+        from dataclasses import replace
+
+        from daotai.runtime.memory import GIB, choose_settings, plan_placement
+
+        self.release_conditioner = False
+        if self.offload is not None:
+            self.tier_reason = "as asked (offload option)"
+            return self.offload
+        if self.runtime.kind == "cpu":
+            self.tier_reason = "cpu: weights already live in host memory"
+            return "none"
+        row = catalog.model_row(self.model)
+        footprint = row.footprint if row is not None else catalog.footprint("minimax-h3")
+        assert footprint is not None
+        # A ref2va shot packs its video reference beside the generated frames: count it.
+        frames = request.frames * (2 if "ref2va" in self.planned_workflows else 1)
+        budget = self.runtime.memory_bytes
+        resident = choose_settings(replace(footprint, releasable_text_encoder=False), request.width, request.height,
+                                   frames, budget)
+        if resident is not None and resident.offload == "none":
+            self.tier_reason = f"memory planner: everything resident, ~{resident.peak_bytes / GIB:.1f} GiB peak estimated"
+            return "none"
+        choice = plan_placement(replace(footprint, releasable_text_encoder=True), request.width, request.height,
+                                frames, budget)
+        self.release_conditioner = choice.tier == "none"
+        released = "; conditioner released after encoding" if self.release_conditioner else ""
+        self.tier_reason = f"memory planner: ~{choice.estimate.peak_bytes / GIB:.1f} GiB peak estimated{released}"
+        return choice.tier
+
+    def _load_workflows(self, workflows: set[str], shot_id: str) -> Iterator[Event]:
+        """Load the components ``workflows`` add (off the device), then place the whole pipeline again."""
+        from daotai.runtime.models import load_components
+
+        for workflow in sorted(workflows):
+            if workflow not in self.planned_workflows:  # forced later (a long shot's continuation): check it too
+                self.check({workflow})
+                self.planned_workflows.add(workflow)
+        started = time.perf_counter()
+        names = self.components_for(workflows)
+        yield Progress("load", shot_id, 0, 1, f"loading {', '.join(sorted(workflows))} components")
+        if self.runtime.kind != "cpu":
+            # The two transformer partitions are 61.7 GiB each: keep only the ones the shot needs.
+            keep = set(self.components_for(self.loaded_workflows | workflows if self.tier == "sequential" else workflows))
+            drop = [n for n in ("transformer", "transformer_ref") if n not in keep and getattr(self.pipe, n, None) is not None]
+            if drop:
+                self._unhook()
+                self.pipe.unload_components(drop)
+                self.loaded_workflows = {w for w in self.loaded_workflows
+                                         if not set(self.components_for({w})) & set(drop)}
+                yield Notice("info", f"h3: unloaded {', '.join(drop)} to make room for the {', '.join(sorted(workflows))} "
+                                     "workflow (shots grouped by workflow load fewer partitions)", shot_id)
+        loaded = load_components(self.pipe, self.resolved, FAMILY, self.runtime, names)
+        if self.options.lora and {"transformer", "transformer_ref"} & set(loaded):
+            yield from self._load_lora(shot_id)
+        self.loaded_workflows |= workflows
+        self._place(self.tier or "none")
+        yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
+        yield Notice("info", f"h3: {self.resolved.path.name} ({', '.join(sorted(self.loaded_workflows))}) on "
+                             f"{self.runtime.device} ({self.runtime.transformer_dtype}), memory tier {self.tier}", shot_id)
+
+    def _load_lora(self, shot_id: str) -> Iterator[Event]:
+        """Load the LoRA file (checked safetensors, hashed) onto the transformer partitions present."""
+        from daotai.runtime.models import read_safetensors_header, sha256_of
+
+        path = Path(str(self.options.lora)).expanduser()
+        if not path.is_file():
+            raise BackendError(f"options.lora: {path} does not exist")
+        read_safetensors_header(path)
+        self.lora_digest = sha256_of(path)
+        try:
+            self.pipe.load_lora_weights(str(path), adapter_name="daotai")
+        except ImportError:
+            raise BackendError("options.lora: loading a LoRA needs peft; install it with: pip install peft") from None
+        except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            raise BackendError(f"options.lora: {path} does not fit MiniMax-H3 ({first_line(exc)})") from None
+        yield Notice("info", f"h3: LoRA {path.name} sha256 {self.lora_digest}", shot_id)
+
+    # -------------------------------------------------------------- placement
+
+    def _unhook(self) -> None:
+        """Remove the offload hooks this runner installed (before re-placing the pipeline)."""
+        for hook in self.hooks:
+            remove = getattr(hook, "remove", None)
+            if remove is not None:
+                remove()
+        self.hooks = []
+
+    def _place(self, tier: str) -> None:
+        """Move or hook MiniMax-H3's components for a memory tier (cpu: everything stays in host memory)."""
+        import torch
+
+        from daotai.runtime.memory import TIERS
+
+        pipe, device = self.pipe, self.runtime.device
+        self._unhook()
+        modules = {name: module for name, module in pipe.components.items() if isinstance(module, torch.nn.Module)}
+        if self.runtime.kind == "cpu" or tier == "none":
+            pipe.to(device)
+            if self.release_conditioner and self.runtime.kind != "cpu" and "text_encoder" in modules:
+                self._release_after_encoding(modules)
+        elif tier == "model":
+            from accelerate import cpu_offload_with_hook
+
+            previous = None
+            for name in ("text_encoder", "transformer", "transformer_ref", "vae", "audio_vae"):
+                if name in modules:
+                    _, previous = cpu_offload_with_hook(modules[name], device, prev_module_hook=previous)
+                    self.hooks.append(previous)
+        elif tier == "group":
+            from diffusers.hooks import apply_group_offloading
+
+            streams = self.runtime.kind == "cuda"
+            for name, module in modules.items():
+                if id(module) in self.placed:
+                    continue
+                self.placed.add(id(module))
+                if name.startswith("transformer"):
+                    apply_group_offloading(module, onload_device=torch.device(device), offload_type="block_level",
+                                           num_blocks_per_group=1, use_stream=streams)
+                elif name == "text_encoder":
+                    apply_group_offloading(module, onload_device=torch.device(device), offload_type="leaf_level",
+                                           use_stream=streams)
+                else:
+                    module.to(device)
+        elif tier == "sequential":
+            from accelerate import cpu_offload
+
+            for module in modules.values():
+                if id(module) not in self.placed:
+                    self.placed.add(id(module))
+                    cpu_offload(module, execution_device=device)
+        else:
+            raise BackendError(f"offload: {tier!r} must be one of {', '.join(TIERS)}")
+        self.tier = tier
+
+    def _release_after_encoding(self, modules: dict[str, Any]) -> None:
+        """Keep the conditioner off the device except while it encodes (tier none on a card too small for all)."""
+        from accelerate import cpu_offload_with_hook
+
+        _, hook = cpu_offload_with_hook(modules["text_encoder"], self.runtime.device)
+        self.hooks.append(hook)
+
+        def release(module: Any, args: Any) -> None:
+            hook.offload()  # the first transformer forward of a request: encoding is done
+
+        for name in ("transformer", "transformer_ref"):
+            if name in modules:
+                handle = modules[name].register_forward_pre_hook(release)
+                self.hooks.append(handle)
+
+    def step_down(self) -> str | None:
+        """Reload the pipeline one memory tier lower (hooks of some tiers cannot be removed in place)."""
+        from daotai.runtime.memory import TIERS
+
+        index = TIERS.index(self.tier or "none")
+        if index + 1 >= len(TIERS):
+            return None
+        lower = TIERS[index + 1]
+        workflows = set(self.loaded_workflows)
+        self._drop_pipeline()
+        self.offload, self.release_conditioner = lower, False
+        from daotai.runtime.models import load_components, modular_pipeline
+
+        self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(workflows))
+        self.pipe.set_progress_bar_config(disable=True)
+        load_components(self.pipe, self.resolved, FAMILY, self.runtime, self.components_for(workflows))
+        self.loaded_workflows = workflows
+        self._place(lower)
+        return lower
+
+    def _drop_pipeline(self) -> None:
+        """Forget the pipeline and free the device's cache."""
+        self._unhook()
+        self.pipe = None
+        self.loaded_workflows = set()
+        self.placed = set()
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass
+
+    def close(self) -> None:
+        """Drop the pipeline and free accelerator memory."""
+        self._drop_pipeline()
+
+    # -------------------------------------------------------------- one generation
+
+    def generate_h3(self, shot: ShotPlan, generation: Generation, ctx: RunContext) -> Iterator[Event | tuple]:
+        """Run one generation (retrying once a tier lower on out-of-memory); ends with ("result", Result)."""
+        from daotai.runtime.device import generator_for
+
+        assert self.defaults is not None
+        steps = self.defaults.steps
+        forwards = max(1, steps - 1)  # MiniMax-H3's schedule holds `steps` sigmas, the last one 0: steps-1 forwards
+
+        def call(callback: Callable) -> Any:
+            transformer = self.pipe.transformer_ref if generation.workflow == "ref2va" else self.pipe.transformer
+            proxy = _StepProxy()
+            counter = {"step": 0}
+
+            def after_forward(module: Any, args: Any, output: Any) -> None:
+                callback(proxy, counter["step"], None, {})
+                counter["step"] += 1
+                if proxy._interrupt:
+                    raise _Stopped("stopped between denoising steps")
+
+            handle = transformer.register_forward_hook(after_forward)
+            try:
+                out = self.pipe(prompt=generation.prompt, num_frames=generation.frames, height=generation.height,
+                                width=generation.width, num_inference_steps=steps,
+                                generator=generator_for(generation.seed), output_type="pt",
+                                output=["videos", "audio", "sampling_rate"], **generation.inputs)
+            finally:
+                handle.remove()
+                for hook in self.hooks:  # model tier: leave nothing on the device between shots
+                    offload = getattr(hook, "offload", None)
+                    if offload is not None:
+                        offload()
+            return out
+
+        def attempt() -> Iterator[Event | tuple]:
+            for item in run_steps(call, shot.shot_id, forwards, ctx):
+                if isinstance(item, tuple):
+                    out = item[1]
+                    frames = to_uint8(out["videos"])  # (F, H, W, 3) uint8
+                    audio = out["audio"].float().cpu().numpy()[0]  # (C, N) float32
+                    yield ("result", Result(frames, audio, int(out["sampling_rate"])))
+                else:
+                    yield item
+
+        yield from retry_a_tier_lower(
+            self, attempt,
+            failed=lambda exc: f"{shot.shot_id}: h3 {generation.workflow} generation failed: {type(exc).__name__}: "
+                               f"{first_line(exc)}",
+            exhausted=f"{shot.shot_id}: out of memory at {generation.width}x{generation.height}, {generation.frames} "
+                      "frames even with the lowest memory tier",
+            retrying=lambda lower: Notice("warning", f"out of memory; retrying once with memory tier {lower}",
+                                          shot.shot_id),
+        )
+
+
+class _Stopped(Exception):
+    """Raised from the step hook to leave the pipeline between steps (the run is being cancelled)."""
+
+
+class _StepProxy:
+    """What the step callback sets ``_interrupt`` on (a modular pipeline has no interrupt flag)."""
+
+    _interrupt = False
+
+
+# ------------------------------------------------------------------ the backend
+
+
+class H3Backend:
+    """MiniMax-H3 video and stereo sound per shot; the pipeline is reused across shots."""
+
+    name = "h3"
+
+    def __init__(self, options: H3Options | None = None, *, env: BackendEnv | None = None, **fields: Any):
+        options = SPEC.validate_options(options if options is not None else fields)
+        env = env or BackendEnv()
+        self.options = options
+        self.runner = H3Runner(options, SPEC.default_model or "", env.health_sampler)
+        self.reference_root = env.reference_root or Path.cwd()
+        self.licence = self._check_licence()
+        self._previz: Any = None
+        self._last_frame: tuple[str, np.ndarray] | None = None  # (shot id, (H, W, 3) uint8 at the canvas) of the last shot
+
+    def _check_licence(self) -> str | None:
+        """Refuse before any work unless the model's licence was accepted; the acceptance as a manifest line."""
+        from daotai.runtime.models import require_licence
+
+        row = catalog.model_row(self.runner.model)
+        if row is None:
+            # A local folder of MiniMax-H3 weights is under the released model's licence too.
+            row = catalog.model_row(SPEC.default_model or "")
+        if row is None:
+            return None
+        folder = Path(self.runner.model).expanduser()
+        outcome = require_licence(row, self.options.accept_licence, option="options.accept_licence",
+                                  how="-O accept_licence=true", folder=folder if folder.is_dir() else None)
+        if outcome is None:
+            return None
+        record, now = outcome
+        when = "accepted now" if now else f"accepted {record.get('accepted_at', '')} ({record.get('how', '')})"
+        return f"licence: {row.licence} {when}; summary shown: {'; '.join(row.licence_summary)}"
+
+    # -------------------------------------------------------------- conditioning
+
+    def _previz_frames(self, job: RenderJob, ctx: RunContext, native: int) -> list[np.ndarray]:
+        """The shot's previz RGB (no labels) at 24 fps for its first ``native`` frames: (H, W, 3) uint8 each."""
+        from daotai.render.neural.retime import plan_to_native_indexes
+        from daotai.render.previz.backend import PrevizBackend
+
+        if self._previz is None:
+            self._previz = PrevizBackend(labels=False)
+        shot = job.shot
+        wanted = plan_to_native_indexes(shot.frames, job.plan.fps, native, 24.0)
+        needed = set(wanted)
+        frames: dict[int, np.ndarray] = {}
+        for event in self._previz.render(RenderJob(job.plan, shot, controls=False), ctx):
+            if isinstance(event, Frame) and event.index in needed:
+                frames[event.index] = event.rgb
+        return [frames[i] for i in wanted]
+
+    def _references(self, job: RenderJob, ctx: RunContext, frames: int, canvas: tuple[int, int]
+                    ) -> tuple[list[Any], str, list[CharacterPicture]]:
+        """ref2va references in order: each character's picture (subject first), then the previz video."""
+        from diffusers.modular_pipelines.minimax_h3 import MiniMaxH3ImageReference, MiniMaxH3VideoReference
+
+        plan, shot = job.plan, job.shot
+        pictures = [character_picture(plan, c, self.reference_root) for c in h3_pictures(shot)]
+        references: list[Any] = [MiniMaxH3ImageReference(image=p.image) for p in pictures]
+        native = min(frames, frames_for(shot.duration_s, 24.0))
+        shown = [resize_rgb(f, *canvas) for f in self._previz_frames(job, ctx, native)]
+        # The reference encoder takes 17n+5 frames (n >= 1) and the conditioner reads pairs at 2 fps:
+        # a shot shorter than that holds its last previz frame (the extra generated time is trimmed).
+        shown += [shown[-1]] * max(0, min(frames, MIN_REFERENCE_FRAMES) - len(shown))
+        previz = np.stack(shown)  # (F, H, W, 3) uint8 at 24 fps
+        references.append(MiniMaxH3VideoReference(frames=previz, fps=24.0))
+        order = [f"<Picture {i}> {p.character} ({p.source})" for i, p in enumerate(pictures, start=1)]
+        order.append(f"<Video 1> previz of {shot.shot_id} ({len(previz)} frames at 24 fps)")
+        return references, ", ".join(order), pictures
+
+    def _first_frame(self, job: RenderJob, ctx: RunContext, canvas: tuple[int, int]) -> tuple[np.ndarray, str]:
+        """A forced fl2va shot's first frame: the previous shot's last one when it was rendered here, else previz."""
+        plan, shot = job.plan, job.shot
+        previous = plan.shots[shot.index - 1].shot_id if shot.index > 0 else None
+        if self._last_frame is not None and previous is not None and self._last_frame[0] == previous:
+            return self._last_frame[1], "previous"
+        return resize_rgb(self._previz_frames(job, ctx, 1)[0], *canvas), "previz"
+
+    def _generation(self, job: RenderJob, ctx: RunContext, workflow: str, segment: Segment,
+                    canvas: tuple[int, int], keyframe: np.ndarray | None, keyframe_kind: str | None) -> Generation:
+        """The pipeline inputs and prompt of one segment."""
+        from PIL import Image
+
+        plan, shot = job.plan, job.shot
+        inputs: dict[str, Any] = {}
+        order = "none (prompt only)"
+        pictures: tuple[tuple[str, bool], ...] = ()
+        if workflow == "ref2va":
+            references, order, found = self._references(job, ctx, segment.frames, canvas)
+            inputs["references"] = references
+            pictures = tuple((p.character, not p.swatch) for p in found)
+        elif workflow == "fl2va":
+            assert keyframe is not None
+            inputs["image"] = Image.fromarray(keyframe)
+            source = "the previous segment's last frame" if keyframe_kind == "previous" and segment.index > 0 else \
+                "the previous shot's last frame" if keyframe_kind == "previous" else "the shot's first previz frame"
+            order = f"<Picture 1> first frame: {source}"
+        prompt = compose_h3_prompt(plan, shot, workflow, pictures, video=workflow == "ref2va",
+                                   keyframe=keyframe_kind if workflow == "fl2va" else None)
+        return Generation(workflow, prompt, segment.frames, canvas[0], canvas[1], shot.seed + segment.index, inputs, order)
+
+    # -------------------------------------------------------------- one shot
+
+    def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
+        """Yield load/denoise progress, notices, one Audio and exactly ``job.shot.frames`` frames."""
+        plan, shot = job.plan, job.shot
+        runner = self.runner
+        snap = catalog.family(FAMILY).snap
+        if self.licence:
+            yield Notice("info", self.licence, shot.shot_id)
+        workflow, reason = h3_workflow(plan, shot, self.options.workflow)
+        segments = self._segments(shot)
+        needed = {workflow} | ({"fl2va"} if len(segments) > 1 else set())
+        yield from runner.ensure(plan, self._plan_workflows(plan), needed, shot.shot_id, segments[0].frames)
+        yield from runner.pay_owed_step(shot.shot_id)
+        canvas = runner.canvas(plan)
+        yield Notice("info", f"h3: workflow {workflow} ({reason})", shot.shot_id)
+        native_total = frames_for(shot.duration_s, 24.0)
+        if len(segments) == 1 and segments[0].frames > native_total:
+            yield Notice("info", f"h3: generated {segments[0].frames} frames ({segments[0].frames / 24:.2f} s, the "
+                                 f"model's minimum {snap.min_seconds:g} s or its 17n+5 frame rule) and trimmed to "
+                                 f"{native_total} ({shot.duration_s:g} s)", shot.shot_id)
+        elif len(segments) > 1:
+            yield Notice("info", f"h3: {shot.duration_s:g} s is longer than one generation ({snap.max_seconds:g} s): "
+                                 f"{len(segments)} segments of {segments[0].frames} frames, each after the first "
+                                 "continuing from the previous segment's last frame (fl2va; the previz video and "
+                                 "pictures condition the first segment only)", shot.shot_id)
+        if runner.runtime.kind == "cuda":
+            import torch
+
+            torch.cuda.reset_peak_memory_stats()
+        tier_before = runner.tier
+        samples: list[tuple[str, dict]] = []
+        results: list[Result] = []
+        keyframe, keyframe_kind = None, None
+        if workflow == "fl2va":
+            keyframe, keyframe_kind = self._first_frame(job, ctx, canvas)
+        for segment in segments:
+            ctx.check()
+            step_workflow = workflow if segment.index == 0 else "fl2va"
+            if segment.index > 0:
+                keyframe, keyframe_kind = self._shared_frame(results[-1], segments[segment.index - 1]), "previous"
+            generation = self._generation(job, ctx, step_workflow, segment, canvas, keyframe, keyframe_kind)
+            label = f"segment {segment.index + 1}/{len(segments)} " if len(segments) > 1 else ""
+            yield Notice("info", f"h3: {label}{step_workflow} references: {generation.order}", shot.shot_id)
+            yield Notice("info", f"h3: {label}prompt: {generation.prompt}", shot.shot_id)
+            result = None
+            for item in runner.generate_h3(shot, generation, ctx):
+                if isinstance(item, tuple):
+                    result = item[1]
+                else:
+                    if isinstance(item, Progress) and item.stage == "denoise" and item.done == (item.total + 1) // 2:
+                        samples.append(("mid-denoise", runner.sample_health()))
+                    yield item
+            assert result is not None
+            results.append(result)
+        samples.append(("after decode", runner.sample_health()))
+        yield from runner.judge_health(shot.shot_id, samples, tier_before)
+        native, sound = join_segments(results, segments, 24.0)  # (F, h, w, 3) uint8 at 24 fps; (C, N) float32
+        rate = results[0].rate
+        self._last_frame = (shot.shot_id, native[-1].copy())
+        yield from self._deliver(plan, shot, native, sound, rate, canvas)
+
+    def _shared_frame(self, result: Result, segment: Segment) -> np.ndarray:
+        """The last frame a segment supplies: where the next segment starts."""
+        skip = 0 if segment.index == 0 else 1
+        return result.frames[skip + segment.keep - 1].copy()
+
+    @staticmethod
+    def _segments(shot: ShotPlan) -> list[Segment]:
+        """The generations that make the shot under MiniMax-H3's frame and duration rules."""
+        snap = catalog.family(FAMILY).snap
+        assert snap.frame_step and snap.native_fps and snap.min_seconds and snap.max_seconds
+        return plan_segments(shot.duration_s, snap.native_fps, snap.frame_step, snap.frame_offset,
+                             snap.min_seconds, snap.max_seconds)
+
+    def _plan_workflows(self, plan: Plan) -> set[str]:
+        """Every workflow the plan's shots will use (checked against the folder before anything loads)."""
+        found = set()
+        for shot in plan.shots:
+            found.add(h3_workflow(plan, shot, self.options.workflow)[0])
+            if len(self._segments(shot)) > 1:
+                found.add("fl2va")
+        return found
+
+    def _deliver(self, plan: Plan, shot: ShotPlan, native: np.ndarray, sound: np.ndarray, rate: int,
+                 canvas: tuple[int, int]) -> Iterator[Event]:
+        """The shot's sound (cut to its duration) and its frames on the plan's grid at the delivery size."""
+        samples = int(round(shot.frames / plan.fps * rate))
+        sound = sound[:, :samples]
+        if sound.shape[1] < samples:  # the generation always covers the shot; guard against rounding
+            sound = np.pad(sound, ((0, 0), (0, samples - sound.shape[1])))
+        layout = "stereo" if sound.shape[0] == 2 else "mono"
+        yield Audio(shot.shot_id, np.ascontiguousarray(np.clip(sound.T, -1.0, 1.0), dtype=np.float32), rate, layout)
+        parts = []
+        indexes = retime_indexes(len(native), 24.0, shot.frames, plan.fps)
+        if abs(plan.fps - 24.0) > 1e-6:
+            how = "repeating" if plan.fps > 24.0 else "dropping"
+            parts.append(f"retimed from 24 fps to {plan.fps:g} fps by {how} frames (no interpolator in the renderer)")
+        if canvas != (plan.width, plan.height):
+            parts.append(f"generated at {canvas[0]}x{canvas[1]}, resized to {plan.width}x{plan.height}")
+        parts.append(f"sound: {sound.shape[0]} channels at {rate} Hz, {samples} samples")
+        yield Notice("info", "h3: " + "; ".join(parts), shot.shot_id)
+        yield Progress("render", shot.shot_id, 0, shot.frames, "retiming")
+        for index, source in enumerate(indexes):
+            yield Frame(shot_id=shot.shot_id, index=index, rgb=resize_rgb(native[source], plan.width, plan.height))
+        yield Progress("render", shot.shot_id, shot.frames, shot.frames)
+
+    def close(self) -> None:
+        """Release the pipeline and the previz GL context."""
+        self.runner.close()
+        if self._previz is not None:
+            self._previz.close()
+            self._previz = None
+
+
+SPEC = BackendSpec(
+    name="h3",
+    factory="daotai.render.h3:H3Backend",
+    options=H3Options,
+    summary="MiniMax-H3 (diffusers modular): video and stereo sound, guided by the previz and the characters' looks",
+    family=FAMILY,
+    device_class="accelerator",
+    default_model="minimax-h3",
+)
