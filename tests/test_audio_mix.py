@@ -143,3 +143,33 @@ def test_assembled_sequence_has_the_mix_and_no_track_without_sound(tmp_path):
     assert first == 0 and abs(samples.shape[0] - sample_at(54, FPS)) <= 1024
     assert read_audio(tmp_path / "m.mp4").shape[1] == 2
     assert np.abs(samples).max() < 0.999
+
+
+@pytest.mark.parametrize("codec, suffix, audio_codec", [("h264", ".mp4", "aac"), ("hevc", ".mp4", "aac"),
+                                                        ("prores", ".mov", "pcm_s24le")])
+def test_muxing_sound_keeps_the_picture_and_its_tags(tmp_path, codec, suffix, audio_codec):
+    import av
+
+    from daotai.encode.video import EncodeSettings, probe
+
+    path = tmp_path / f"clip{suffix}"
+    with VideoWriter(path, 64, 64, FPS, EncodeSettings(codec=codec)) as writer:
+        for i in range(24):
+            writer.write(np.full((64, 64, 3), 8 * i, np.uint8))
+    with av.open(str(path)) as container:
+        tag = container.streams.video[0].codec_context.codec_tag
+    before = probe(path)
+    sound = np.zeros((RATE, 2), np.float32)
+    sound[RATE // 2: RATE // 2 + 48] = 0.8
+    mux_audio(path, sound, RATE)
+    mux_audio(path, sound, RATE)  # again: the sound is replaced, not added
+    after = probe(path)
+    assert (after.frames, after.duration_s, after.faststart) == (before.frames, before.duration_s, True)
+    with av.open(str(path)) as container:
+        assert container.streams.video[0].codec_context.codec_tag == tag
+        assert len(container.streams.audio) == 1
+    info = probe_audio(path)
+    assert info.codec == audio_codec and info.start_s == 0
+    samples, rate, first = decode_audio(path)
+    assert first == 0 and abs(int(np.argmax(np.abs(samples[:, 0]))) - RATE // 2) <= 48
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temp files left

@@ -267,3 +267,17 @@ def test_encoder_processes_and_audio_together(tmp_path):
             (when,) = click_times(samples, rate, 0.7)
             assert abs(when - SoundBackend.CLICK_AT / FPS) < 1 / FPS
     assert sorted(p.name for p in (tmp_path / "shots").iterdir()) == ["a.mp4", "b.mp4"]  # no temp files left
+
+
+def test_clicks_stay_in_sync_after_enhance_interpolate_60(soundtrack_render, tmp_path):
+    from daotai.post.enhance import enhance, parse_steps
+
+    plan, out, _, _ = soundtrack_render
+    enhance(out / "sequence.mp4", tmp_path / "smooth.mp4", parse_steps("interpolate=60"))
+    video = probe(tmp_path / "smooth.mp4")
+    assert video.fps == 60 and video.duration_s == pytest.approx(plan.total_frames / FPS, abs=1 / 60)
+    samples, rate, first = decode_audio(tmp_path / "smooth.mp4")
+    assert first == 0
+    planned = [f / FPS for f in CLICK_FRAMES if f < plan.total_frames]
+    found = click_times(samples, rate)
+    assert len(found) == len(planned) and all(abs(a - b) < 1 / FPS for a, b in zip(found, planned))

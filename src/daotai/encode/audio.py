@@ -320,6 +320,9 @@ def _remux(video_path: Path, add: Callable[[Any], Iterator[Any]]) -> None:
                 raise EncodeError(f"path: cannot create {str(video_path)!r}: {error}") from error
             try:
                 vout = out.add_stream_from_template(vin)
+                tag = vin.codec_context.codec_tag
+                if tag and tag.strip("\x00 "):
+                    vout.codec_context.codec_tag = tag  # e.g. hvc1, which Apple players need and the muxer would not pick
                 sound = iter(add(out))
                 pending = next(sound, None)
                 for packet in source.demux(vin):
