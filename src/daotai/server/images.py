@@ -101,3 +101,124 @@ def decode_upload(data: bytes, staging: Path, max_pixels: int, timeout_s: float 
     if png is None:  # keep_png=True always writes one; a missing file would be a bug in check_image
         raise RuntimeError("check_image returned no PNG although one was asked for")
     return png
+
+
+# ------------------------------------------------------------------ sound
+
+# FFmpeg demuxer and media type per container, chosen from the bytes; the demuxer is forced so
+# FFmpeg never probes its way into a playlist or concat format that would open other files.
+SOUND_TYPES = {"wav": "audio/wav", "flac": "audio/flac", "mp3": "audio/mpeg", "ogg": "audio/ogg",
+               "mov": "audio/mp4", "aac": "audio/aac"}
+MAX_SOUND_SECONDS = 30 * 60.0  # a soundtrack for an animatic: half an hour is plenty
+
+# The child prints "CODEC RATE CHANNELS SECONDS"; exit 3: longer than allowed; 4: no sound in it;
+# 5: the file holds clearly less sound than its header states (truncated).
+_SOUND_CHILD = r"""
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+resource.setrlimit(resource.RLIMIT_CPU, (10, 10))
+import av
+src, fmt, max_seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with av.open(src, format=fmt) as container:
+    if not container.streams.audio:
+        sys.exit(4)
+    stream = container.streams.audio[0]
+    rate = stream.codec_context.sample_rate
+    channels = stream.codec_context.channels
+    if not rate or not 1 <= channels <= 8:
+        sys.exit(4)
+    stated = float(stream.duration * stream.time_base) if stream.duration and stream.time_base else 0.0
+    if stated > max_seconds or (container.duration or 0) / 1e6 > max_seconds:
+        sys.exit(3)
+    samples = 0
+    for frame in container.decode(stream):
+        samples += frame.samples
+        if samples > max_seconds * rate:
+            sys.exit(3)
+    if samples == 0:
+        sys.exit(4)
+    if stated and samples / rate < stated - 0.5:
+        sys.exit(5)
+    print(stream.codec_context.name, rate, channels, round(samples / rate, 6))
+"""
+
+
+@dataclass(frozen=True)
+class CheckedSound:
+    """What decoding an uploaded sound file found."""
+
+    codec: str
+    rate: int
+    channels: int
+    seconds: float
+    content_type: str
+
+
+def sound_container(data: bytes) -> str | None:
+    """The FFmpeg demuxer for uploaded sound bytes, from their magic numbers (None: not a sound file we take)."""
+    if data.startswith(b"RIFF") and data[8:12] == b"WAVE":
+        return "wav"
+    if data.startswith(b"fLaC"):
+        return "flac"
+    if data.startswith(b"OggS"):
+        return "ogg"
+    if data[4:8] == b"ftyp":
+        return "mov"
+    if data.startswith(b"ID3"):
+        return "mp3"
+    if len(data) >= 2 and data[0] == 0xFF:
+        if data[1] & 0xF6 == 0xF0:  # ADTS: sync, layer 00
+            return "aac"
+        if data[1] & 0xE0 == 0xE0 and (data[1] >> 1) & 0x3:  # MPEG audio frame sync, layer I-III
+            return "mp3"
+    return None
+
+
+def _riff_chunks_fit(data: bytes) -> bool:
+    """Whether every chunk of a RIFF/WAVE file lies within the bytes (FFmpeg quietly clamps one that does not)."""
+    import struct
+
+    if len(data) < 12 or struct.unpack("<I", data[4:8])[0] + 8 > len(data) + 1:
+        return False
+    position = 12
+    while position + 8 <= len(data):
+        size = struct.unpack("<I", data[position + 4:position + 8])[0]
+        if position + 8 + size > len(data):
+            return False
+        position += 8 + size + (size & 1)
+    return True
+
+
+def check_sound(data: bytes, staging: Path, field: str = "file", max_seconds: float = MAX_SOUND_SECONDS,
+                timeout_s: float = 20.0) -> CheckedSound:
+    """Decode uploaded sound bytes fully in a memory- and CPU-limited subprocess; raises ImageRejected.
+
+    The container comes from the bytes and is forced on the demuxer; the stated duration and the
+    decoded samples are both held to ``max_seconds`` (413 beyond), so a header that lies about
+    its length costs at most that much decoding.
+    """
+    if not data:
+        raise ImageRejected(f"{field}: the file is empty", code="empty_file")
+    fmt = sound_container(data)
+    if fmt is None:
+        raise ImageRejected(f"{field}: must be a WAV, FLAC, MP3, AAC/M4A or Ogg/Opus sound file",
+                            415, "unsupported_sound_type")
+    if fmt == "wav" and not _riff_chunks_fit(data):
+        raise ImageRejected(f"{field}: the WAV header states more data than the file holds (truncated or forged)",
+                            code="invalid_sound")
+    staging.mkdir(parents=True, exist_ok=True)
+    src = staging / f"{secrets.token_hex(8)}.upload"
+    src.write_bytes(data)
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", _SOUND_CHILD, str(src), fmt, repr(float(max_seconds))],
+                              capture_output=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise ImageRejected(f"{field}: decoding took longer than {timeout_s:g} s", code="invalid_sound") from None
+    finally:
+        src.unlink(missing_ok=True)
+    if done.returncode == 3:
+        raise ImageRejected(f"{field}: the sound lasts longer than {max_seconds:g} s", 413, "sound_too_long")
+    parts = done.stdout.decode("ascii", "replace").split()
+    if done.returncode != 0 or len(parts) != 4:
+        raise ImageRejected(f"{field}: not a decodable {fmt} sound file with audio in it", code="invalid_sound")
+    return CheckedSound(parts[0], int(parts[1]), int(parts[2]), float(parts[3]), SOUND_TYPES[fmt])

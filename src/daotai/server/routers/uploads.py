@@ -14,7 +14,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
 
-from daotai.server.images import ImageRejected, check_image
+from daotai.server.images import ImageRejected, check_image, check_sound, sound_container
 from daotai.server.schemas import (
     UPLOAD_MEDIA_TYPES,
     UploadReply,
@@ -62,6 +62,16 @@ def build_router(state: ServerState) -> APIRouter:
         data = await parts[0][1].read(config.max_upload_bytes + 1)
         if len(data) > config.max_upload_bytes:
             return refuse_upload(413, f"file: larger than {config.max_upload_bytes} bytes", "file_too_large")
+        if sound_container(data) is not None:
+            # Sound files are decoded in the sandbox like images, so a hostile one is refused with
+            # its reason; the store keeps images only for now, so a good one is refused too.
+            try:
+                await run_in_threadpool(check_sound, data, config.data_dir / "staging", "file")
+            except ImageRejected as exc:
+                return refuse_upload(exc.status, str(exc), exc.code)
+            return refuse_upload(415, "file: a sound file; uploads keep reference images (PNG, JPEG, WebP) only "
+                                 "so far: render a script with a soundtrack locally with `daotai render`",
+                                 "sound_not_stored")
         sha256 = hashlib.sha256(data).hexdigest()
         upload = await run_in_threadpool(store.upload_by_sha, sha256)
         created = False

@@ -1,0 +1,124 @@
+"""Sound files sent to the service are decoded in the sandbox: type from the bytes, duration and
+size caps; hostile ones (truncated, forged lengths, wrong type, empty) get 4xx and the server lives on."""
+
+from __future__ import annotations
+
+import io
+import struct
+import wave
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from daotai.server.images import ImageRejected, check_sound, sound_container
+
+RATE = 48000
+
+
+def wav_bytes(seconds: float = 1.0, rate: int = RATE) -> bytes:
+    buffer = io.BytesIO()
+    t = np.arange(int(seconds * rate)) / rate
+    tone = (0.3 * np.sin(2 * np.pi * 440 * t) * 32767).astype("<i2")
+    with wave.open(buffer, "wb") as handle:
+        handle.setnchannels(1)
+        handle.setsampwidth(2)
+        handle.setframerate(rate)
+        handle.writeframes(tone.tobytes())
+    return buffer.getvalue()
+
+
+def encoded(fmt: str, codec: str, seconds: float = 1.0) -> bytes:
+    """A sound file made by PyAV in memory (FLAC, MP3, Ogg/Opus, M4A)."""
+    import av
+
+    buffer = io.BytesIO()
+    rate = 48000
+    with av.open(buffer, "w", format=fmt) as container:
+        stream = container.add_stream(codec, rate=rate, layout="mono")
+        t = np.arange(int(seconds * rate)) / rate
+        samples = (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)[None, :]
+        frame = av.AudioFrame.from_ndarray(samples, format="flt", layout="mono")
+        frame.sample_rate = rate
+        frame.pts = 0
+        frame.time_base = Fraction(1, rate)
+        for packet in stream.encode(frame):
+            container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("fmt, codec, kind", [("flac", "flac", "audio/flac"), ("mp3", "libmp3lame", "audio/mpeg"),
+                                              ("ogg", "libopus", "audio/ogg"), ("ipod", "aac", "audio/mp4")])
+def test_common_sound_files_are_read_from_their_bytes(tmp_path, fmt, codec, kind):
+    checked = check_sound(encoded(fmt, codec), tmp_path)
+    assert checked.content_type == kind and checked.seconds == pytest.approx(1.0, abs=0.1)
+    assert list(tmp_path.iterdir()) == []  # nothing left in staging
+
+
+def test_wav_is_read_and_measured(tmp_path):
+    checked = check_sound(wav_bytes(2.0), tmp_path)
+    assert (checked.codec, checked.rate, checked.channels, checked.content_type) == ("pcm_s16le", RATE, 1, "audio/wav")
+    assert checked.seconds == pytest.approx(2.0)
+
+
+def forged_length(data: bytes) -> bytes:
+    """A WAV whose data chunk claims ~4 GB (about 12 hours) while holding one second."""
+    forged = bytearray(data)
+    at = forged.find(b"data")
+    forged[at + 4:at + 8] = struct.pack("<I", 0xFFFFFF00)
+    return bytes(forged)
+
+
+@pytest.mark.parametrize("name, data, status, code", [
+    ("empty", b"", 400, "empty_file"),
+    ("text", b"hello, this is not sound" * 10, 415, "unsupported_sound_type"),
+    ("truncated_wav", wav_bytes()[:200], 400, "invalid_sound"),
+    ("forged_length", forged_length(wav_bytes()), 400, "invalid_sound"),
+    ("flac_magic_then_garbage", b"fLaC" + b"\x00garbage" * 64, 400, "invalid_sound"),
+    ("mp3_sync_then_garbage", b"\xff\xfb" + bytes(range(256)) * 4, 400, "invalid_sound"),
+])
+def test_hostile_sound_is_refused(tmp_path, name, data, status, code):
+    with pytest.raises(ImageRejected) as caught:
+        check_sound(data, tmp_path)
+    assert (caught.value.status, caught.value.code) == (status, code), str(caught.value)
+    assert str(caught.value).startswith("file: ")
+    assert not any(tmp_path.iterdir()) if tmp_path.exists() else True
+
+
+def test_duration_cap(tmp_path):
+    with pytest.raises(ImageRejected) as caught:
+        check_sound(wav_bytes(3.0), tmp_path, max_seconds=2.0)
+    assert caught.value.status == 413 and caught.value.code == "sound_too_long"
+    flac = encoded("flac", "flac", seconds=3.0)
+    with pytest.raises(ImageRejected):
+        check_sound(flac, tmp_path, max_seconds=2.0)
+
+
+def test_images_are_not_mistaken_for_sound():
+    from builders import png_bytes
+
+    assert sound_container(png_bytes(8, 8)) is None
+    assert sound_container(b"\xff\xd8\xff\xe0" + b"\0" * 20) is None  # JPEG
+    assert sound_container(b"RIFF\0\0\0\0WEBPVP8 ") is None
+
+
+def test_server_refuses_hostile_sound_with_4xx_and_survives(tmp_path):
+    pytest.importorskip("fastapi")
+    httpx = pytest.importorskip("httpx")
+    from daotai.server.app import create_app
+    from daotai.server.testing import thread_server
+
+    app = create_app(tmp_path / "data", start_dispatcher=False)
+    with thread_server(app) as url:
+        cases = {"empty": (b"", 400), "truncated": (wav_bytes()[:200], 400),
+                 "forged": (forged_length(wav_bytes()), 400), "garbage_flac": (b"fLaC" + b"\0" * 500, 400),
+                 "good_but_not_stored": (wav_bytes(), 415)}
+        for name, (data, status) in cases.items():
+            reply = httpx.post(f"{url}/v1/uploads", files={"file": ("a.wav", data, "audio/wav")}, timeout=30)
+            assert reply.status_code == status, (name, reply.text)
+            assert reply.json()["error"]["param"] == "file"
+        assert httpx.get(f"{url}/health").status_code == 200
+    staging = tmp_path / "data" / "staging"
+    assert not staging.exists() or list(staging.iterdir()) == []
