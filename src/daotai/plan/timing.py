@@ -132,8 +132,9 @@ def plan_segments(duration_s: float, fps: float, step: int, offset: int, min_s: 
     """Generations that make a shot of ``duration_s`` at ``fps`` under a model's frame and duration rules.
 
     A shot shorter than ``min_s`` is one generation of the shortest snapped length (then trimmed);
-    a longer one than a generation can make is split into segments of equal length, each of which
-    starts on the previous segment's last frame (so one frame of each join is shared, not shown twice).
+    a longer one than a generation can make is split into the fewest segments of one equal length
+    (the shortest that covers the shot), each starting on the previous segment's last frame (so one
+    frame of each join is shared, not shown twice), with the shot's frames spread evenly over them.
     """
     _require_positive("duration_s", duration_s)
     _require_positive("fps", fps)
@@ -148,16 +149,17 @@ def plan_segments(duration_s: float, fps: float, step: int, offset: int, min_s: 
         raise PlanError(f"segments: no frame count of the form {step}k+{offset} lies within {min_s:g}-{max_s:g} s at {fps:g} fps")
     if wanted <= longest:
         return [Segment(0, 0, wanted, max(lowest, snap_frames(wanted, step, offset)))]
-    # n segments supply wanted = first + (n - 1) * (frames - 1) frames: the joins share one frame each.
+    # n segments of F frames supply F + (n - 1) * (F - 1) frames: the joins share one frame each.
     count = 2
     while longest + (count - 1) * (longest - 1) < wanted:
         count += 1
+    frames = lowest
+    while frames + (count - 1) * (frames - 1) < wanted:
+        frames = snap_frames(frames + 1, step, offset)
     segments, start = [], 0
     for index in range(count):
-        remaining = wanted - start
-        share = -(-remaining // (count - index))  # ceil: spread the frames evenly over what is left
-        made = share if index == 0 else share + 1  # later segments regenerate the shared frame
-        frames = max(lowest, snap_frames(made, step, offset))
+        capacity = frames if index == 0 else frames - 1  # later segments regenerate the shared frame
+        share = min(capacity, -(-(wanted - start) // (count - index)))  # ceil: spread evenly over what is left
         segments.append(Segment(index, start, share, frames))
         start += share
     return segments
