@@ -1,0 +1,106 @@
+"""The Camera Check node's library half: does a video's camera move the way the shot's plan says?
+
+Any frames will do (a neural model's output, a previz, a phone clip): they are put on the plan's
+frame grid by time (a clip at another frame rate is sampled at the plan's frame times; a
+shorter clip is checked over the frames it has), and :func:`daotai.qc.camera.check_camera`
+compares the motion tracked in them with the motion the planned cameras imply for the plan's
+geometric scene model (ground, set pieces, characters as cylinders), as ``daotai qc`` does for
+shots without a depth control file.
+
+Not computed: pose-based metrics (RotErr, TransErr, CamMC), which need the video's camera poses
+estimated by structure from motion; the report gives the flow-based error and the planned
+against measured totals of each motion component instead.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from daotai.errors import Issue, OptionError
+from daotai.plan.model import Plan, ShotPlan
+from daotai.qc.camera import CameraAdherence, CameraCheckConfig, Cylinder, DepthModel, Solid, check_camera
+
+
+@dataclass(frozen=True)
+class CameraCheck:
+    """The verdict on one clip against one shot."""
+
+    shot_id: str
+    frames_checked: int  # plan frames the clip covered
+    adherence: CameraAdherence
+
+    @property
+    def ok(self) -> bool:
+        return self.adherence.ok
+
+    def metrics(self) -> dict:
+        """Plain JSON data: the adherence (errors, per-component totals, tracks) and the frames checked."""
+        return {"shot_id": self.shot_id, "frames_checked": self.frames_checked, **self.adherence.to_dict()}
+
+    def report(self) -> str:
+        """A few lines for people: the verdict, the error against its limit, each moving component."""
+        a = self.adherence
+        lines = [f"{self.shot_id}: camera {'follows the plan' if a.ok else 'does NOT follow the plan'} — {a.summary}",
+                 f"mean error {a.error_mean_px:.2f} px/frame (limit {a.error_limit_px:.2f}), "
+                 f"p95 {a.error_p95_px:.2f}; {a.pairs_evaluated} frame pairs, {a.pairs_skipped} skipped, "
+                 f"{self.frames_checked} of {a.frames_planned} planned frames"]
+        for c in a.components:
+            if c.significant or c.unplanned:
+                verdict = ("unplanned" if c.unplanned else "right direction" if c.direction_ok
+                           else "WRONG direction" if c.direction_ok is False else "")
+                lines.append(f"  {c.name}: planned {c.expected_total:+.3g} {c.unit} ({c.words}), "
+                             f"measured {c.measured_total:+.3g} {c.unit}; {verdict}")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        return json.dumps(self.metrics(), indent=1)
+
+
+def scene_models(plan: Plan, shot: ShotPlan) -> list[DepthModel]:
+    """Per frame, the plan's geometric scene: set pieces as solids, characters as cylinders their height."""
+    from daotai.qc.report import FIGURE_RADIUS_M
+
+    heights = {c.id: c.height for c in plan.characters}
+    pieces = tuple(Solid.placed(p.kind, p.position, p.size, p.yaw) for p in plan.scene.set_pieces)
+    return [DepthModel(occluders=pieces + tuple(
+        Cylinder(center_x=c.position[0], center_z=c.position[1], radius=FIGURE_RADIUS_M * heights[c.id] / 1.75,
+                 height=heights[c.id]) for c in frame)) for frame in shot.character_frames]
+
+
+def on_plan_grid(frames: Sequence[np.ndarray] | np.ndarray, fps: float | Fraction | None, plan: Plan,
+                 shot: ShotPlan) -> list[np.ndarray]:
+    """The clip's frames at the plan's frame times (at most the shot's frames; none past the clip's end)."""
+    count = len(frames)
+    plan_fps = Fraction(*plan.fps_fraction)
+    rate = plan_fps if not fps else Fraction(fps).limit_denominator(1_000_000)
+    picked = []
+    for i in range(shot.frames):
+        index = int(Fraction(i) * rate / plan_fps + Fraction(1, 2))  # nearest clip frame at plan frame i's time
+        if index >= count:
+            break
+        picked.append(frames[index])
+    return picked
+
+
+def check_clip(plan: Plan, shot: ShotPlan, frames: Sequence[np.ndarray] | np.ndarray,
+               fps: float | Fraction | None = None, stride: int = 1) -> CameraCheck:
+    """Check the camera of ``frames`` ((H, W, 3) uint8 each, at ``fps``; default the plan's) against ``shot``."""
+    picked = on_plan_grid(frames, fps, plan, shot)
+    if len(picked) < 2:
+        raise OptionError([Issue("video", f"{len(frames)} frames", f"covers {len(picked)} of shot "
+                                 f"{shot.shot_id}'s frames; the check needs at least 2")])
+    height, width = picked[0].shape[:2]
+    if abs(width / height - plan.width / plan.height) > 0.01:
+        raise OptionError([Issue("video", f"{width}x{height}", f"must have the plan's aspect ratio "
+                                 f"({plan.width}x{plan.height}); crop or pad it first")])
+    n = len(picked)
+    cams = np.array([c.cam_to_world for c in shot.cameras[:n]], dtype=np.float64).reshape(-1, 4, 4)
+    fovs = np.array([c.fov for c in shot.cameras[:n]], dtype=np.float64)
+    adherence = check_camera(iter(picked), cams, fovs, scene_models(plan, shot)[:n], stride=stride,
+                             config=CameraCheckConfig())
+    return CameraCheck(shot_id=shot.shot_id, frames_checked=n, adherence=adherence)

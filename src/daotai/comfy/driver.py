@@ -1,0 +1,32 @@
+"""Running the library's event generators for a front end without an event loop of its own.
+
+The library's long work is a generator of events (:mod:`daotai.render.base`) that returns its
+result; a ComfyUI node wants a plain call with a progress bar and a stop button. :func:`drive`
+bridges the two: Progress events go to a callback, and a caller's interrupt flag sets the
+run context's cancel event, so the library stops at its next check with
+:class:`~daotai.errors.Cancelled`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Generator, TypeVar
+
+from daotai.render.base import Event, Progress, RunContext
+
+T = TypeVar("T")
+
+ProgressHook = Callable[[int, int], None]  # (done, total)
+
+
+def drive(events: Generator[Event, None, T], ctx: RunContext, on_progress: ProgressHook | None = None,
+          interrupted: Callable[[], bool] | None = None) -> T:
+    """Run ``events`` to its return value, reporting Progress and passing on an interrupt as cancellation."""
+    while True:
+        if interrupted is not None and interrupted():
+            ctx.cancel.set()
+        try:
+            event = next(events)
+        except StopIteration as stop:
+            return stop.value
+        if on_progress is not None and isinstance(event, Progress) and event.total > 0:
+            on_progress(event.done, event.total)

@@ -1,0 +1,143 @@
+"""The Assemble Sequence node's library half: shot videos joined with the script's transitions.
+
+The folder it writes is laid out as ``daotai render`` lays out its own (``shots/<id>.mp4``,
+``sequence.mp4``, ``timeline.otio`` with ``.xml`` / ``.edl`` beside it), and the sequence is
+made the way the render pipeline makes it: the same clips, transitions, encode settings (the
+codec asked for over the backend's defaults) and sound (the shots' own sound unless muted,
+the script's soundtrack under it). Given the shot files ``daotai render`` wrote, the sequence
+is the same file, byte for byte.
+
+A shot given as a file is copied into ``shots/``; a shot given as frames is encoded there
+first (with the backend's encode defaults, as a render would).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Generator, Mapping
+
+import numpy as np
+
+from daotai.errors import Issue, OptionError
+from daotai.plan.layout import RenderLayout
+from daotai.plan.model import Plan
+from daotai.render.base import Event, Progress, RunContext
+
+ShotSource = Path | str | np.ndarray  # a video file, or frames (F, H, W, 3) uint8 at the plan's fps
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """What :func:`assemble_shots` wrote."""
+
+    folder: Path
+    sequence: Path
+    timeline: tuple[Path, ...]  # timeline.otio, then the editorial formats written beside it
+    shots: tuple[Path, ...]  # in sequence order
+    frames: int
+    plan: Plan  # the plan of the assembled shots (re-timed as a sequence)
+
+
+def chosen_shots(plan: Plan, shot_ids: str | list[str] | tuple[str, ...] = "") -> Plan:
+    """The plan of the named shots (comma-separated or a list; empty: every shot), re-timed as ``--shots`` does."""
+    from daotai.plan.planner import select_shots
+
+    ids = [s.strip() for s in shot_ids.split(",")] if isinstance(shot_ids, str) else [str(s).strip() for s in shot_ids]
+    ids = [s for s in ids if s]
+    if not ids:
+        return plan
+    known = {s.shot_id for s in plan.shots}
+    unknown = [s for s in ids if s not in known]
+    if unknown:
+        raise OptionError([Issue("shot_ids", s, "is not a shot of the script") for s in unknown],
+                          valid=tuple(s.shot_id for s in plan.shots))
+    return select_shots(plan, ids)
+
+
+def _place_shot(source: ShotSource, target: Path, plan: Plan, enc, shot_id: str) -> None:
+    """Copy a shot file to ``target``, or encode frames there (atomically either way)."""
+    from daotai.files import atomic_path
+
+    if isinstance(source, np.ndarray):
+        from daotai.encode.video import VideoWriter
+
+        frames = np.asarray(source)
+        if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
+            raise OptionError.at(shot_id, f"frames of shape {frames.shape} {frames.dtype}",
+                                 "must be (F, H, W, 3) uint8")
+        with VideoWriter(target, frames.shape[2], frames.shape[1], Fraction(*plan.fps_fraction), enc) as writer:
+            for frame in frames:
+                writer.write(frame)
+        return
+    path = Path(source)
+    if not path.is_file():
+        raise OptionError.at(shot_id, str(path), "is not a video file")
+    if path.resolve() == target.resolve():
+        return
+    with atomic_path(target) as temp:
+        shutil.copyfile(path, temp)
+
+
+def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Path, *, codec: str = "h264",
+                   backend: str = "previz", source: Path | None = None,
+                   ctx: RunContext | None = None) -> Generator[Event, None, Sequence]:
+    """Join ``shots`` (shot id → video file or frames) in ``plan``'s order into ``folder``; yields progress.
+
+    ``plan`` holds exactly the shots to join (see :func:`chosen_shots`); ``codec`` and
+    ``backend`` choose the encode settings as ``daotai render --codec … --backend …`` does;
+    ``source`` is the script file its soundtrack is relative to (None: the current folder).
+    """
+    from daotai.deliver.timeline import write_timeline
+    from daotai.encode.audio import ROLE_SOUNDTRACK, probe_audio
+    from daotai.pipeline import PipelineSettings, encode_settings_for, load_soundtrack
+    from daotai.post.assemble import ClipSpec, Transition, assemble
+
+    ctx = ctx or RunContext()
+    missing = [s.shot_id for s in plan.shots if s.shot_id not in shots]
+    if missing:
+        raise OptionError([Issue("shots", shot_id, "has no video; connect one or name a folder that holds "
+                                 "shots/<id>.mp4") for shot_id in missing])
+    settings = PipelineSettings(backend=backend, codec=codec)
+    enc = encode_settings_for(settings, plan.width, plan.height)
+    layout = RenderLayout(Path(folder), enc.container)
+    layout.make_folders(False)
+    total = len(plan.shots)
+    placed = []
+    for done, shot in enumerate(plan.shots):
+        ctx.check()
+        yield Progress("encode", shot.shot_id, done, total, "placing shot files")
+        target = layout.shot(shot.shot_id)
+        _place_shot(shots[shot.shot_id], target, plan, enc, shot.shot_id)
+        placed.append(target)
+
+    soundtrack = load_soundtrack(plan, source)
+    fps = Fraction(*plan.fps_fraction)
+    clips = []
+    for shot, path in zip(plan.shots, placed, strict=True):
+        kind = shot.transition.type
+        seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
+        level = shot.sound
+        heard = probe_audio(path)
+        own = heard is not None and heard.role != ROLE_SOUNDTRACK and not (level is not None and level.mute)
+        clips.append(ClipSpec(path=path, transition_in=Transition(kind, seconds), audio=own,
+                              audio_gain_db=level.gain_db if level is not None else 0.0))
+
+    def on_frame(done: int, count: int) -> None:
+        ctx.check()  # a stop between frames leaves nothing at the sequence's path
+
+    yield Progress("assemble", None, 0, plan.total_frames)
+    result = assemble(clips, layout.sequence, fps, enc, on_progress=on_frame, soundtrack=soundtrack)
+    yield Progress("assemble", None, plan.total_frames, plan.total_frames)
+    timeline = write_timeline(plan, {s.shot_id: layout.relative("shot", s.shot_id) for s in plan.shots},
+                              layout.timeline)
+    return Sequence(folder=layout.root, sequence=layout.sequence, timeline=tuple(timeline), shots=tuple(placed),
+                    frames=result.frames, plan=plan)
+
+
+def shots_in_folder(plan: Plan, folder: str | Path) -> dict[str, Path]:
+    """Shot id → ``shots/<id>.<container>`` of a render folder, for the plan's shots found there."""
+    layout = RenderLayout.find(folder)
+    return {s.shot_id: layout.shot(s.shot_id) for s in plan.shots if layout.shot(s.shot_id).is_file()}

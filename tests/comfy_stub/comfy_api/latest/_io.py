@@ -1,0 +1,509 @@
+"""Stub of ``comfy_api.latest.io`` (ComfyUI 0.3.64): node schemas, socket types, node base class.
+
+Signatures follow the release: ``Schema(node_id, display_name, category, inputs, outputs,
+hidden, description, is_output_node, …)``; ``Int.Input(id, display_name, optional, tooltip,
+lazy, default, min, max, step, …)``; ``Output(id, display_name, tooltip, is_output_list)``;
+``NodeOutput(*args, ui=None, expand=None, block_execution=None)``. ``Schema.validate`` checks
+what the release checks (ids unique); ``Schema.check`` adds the stricter checks the test
+harness runs (see tests/comfy_stub/README.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class NumberDisplay(str, Enum):
+    number = "number"
+    slider = "slider"
+
+
+class UploadType(str, Enum):
+    image = "image_upload"
+    audio = "audio_upload"
+    video = "video_upload"
+    model = "file_upload"
+
+
+class IOType(str):
+    """A socket type name; ``*`` matches anything and ``A,B`` matches A or B (as ComfyUI compares them)."""
+
+    def accepts(self, other: str) -> bool:
+        if self == "*" or other == "*":
+            return True
+        mine, theirs = set(self.split(",")), set(str(other).split(","))
+        return mine <= theirs or theirs <= mine
+
+
+# ------------------------------------------------------------------ inputs and outputs
+
+
+class Input:
+    """A socket input (a value from another node's output)."""
+
+    Parent: Any = None
+
+    def __init__(self, id: str, display_name: str | None = None, optional: bool = False, tooltip: str | None = None,
+                 lazy: bool | None = None, extra_dict: dict | None = None):
+        self.id = id
+        self.display_name = display_name
+        self.optional = optional
+        self.tooltip = tooltip
+        self.lazy = lazy
+        self.extra_dict = extra_dict or {}
+
+    @property
+    def io_type(self) -> IOType:
+        return self.Parent.io_type
+
+    def as_dict(self) -> dict:
+        values = {"display_name": self.display_name, "optional": self.optional, "tooltip": self.tooltip,
+                  "lazy": self.lazy}
+        return {k: v for k, v in values.items() if v not in (None, False)} | self.extra_dict
+
+
+class WidgetInput(Input):
+    """An input shown as a widget (a constant on the node) unless converted to a socket."""
+
+    def __init__(self, id: str, display_name: str | None = None, optional: bool = False, tooltip: str | None = None,
+                 lazy: bool | None = None, default: Any = None, socketless: bool | None = None,
+                 widget_type: str | None = None, force_input: bool | None = None, extra_dict: dict | None = None):
+        super().__init__(id, display_name, optional, tooltip, lazy, extra_dict)
+        self.default = default
+        self.socketless = socketless
+        self.widget_type = widget_type
+        self.force_input = force_input
+
+    def as_dict(self) -> dict:
+        values = {"default": self.default, "socketless": self.socketless, "forceInput": self.force_input}
+        return super().as_dict() | {k: v for k, v in values.items() if v is not None}
+
+    def problems(self) -> list[str]:
+        """Where the declared default breaks the widget's own rules (stub-only check)."""
+        return []
+
+    def check_value(self, value: Any) -> str | None:
+        """Why ``value`` is not acceptable for this widget, or None (what ComfyUI's prompt validation refuses)."""
+        return None
+
+
+class Output:
+    """A node output."""
+
+    Parent: Any = None
+
+    def __init__(self, id: str | None = None, display_name: str | None = None, tooltip: str | None = None,
+                 is_output_list: bool = False):
+        self.id = id
+        self.display_name = display_name
+        self.tooltip = tooltip
+        self.is_output_list = is_output_list
+
+    @property
+    def io_type(self) -> IOType:
+        return self.Parent.io_type
+
+
+class ComfyType:
+    """A socket type: ``io_type`` plus its Input (and Output) classes."""
+
+    io_type: IOType = None  # type: ignore[assignment]
+    Type: Any = Any
+
+    class Input(Input):
+        pass
+
+    class Output(Output):
+        pass
+
+
+def comfytype(io_type: str):
+    """Bind ``io_type`` to a ComfyType subclass and give it its own Input / Output classes."""
+
+    def bind(cls: type) -> type:
+        cls.io_type = IOType(io_type)
+        cls.Input = type(f"{cls.__name__}Input", (cls.Input,), {"Parent": cls})
+        cls.Output = type(f"{cls.__name__}Output", (cls.Output,), {"Parent": cls})
+        return cls
+
+    return bind
+
+
+def Custom(io_type: str) -> type[ComfyType]:
+    """A socket type for values only the pack's own nodes understand."""
+
+    @comfytype(io_type)
+    class CustomType(ComfyType):
+        pass
+
+    return CustomType
+
+
+def _number_problems(widget: Any, kind: type | tuple[type, ...]) -> list[str]:
+    found = []
+    for name in ("default", "min", "max", "step"):
+        value = getattr(widget, name, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            found.append(f"{name} {value!r} is not a {widget.io_type} value")
+        elif isinstance(value, float) and not math.isfinite(value):
+            found.append(f"{name} {value!r} is not finite")
+    if found:
+        return found
+    if widget.min is not None and widget.max is not None and widget.min > widget.max:
+        found.append(f"min {widget.min} > max {widget.max}")
+    if widget.default is None:
+        found.append("has no default")
+    elif ((widget.min is not None and widget.default < widget.min)
+          or (widget.max is not None and widget.default > widget.max)):
+        found.append(f"default {widget.default} lies outside [{widget.min}, {widget.max}]")
+    if widget.step is not None and widget.step <= 0:
+        found.append(f"step {widget.step} must be > 0")
+    return found
+
+
+def _number_value(widget: Any, value: Any, kind: type | tuple[type, ...]) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, kind):
+        return f"{value!r} is not a {widget.io_type}"
+    if widget.min is not None and value < widget.min:
+        return f"{value} is below the minimum {widget.min}"
+    if widget.max is not None and value > widget.max:
+        return f"{value} is above the maximum {widget.max}"
+    return None
+
+
+@comfytype("BOOLEAN")
+class Boolean(ComfyType):
+    Type = bool
+
+    class Input(WidgetInput):
+        def __init__(self, id: str, display_name: str | None = None, optional: bool = False,
+                     tooltip: str | None = None, lazy: bool | None = None, default: bool | None = None,
+                     label_on: str | None = None, label_off: str | None = None, socketless: bool | None = None,
+                     force_input: bool | None = None):
+            super().__init__(id, display_name, optional, tooltip, lazy, default, socketless, None, force_input)
+            self.label_on = label_on
+            self.label_off = label_off
+
+        def problems(self) -> list[str]:
+            return [] if isinstance(self.default, bool) else [f"default {self.default!r} is not a BOOLEAN"]
+
+        def check_value(self, value: Any) -> str | None:
+            return None if isinstance(value, bool) else f"{value!r} is not a BOOLEAN"
+
+
+@comfytype("INT")
+class Int(ComfyType):
+    Type = int
+
+    class Input(WidgetInput):
+        def __init__(self, id: str, display_name: str | None = None, optional: bool = False,
+                     tooltip: str | None = None, lazy: bool | None = None, default: int | None = None,
+                     min: int | None = None, max: int | None = None, step: int | None = None,
+                     control_after_generate: bool | None = None, display_mode: NumberDisplay | None = None,
+                     socketless: bool | None = None, force_input: bool | None = None):
+            super().__init__(id, display_name, optional, tooltip, lazy, default, socketless, None, force_input)
+            self.min, self.max, self.step = min, max, step
+            self.control_after_generate = control_after_generate
+            self.display_mode = display_mode
+
+        def problems(self) -> list[str]:
+            return _number_problems(self, int)
+
+        def check_value(self, value: Any) -> str | None:
+            return _number_value(self, value, int)
+
+
+@comfytype("FLOAT")
+class Float(ComfyType):
+    Type = float
+
+    class Input(WidgetInput):
+        def __init__(self, id: str, display_name: str | None = None, optional: bool = False,
+                     tooltip: str | None = None, lazy: bool | None = None, default: float | None = None,
+                     min: float | None = None, max: float | None = None, step: float | None = None,
+                     round: float | None = None, display_mode: NumberDisplay | None = None,
+                     socketless: bool | None = None, force_input: bool | None = None):
+            super().__init__(id, display_name, optional, tooltip, lazy, default, socketless, None, force_input)
+            self.min, self.max, self.step, self.round = min, max, step, round
+            self.display_mode = display_mode
+
+        def problems(self) -> list[str]:
+            return _number_problems(self, (int, float))
+
+        def check_value(self, value: Any) -> str | None:
+            return _number_value(self, value, (int, float))
+
+
+@comfytype("STRING")
+class String(ComfyType):
+    Type = str
+
+    class Input(WidgetInput):
+        def __init__(self, id: str, display_name: str | None = None, optional: bool = False,
+                     tooltip: str | None = None, lazy: bool | None = None, multiline: bool = False,
+                     placeholder: str | None = None, default: str | None = None, dynamic_prompts: bool | None = None,
+                     socketless: bool | None = None, force_input: bool | None = None):
+            super().__init__(id, display_name, optional, tooltip, lazy, default, socketless, None, force_input)
+            self.multiline = multiline
+            self.placeholder = placeholder
+            self.dynamic_prompts = dynamic_prompts
+
+        def problems(self) -> list[str]:
+            return [] if isinstance(self.default, str) else [f"default {self.default!r} is not a STRING"]
+
+        def check_value(self, value: Any) -> str | None:
+            return None if isinstance(value, str) else f"{value!r} is not a STRING"
+
+
+@comfytype("COMBO")
+class Combo(ComfyType):
+    Type = str
+
+    class Input(WidgetInput):
+        def __init__(self, id: str, options: list | type[Enum] | None = None, display_name: str | None = None,
+                     optional: bool = False, tooltip: str | None = None, lazy: bool | None = None,
+                     default: Any = None, control_after_generate: bool | None = None,
+                     upload: UploadType | None = None, image_folder: Any = None, remote: Any = None,
+                     socketless: bool | None = None):
+            if isinstance(options, type) and issubclass(options, Enum):
+                options = [member.value for member in options]
+            if isinstance(default, Enum):
+                default = default.value
+            super().__init__(id, display_name, optional, tooltip, lazy, default, socketless)
+            self.options = options
+            self.multiselect = False
+            self.control_after_generate = control_after_generate
+            self.upload = upload
+
+        def problems(self) -> list[str]:
+            if not self.options:
+                return ["has no options"]
+            if len(set(self.options)) != len(self.options):
+                return [f"options {self.options!r} repeat a value"]
+            if self.default is not None and self.default not in self.options:
+                return [f"default {self.default!r} is not one of the options {self.options!r}"]
+            return []
+
+        def check_value(self, value: Any) -> str | None:
+            return None if value in self.options else f"{value!r} is not one of {self.options!r}"
+
+
+@comfytype("IMAGE")
+class Image(ComfyType):
+    """(batch, height, width, channels) float tensor in [0, 1]."""
+
+
+@comfytype("MASK")
+class Mask(ComfyType):
+    """(batch, height, width) float tensor in [0, 1]."""
+
+
+@comfytype("WAN_CAMERA_EMBEDDING")
+class WanCameraEmbedding(ComfyType):
+    """(1, 24, latent frames, height, width) float tensor: Plücker rays packed 4 frames per latent frame."""
+
+
+@comfytype("LATENT")
+class Latent(ComfyType):
+    pass
+
+
+@comfytype("CONDITIONING")
+class Conditioning(ComfyType):
+    pass
+
+
+@comfytype("MODEL")
+class Model(ComfyType):
+    pass
+
+
+@comfytype("CLIP")
+class Clip(ComfyType):
+    pass
+
+
+@comfytype("VAE")
+class Vae(ComfyType):
+    pass
+
+
+@comfytype("CLIP_VISION")
+class ClipVision(ComfyType):
+    pass
+
+
+@comfytype("CLIP_VISION_OUTPUT")
+class ClipVisionOutput(ComfyType):
+    pass
+
+
+@comfytype("AUDIO")
+class Audio(ComfyType):
+    pass
+
+
+@comfytype("VIDEO")
+class Video(ComfyType):
+    """A ``comfy_api.latest.Input.Video`` (VideoFromFile, VideoFromComponents)."""
+
+
+@comfytype("*")
+class AnyType(ComfyType):
+    pass
+
+
+# ------------------------------------------------------------------ schema and node
+
+
+class Hidden(str, Enum):
+    unique_id = "UNIQUE_ID"
+    prompt = "PROMPT"
+    extra_pnginfo = "EXTRA_PNGINFO"
+    dynprompt = "DYNPROMPT"
+    auth_token_comfy_org = "AUTH_TOKEN_COMFY_ORG"
+    api_key_comfy_org = "API_KEY_COMFY_ORG"
+
+
+@dataclass
+class Schema:
+    """What a node is: its id, where it sits in the menu, its inputs and outputs."""
+
+    node_id: str
+    display_name: str | None = None
+    category: str = "sd"
+    inputs: list[Input] | None = None
+    outputs: list[Output] | None = None
+    hidden: list[Hidden] | None = None
+    description: str = ""
+    is_input_list: bool = False
+    is_output_node: bool = False
+    is_deprecated: bool = False
+    is_experimental: bool = False
+    is_api_node: bool = False
+    not_idempotent: bool = False
+    enable_expand: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """What ComfyUI checks: input ids unique, output ids unique, and no id both an input and an output."""
+        inputs = [i.id for i in self.inputs or []]
+        outputs = [o.id for o in self.outputs or []]
+        problems = []
+        for kind, ids in (("Input", inputs), ("Output", outputs)):
+            repeated = [name for name, count in Counter(ids).items() if count > 1]
+            if repeated:
+                problems.append(f"{kind} ids must be unique, but {repeated} are not.")
+        both = set(inputs) & set(outputs)
+        if both:
+            problems.append(f"Ids must be unique between inputs and outputs, but {both} are not.")
+        if problems:
+            raise ValueError("\n".join(problems))
+
+    def finalize(self) -> None:
+        """Outputs without an id get one from their position and type; output nodes get their hidden inputs."""
+        if self.is_output_node:
+            self.hidden = list(self.hidden or [])
+            for wanted in (Hidden.prompt, Hidden.extra_pnginfo):
+                if wanted not in self.hidden:
+                    self.hidden.append(wanted)
+        for index, output in enumerate(self.outputs or []):
+            if output.id is None:
+                output.id = f"_{index}_{output.io_type}_"
+
+    def check(self) -> list[str]:
+        """Stub-only, stricter: every problem a careful reviewer would flag in the declaration."""
+        problems = []
+        if not self.node_id or not isinstance(self.node_id, str):
+            problems.append(f"node_id {self.node_id!r} must be a non-empty string")
+        if not self.display_name:
+            problems.append(f"{self.node_id}: has no display_name")
+        for item in [*(self.inputs or []), *(self.outputs or [])]:
+            if not isinstance(item, (Input, Output)):
+                problems.append(f"{self.node_id}: {item!r} is not an Input or Output")
+                continue
+            if not item.id:
+                problems.append(f"{self.node_id}: an input or output has no id")
+            if not getattr(item.Parent, "io_type", None):
+                problems.append(f"{self.node_id}.{item.id}: has no type")
+            if isinstance(item, WidgetInput):
+                problems += [f"{self.node_id}.{item.id}: {p}" for p in item.problems()]
+        try:
+            self.validate()
+        except ValueError as exc:
+            problems.append(f"{self.node_id}: {exc}")
+        return problems
+
+
+class ComfyNode:
+    """Base of every V3 node: override ``define_schema`` and ``execute`` (classmethods)."""
+
+    SCHEMA: Schema | None = None
+    hidden: Any = None
+
+    @classmethod
+    def define_schema(cls) -> Schema:
+        raise NotImplementedError
+
+    @classmethod
+    def execute(cls, **kwargs: Any) -> NodeOutput:
+        raise NotImplementedError
+
+    @classmethod
+    def validate_inputs(cls, **kwargs: Any) -> bool | str:
+        raise NotImplementedError
+
+    @classmethod
+    def fingerprint_inputs(cls, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def VALIDATE_CLASS(cls) -> None:
+        for name in ("define_schema", "execute"):
+            if getattr(cls, name).__func__ is getattr(ComfyNode, name).__func__:
+                raise Exception(f"No {name} function was defined for node class {cls.__name__}.")
+
+    @classmethod
+    def GET_SCHEMA(cls) -> Schema:
+        """The finalized, validated schema (as ComfyUI's loader builds it)."""
+        cls.VALIDATE_CLASS()
+        schema = cls.define_schema()
+        schema.finalize()
+        schema.validate()
+        cls.SCHEMA = schema
+        return schema
+
+    @classmethod
+    def EXECUTE_NORMALIZED(cls, **kwargs: Any) -> NodeOutput:
+        """Run ``execute`` and normalise what it returned to a NodeOutput (None, tuple and dict allowed)."""
+        returned = cls.execute(**kwargs)
+        if returned is None:
+            return NodeOutput()
+        if isinstance(returned, NodeOutput):
+            return returned
+        if isinstance(returned, tuple):
+            return NodeOutput(*returned)
+        if isinstance(returned, dict):
+            return NodeOutput(*returned.get("result", ()), ui=returned.get("ui"), expand=returned.get("expand"))
+        raise Exception(f"Invalid return type from node: {type(returned)}")
+
+
+class NodeOutput:
+    """A node's results, in the order of its schema's outputs (plus optional UI data)."""
+
+    def __init__(self, *args: Any, ui: Any = None, expand: dict | None = None, block_execution: str | None = None):
+        self.args = args
+        self.ui = ui
+        self.expand = expand
+        self.block_execution = block_execution
+
+    @property
+    def result(self) -> tuple | None:
+        return self.args if self.args else None
+
+    def __getitem__(self, index: int) -> Any:
+        return self.args[index]

@@ -1,0 +1,130 @@
+"""What ComfyUI's loader and executor do with a V3 node pack, as a test harness over the stub.
+
+``load_pack(module)`` awaits the module's ``comfy_entrypoint``, checks it returned a
+``ComfyExtension``, and registers every node after checking its schema (``Schema.check``: ids
+unique within and across nodes, every socket typed, widget defaults valid). ``run_node(cls,
+**inputs)`` runs one node the way the executor runs it: unknown inputs refused, missing widget
+values filled with their defaults, required inputs enforced, widget values checked against
+their ranges and options, ``validate_inputs`` called with the constant inputs it names (a
+string answer fails the prompt, as in ComfyUI), then ``execute``; the outputs are checked
+against the declared types. Failures raise :class:`PromptError` with ComfyUI-like messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from comfy_api.latest import ComfyExtension, Input, io
+
+
+class PromptError(Exception):
+    """The prompt (graph) would be refused before running, or a node broke its declared contract."""
+
+
+def load_pack(module: Any) -> dict[str, type[io.ComfyNode]]:
+    """node_id → node class of the pack ``module`` (its ``comfy_entrypoint``), every schema checked."""
+    entry = getattr(module, "comfy_entrypoint", None)
+    if not callable(entry):
+        raise PromptError(f"{module.__name__}: no callable comfy_entrypoint")
+    extension = asyncio.run(entry()) if inspect.iscoroutinefunction(entry) else entry()
+    if not isinstance(extension, ComfyExtension):
+        raise PromptError(f"{module.__name__}: comfy_entrypoint returned {type(extension).__name__}, not a ComfyExtension")
+    asyncio.run(extension.on_load())
+    nodes = asyncio.run(extension.get_node_list())
+    if not isinstance(nodes, list):
+        raise PromptError(f"{module.__name__}: get_node_list returned {type(nodes).__name__}, not a list")
+    registry: dict[str, type[io.ComfyNode]] = {}
+    for cls in nodes:
+        schema = cls.GET_SCHEMA()
+        problems = schema.check()
+        if problems:
+            raise PromptError("; ".join(problems))
+        if schema.node_id in registry:
+            raise PromptError(f"node id {schema.node_id!r} is declared twice")
+        registry[schema.node_id] = cls
+    return registry
+
+
+def _tensor_shape(value: Any) -> tuple[int, ...] | None:
+    shape = getattr(value, "shape", None)
+    return tuple(int(s) for s in shape) if shape is not None and hasattr(value, "dtype") else None
+
+
+def _is_float_tensor(value: Any) -> bool:
+    return bool(getattr(value, "is_floating_point", lambda: False)())
+
+
+def check_value(io_type: str, value: Any, where: str) -> None:
+    """Raise PromptError when ``value`` is not what a socket of ``io_type`` carries."""
+    shape = _tensor_shape(value)
+    problem = None
+    if io_type == "INT":
+        problem = None if isinstance(value, int) and not isinstance(value, bool) else "is not an int"
+    elif io_type == "FLOAT":
+        problem = None if isinstance(value, (int, float)) and not isinstance(value, bool) else "is not a float"
+    elif io_type == "BOOLEAN":
+        problem = None if isinstance(value, bool) else "is not a bool"
+    elif io_type == "STRING":
+        problem = None if isinstance(value, str) else "is not a str"
+    elif io_type == "IMAGE":
+        if shape is None or len(shape) != 4 or shape[-1] not in (3, 4) or not _is_float_tensor(value):
+            problem = f"is not an IMAGE batch (B, H, W, 3) of floats (shape {shape})"
+        elif shape[0] and (float(value.min()) < 0.0 or float(value.max()) > 1.0):
+            problem = "has IMAGE values outside [0, 1]"
+    elif io_type == "MASK":
+        if shape is None or len(shape) != 3 or not _is_float_tensor(value):
+            problem = f"is not a MASK batch (B, H, W) of floats (shape {shape})"
+    elif io_type == "WAN_CAMERA_EMBEDDING":
+        if shape is None or len(shape) != 5 or shape[:2] != (1, 24) or not _is_float_tensor(value):
+            problem = f"is not a Wan camera embedding (1, 24, T, H, W) (shape {shape})"
+    elif io_type == "VIDEO":
+        problem = None if isinstance(value, Input.Video) else "is not a VIDEO (comfy_api.latest.Input.Video)"
+    elif value is None:
+        problem = "is None"
+    if problem:
+        raise PromptError(f"{where}: {type(value).__name__} {problem}")
+
+
+def run_node(cls: type[io.ComfyNode], **given: Any) -> tuple:
+    """Run a node as ComfyUI's executor would, with ``given`` as its connected and widget values."""
+    schema = cls.GET_SCHEMA()
+    problems = schema.check()
+    if problems:
+        raise PromptError("; ".join(problems))
+    node = schema.node_id
+    declared = {i.id: i for i in schema.inputs or []}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise PromptError(f"{node}: unknown inputs {unknown}")
+    values: dict[str, Any] = {}
+    for item in schema.inputs or []:
+        if item.id in given and given[item.id] is not None:
+            value = given[item.id]
+            if isinstance(item, io.WidgetInput):
+                problem = item.check_value(value)
+                if problem:
+                    raise PromptError(f"{node}.{item.id}: Value not valid: {problem}")
+            else:
+                check_value(item.io_type, value, f"{node}.{item.id}")
+            values[item.id] = value
+        elif isinstance(item, io.WidgetInput) and item.default is not None:
+            values[item.id] = item.default
+        elif not item.optional:
+            raise PromptError(f"{node}.{item.id}: Required input is missing")
+    if getattr(cls.validate_inputs, "__func__", None) is not io.ComfyNode.validate_inputs.__func__:
+        parameters = inspect.signature(cls.validate_inputs).parameters
+        takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        constants = {k: v for k, v in values.items()
+                     if isinstance(declared[k], io.WidgetInput) and (takes_all or k in parameters)}
+        answer = cls.validate_inputs(**constants)
+        if answer is not True:
+            raise PromptError(f"{node}: Failed to validate prompt: {answer}")
+    output = cls.EXECUTE_NORMALIZED(**values)
+    outputs = schema.outputs or []
+    if len(output.args) != len(outputs):
+        raise PromptError(f"{node}: returned {len(output.args)} values for {len(outputs)} outputs")
+    for declared_output, value in zip(outputs, output.args, strict=True):
+        check_value(declared_output.io_type, value, f"{node} output {declared_output.id}")
+    return output.args
