@@ -4,7 +4,7 @@ The direction (README, "Layers"), lowest first — a module may import its own l
 layer before it:
 
     errors, catalog, files  ←  script  ←  plan  ←  render  ←  encode  ←  post  ←  qc
-      ←  deliver  ←  pipeline  ←  front ends (cli, cli_progress, doctor, server, cluster, draft)
+      ←  deliver  ←  pipeline  ←  front ends (cli, cli_progress, doctor, server, cluster, draft, comfy)
 
 ``runtime`` and ``mlx`` are side layers: they may import the bottom layers, ``script`` and
 ``plan`` (and ``mlx`` may import ``runtime``); ``render`` and everything after it may import them.
@@ -21,7 +21,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "daotai"
 ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "pipeline", "front")
 BOTTOM = {"errors", "catalog", "files", "__init__"}
-FRONT = {"cli", "cli_progress", "doctor", "server", "cluster", "draft"}
+FRONT = {"cli", "cli_progress", "doctor", "server", "cluster", "draft", "comfy"}
 PIPELINE = {"pipeline", "recheck"}  # recheck: `daotai qc DIR`, which may render previz samples again
 SIDE = {"runtime": {"bottom", "script", "plan"}, "mlx": {"bottom", "script", "plan", "runtime"}}
 
