@@ -47,7 +47,7 @@ def test_enhance_keeps_sound_in_sync(clip, tmp_path, spec):
     assert first == 0 and rate_after == rate and after.shape == before.shape
     assert np.array_equal(before, after)  # the same packets: nothing re-encoded
     times = clicks_at(after, rate)
-    assert all(abs(a - f / FPS) < 1 / FPS for a, f in zip(times, CLICKS)) and len(times) == len(CLICKS)
+    assert len(times) == len(CLICKS) and all(abs(a - f / FPS) < 1 / FPS for a, f in zip(times, CLICKS, strict=True))
     video = probe(out)
     assert video.duration_s == pytest.approx(2.0, abs=1 / float(video.fps))
     assert result.manifest["audio"]["copied_from_input"]

@@ -114,7 +114,7 @@ def test_clicks_land_within_a_frame_in_the_sequence_and_every_shot(soundtrack_re
     found = click_times(samples, rate)
     planned = [f / FPS for f in CLICK_FRAMES if f < plan.total_frames]
     assert len(found) == len(planned)
-    assert all(abs(a - b) < 1 / FPS for a, b in zip(found, planned)), (found, planned)
+    assert all(abs(a - b) < 1 / FPS for a, b in zip(found, planned, strict=True)), (found, planned)
     for shot in plan.shots:
         info = probe_audio(out / "shots" / f"{shot.shot_id}.mp4")
         assert info is not None and info.role == ROLE_SOUNDTRACK and info.start_s == 0
@@ -124,7 +124,7 @@ def test_clicks_land_within_a_frame_in_the_sequence_and_every_shot(soundtrack_re
         inside = [f for f in CLICK_FRAMES if shot.start_frame + 1 <= f < shot.start_frame + shot.frames - 1]
         heard = click_times(shot_samples, shot_rate)
         assert len(heard) == len(inside), (shot.shot_id, heard, inside)
-        for when, frame in zip(heard, inside):
+        for when, frame in zip(heard, inside, strict=True):
             assert abs(when - (frame - shot.start_frame) / FPS) < 1 / FPS
 
 
@@ -216,7 +216,7 @@ def test_backend_audio_reaches_shot_files_and_the_mix(tmp_path):
     mix, rate, _ = decode_audio(out / "sequence.mp4")
     heard = click_times(mix, rate, 0.35)
     planned = [(s.start_frame + SoundBackend.CLICK_AT) / FPS for s in plan.shots]
-    assert len(heard) == 3 and all(abs(a - b) < 1 / FPS for a, b in zip(heard, planned)), (heard, planned)
+    assert len(heard) == 3 and all(abs(a - b) < 1 / FPS for a, b in zip(heard, planned, strict=True)), (heard, planned)
     peaks = [np.abs(mix[int(t * rate):int(t * rate) + 100]).max() for t in heard]
     assert peaks[2] / peaks[0] == pytest.approx(0.5, abs=0.08)  # shot c at -6 dB
     assert np.abs(mix).max() < 0.999
@@ -280,4 +280,4 @@ def test_clicks_stay_in_sync_after_enhance_interpolate_60(soundtrack_render, tmp
     assert first == 0
     planned = [f / FPS for f in CLICK_FRAMES if f < plan.total_frames]
     found = click_times(samples, rate)
-    assert len(found) == len(planned) and all(abs(a - b) < 1 / FPS for a, b in zip(found, planned))
+    assert len(found) == len(planned) and all(abs(a - b) < 1 / FPS for a, b in zip(found, planned, strict=True))

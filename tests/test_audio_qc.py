@@ -3,7 +3,6 @@ silence runs, duration and start checks, and the failures --strict acts on."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np

@@ -342,7 +342,7 @@ def add_soundtrack_to_shots(plan: Plan, layout: RenderLayout, records: list[Shot
                             soundtrack: np.ndarray | None, backend: str) -> Iterator[Event]:
     """Give each shot file the backend left silent its slice of the soundtrack; say once when dialogue
     or sound the script asked for went unvoiced."""
-    unvoiced = [shot.shot_id for shot, record in zip(plan.shots, records)
+    unvoiced = [shot.shot_id for shot, record in zip(plan.shots, records, strict=True)
                 if shot.sound is not None and (shot.sound.dialogue or shot.sound.sound) and not record.audio]
     if unvoiced:
         yield Notice("info", f"backend {backend!r} makes no sound: the dialogue and sound effects of "
@@ -354,7 +354,7 @@ def add_soundtrack_to_shots(plan: Plan, layout: RenderLayout, records: list[Shot
 
     fps = Fraction(*plan.fps_fraction)
     declick = round(DECLICK_S * 48000)
-    for shot, record in zip(plan.shots, records):
+    for shot, record in zip(plan.shots, records, strict=True):
         if record.audio:
             continue
         begin, end = sample_at(shot.start_frame, fps), sample_at(shot.start_frame + shot.frames, fps)

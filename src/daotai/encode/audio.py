@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 

@@ -93,7 +93,7 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1)
-    return [(int(a), int(b - a)) for a, b in zip(starts, ends)]
+    return [(int(a), int(b - a)) for a, b in zip(starts, ends, strict=True)]
 
 
 def clipping_runs(samples: np.ndarray) -> list[tuple[int, int]]:

@@ -382,7 +382,7 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
     # the sequence has sound when there is a soundtrack or a shot's own sound is not muted
     mixed = plan.soundtrack is not None or any(
         (getattr(r, "audio", None) or {}).get("source") == "backend" and not (s.sound is not None and s.sound.mute)
-        for s, r in zip(plan.shots, records))
+        for s, r in zip(plan.shots, records, strict=True))
     sequence = check_sequence(plan, layout.sequence, audio=mixed) if layout.sequence.is_file() else None
     return _finish(layout, shots, sequence)
 
