@@ -26,6 +26,10 @@ Loading: only the components of the workflows the plan needs (the two 61.7 GiB t
 partitions ``transformer``/``transformer_ref`` are loaded per workflow), through daotai's checked
 loader (safetensors only, hashed, diffusers' own blocks). The model's licence must be accepted
 (``-O accept_licence=true`` once, recorded under the user's config folder).
+
+Not here yet: a LoRA option (diffusers routes MiniMax-H3 LoRAs per transformer partition through
+peft, which this environment lacks to test it), the fast-mode speed levers, and a character's
+voice sample as an audio reference (scripts have no voice field).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from daotai import catalog
 from daotai.errors import BackendError
@@ -53,6 +57,10 @@ from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_st
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 
 FAMILY = "h3"
+# Memory planning: an image reference is encoded at a 2048-pixel short edge, ~4096 tokens for a
+# square picture, about what 12 frames of a 1344x768 video make (1008 tokens a latent frame, 3
+# frames a latent in the footprint's count).
+FRAMES_PER_PICTURE = 12
 AUDIO_CROSSFADE_FRAMES = 1  # the frame two segments share: their sounds overlap (and are crossfaded) over it
 MIN_REFERENCE_FRAMES = 22  # 17*1+5: the shortest video reference MiniMax-H3's VAE encodes without padding
 
@@ -62,20 +70,12 @@ class H3Options(DiffusersOptions):
 
     workflow: Literal["auto", "t2va", "fl2va", "ref2va"] = Field(
         "auto", description="auto: ref2va for camera moves or characters with looks, else t2va; or force one")
-    lora: str | None = Field(None, description="a local LoRA file (.safetensors) for the transformer, e.g. few-step")
     accept_licence: bool = Field(False, description="accept the model's licence (shown when refused); recorded once")
     # MiniMax-H3 is guidance-distilled and reads its prompt whole: these inherited options do not apply.
     guidance: None = Field(None, description="not used: MiniMax-H3 is guidance-distilled (one forward per step)")
     max_sequence_length: None = Field(None, description="not used: MiniMax-H3's prompt budget is the h3 family's")
     speed: Literal["off", "exact"] | None = Field(
         None, description="exact (default) | off: diffusers' own kernels (h3 has no approximate levers yet)")
-
-    @field_validator("lora")
-    @classmethod
-    def _safetensors_only(cls, value: str | None) -> str | None:
-        if value is not None and not value.lower().endswith(".safetensors"):
-            raise ValueError("must be a .safetensors file (pickle formats are refused)")
-        return value
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class H3Runner(DiffusersShotRunner):
         self.release_conditioner = False
         self.hooks: list[Any] = []  # accelerate offload hooks (model tier) and the conditioner's release hook
         self.placed: set[int] = set()  # ids of modules already group- or sequentially offloaded
-        self.lora_digest: str | None = None
+        self.reference_frames = 0  # frame-equivalents the plan's largest ref2va request packs beside its own frames
 
     # -------------------------------------------------------------- loading
 
@@ -215,9 +215,13 @@ class H3Runner(DiffusersShotRunner):
         return canvas_for(plan.width, plan.height, short_edge, max_pixels, multiple)
 
     def ensure(self, plan: Plan, planned: set[str], workflows: set[str], shot_id: str, frames: int) -> Iterator[Event]:
-        """Check the folder for every ``planned`` workflow before anything loads, then load what ``workflows`` add."""
+        """Check the folder for every ``planned`` workflow before anything loads, then load what ``workflows`` add.
+
+        ``frames``: the longest generation of the plan, which the memory tier is chosen for.
+        """
         if self.pipe is None:
             self.prepare()
+            self.reference_frames = self._reference_frames(plan, frames)
             self.planned_workflows = set(planned) | set(workflows)
             self.check(self.planned_workflows)  # refuse a damaged or incomplete folder before loading anything
             width, height = self.canvas(plan)
@@ -226,6 +230,12 @@ class H3Runner(DiffusersShotRunner):
         missing = workflows - self.loaded_workflows
         if missing:
             yield from self._load_workflows(missing, shot_id)
+
+    def _reference_frames(self, plan: Plan, frames: int) -> int:
+        """What the plan's largest ref2va request adds to the packed sequence, in frames (video + pictures)."""
+        pictures = [len(h3_pictures(s)) for s in plan.shots
+                    if h3_workflow(plan, s, self.options.workflow)[0] == "ref2va"]
+        return frames + FRAMES_PER_PICTURE * max(pictures) if pictures else 0
 
     def load_for(self, request: NativeRequest, shot_id: str | None) -> Iterator[Event]:
         """Choose a memory tier for ``request``, make the (empty) pipeline; components load per workflow."""
@@ -253,8 +263,8 @@ class H3Runner(DiffusersShotRunner):
         row = catalog.model_row(self.model)
         footprint = row.footprint if row is not None else catalog.footprint("minimax-h3")
         assert footprint is not None
-        # A ref2va shot packs its video reference beside the generated frames: count it.
-        frames = request.frames * (2 if "ref2va" in self.planned_workflows else 1)
+        # A ref2va request packs its video and picture references beside the generated frames: count them.
+        frames = request.frames + self.reference_frames
         budget = self.runtime.memory_bytes
         resident = choose_settings(replace(footprint, releasable_text_encoder=False), request.width, request.height,
                                    frames, budget)
@@ -285,36 +295,18 @@ class H3Runner(DiffusersShotRunner):
             drop = [n for n in ("transformer", "transformer_ref") if n not in keep and getattr(self.pipe, n, None) is not None]
             if drop:
                 self._unhook()
+                self.placed -= {id(getattr(self.pipe, n)) for n in drop}
                 self.pipe.unload_components(drop)
                 self.loaded_workflows = {w for w in self.loaded_workflows
                                          if not set(self.components_for({w})) & set(drop)}
                 yield Notice("info", f"h3: unloaded {', '.join(drop)} to make room for the {', '.join(sorted(workflows))} "
                                      "workflow (shots grouped by workflow load fewer partitions)", shot_id)
-        loaded = load_components(self.pipe, self.resolved, FAMILY, self.runtime, names)
-        if self.options.lora and {"transformer", "transformer_ref"} & set(loaded):
-            yield from self._load_lora(shot_id)
+        load_components(self.pipe, self.resolved, FAMILY, self.runtime, names)
         self.loaded_workflows |= workflows
         self._place(self.tier or "none")
         yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
         yield Notice("info", f"h3: {self.resolved.path.name} ({', '.join(sorted(self.loaded_workflows))}) on "
                              f"{self.runtime.device} ({self.runtime.transformer_dtype}), memory tier {self.tier}", shot_id)
-
-    def _load_lora(self, shot_id: str) -> Iterator[Event]:
-        """Load the LoRA file (checked safetensors, hashed) onto the transformer partitions present."""
-        from daotai.runtime.models import read_safetensors_header, sha256_of
-
-        path = Path(str(self.options.lora)).expanduser()
-        if not path.is_file():
-            raise BackendError(f"options.lora: {path} does not exist")
-        read_safetensors_header(path)
-        self.lora_digest = sha256_of(path)
-        try:
-            self.pipe.load_lora_weights(str(path), adapter_name="daotai")
-        except ImportError:
-            raise BackendError("options.lora: loading a LoRA needs peft; install it with: pip install peft") from None
-        except (OSError, ValueError, RuntimeError, KeyError) as exc:
-            raise BackendError(f"options.lora: {path} does not fit MiniMax-H3 ({first_line(exc)})") from None
-        yield Notice("info", f"h3: LoRA {path.name} sha256 {self.lora_digest}", shot_id)
 
     # -------------------------------------------------------------- placement
 
@@ -336,9 +328,13 @@ class H3Runner(DiffusersShotRunner):
         self._unhook()
         modules = {name: module for name, module in pipe.components.items() if isinstance(module, torch.nn.Module)}
         if self.runtime.kind == "cpu" or tier == "none":
-            pipe.to(device)
             if self.release_conditioner and self.runtime.kind != "cpu" and "text_encoder" in modules:
-                self._release_after_encoding(modules)
+                for name, module in modules.items():
+                    if name != "text_encoder":
+                        module.to(device)
+                self._release_after_encoding(modules)  # the conditioner stays in host memory until it encodes
+            else:
+                pipe.to(device)
         elif tier == "model":
             from accelerate import cpu_offload_with_hook
 
@@ -571,7 +567,9 @@ class H3Backend:
     def _first_frame(self, job: RenderJob, ctx: RunContext, canvas: tuple[int, int]) -> tuple[np.ndarray, str]:
         """A forced fl2va shot's first frame: the previous shot's last one when it was rendered here, else previz."""
         plan, shot = job.plan, job.shot
-        previous = plan.shots[shot.index - 1].shot_id if shot.index > 0 else None
+        ids = [s.shot_id for s in plan.shots]  # the plan may hold a selection of the script's shots
+        position = ids.index(shot.shot_id)
+        previous = ids[position - 1] if position > 0 else None
         if self._last_frame is not None and previous is not None and self._last_frame[0] == previous:
             return self._last_frame[1], "previous"
         return resize_rgb(self._previz_frames(job, ctx, 1)[0], *canvas), "previz"
@@ -611,7 +609,9 @@ class H3Backend:
         workflow, reason = h3_workflow(plan, shot, self.options.workflow)
         segments = self._segments(shot)
         needed = {workflow} | ({"fl2va"} if len(segments) > 1 else set())
-        yield from runner.ensure(plan, self._plan_workflows(plan), needed, shot.shot_id, segments[0].frames)
+        # Memory is planned once, for the longest generation of the plan.
+        longest = max(self._segments(s)[0].frames for s in plan.shots)
+        yield from runner.ensure(plan, self._plan_workflows(plan), needed, shot.shot_id, longest)
         yield from runner.pay_owed_step(shot.shot_id)
         canvas = runner.canvas(plan)
         yield Notice("info", f"h3: workflow {workflow} ({reason})", shot.shot_id)
