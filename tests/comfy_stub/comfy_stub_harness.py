@@ -13,18 +13,56 @@ against the declared types. Failures raise :class:`PromptError` with ComfyUI-lik
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
-from typing import Any
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Iterator
 
-from comfy_api.latest import ComfyExtension, Input, io
+STUB = Path(__file__).resolve().parent
+OWN_MODULES = ("comfy_api", "comfy")  # top-level packages of the stub
 
 
 class PromptError(Exception):
     """The prompt (graph) would be refused before running, or a node broke its declared contract."""
 
 
-def load_pack(module: Any) -> dict[str, type[io.ComfyNode]]:
+def _stub_module_names(extra: tuple[str, ...]) -> list[str]:
+    return [name for name in sys.modules
+            if name.split(".")[0] in OWN_MODULES or name in extra or name.startswith(tuple(f"{e}." for e in extra))]
+
+
+@contextmanager
+def stub_pack(pack_dir: Path, name: str = "daotai_comfyui_pack") -> Iterator[SimpleNamespace]:
+    """The stub importable as ``comfy_api`` / ``comfy`` and the pack at ``pack_dir`` loaded through it
+    (as ComfyUI loads a custom_nodes folder); on exit the stub's modules, the pack and the node
+    module are forgotten and whatever they had shadowed is put back."""
+    extra = (name, "daotai.comfy.nodes")
+    saved = {key: sys.modules.pop(key) for key in _stub_module_names(extra)}
+    sys.path.insert(0, str(STUB))
+    try:
+        spec = importlib.util.spec_from_file_location(name, Path(pack_dir) / "__init__.py",
+                                                      submodule_search_locations=[str(pack_dir)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        import comfy.model_management as model_management
+        import comfy_api.latest as latest
+
+        yield SimpleNamespace(nodes=load_pack(module), run=run_node, PromptError=PromptError, api=latest,
+                              mm=model_management, module=module)
+    finally:
+        sys.path.remove(str(STUB))
+        for key in _stub_module_names(extra):
+            del sys.modules[key]
+        sys.modules.update(saved)
+
+
+def load_pack(module: Any) -> dict[str, Any]:
     """node_id → node class of the pack ``module`` (its ``comfy_entrypoint``), every schema checked."""
+    from comfy_api.latest import ComfyExtension
     entry = getattr(module, "comfy_entrypoint", None)
     if not callable(entry):
         raise PromptError(f"{module.__name__}: no callable comfy_entrypoint")
@@ -35,7 +73,7 @@ def load_pack(module: Any) -> dict[str, type[io.ComfyNode]]:
     nodes = asyncio.run(extension.get_node_list())
     if not isinstance(nodes, list):
         raise PromptError(f"{module.__name__}: get_node_list returned {type(nodes).__name__}, not a list")
-    registry: dict[str, type[io.ComfyNode]] = {}
+    registry: dict[str, Any] = {}
     for cls in nodes:
         schema = cls.GET_SCHEMA()
         problems = schema.check()
@@ -80,6 +118,8 @@ def check_value(io_type: str, value: Any, where: str) -> None:
         if shape is None or len(shape) != 5 or shape[:2] != (1, 24) or not _is_float_tensor(value):
             problem = f"is not a Wan camera embedding (1, 24, T, H, W) (shape {shape})"
     elif io_type == "VIDEO":
+        from comfy_api.latest import Input
+
         problem = None if isinstance(value, Input.Video) else "is not a VIDEO (comfy_api.latest.Input.Video)"
     elif value is None:
         problem = "is None"
@@ -87,8 +127,10 @@ def check_value(io_type: str, value: Any, where: str) -> None:
         raise PromptError(f"{where}: {type(value).__name__} {problem}")
 
 
-def run_node(cls: type[io.ComfyNode], **given: Any) -> tuple:
+def run_node(cls: Any, **given: Any) -> tuple:
     """Run a node as ComfyUI's executor would, with ``given`` as its connected and widget values."""
+    from comfy_api.latest import io
+
     schema = cls.GET_SCHEMA()
     problems = schema.check()
     if problems:

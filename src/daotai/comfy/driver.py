@@ -20,7 +20,10 @@ ProgressHook = Callable[[int, int], None]  # (done, total)
 
 def drive(events: Generator[Event, None, T], ctx: RunContext, on_progress: ProgressHook | None = None,
           interrupted: Callable[[], bool] | None = None) -> T:
-    """Run ``events`` to its return value, reporting Progress and passing on an interrupt as cancellation."""
+    """Run ``events`` to its return value, reporting Progress and passing on an interrupt as cancellation.
+
+    ``ctx`` is the context ``events`` was made with: an interrupt sets its cancel event.
+    """
     while True:
         if interrupted is not None and interrupted():
             ctx.cancel.set()

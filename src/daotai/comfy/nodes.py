@@ -169,10 +169,11 @@ def _interrupted() -> bool:
     return bool(processing_interrupted())
 
 
-def _run(events, ctx: RunContext | None = None):
-    """Drive a library generator with ComfyUI's progress bar and stop button."""
+def _run(start: Callable[[RunContext], Any]) -> Any:
+    """Drive the library generator ``start(ctx)`` with ComfyUI's progress bar and stop button."""
+    ctx = RunContext()
     try:
-        return drive(events, ctx or RunContext(), _progress_hook(), _interrupted)
+        return drive(start(ctx), ctx, _progress_hook(), _interrupted)
     except Cancelled:
         try:
             from comfy.model_management import InterruptProcessingException
@@ -329,7 +330,8 @@ class PrevizRenderNode(io.ComfyNode):
         from daotai.comfy.previz import render_previz
 
         shot = script.shot(shot_id)
-        previz = _run(render_previz(script.plan, shot, {"labels": bool(labels), "supersample": int(supersample)}))
+        options = {"labels": bool(labels), "supersample": int(supersample)}
+        previz = _run(lambda ctx: render_previz(script.plan, shot, options, ctx))
         depth = previz.depth_preview()  # (F, H, W) uint8
         return io.NodeOutput(_images(previz.rgb), _images(np.repeat(depth[..., None], 3, axis=-1)),
                              _mask(previz.character_mask(character)), _video_from_frames(previz.rgb, previz.fps),
@@ -490,8 +492,9 @@ class AssembleSequenceNode(io.ComfyNode):
             if rate is not None and rate != fps:
                 raise OptionError.at(f"shot_{index}", f"{rate} fps", f"must run at the plan's {fps} fps")
             sources[shot.shot_id] = frames
-        result = _run(assemble_shots(plan, sources, _output_folder(folder), codec=codec, backend=backend,
-                                     source=script.source))
+        target = _output_folder(folder)
+        result = _run(lambda ctx: assemble_shots(plan, sources, target, codec=codec, backend=backend,
+                                                 source=script.source, ctx=ctx))
         return io.NodeOutput(_video_from_file(result.sequence), str(result.sequence), str(result.timeline[0]))
 
 
