@@ -281,3 +281,31 @@ def test_clicks_stay_in_sync_after_enhance_interpolate_60(soundtrack_render, tmp
     planned = [f / FPS for f in CLICK_FRAMES if f < plan.total_frames]
     found = click_times(samples, rate)
     assert len(found) == len(planned) and all(abs(a - b) < 1 / FPS for a, b in zip(found, planned, strict=True))
+
+
+def test_readme_smallest_script_with_a_soundtrack_through_the_cli(tmp_path):
+    """The README's smallest script plus a soundtrack: `daotai render` gives a sequence whose sound lasts
+    the picture (±1 audio frame) and whose clicks land within a frame of their planned times."""
+    import subprocess
+    import sys
+
+    rate = 44100
+    frames = (12, 40, 77)
+    write_wav(tmp_path / "clicks.wav", click_track(5.0, rate, [f / FPS for f in frames]), rate)
+    script = {"scene": "office",
+              "characters": [{"id": "char_001", "appearance": "wearing glasses, blue shirt"}],
+              "shots": [{"shot_id": "s01", "camera": {"type": "dolly", "motion": [0.1, 0.0, -0.3]},
+                         "subject": "char_001", "framing": "medium_shot"}],
+              "soundtrack": "clicks.wav"}
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    done = subprocess.run([sys.executable, "-m", "daotai.cli", "render", str(tmp_path / "script.json"), "-o",
+                           str(tmp_path / "out"), "--preset", "preview", "--strict"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    qc = json.loads((tmp_path / "out" / "qc.json").read_text())
+    assert qc["sequence"]["audio"]["ok"] and qc["shots"][0]["audio"]["ok"]
+    samples, rate_out, first = decode_audio(tmp_path / "out" / "sequence.mp4")
+    assert first == 0 and abs(samples.shape[0] / rate_out - 4.0) <= 1024 / rate_out
+    found = click_times(samples, rate_out)
+    assert len(found) == len(frames)
+    assert all(abs(a - f / FPS) < 1 / FPS for a, f in zip(found, frames, strict=True))
