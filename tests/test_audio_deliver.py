@@ -144,3 +144,14 @@ def test_silent_timeline_keeps_one_track():
     plan = plan_script(validate_script({"characters": [{"id": "a"}], "shots": [{"shot_id": "s"}]}))
     timeline = build_timeline(plan, {"s": "shots/s.mp4"})
     assert [t.kind for t in timeline.tracks] == ["Video"]
+
+
+def test_muted_shot_sound_is_switched_off_in_the_timeline():
+    from daotai.deliver.timeline import TimelineSound, build_timeline
+
+    plan = plan_script(validate_script({"characters": [{"id": "a"}],
+                                        "shots": [{"shot_id": "s", "audio": {"mute": True}}, {"shot_id": "t"}]}))
+    timeline = build_timeline(plan, {"s": "shots/s.mp4", "t": "shots/t.mp4"},
+                              TimelineSound(shots_with_sound=frozenset({"s", "t"}), muted=frozenset({"s"})))
+    assert [(clip.name, clip.enabled) for clip in timeline.tracks[1]] == [("s audio", False), ("t audio", True)]
+    assert len(timeline.tracks[2]) == 0  # no soundtrack: an empty A2

@@ -166,6 +166,7 @@ def _shot_audio_track(plan: Plan, shot_files: dict[str, str], trims: list[list[i
         )
         clip.metadata["daotai"] = {"shot_id": shot.shot_id, "mute": shot.shot_id in sound.muted,
                                    "gain_db": sound.gains_db.get(shot.shot_id, 0.0)}
+        clip.enabled = shot.shot_id not in sound.muted  # a muted shot's sound is in the timeline, switched off
         if shot.transition.type == "fade":
             clip.effects.append(otio.schema.Effect(name="fade in", effect_name="AudioFadeIn",
                                                    metadata={"frames": shot.transition.frames}))
