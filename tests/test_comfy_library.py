@@ -235,8 +235,13 @@ def test_sequence_from_frames_and_a_choice_of_shots(director, pan_frames, tmp_pa
     from daotai.encode.video import probe
 
     plan = chosen_shots(director.plan, "pan")
-    result = drive(assemble_shots(plan, {"pan": pan_frames}, tmp_path), RunContext())
-    assert probe(result.sequence).frames == 12 and (tmp_path / "shots" / "pan.mp4").is_file()
+    longer = np.concatenate([pan_frames, pan_frames[-1:]])  # 13 frames, a model's 4k+1 rounding: the last one drops
+    result = drive(assemble_shots(plan, {"pan": longer}, tmp_path), RunContext())
+    assert probe(result.sequence).frames == 12 and probe(tmp_path / "shots" / "pan.mp4").frames == 12
+    with pytest.raises(OptionError, match="must cover the shot's 12 frames"):
+        drive(assemble_shots(plan, {"pan": pan_frames[:11]}, tmp_path / "short"), RunContext())
+    with pytest.raises(OptionError, match="must be the plan's size"):
+        drive(assemble_shots(plan, {"pan": pan_frames[:, :90]}, tmp_path / "small"), RunContext())
     with pytest.raises(OptionError, match="shot_ids: 'nope'"):
         chosen_shots(director.plan, "pan, nope")
     with pytest.raises(OptionError, match="has no video"):

@@ -7,8 +7,9 @@ codec asked for over the backend's defaults) and sound (the shots' own sound unl
 the script's soundtrack under it). Given the shot files ``daotai render`` wrote, the sequence
 is the same file, byte for byte.
 
-A shot given as a file is copied into ``shots/``; a shot given as frames is encoded there
-first (with the backend's encode defaults, as a render would).
+A shot given as a file with the shot's frame count is copied into ``shots/``; frames, or a
+file of another length, are encoded there (with the backend's encode defaults, as a render
+would), the frames past the shot's end dropped (a model's 4k+1 rounding).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 
 from daotai.errors import Issue, OptionError
 from daotai.plan.layout import RenderLayout
-from daotai.plan.model import Plan
+from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Event, Progress, RunContext
 
 ShotSource = Path | str | np.ndarray  # a video file, or frames (F, H, W, 3) uint8 at the plan's fps
@@ -57,28 +58,44 @@ def chosen_shots(plan: Plan, shot_ids: str | list[str] | tuple[str, ...] = "") -
     return select_shots(plan, ids)
 
 
-def _place_shot(source: ShotSource, target: Path, plan: Plan, enc, shot_id: str) -> None:
-    """Copy a shot file to ``target``, or encode frames there (atomically either way)."""
+def _place_shot(source: ShotSource, target: Path, plan: Plan, shot: ShotPlan, enc) -> None:
+    """Put the shot's video at ``target`` (atomically): a file with the shot's frame count is copied,
+    anything else is brought to the shot's frames and encoded there.
+
+    Frames past the shot's end (a model's 4k+1 rounding) are dropped, as the neural backends drop
+    them; a clip that is shorter, or of another size, is refused.
+    """
     from daotai.files import atomic_path
 
-    if isinstance(source, np.ndarray):
-        from daotai.encode.video import VideoWriter
+    if not isinstance(source, np.ndarray):
+        from daotai.encode.video import decode_frames, probe
 
-        frames = np.asarray(source)
-        if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
-            raise OptionError.at(shot_id, f"frames of shape {frames.shape} {frames.dtype}",
-                                 "must be (F, H, W, 3) uint8")
-        with VideoWriter(target, frames.shape[2], frames.shape[1], Fraction(*plan.fps_fraction), enc) as writer:
-            for frame in frames:
-                writer.write(frame)
-        return
-    path = Path(source)
-    if not path.is_file():
-        raise OptionError.at(shot_id, str(path), "is not a video file")
-    if path.resolve() == target.resolve():
-        return
-    with atomic_path(target) as temp:
-        shutil.copyfile(path, temp)
+        path = Path(source)
+        if not path.is_file():
+            raise OptionError.at(shot.shot_id, str(path), "is not a video file")
+        info = probe(path)
+        if info.frames == shot.frames:
+            if path.resolve() != target.resolve():
+                with atomic_path(target) as temp:
+                    shutil.copyfile(path, temp)
+            return
+        if info.fps != Fraction(*plan.fps_fraction):
+            raise OptionError.at(shot.shot_id, f"{path.name} at {info.fps} fps", f"must run at the plan's "
+                                 f"{Fraction(*plan.fps_fraction)} fps")
+        source = np.stack(list(decode_frames(path)))
+    from daotai.encode.video import VideoWriter
+
+    frames = np.asarray(source)
+    if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
+        raise OptionError.at(shot.shot_id, f"frames of shape {frames.shape} {frames.dtype}", "must be (F, H, W, 3) uint8")
+    if frames.shape[1:3] != (plan.height, plan.width):
+        raise OptionError.at(shot.shot_id, f"{frames.shape[2]}x{frames.shape[1]}",
+                             f"must be the plan's size, {plan.width}x{plan.height}")
+    if len(frames) < shot.frames:
+        raise OptionError.at(shot.shot_id, f"{len(frames)} frames", f"must cover the shot's {shot.frames} frames")
+    with VideoWriter(target, plan.width, plan.height, Fraction(*plan.fps_fraction), enc) as writer:
+        for frame in frames[: shot.frames]:
+            writer.write(frame)
 
 
 def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Path, *, codec: str = "h264",
@@ -110,7 +127,7 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
         ctx.check()
         yield Progress("encode", shot.shot_id, done, total, "placing shot files")
         target = layout.shot(shot.shot_id)
-        _place_shot(shots[shot.shot_id], target, plan, enc, shot.shot_id)
+        _place_shot(shots[shot.shot_id], target, plan, shot, enc)
         placed.append(target)
 
     soundtrack = load_soundtrack(plan, source)
