@@ -100,6 +100,42 @@ def build_wan(folder: Path, **transformer) -> Path:
     return folder
 
 
+def published_camera_adapter(dim: int, seed: int = 0, stride: int = 4, downscale: int = 8,
+                             patch: tuple[int, int] = (2, 2), blocks: int = 1, prefix: str = "") -> dict[str, Any]:
+    """Random Control-Camera adapter tensors under the published checkpoint's names (``control_adapter.*``).
+
+    Shapes as in the released checkpoints: a patch-sized convolution from 6 x ``stride`` ray channels
+    unshuffled by ``downscale`` to ``dim``, then ``blocks`` residual blocks of two 3x3 convolutions.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+
+    def rand(*shape: int) -> Any:
+        return torch.randn(*shape, generator=generator) * 0.02
+
+    unshuffled = 6 * stride * downscale * downscale
+    state = {f"{prefix}control_adapter.conv.weight": rand(dim, unshuffled, *patch),
+             f"{prefix}control_adapter.conv.bias": rand(dim)}
+    for i in range(blocks):
+        for conv in ("conv1", "conv2"):
+            state[f"{prefix}control_adapter.residual_blocks.{i}.{conv}.weight"] = rand(dim, dim, 3, 3)
+            state[f"{prefix}control_adapter.residual_blocks.{i}.{conv}.bias"] = rand(dim)
+    return state
+
+
+def build_wan_camera(folder: Path, seed: int = 0) -> Path:
+    """A random Control-Camera-like WanPipeline saved to ``folder``: Fun input layout (noisy + start latents,
+    32 channels), image cross-attention, and the adapter under its published names in ``camera_adapter/``."""
+    from safetensors.torch import save_file
+
+    build_wan(folder, in_channels=32, image_dim=24, added_kv_proj_dim=24)
+    dim = WAN_TRANSFORMER["num_attention_heads"] * WAN_TRANSFORMER["attention_head_dim"]
+    (folder / "camera_adapter").mkdir()
+    save_file(published_camera_adapter(dim, seed), str(folder / "camera_adapter" / "diffusion_pytorch_model.safetensors"))
+    return folder
+
+
 def build_wan_vace(folder: Path) -> Path:
     """A 3-layer random WanVACEPipeline (VACE blocks on layers 0 and 2) saved to ``folder``."""
     import torch

@@ -197,6 +197,10 @@ H3_WORKFLOWS = MappingProxyType({
 _FAMILIES = (
     Family("wan", WAN_SNAP, 50, 5.0, 3.0, WAN_NEGATIVE, 512, WAN_PROMPT, ("WanPipeline",)),
     Family("wan-vace", WAN_SNAP, 50, 5.0, 3.0, WAN_NEGATIVE, 512, WAN_PROMPT, ("WanVACEPipeline",)),
+    # Wan-Fun Control-Camera: the Wan grid and 16 fps; the published inference settings are 50 steps,
+    # CFG 6, shift 5 (VideoX-Fun's predict_v2v_control_camera examples).
+    Family("wan-camera", WAN_SNAP, 50, 6.0, 5.0, WAN_NEGATIVE, 512, WAN_PROMPT,
+           ("WanPipeline", "WanImageToVideoPipeline")),
     Family("ltx", LTX_SNAP, 50, 3.0, None, LTX_NEGATIVE, 128, LTX_PROMPT, ("LTXPipeline", "LTXConditionPipeline"),
            vae_dtypes=MappingProxyType({"cuda": "bfloat16"})),
     # MiniMax-H3 is guidance-distilled (one forward per step, no negative prompt) and keeps its
@@ -213,6 +217,15 @@ _WAN14 = ModelFootprint("wan2.1-t2v-14b", 14.0, 5.68, 0.13, 16, 4, 5120, 120.0, 
 _VACE13 = ModelFootprint("wan2.1-vace-1.3b", 2.1, 5.68, 0.13, 16, 4, 1536, 120.0, 8960, 30)
 _VACE14 = ModelFootprint("wan2.1-vace-14b", 17.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 40)
 _WAN22_5B = ModelFootprint("wan2.2-ti2v-5b", 5.0, 5.68, 0.7, 32, 4, 3072, 120.0, 14336, 30)
+# Control-Camera checkpoints: the Wan transformer (an I2V one on Wan2.1: CLIP image cross-attention,
+# start-image latents beside the noisy ones) plus the camera adapter (a 2x2 patch convolution over
+# 24 x 8 x 8 unshuffled ray channels and one residual block of two 3x3 convolutions at the model's
+# width: 0.05 B at 1536, 0.5 B at 5120). The CLIP ViT-H image encoder (0.63 B) is counted with the
+# text encoder. Wan2.2-A14B holds two 14B experts (high and low noise) with an adapter each.
+_CAM13 = ModelFootprint("wan2.1-fun-1.3b-control-camera", 1.5, 6.31, 0.13, 16, 4, 1536, 120.0, 8960, 30)
+_CAM14 = ModelFootprint("wan2.1-fun-14b-control-camera", 15.1, 6.31, 0.13, 16, 4, 5120, 120.0, 13824, 40)
+_CAM22_5B = ModelFootprint("wan2.2-fun-5b-control-camera", 5.3, 5.68, 0.7, 32, 4, 3072, 120.0, 14336, 30)
+_CAM22_A14B = ModelFootprint("wan2.2-fun-a14b-control-camera", 29.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 80)
 _LTX2B = ModelFootprint("ltx-video-2b", 1.92, 4.76, 0.4, 32, 8, 2048, 40.0, 8192, 28)
 _LTX13B = ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16384, 48)
 # MiniMax-H3: one transformer partition 33.1 B (diffusers' default config: 50 blocks, width 5376,
@@ -237,6 +250,19 @@ _MODELS = (
              85.0, APACHE, MappingProxyType({"shift": 5.0})),
     ModelRow("wan2.2-ti2v-5b", "Wan-AI/Wan2.2-TI2V-5B-Diffusers", None, "wan", "WanPipeline", _WAN22_5B, 34.0, APACHE,
              MappingProxyType({"native_fps": 24.0, "shift": 5.0, "size_multiple": 32})),
+    # Wan-Fun Control-Camera (alibaba-pai, Apache-2.0). The repositories hold VideoX-Fun's layout: the
+    # transformer with its control_adapter.* tensors as safetensors, the VAE and text/image encoders as
+    # pickles (which daotai refuses). The wan-camera backend runs them as a diffusers Wan folder of the
+    # same base with the adapter from the checkpoint (-O adapter=<its .safetensors>).
+    ModelRow("wan2.1-fun-1.3b-control-camera", "alibaba-pai/Wan2.1-Fun-V1.1-1.3B-Control-Camera", None, "wan-camera",
+             "WanImageToVideoPipeline", _CAM13, 19.0, APACHE),
+    ModelRow("wan2.1-fun-14b-control-camera", "alibaba-pai/Wan2.1-Fun-V1.1-14B-Control-Camera", None, "wan-camera",
+             "WanImageToVideoPipeline", _CAM14, 47.0, APACHE),
+    ModelRow("wan2.2-fun-5b-control-camera", "alibaba-pai/Wan2.2-Fun-5B-Control-Camera", None, "wan-camera",
+             "WanImageToVideoPipeline", _CAM22_5B, 30.0, APACHE,
+             MappingProxyType({"native_fps": 24.0, "size_multiple": 32})),
+    ModelRow("wan2.2-fun-a14b-control-camera", "alibaba-pai/Wan2.2-Fun-A14B-Control-Camera", None, "wan-camera",
+             "WanImageToVideoPipeline", _CAM22_A14B, 70.0, APACHE),
     ModelRow("ltx-video-2b", "Lightricks/LTX-Video", None, "ltx", "LTXPipeline", _LTX2B, 28.0, LTX_LICENCE),
     ModelRow("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline",
              _LTX13B, 60.0, LTX_LICENCE, MappingProxyType({"steps": 8, "guidance": 1.0})),

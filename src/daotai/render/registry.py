@@ -26,6 +26,7 @@ BUILTIN_MODULES = (
     "daotai.render.previz.backend",
     "daotai.render.wan",
     "daotai.render.wan_vace",
+    "daotai.render.wan_camera",
     "daotai.render.ltx",
     "daotai.render.wan_mlx",
     "daotai.render.h3",
