@@ -28,7 +28,7 @@ from daotai.render.previz import (
 )
 from daotai.render.previz import gl as previz_gl
 from daotai.render.previz.labels import LabelPainter, covers, find_label_font, load_font
-from daotai.render.previz.meshes import HEAD_Y, figure_instances, primitive_meshes
+from daotai.render.previz.meshes import EYE_X, EYE_Y, HEAD_C, HEAD_R, figure_instances, primitive_meshes
 
 DAY = environment_for("day")
 
@@ -177,7 +177,7 @@ def test_figure_torso_shows_its_colour_under_lighting():
             fig = figure(0, 0.0, 0.0, colour=colour)
             c2w = camera((0.0, 1.1, 4.0))
             frame = r.render(FrameState(c2w, 50.0, (fig,)))
-            ((u, v),), _ = project(c2w, 50.0, 320, 240, np.array([[0.0, 0.645 * 1.7, 0.075 * 1.7]]))
+            ((u, v),), _ = project(c2w, 50.0, 320, 240, np.array([[0.0, 0.70 * 1.7, 0.075 * 1.7]]))
             patch = frame.rgb[int(v) - 1 : int(v) + 2, int(u) - 1 : int(u) + 2].reshape(-1, 3) / 255.0
             p = np.median(patch, axis=0)
             c = np.array(colour)
@@ -218,23 +218,37 @@ def test_mask_ids_follow_figure_order(plain):
     assert np.isfinite(frame.depth[frame.masks > 0]).all()
 
 
-def test_facing_direction_shows_the_visor(plain):
-    c2w = camera((0.0, 1.6, 2.5))
-    head = np.array([[0.0, (HEAD_Y + 0.015) * 1.7, 0.065 * 1.7]])  # visor band on the face
-    ((u, v),), _ = project(c2w, 40.0, 320, 240, head)
+def test_facing_direction_shows_the_face(plain):
+    """Toward the camera the head shows skin with two dark eyes; away from it, hair only."""
+    c2w = camera((0.0, 1.6, 1.2))
+    h = 1.7
+    box = np.array([[HEAD_C[0] + dx * HEAD_R[0], HEAD_C[1] + dy * HEAD_R[1], 0.0] for dx in (-1, 1) for dy in (-1, 1)]) * h
+    uv, _ = project(c2w, 40.0, 320, 240, box)
+    (u0, v0), (u1, v1) = uv.min(axis=0).astype(int), uv.max(axis=0).astype(int)
+    eyes, _ = project(c2w, 40.0, 320, 240, np.array([[s * EYE_X * h, EYE_Y * h, 0.06 * h] for s in (1, -1)]))
+
+    def skin_share(frame) -> float:
+        patch = frame.rgb[v0:v1, u0:u1].astype(int)
+        warm = (patch[..., 0] > patch[..., 2] + 40) & (patch[..., 0] > 120)  # lit skin: red well above blue
+        return float(warm.mean())
+
     toward = plain.render(FrameState(c2w, 40.0, (figure(0, 0.0, 0.0, facing_deg=0.0),)))
     away = plain.render(FrameState(c2w, 40.0, (figure(0, 0.0, 0.0, facing_deg=180.0),)))
-    assert toward.rgb[int(v), int(u)].astype(int).sum() < 0.6 * away.rgb[int(v), int(u)].astype(int).sum()
+    assert skin_share(toward) > 0.25 and skin_share(away) < 0.03
+    for u, v in eyes:  # both eyes, apart: no single visor band
+        assert toward.rgb[int(v), int(u)].astype(int).sum() < 120
+    mid = int(round(eyes[:, 0].mean()))
+    assert toward.rgb[int(eyes[0, 1]), mid].astype(int).sum() > 300  # skin between the eyes
 
 
 def test_walking_legs_swing_and_soles_stay_on_the_ground():
     meshes = primitive_meshes()
-    from daotai.render.previz.meshes import FIGURE_PRIMS, PRIMITIVES
+    from daotai.render.previz.meshes import PRIMITIVES
 
     def lowest(fig: Figure) -> float:
-        models, _ = figure_instances(fig)
+        models, _, prims = figure_instances(fig)
         ys = []
-        for prim, m in zip(FIGURE_PRIMS, models, strict=True):
+        for prim, m in zip(prims, models, strict=True):
             v = meshes[PRIMITIVES[int(prim)]][:, :3]
             ys.append((v @ m[:3, :3].T + m[:3, 3])[:, 1].min())
         return min(ys)
@@ -243,8 +257,8 @@ def test_walking_legs_swing_and_soles_stay_on_the_ground():
     stride = figure(0, 0.0, 0.0, walk_phase=math.pi / 2, walking=True)
     assert lowest(standing) == pytest.approx(0.0, abs=1e-9)
     assert lowest(stride) == pytest.approx(0.0, abs=1e-9)  # the body dips: soles stay on the floor
-    a, _ = figure_instances(standing)
-    b, _ = figure_instances(stride)
+    a, _, _ = figure_instances(standing)
+    b, _, _ = figure_instances(stride)
     assert not np.allclose(a, b)
 
 

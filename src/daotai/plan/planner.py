@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from daotai import __version__
+from daotai import __version__, catalog
 from daotai.errors import PlanError
 from daotai.plan import camera as cam
 from daotai.plan import prompt as prompts
@@ -34,10 +34,14 @@ from daotai.plan.model import (
     TransitionPlan,
 )
 from daotai.plan.motion_code import encode_motion
-from daotai.plan.staging import default_character_positions, place_camera, set_pieces_for_scene
-from daotai import catalog
+from daotai.plan.staging import (
+    default_character_positions,
+    place_camera,
+    set_pieces_for_scene,
+    wardrobe_from_appearance,
+)
 from daotai.plan.timing import frames_for, snap_for
-from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Script, Shot
+from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Character, Script, Shot
 from daotai.script.vocab import DIRECTION_SIGNS
 
 FLOAT_DIGITS = 9  # plan JSON keeps 1e-9 precision: stable text, far below a pixel
@@ -170,6 +174,14 @@ class _Stage:
         self.heights = {c.id: float(c.height) for c in script.characters}
 
 
+def character_colour(character: Character, index: int) -> tuple[float, float, float]:
+    """A character's colour: the script's `colour`, else the top its `appearance` names, else the palette's."""
+    if character.colour is not None:
+        return tuple(character.colour)  # type: ignore[return-value]
+    named = wardrobe_from_appearance(character.appearance).top
+    return named if named is not None else DEFAULT_CHARACTER_COLOURS[index % len(DEFAULT_CHARACTER_COLOURS)]
+
+
 def _character_frames(
     shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float
 ) -> list[tuple[CharacterFrame, ...]]:
@@ -253,10 +265,7 @@ def plan_script(script: Script) -> Plan:
     fps = float(script.fps)
     width, height = script.size.width, script.size.height
     stage = _Stage(script)
-    colours = {
-        c.id: tuple(c.colour) if c.colour is not None else DEFAULT_CHARACTER_COLOURS[i % len(DEFAULT_CHARACTER_COLOURS)]
-        for i, c in enumerate(script.characters)
-    }
+    colours = {c.id: character_colour(c, i) for i, c in enumerate(script.characters)}
     names = {c.id: c.name or c.id for c in script.characters}
     all_ids = tuple(c.id for c in script.characters)
     shots: list[ShotPlan] = []

@@ -274,3 +274,49 @@ def canonical_names(enum: type[Enum]) -> str:
 def lookup(table: Mapping[str, str], text: str) -> str | None:
     """Canonical value for an alias, or None when the word is unknown."""
     return table.get(normalise_word(text))
+
+
+# Colour words people write in `appearance` ("blue shirt", "红色外套"), as display RGB in 0..1.
+# English words are matched as whole words, Chinese ones as written; a modifier right before a
+# colour ("dark blue", "浅蓝") lightens or darkens it. Values are chosen to read as the named
+# colour under the previz's lighting, not as colour-science references.
+COLOUR_WORDS: Mapping[str, tuple[float, float, float]] = MappingProxyType(
+    {
+        "red": (0.80, 0.16, 0.14), "crimson": (0.72, 0.08, 0.16), "scarlet": (0.88, 0.16, 0.10),
+        "maroon": (0.45, 0.08, 0.10), "burgundy": (0.47, 0.09, 0.16), "wine": (0.45, 0.10, 0.18),
+        "pink": (0.93, 0.55, 0.66), "orange": (0.93, 0.47, 0.13), "yellow": (0.95, 0.80, 0.18),
+        "gold": (0.85, 0.66, 0.22), "golden": (0.85, 0.66, 0.22), "beige": (0.83, 0.75, 0.60),
+        "khaki": (0.70, 0.64, 0.45), "camel": (0.70, 0.53, 0.33), "tan": (0.72, 0.56, 0.38),
+        "brown": (0.45, 0.29, 0.17), "green": (0.20, 0.58, 0.27), "olive": (0.42, 0.45, 0.20),
+        "teal": (0.10, 0.50, 0.50), "turquoise": (0.20, 0.72, 0.70), "blue": (0.18, 0.36, 0.78),
+        "navy": (0.11, 0.15, 0.35), "denim": (0.24, 0.34, 0.52), "purple": (0.48, 0.25, 0.62),
+        "violet": (0.55, 0.33, 0.75), "lavender": (0.70, 0.62, 0.86), "white": (0.92, 0.92, 0.90),
+        "cream": (0.93, 0.89, 0.78), "ivory": (0.93, 0.91, 0.82), "grey": (0.52, 0.52, 0.54),
+        "gray": (0.52, 0.52, 0.54), "silver": (0.72, 0.73, 0.76), "charcoal": (0.22, 0.23, 0.25),
+        "black": (0.09, 0.09, 0.10), "blonde": (0.86, 0.72, 0.42), "blond": (0.86, 0.72, 0.42),
+        "红": (0.80, 0.16, 0.14), "红色": (0.80, 0.16, 0.14), "大红": (0.85, 0.12, 0.10),
+        "酒红": (0.45, 0.10, 0.18), "粉": (0.93, 0.55, 0.66), "粉色": (0.93, 0.55, 0.66),
+        "粉红": (0.93, 0.55, 0.66), "粉红色": (0.93, 0.55, 0.66), "橙": (0.93, 0.47, 0.13),
+        "橙色": (0.93, 0.47, 0.13), "橘色": (0.93, 0.47, 0.13), "黄": (0.95, 0.80, 0.18),
+        "黄色": (0.95, 0.80, 0.18), "金": (0.85, 0.66, 0.22), "金色": (0.85, 0.66, 0.22),
+        "米色": (0.83, 0.75, 0.60), "卡其": (0.70, 0.64, 0.45), "卡其色": (0.70, 0.64, 0.45),
+        "棕": (0.45, 0.29, 0.17), "棕色": (0.45, 0.29, 0.17), "褐色": (0.45, 0.29, 0.17),
+        "咖啡色": (0.40, 0.27, 0.18), "绿": (0.20, 0.58, 0.27), "绿色": (0.20, 0.58, 0.27),
+        "墨绿": (0.10, 0.30, 0.20), "军绿": (0.33, 0.38, 0.22), "青": (0.10, 0.50, 0.50),
+        "青色": (0.10, 0.50, 0.50), "蓝": (0.18, 0.36, 0.78), "蓝色": (0.18, 0.36, 0.78),
+        "藏青": (0.11, 0.15, 0.35), "藏蓝": (0.11, 0.15, 0.35), "海军蓝": (0.11, 0.15, 0.35),
+        "天蓝": (0.45, 0.68, 0.90), "天蓝色": (0.45, 0.68, 0.90), "紫": (0.48, 0.25, 0.62),
+        "紫色": (0.48, 0.25, 0.62), "白": (0.92, 0.92, 0.90), "白色": (0.92, 0.92, 0.90),
+        "灰": (0.52, 0.52, 0.54), "灰色": (0.52, 0.52, 0.54), "银": (0.72, 0.73, 0.76),
+        "银色": (0.72, 0.73, 0.76), "黑": (0.09, 0.09, 0.10), "黑色": (0.09, 0.09, 0.10),
+    }
+)
+
+# Words right before a colour that shift it: toward white ("light") or toward black ("dark").
+COLOUR_MODIFIERS: Mapping[str, str] = MappingProxyType(
+    {
+        "light": "light", "pale": "light", "pastel": "light", "soft": "light",
+        "dark": "dark", "deep": "dark", "bright": "bright", "vivid": "bright",
+        "浅": "light", "淡": "light", "深": "dark", "暗": "dark", "亮": "bright",
+    }
+)

@@ -11,10 +11,22 @@ from typing import Any, Iterator
 import numpy as np
 from pydantic import Field
 
-from daotai.plan.model import Plan, ShotPlan
+from daotai.plan.model import Plan, PlanCharacter, ShotPlan
+from daotai.plan.staging import wardrobe_from_appearance
 from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
 from daotai.render.previz.gl import PrevizRenderer
-from daotai.render.previz.scene import Environment, Figure, FrameState, RenderSettings, SetPiece, environment_for
+from daotai.render.previz.scene import (
+    DEFAULT_HAIR,
+    DEFAULT_SHOES,
+    DEFAULT_SKIN,
+    Environment,
+    Figure,
+    FrameState,
+    Look,
+    RenderSettings,
+    SetPiece,
+    environment_for,
+)
 from daotai.render.spec import BackendEnv, BackendOptions, BackendSpec, EncodeDefaults
 
 PROGRESS_EVERY = 4  # frames between progress events: enough for a smooth bar, cheap to draw
@@ -53,9 +65,25 @@ def set_pieces_for_plan(plan: Plan) -> list[SetPiece]:
     ]
 
 
+def look_for(character: PlanCharacter) -> Look:
+    """How a character's figure is dressed: the plan's colour on the top (the script's `colour`,
+    else the one its `appearance` names), the rest from the words of `appearance`."""
+    w = wardrobe_from_appearance(character.appearance)
+    # A one-piece garment (suit, dress) takes the figure's colour below as well, unless the
+    # appearance names the lower garment on its own.
+    bottom = w.bottom if w.bottom is not None and not (w.one_piece and w.bottom == w.top) else None
+    return Look(
+        top=None, bottom=bottom, shoes=w.shoes or DEFAULT_SHOES, skin=w.skin or DEFAULT_SKIN,
+        hair=w.hair or DEFAULT_HAIR, hair_style=w.hair_style, silhouette=w.silhouette, skirt=w.skirt,
+        one_piece=w.one_piece, hat=(w.hat or (0.22, 0.2, 0.2)) if w.hat_worn else None,
+        glasses={None: None, "clear": (0.72, 0.78, 0.84), "dark": (0.07, 0.07, 0.09)}[w.glasses], build=w.build,
+    )
+
+
 def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
     """Per-frame camera and figures of a shot, straight from the plan."""
     characters = {c.id: c for c in plan.characters}
+    looks = {c.id: look_for(c) for c in plan.characters}
     for camera, people in zip(shot.cameras, shot.character_frames, strict=True):
         figures = tuple(
             Figure(
@@ -67,6 +95,7 @@ def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
                 facing_deg=p.facing,
                 walk_phase=p.walk_phase,
                 walking=p.walking,
+                look=looks[p.id],
             )
             for p in people
         )

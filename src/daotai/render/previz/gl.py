@@ -47,7 +47,6 @@ from daotai.errors import BackendError
 from daotai.plan import geometry
 from daotai.render.previz.labels import LabelPainter, find_label_font
 from daotai.render.previz.meshes import (
-    FIGURE_PRIMS,
     PRIMITIVES,
     figure_head_top,
     figure_instances,
@@ -519,11 +518,11 @@ class PrevizRenderer:
         ids: list[np.ndarray] = [np.zeros(0)]
         prims: list[np.ndarray] = [np.zeros(0, np.int64)]
         for i, fig in enumerate(state.figures):
-            m, c = figure_instances(fig)
+            m, c, p = figure_instances(fig)
             models.append(m)
             colours.append(c)
             ids.append(np.full(len(m), i + 1.0))
-            prims.append(FIGURE_PRIMS)
+            prims.append(p)
         rows = _instance_rows(np.concatenate(models), np.concatenate(colours), np.concatenate(ids))
         return rows, np.concatenate(prims)
 

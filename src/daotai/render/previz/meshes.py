@@ -1,21 +1,32 @@
-"""Unit primitives and the proxy-figure rig, as plain numpy arrays.
+"""Unit primitives and the figure rig (a low-poly mannequin), as plain numpy arrays.
 
-Every primitive fits the cube [-0.5, 0.5]^3 and is a non-indexed triangle list of
-interleaved (position, normal) float32 vertices with counter-clockwise outward winding, so
-one model matrix per instance (scale, rotate, translate) places it anywhere. Figures are
-built in units of their height and scaled uniformly, so proportions follow ``height_m``.
+Every primitive is a non-indexed triangle list of interleaved (position, normal) float32
+vertices with counter-clockwise outward winding, so one model matrix per instance (scale,
+rotate, translate) places it anywhere. The generic ones fit the cube [-0.5, 0.5]^3; the two
+torso meshes ("chest", "hips") are lofted in the figure's own height units. Figures are built
+in units of their height and scaled uniformly, so proportions follow ``height_m``.
+
+The mannequin: an egg-shaped head with two eyes, a nose and a mouth on the face and hair over
+the crown and back (so which way it looks reads from any side, at any size where a face is
+more than a few pixels), neck, lofted chest and hips, shoulders, upper and lower arms with
+elbows, block hands, thighs and shins with knees, block feet. About 2,300 triangles; the old
+cylinder-and-ball proxy had about 2,750. Parts are coloured by role (top, bottom, shoes, skin,
+hair …) from the figure's ``Look``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from daotai.render.previz.scene import Figure, SetPiece
+from daotai.render.previz.scene import DEFAULT_TROUSERS, Figure, Look, SetPiece
 
-PRIMITIVES: tuple[str, ...] = ("box", "cylinder", "frustum", "sphere", "ball", "cone")
+PRIMITIVES: tuple[str, ...] = (
+    "box", "cylinder", "frustum", "sphere", "ball", "cone", "limb", "joint", "head", "hem", "chest", "hips",
+)
 
 
 def _orient(tris: np.ndarray, normals: np.ndarray) -> np.ndarray:
@@ -49,11 +60,11 @@ def box_mesh() -> np.ndarray:
     return _orient(np.array(tris), np.array(norms))
 
 
-def frustum_mesh(segments: int = 24, bottom_radius: float = 0.5) -> np.ndarray:
-    """Capped cylinder (or cone frustum) along y in [-0.5, 0.5], top radius 0.5: (T * 3, 6) float32."""
+def frustum_mesh(segments: int = 24, bottom_radius: float = 0.5, top_radius: float = 0.5) -> np.ndarray:
+    """Capped cylinder (or cone frustum) along y in [-0.5, 0.5]: (T * 3, 6) float32."""
     a = np.linspace(0.0, 2.0 * math.pi, segments + 1)
     ca, sa = np.cos(a), np.sin(a)
-    r0, r1 = bottom_radius, 0.5
+    r0, r1 = bottom_radius, top_radius
     slope = (r0 - r1) / 1.0  # radial change per unit height sets the side normals' y tilt
     side_n = np.stack([ca, np.full_like(ca, slope), sa], axis=1)
     side_n /= np.linalg.norm(side_n, axis=1, keepdims=True)
@@ -65,8 +76,9 @@ def frustum_mesh(segments: int = 24, bottom_radius: float = 0.5) -> np.ndarray:
         j = i + 1
         tris += [[lo[i], hi[i], hi[j]], [lo[i], hi[j], lo[j]]]
         norms += [[side_n[i], side_n[i], side_n[j]], [side_n[i], side_n[j], side_n[j]]]
-        tris.append([np.array([0.0, 0.5, 0.0]), hi[j], hi[i]])
-        norms.append([up, up, up])
+        if r1 > 0.0:
+            tris.append([np.array([0.0, 0.5, 0.0]), hi[j], hi[i]])
+            norms.append([up, up, up])
         if r0 > 0.0:
             tris.append([np.array([0.0, -0.5, 0.0]), lo[i], lo[j]])
             norms.append([down, down, down])
@@ -113,15 +125,70 @@ def sphere_mesh(rings: int = 16, segments: int = 24) -> np.ndarray:
     return _orient(np.array(tris) * 0.5, nn)
 
 
+def loft_mesh(rings: list[tuple[float, float, float, float]], segments: int = 16) -> np.ndarray:
+    """A closed body of elliptical rings (y, half-width, half-depth, z centre), smooth normals: (T * 3, 6) float32."""
+    r = np.asarray(rings, np.float64)  # (R, 4)
+    a = np.linspace(0.0, 2.0 * math.pi, segments + 1)[:-1]
+    ca, sa = np.cos(a), np.sin(a)  # (S,)
+    pts = np.stack([r[:, None, 1] * ca, np.broadcast_to(r[:, None, 0], (len(r), segments)),
+                    r[:, None, 3] + r[:, None, 2] * sa], axis=-1)  # (R, S, 3)
+    # normals: the ring's outward ellipse normal, tilted by how the radii change along y
+    dy = np.gradient(r[:, 0])
+    slope_w, slope_d = np.gradient(r[:, 1]) / dy, np.gradient(r[:, 2]) / dy
+    nx = ca[None, :] / r[:, None, 1]
+    nz = sa[None, :] / r[:, None, 2]
+    ny = -(ca[None, :] ** 2 * slope_w[:, None] / r[:, None, 1] + sa[None, :] ** 2 * slope_d[:, None] / r[:, None, 2])
+    nrm = np.stack([nx, ny, nz], axis=-1)
+    nrm /= np.linalg.norm(nrm, axis=-1, keepdims=True)
+    tris, norms = [], []
+    for i in range(len(r) - 1):
+        for j in range(segments):
+            k = (j + 1) % segments
+            tris += [[pts[i, j], pts[i + 1, j], pts[i + 1, k]], [pts[i, j], pts[i + 1, k], pts[i, k]]]
+            norms += [[nrm[i, j], nrm[i + 1, j], nrm[i + 1, k]], [nrm[i, j], nrm[i + 1, k], nrm[i, k]]]
+    for i, sign in ((0, -1.0), (len(r) - 1, 1.0)):  # flat caps
+        c = np.array([0.0, r[i, 0], r[i, 3]])
+        n = np.array([0.0, sign, 0.0])
+        for j in range(segments):
+            tris.append([c, pts[i, j], pts[i, (j + 1) % segments]])
+            norms.append([n, n, n])
+    return _orient(np.array(tris), np.array(norms))
+
+
+# Torso cross-sections in height units: (y, half-width, half-depth, z centre), bottom to top.
+CHEST_RINGS: list[tuple[float, float, float, float]] = [
+    (0.585, 0.080, 0.056, 0.000),  # waist
+    (0.640, 0.086, 0.060, 0.004),
+    (0.700, 0.097, 0.066, 0.008),  # chest
+    (0.755, 0.108, 0.066, 0.006),
+    (0.795, 0.113, 0.060, 0.000),  # shoulder line
+    (0.825, 0.096, 0.052, -0.004),
+    (0.848, 0.048, 0.038, -0.004),  # neck base
+]
+HIPS_RINGS: list[tuple[float, float, float, float]] = [
+    (0.455, 0.060, 0.045, 0.000),  # crotch
+    (0.480, 0.092, 0.058, 0.000),
+    (0.530, 0.097, 0.062, -0.004),  # hips
+    (0.575, 0.089, 0.059, 0.000),
+    (0.605, 0.083, 0.057, 0.000),  # tucked under the chest's waist
+]
+
+
 def primitive_meshes() -> dict[str, np.ndarray]:
     """Every primitive the renderer instances, by name; each (V, 6) float32 position+normal."""
     return {
         "box": box_mesh(),
         "cylinder": frustum_mesh(24, 0.5),
-        "frustum": frustum_mesh(24, 0.5 * 0.8),  # torso: waist 80 % of the shoulders
+        "frustum": frustum_mesh(24, 0.5 * 0.8),
         "sphere": sphere_mesh(16, 24),
-        "ball": sphere_mesh(8, 12),  # small joints and hands: a coarse sphere is enough
+        "ball": sphere_mesh(8, 12),  # small set-piece spheres: a coarse sphere is enough
         "cone": cone_mesh(16),
+        "limb": frustum_mesh(10, 0.5 * 0.8),  # upper and lower arms and legs, tapering 80 %
+        "joint": sphere_mesh(6, 10),  # shoulders, elbows, knees
+        "head": sphere_mesh(12, 16),  # head and hair
+        "hem": frustum_mesh(16, 0.5, 0.36),  # skirt of a dress or coat, flaring downward
+        "chest": loft_mesh(CHEST_RINGS),
+        "hips": loft_mesh(HIPS_RINGS),
     }
 
 
@@ -173,99 +240,251 @@ class Part:
     colour: tuple[float, float, float]
 
 
+SMALL_SPHERE_M = 0.6  # set-piece spheres below this size use the coarse "ball" mesh
+
+
 def set_piece_parts(piece: SetPiece) -> Part:
     """The instance that draws a set piece (its base centre sits at ``position``)."""
     w, h, d = piece.size
     x, y, z = piece.position
     prim = {"box": "box", "cylinder": "cylinder", "sphere": "sphere"}[piece.kind]
+    if prim == "sphere" and max(piece.size) < SMALL_SPHERE_M:
+        prim = "ball"
     model = translate(x, y + 0.5 * h, z) @ rot_y(math.radians(piece.yaw_deg)) @ scale(w, h, d)
     return Part(prim, model, piece.colour)
 
 
-# Figure proportions in units of body height (an adult of ~7.5 heads).
-HEAD_D = 0.13  # head diameter; its top is at 1.0
-HEAD_Y = 1.0 - HEAD_D / 2
-HIP_Y = 0.49  # leg pivot
-LEG_LEN = 0.45  # hip pivot to ankle
-FOOT_H = 0.04
-SHOULDER_Y = 0.775
-SHOULDER_X = 0.145
-ARM_LEN = 0.36
-LEG_SWING_RAD = math.radians(26.0)
+
+
+# ---------------------------------------------------------------- the figure rig
+# Proportions in units of body height (an adult of ~7.5 heads); the figure faces +z, its
+# left side is +x. Bones pivot at the joints; a limb hangs along -y from its bone.
+
+HEAD_C = (0.0, 0.928, 0.006)  # head centre; the skull's crown is at 0.996, the hair's at ~1.0
+HEAD_R = (0.048, 0.068, 0.058)  # head half-sizes (x, y, z)
+EYE_Y = 0.934
+EYE_X = 0.019
+SHOULDER_X = 0.104
+SHOULDER_Y = 0.805
+UPPER_ARM = 0.175
+FOREARM = 0.15
+HAND_L = 0.09
+HIP_X = 0.052
+HIP_Y = 0.50  # leg pivot
+THIGH = 0.23
+SHIN = 0.23
+FOOT_H = 0.04  # ankle height above the sole; HIP_Y - THIGH - SHIN
+FOOT_L = 0.15
+FOOT_FWD = 0.035  # the foot reaches forward of the ankle
+LEG_SWING_RAD = math.radians(26.0)  # thigh swing either side of vertical at a walk
 ARM_SWING_RAD = math.radians(20.0)
+KNEE_SWING_RAD = math.radians(35.0)  # knee bend of the leg swinging through
+ELBOW_REST_RAD = math.radians(10.0)
+ARM_OUT_RAD = math.radians(6.0)
+
+# bones, each a (4, 4) transform in height units: the root, then per side (left, right)
+# hip, knee, foot (flat, at the ankle), shoulder and elbow
+_BONES = ("root", "hip_l", "knee_l", "foot_l", "shoulder_l", "elbow_l",
+          "hip_r", "knee_r", "foot_r", "shoulder_r", "elbow_r")
+_ROLES = ("top", "bottom", "shoes", "skin", "hair", "eyes", "lips", "hat", "lens")
 
 
-def _static_rig() -> list[tuple[str, np.ndarray, str]]:
-    """Parts that do not move with the gait: (primitive, local 4x4 in height units, colour role)."""
-    return [
-        ("sphere", translate(0, 0.50, 0) @ scale(0.22, 0.12, 0.14), "body"),  # pelvis
-        ("frustum", translate(0, 0.645, 0) @ scale(0.27, 0.29, 0.15), "body"),  # torso
-        ("ball", translate(SHOULDER_X - 0.02, SHOULDER_Y, 0) @ scale(0.09, 0.09, 0.09), "body"),
-        ("ball", translate(-SHOULDER_X + 0.02, SHOULDER_Y, 0) @ scale(0.09, 0.09, 0.09), "body"),
-        ("cylinder", translate(0, 0.83, 0) @ scale(0.06, 0.08, 0.06), "skin"),  # neck
-        ("sphere", translate(0, HEAD_Y, 0) @ scale(HEAD_D, HEAD_D, HEAD_D), "skin"),  # head
-        # nose cone and a visor band on the face make the facing direction readable
-        ("cone", translate(0, HEAD_Y - 0.005, 0.07) @ rot_x(math.pi / 2) @ scale(0.035, 0.06, 0.035), "accent"),
-        ("box", translate(0, HEAD_Y + 0.015, 0.047) @ scale(0.10, 0.022, 0.04), "accent"),
+def _face_z(x: float, y: float) -> float:
+    """z of the head's front surface at (x, y), height units."""
+    cx, cy, cz = HEAD_C
+    rx, ry, rz = HEAD_R
+    return cz + rz * math.sqrt(max(0.0, 1.0 - ((x - cx) / rx) ** 2 - ((y - cy) / ry) ** 2))
+
+
+def _parts(look: Look) -> list[tuple[str, str, np.ndarray, str]]:
+    """(primitive, bone, local 4x4 relative to the bone, colour role) of every part of a figure."""
+    b = look.build
+    hx, hy, hz = HEAD_C
+    rx, ry, rz = HEAD_R
+    lower = "top" if look.one_piece and look.silhouette == "dress" else "bottom"
+    parts: list[tuple[str, str, np.ndarray, str]] = [
+        ("hips", "root", scale(b, 1.0, b), lower),
+        ("chest", "root", scale(b, 1.0, b), "top"),
+        ("limb", "root", translate(0, 0.862, -0.004) @ scale(0.056, 0.06, 0.056), "skin"),  # neck
+        ("head", "root", translate(hx, hy, hz) @ scale(2 * rx, 2 * ry, 2 * rz), "skin"),
+        ("box", "root", translate(0, 0.917, _face_z(0, 0.917) + 0.002) @ rot_x(-0.25) @ scale(0.016, 0.026, 0.016),
+         "skin"),  # nose
+        ("box", "root", translate(0, 0.893, _face_z(0, 0.893) - 0.001) @ scale(0.022, 0.005, 0.006), "lips"),
     ]
-
-
-def _limbs(swing: float) -> list[tuple[str, np.ndarray, str]]:
-    """Legs, feet, arms and hands for a swing angle (radians, + = left leg forward)."""
-    out: list[tuple[str, np.ndarray, str]] = []
+    eye_z = _face_z(EYE_X, EYE_Y)
     for side in (1.0, -1.0):
-        leg = translate(side * 0.058, HIP_Y, 0) @ rot_x(-side * swing)
-        out.append(("cylinder", leg @ translate(0, -LEG_LEN / 2, 0) @ scale(0.085, LEG_LEN, 0.085), "legs"))
-        # feet stay flat under the swinging ankle, so their soles can rest on the ground
-        ankle = leg @ np.array([0.0, -LEG_LEN, 0.0, 1.0])
-        foot = translate(ankle[0], ankle[1] - FOOT_H / 2, ankle[2] + 0.035) @ scale(0.07, FOOT_H, 0.14)
-        out.append(("box", foot, "legs"))
-        arm = (
-            translate(side * SHOULDER_X, SHOULDER_Y, 0)
-            @ rot_x(side * swing * ARM_SWING_RAD / LEG_SWING_RAD)
-            @ rot_z(side * math.radians(7.0))
-        )
-        out.append(("cylinder", arm @ translate(0, -ARM_LEN / 2, 0) @ scale(0.06, ARM_LEN, 0.06), "body"))
-        out.append(("ball", arm @ translate(0, -ARM_LEN - 0.02, 0) @ scale(0.07, 0.08, 0.07), "skin"))
+        parts.append(("joint", "root", translate(side * EYE_X, EYE_Y, eye_z - 0.001) @ scale(0.014, 0.008, 0.008),
+                      "eyes"))
+    if look.glasses is not None:
+        lens_z = eye_z + 0.004
+        for side in (1.0, -1.0):
+            parts.append(("box", "root", translate(side * EYE_X, EYE_Y, lens_z) @ scale(0.027, 0.019, 0.003), "lens"))
+            if sum(look.glasses) >= 1.2:  # clear lenses: the eye shows through
+                parts.append(("joint", "root", translate(side * EYE_X, EYE_Y, lens_z + 0.002)
+                              @ scale(0.012, 0.007, 0.003), "eyes"))
+        parts.append(("box", "root", translate(0, EYE_Y + 0.004, lens_z) @ scale(0.012, 0.004, 0.003), "lens"))
+    if look.hair_style != "bald":
+        # a cap over the crown and the back of the head leaves the face clear
+        parts.append(("head", "root", translate(hx, hy + 0.006, hz - 0.012) @ scale(2.14 * rx, 2.13 * ry, 2.14 * rz),
+                      "hair"))
+    if look.hair_style == "long":
+        parts.append(("limb", "root", translate(0, 0.872, -0.036) @ scale(0.104, 0.15, 0.06), "hair"))
+    if look.hat is not None:
+        parts.append(("cylinder", "root", translate(0, 0.978, 0.004) @ scale(0.16, 0.008, 0.15), "hat"))  # brim
+        parts.append(("cylinder", "root", translate(0, 1.004, -0.004) @ scale(0.104, 0.052, 0.118), "hat"))
+    if look.silhouette == "dress":
+        parts.append(("hem", "root", translate(0, 0.45, 0.0) @ scale(0.26 * b, 0.30, 0.20 * b), "top"))
+    elif look.silhouette == "coat":
+        parts.append(("hem", "root", translate(0, 0.49, 0.0) @ scale(0.25 * b, 0.22, 0.18 * b), "top"))
+    if look.skirt and look.silhouette != "dress":
+        parts.append(("hem", "root", translate(0, 0.43, 0.0) @ scale(0.26 * b, 0.26, 0.20 * b), "bottom"))
+    for s in ("l", "r"):
+        parts += [
+            ("joint", f"shoulder_{s}", scale(0.068 * b, 0.066, 0.066 * b), "top"),
+            ("limb", f"shoulder_{s}", translate(0, -UPPER_ARM / 2, 0) @ scale(0.066 * b, UPPER_ARM, 0.066 * b), "top"),
+            ("joint", f"elbow_{s}", scale(0.054 * b, 0.054, 0.054 * b), "top"),
+            ("limb", f"elbow_{s}", translate(0, -FOREARM / 2, 0) @ scale(0.054 * b, FOREARM, 0.054 * b), "top"),
+            ("box", f"elbow_{s}", translate(0, -FOREARM - HAND_L / 2 + 0.005, 0.004) @ scale(0.026, HAND_L, 0.048),
+             "skin"),
+            ("limb", f"hip_{s}", translate(0, -THIGH / 2, 0) @ scale(0.10 * b, THIGH, 0.10 * b), "bottom"),
+            ("joint", f"knee_{s}", scale(0.074 * b, 0.074, 0.074 * b), "bottom"),
+            ("limb", f"knee_{s}", translate(0, -SHIN / 2, 0) @ scale(0.074 * b, SHIN, 0.074 * b), "bottom"),
+            ("box", f"foot_{s}", translate(0, -FOOT_H / 2, FOOT_FWD) @ scale(0.056, FOOT_H, FOOT_L), "shoes"),
+        ]
+    return parts
+
+
+@dataclass(frozen=True, eq=False)
+class _Rig:
+    """A figure's parts for one look: primitive index (P,), bone index (P,), local (P, 4, 4), role (P,)."""
+
+    prims: np.ndarray
+    bones: np.ndarray
+    local: np.ndarray
+    roles: np.ndarray
+    shoulder_x: float
+
+
+@functools.lru_cache(maxsize=256)
+def _rig(look: Look) -> _Rig:
+    """The parts of a figure dressed in ``look`` (cached: a look is immutable)."""
+    parts = _parts(look)
+    rig = _Rig(
+        prims=np.array([PRIMITIVES.index(p) for p, _, _, _ in parts]),
+        bones=np.array([_BONES.index(b) for _, b, _, _ in parts]),
+        local=np.stack([m for _, _, m, _ in parts]),
+        roles=np.array([_ROLES.index(r) for _, _, _, r in parts]),
+        shoulder_x=SHOULDER_X * (0.5 + 0.5 * look.build),
+    )
+    for a in (rig.prims, rig.bones, rig.local, rig.roles):
+        a.setflags(write=False)
+    return rig
+
+
+@dataclass(frozen=True)
+class Pose:
+    """Joint angles in radians, per side (left, right): + flexes forward (knees bend backward)."""
+
+    hip: tuple[float, float] = (0.0, 0.0)
+    knee: tuple[float, float] = (0.0, 0.0)
+    shoulder: tuple[float, float] = (0.0, 0.0)
+    elbow: tuple[float, float] = (ELBOW_REST_RAD, ELBOW_REST_RAD)
+    arm_out: float = ARM_OUT_RAD
+
+
+STANDING = Pose()
+
+
+def walk_pose(phase: float) -> Pose:
+    """The walk cycle at ``phase`` radians: 0 = legs together, left leg swinging forward."""
+    s, c = math.sin(phase), math.cos(phase)
+    hip = LEG_SWING_RAD * s
+    knee_l = KNEE_SWING_RAD * max(0.0, c) ** 2  # the leg swinging through bends, the stance leg is straight
+    knee_r = KNEE_SWING_RAD * max(0.0, -c) ** 2
+    arm = ARM_SWING_RAD * s  # arms swing against the legs
+    return Pose(
+        hip=(hip, -hip), knee=(knee_l, knee_r), shoulder=(-arm, arm),
+        elbow=(ELBOW_REST_RAD + 0.8 * max(0.0, -arm), ELBOW_REST_RAD + 0.8 * max(0.0, arm)),
+    )
+
+
+def _bone_matrices(pose: Pose, shoulder_x: float) -> np.ndarray:
+    """World-in-rig transform of every bone for a pose, height units: (B, 4, 4)."""
+    out = np.empty((len(_BONES), 4, 4))
+    out[0] = np.eye(4)
+    for k, side in enumerate((1.0, -1.0)):  # left (+x), right (-x)
+        base = 1 + 5 * k
+        hip = translate(side * HIP_X, HIP_Y, 0.0) @ rot_x(-pose.hip[k])
+        knee = hip @ translate(0.0, -THIGH, 0.0) @ rot_x(pose.knee[k])
+        ankle = knee @ np.array([0.0, -SHIN, 0.0, 1.0])
+        shoulder = translate(side * shoulder_x, SHOULDER_Y, 0.0) @ rot_z(side * pose.arm_out) @ rot_x(-pose.shoulder[k])
+        elbow = shoulder @ translate(0.0, -UPPER_ARM, 0.0) @ rot_x(-pose.elbow[k])
+        out[base] = hip
+        out[base + 1] = knee
+        out[base + 2] = translate(ankle[0], ankle[1], ankle[2])  # feet stay flat
+        out[base + 3] = shoulder
+        out[base + 4] = elbow
+    # lower the whole body so the lowest sole rests on the ground (a compass gait dips at
+    # double support and rises as the legs pass)
+    drop = min(out[3, 1, 3], out[8, 1, 3]) - FOOT_H
+    out[:, 1, 3] -= drop
     return out
 
 
-_ROLES: tuple[str, ...] = ("body", "legs", "skin", "accent")
-_STATIC = _static_rig()
-_STANDING = _limbs(0.0)
-# primitive index and colour role of every figure part, in the order figure_instances returns them
-FIGURE_PRIMS: np.ndarray = np.array([PRIMITIVES.index(p) for p, _, _ in (*_STATIC, *_STANDING)])
-_FIGURE_ROLES: np.ndarray = np.array([_ROLES.index(r) for _, _, r in (*_STATIC, *_STANDING)])
-_STATIC_LOCAL: np.ndarray = np.stack([m for _, m, _ in _STATIC])  # (S, 4, 4) height units
-_STANDING_LOCAL: np.ndarray = np.stack([m for _, m, _ in _STANDING])  # (L, 4, 4)
+@functools.lru_cache(maxsize=64)
+def _standing_local(look: Look) -> np.ndarray:
+    """Part transforms of a standing figure in rig units: (P, 4, 4), read-only."""
+    rig = _rig(look)
+    local = _bone_matrices(STANDING, rig.shoulder_x)[rig.bones] @ rig.local
+    local.setflags(write=False)
+    return local
 
 
-def _role_colours(colour: tuple[float, float, float]) -> np.ndarray:
-    """Colours of the body, legs, skin and accent roles: (4, 3) float64."""
-    c = np.asarray(colour, np.float64)
-    return np.stack([c, c * 0.6, c + (1.0 - c) * 0.45, c * 0.25])
-
-
-def figure_root(fig: Figure, swing: float) -> np.ndarray:
-    """World transform of a figure's rig (height units -> metres, facing, gait dip): (4, 4)."""
-    # Straight legs swung apart would lift the feet; lower the body so both soles stay on the
-    # ground (a compass gait: the body dips at double support, rises as the legs pass).
-    drop = LEG_LEN * (1.0 - math.cos(swing)) * fig.height_m
+def figure_root(fig: Figure) -> np.ndarray:
+    """World transform of a figure's rig (height units -> metres, facing, position): (4, 4)."""
     yaw = math.radians(fig.facing_deg)
     c, s, h = math.cos(yaw) * fig.height_m, math.sin(yaw) * fig.height_m, fig.height_m
-    return np.array([[c, 0.0, s, fig.position[0]], [0.0, h, 0.0, -drop], [-s, 0.0, c, fig.position[1]],
+    return np.array([[c, 0.0, s, fig.position[0]], [0.0, h, 0.0, 0.0], [-s, 0.0, c, fig.position[1]],
                      [0.0, 0.0, 0.0, 1.0]])
 
 
-def figure_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray]:
-    """World models (P, 4, 4) and colours (P, 3) of a figure's parts, primitives per FIGURE_PRIMS."""
-    swing = LEG_SWING_RAD * math.sin(fig.walk_phase) if fig.walking else 0.0
-    limbs = _STANDING_LOCAL if swing == 0.0 else np.stack([m for _, m, _ in _limbs(swing)])
-    local = np.concatenate([_STATIC_LOCAL, limbs])  # (P, 4, 4)
-    models = figure_root(fig, swing) @ local  # (P, 4, 4) metres
-    return models, _role_colours(fig.colour)[_FIGURE_ROLES]
+def figure_pose(fig: Figure) -> Pose:
+    """The pose a figure holds this frame."""
+    return walk_pose(fig.walk_phase) if fig.walking else STANDING
+
+
+@functools.lru_cache(maxsize=256)
+def role_colours(look: Look, colour: tuple[float, float, float]) -> np.ndarray:
+    """Colour of every role for a look (the top defaults to ``colour``): (R, 3) float64, read-only."""
+    top = look.top if look.top is not None else colour
+    bottom = look.bottom if look.bottom is not None else (top if look.one_piece else DEFAULT_TROUSERS)
+    skin = np.asarray(look.skin)
+    lips = skin * np.array([0.78, 0.55, 0.52])
+    out = np.array([top, bottom, look.shoes, look.skin, look.hair, (0.05, 0.04, 0.04), lips,
+                    look.hat if look.hat is not None else (0.2, 0.2, 0.2),
+                    look.glasses if look.glasses is not None else (0.1, 0.1, 0.1)], np.float64)
+    out.setflags(write=False)
+    return out
+
+
+def figure_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """World models (P, 4, 4), colours (P, 3) and primitive indexes (P,) of a figure's parts."""
+    rig = _rig(fig.look)
+    if fig.walking:
+        local = _bone_matrices(walk_pose(fig.walk_phase), rig.shoulder_x)[rig.bones] @ rig.local
+    else:
+        local = _standing_local(fig.look)
+    models = figure_root(fig) @ local  # (P, 4, 4) metres
+    return models, role_colours(fig.look, tuple(fig.colour))[rig.roles], rig.prims
 
 
 def figure_head_top(fig: Figure) -> np.ndarray:
-    """World point (x, y, z) just above the head, where the label is anchored."""
-    return np.array([fig.position[0], fig.height_m * 1.02, fig.position[1]])
+    """World point (x, y, z) just above the head (or hat), where the label is anchored."""
+    top = 1.05 if fig.look.hat is not None else 1.02
+    return np.array([fig.position[0], fig.height_m * top, fig.position[1]])
+
+
+def head_points(fig: Figure) -> np.ndarray:
+    """World points of a standing figure's crown, chin and soles (centre line): (3, 3) metres."""
+    local = np.array([[0.0, 1.0, 0.0, 1.0], [0.0, HEAD_C[1] - HEAD_R[1], 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
+    return (figure_root(fig) @ local.T).T[:, :3]

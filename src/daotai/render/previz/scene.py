@@ -56,6 +56,48 @@ class SetPiece:
             raise BackendError(f"set piece yaw_deg: {self.yaw_deg!r} must be finite")
 
 
+DEFAULT_SKIN: RGB = (0.86, 0.66, 0.52)
+DEFAULT_HAIR: RGB = (0.17, 0.12, 0.09)
+DEFAULT_TROUSERS: RGB = (0.25, 0.26, 0.31)
+DEFAULT_SHOES: RGB = (0.16, 0.14, 0.13)
+HAIR_STYLES: tuple[str, ...] = ("short", "long", "bald")
+SILHOUETTES: tuple[str, ...] = ("plain", "coat", "dress")
+
+
+@dataclass(frozen=True)
+class Look:
+    """How a figure is dressed: garment colours, hair, skin, build and accessories.
+
+    ``top`` None means the figure's own ``colour``; ``bottom`` None means neutral trousers
+    (or, for a one-piece suit or dress, the top's colour).
+    """
+
+    top: RGB | None = None
+    bottom: RGB | None = None
+    shoes: RGB = DEFAULT_SHOES
+    skin: RGB = DEFAULT_SKIN
+    hair: RGB = DEFAULT_HAIR
+    hair_style: str = "short"  # "short", "long" (to the shoulders) or "bald"
+    silhouette: str = "plain"  # "plain", "coat" (hem to mid-thigh) or "dress" (skirt to the knee)
+    skirt: bool = False  # a skirt to the knee over the legs (bottom colour)
+    one_piece: bool = False  # suit or dress: the bottom follows the top unless given
+    hat: RGB | None = None  # a hat in this colour, or none
+    glasses: RGB | None = None  # glasses with lenses of this colour, or none
+    build: float = 1.0  # torso and limb width factor
+
+    def __post_init__(self) -> None:
+        for name in ("top", "bottom", "shoes", "skin", "hair", "hat", "glasses"):
+            value = getattr(self, name)
+            if value is not None:
+                _check_rgb(f"look {name}", value)
+        if self.hair_style not in HAIR_STYLES:
+            raise BackendError(f"look hair_style: {self.hair_style!r} must be one of {', '.join(HAIR_STYLES)}")
+        if self.silhouette not in SILHOUETTES:
+            raise BackendError(f"look silhouette: {self.silhouette!r} must be one of {', '.join(SILHOUETTES)}")
+        if not (math.isfinite(self.build) and 0.6 <= self.build <= 1.6):
+            raise BackendError(f"look build: {self.build!r} must be in 0.6..1.6")
+
+
 @dataclass(frozen=True)
 class Figure:
     """A character's proxy figure at one frame: where it stands, where it faces, its stride."""
@@ -68,6 +110,7 @@ class Figure:
     facing_deg: float = 0.0  # yaw about +y; 0 faces +z, 90 faces +x
     walk_phase: float = 0.0  # radians of the gait cycle; 0 = legs together
     walking: bool = False  # when False the figure stands still whatever walk_phase says
+    look: Look = Look()  # garments, hair, skin; the top defaults to ``colour``
 
     def __post_init__(self) -> None:
         if not self.char_id:
