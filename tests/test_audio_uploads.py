@@ -4,6 +4,7 @@ size caps; hostile ones (truncated, forged lengths, wrong type, empty) get 4xx a
 from __future__ import annotations
 
 import io
+import json
 import struct
 import wave
 from fractions import Fraction
@@ -113,12 +114,52 @@ def test_server_refuses_hostile_sound_with_4xx_and_survives(tmp_path):
     app = create_app(tmp_path / "data", start_dispatcher=False)
     with thread_server(app) as url:
         cases = {"empty": (b"", 400), "truncated": (wav_bytes()[:200], 400),
-                 "forged": (forged_length(wav_bytes()), 400), "garbage_flac": (b"fLaC" + b"\0" * 500, 400),
-                 "good_but_not_stored": (wav_bytes(), 415)}
+                 "forged": (forged_length(wav_bytes()), 400), "garbage_flac": (b"fLaC" + b"\0" * 500, 400)}
         for name, (data, status) in cases.items():
             reply = httpx.post(f"{url}/v1/uploads", files={"file": ("a.wav", data, "audio/wav")}, timeout=30)
             assert reply.status_code == status, (name, reply.text)
             assert reply.json()["error"]["param"] == "file"
         assert httpx.get(f"{url}/health").status_code == 200
+        good = httpx.post(f"{url}/v1/uploads", files={"file": ("a.wav", wav_bytes(), "audio/wav")}, timeout=30)
+        assert good.status_code == 201 and good.json()["id"].startswith("snd_"), good.text
+        again = httpx.post(f"{url}/v1/uploads", files={"file": ("b.wav", wav_bytes(), "audio/wav")}, timeout=30)
+        assert again.status_code == 200 and again.json()["id"] == good.json()["id"]  # content addressed
+        content = httpx.get(f"{url}/v1/uploads/{good.json()['id']}/content")
+        assert content.content == wav_bytes() and content.headers["content-type"] == "audio/wav"
     staging = tmp_path / "data" / "staging"
     assert not staging.exists() or list(staging.iterdir()) == []
+
+
+def test_a_server_job_renders_under_an_uploaded_soundtrack(tmp_path, monkeypatch):
+    """Upload a WAV, name it as the script's soundtrack, run the job: the sequence carries it."""
+    pytest.importorskip("fastapi")
+    httpx = pytest.importorskip("httpx")
+    import av
+
+    from daotai.server.app import create_app
+    from daotai.server.testing import thread_server
+    from daotai.server.worker import run_job
+
+    app = create_app(tmp_path / "data", start_dispatcher=False)
+    store = app.state.store
+    script = {"size": "160x96", "fps": 24, "characters": [{"id": "hero"}],
+              "shots": [{"shot_id": "a", "duration": 1, "subject": "hero"}]}
+    with thread_server(app) as url:
+        sound = httpx.post(f"{url}/v1/uploads", files={"file": ("t.wav", wav_bytes(2.0), "audio/wav")}, timeout=30)
+        assert sound.status_code == 201, sound.text
+        refused = httpx.post(f"{url}/v1/jobs", json={**script, "soundtrack": "music/t.wav"})
+        assert refused.status_code == 422 and refused.json()["issues"][0]["path"] == "soundtrack.path"
+        unknown = httpx.post(f"{url}/v1/jobs", json={**script, "soundtrack": "upload:snd_" + "0" * 32})
+        assert unknown.status_code == 422 and "not a stored upload" in unknown.text
+        made = httpx.post(f"{url}/v1/jobs", json={**script, "soundtrack": f"upload:{sound.json()['id']}"})
+        assert made.status_code == 202, made.text
+    monkeypatch.chdir(tmp_path)  # run_job changes the current folder: restored after
+    job = store.claim_next()
+    assert run_job(store.data_dir, job.id, job.attempts) == 0
+    finished = store.get(job.id)
+    assert finished.status == "completed", finished.error_message
+    out = store.job_dir(job.id) / "out"
+    with av.open(str(out / "sequence.mp4")) as container:
+        assert len(container.streams.audio) == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any(r["reference"] == f"upload:{sound.json()['id']}" for r in manifest["references"])

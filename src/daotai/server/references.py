@@ -24,6 +24,8 @@ from daotai.server.store import JobStore, Upload
 
 UPLOAD_REF = re.compile(r"^upload:(img_[0-9a-f]{32})$")
 UPLOAD_REF_FORM = "upload:img_<32 hex digits>"
+SOUND_REF = re.compile(r"^upload:(snd_[0-9a-f]{32})$")
+SOUND_REF_FORM = "upload:snd_<32 hex digits>"
 REFERENCE_DIR = "references"  # inside the job folder
 
 
@@ -59,6 +61,15 @@ def reference_issues(script: Any, store: JobStore) -> list[Issue]:
                                                f"/v1/uploads and name it as '{UPLOAD_REF_FORM}'"))
             elif store.find_upload(match.group(1)) is None:
                 issues.append(Issue(path, ref, "is not a stored upload; POST /v1/uploads returns the id to use"))
+    soundtrack = getattr(script, "soundtrack", None)
+    if soundtrack is not None:
+        match = SOUND_REF.fullmatch(soundtrack.path)
+        if match is None:
+            issues.append(Issue("soundtrack.path", soundtrack.path, f"the server reads no file paths; upload the "
+                                f"sound file with POST /v1/uploads and name it as '{SOUND_REF_FORM}'"))
+        elif store.find_upload(match.group(1)) is None:
+            issues.append(Issue("soundtrack.path", soundtrack.path,
+                                "is not a stored upload; POST /v1/uploads returns the id to use"))
     return issues
 
 
@@ -99,6 +110,21 @@ def materialise_references(script: dict[str, Any], store: JobStore, job_dir: Pat
                                            upload.content_type, upload.width, upload.height))
         if refs:
             character["reference_images"] = refs
+    soundtrack = resolved_script.get("soundtrack")
+    if soundtrack is not None:
+        entry = {"path": soundtrack} if isinstance(soundtrack, str) else dict(soundtrack)
+        match = SOUND_REF.fullmatch(str(entry.get("path")))
+        if match is None:
+            raise BackendError(f"soundtrack.path: {entry.get('path')!r} is not an upload name ({SOUND_REF_FORM})")
+        upload = store.find_upload(match.group(1))
+        source = store.upload_path(upload) if upload is not None else None
+        if upload is None or source is None:
+            raise BackendError(f"soundtrack.path: upload {match.group(1)!r} is no longer stored")
+        reference = entry["path"]
+        entry["path"] = _place(upload, source, job_dir, "soundtrack.path")
+        resolved_script["soundtrack"] = entry
+        found.append(ResolvedReference("", -1, reference, entry["path"], upload.sha256, upload.bytes,
+                                       upload.content_type, 0, 0))
     return resolved_script, found
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from daotai.errors import Issue
-from daotai.server.images import IMAGE_TYPES
+from daotai.server.images import IMAGE_TYPES, SOUND_TYPES
 from daotai.server.store import Job, Upload
 
 OUTPUT_NAME = r"^[a-z_]{1,32}(\.[A-Za-z0-9_-]{1,64})?$"
@@ -26,7 +26,7 @@ MEDIA_TYPES = {
     ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".jpg": "image/jpeg",
     ".png": "image/png", ".webp": "image/webp", ".json": "application/json", ".otio": "application/json",
 }
-UPLOAD_MEDIA_TYPES = tuple(sorted(set(IMAGE_TYPES.values())))
+UPLOAD_MEDIA_TYPES = tuple(sorted(set(IMAGE_TYPES.values()) | set(SOUND_TYPES.values())))
 
 
 # ------------------------------------------------------------------ reply models

@@ -26,8 +26,10 @@ from daotai.errors import DaotaiError
 ACTIVE = ("queued", "in_progress")
 TERMINAL = ("completed", "failed", "cancelled")
 JOB_ID = re.compile(r"^video_[0-9a-f]{32}$")
-UPLOAD_ID = re.compile(r"^img_[0-9a-f]{32}$")
-UPLOAD_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp"}
+UPLOAD_ID = re.compile(r"^(img|snd)_[0-9a-f]{32}$")
+UPLOAD_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp",
+                 "audio/wav": ".wav", "audio/flac": ".flac", "audio/mpeg": ".mp3", "audio/ogg": ".ogg",
+                 "audio/mp4": ".m4a", "audio/aac": ".aac"}
 MAX_ATTEMPTS = 2  # a job interrupted by a server restart is re-queued once, then failed
 
 _SCHEMA = """
@@ -181,9 +183,10 @@ class Upload:
     created_at: float
 
 
-def upload_id(sha256: str) -> str:
-    """The id of the upload whose bytes have this sha256 (so the same bytes always get the same id)."""
-    return "img_" + sha256[:32]
+def upload_id(sha256: str, content_type: str = "image/png") -> str:
+    """The id of the upload whose bytes have this sha256 (so the same bytes always get the same id):
+    ``img_`` for reference images, ``snd_`` for sound."""
+    return ("snd_" if content_type.startswith("audio/") else "img_") + sha256[:32]
 
 
 def valid_upload_id(value: str) -> bool:
@@ -398,12 +401,12 @@ class JobStore:
             cur = db.execute(
                 "INSERT OR IGNORE INTO uploads (sha256, id, content_type, width, height, bytes, relpath, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (sha256, upload_id(sha256), content_type, width, height, len(data), relpath, time.time()),
+                (sha256, upload_id(sha256, content_type), content_type, width, height, len(data), relpath, time.time()),
             )
             created = cur.rowcount == 1
             row = db.execute("SELECT * FROM uploads WHERE sha256 = ?", (sha256,)).fetchone()
         if row is None:  # another sha256 with the same 128-bit prefix holds the id: never seen in practice
-            raise UploadConflict(f"file: upload id {upload_id(sha256)!r} is taken by different bytes")
+            raise UploadConflict(f"file: upload id {upload_id(sha256, content_type)!r} is taken by different bytes")
         return Upload(**dict(row)), created
 
     # ------------------------------------------------------------ state changes

@@ -42,10 +42,13 @@ def build_router(state: ServerState) -> APIRouter:
                                             "description": "the same bytes were uploaded before"}},
                  openapi_extra=upload_body(config.max_upload_bytes, config.max_upload_pixels))
     async def create_upload(request: Request):
-        """Store a reference image for scripts; name it in `characters[].reference_images` as `upload:<id>`.
+        """Store a reference image (`img_<id>`) or a soundtrack (`snd_<id>`) for scripts.
 
-        The image is fully decoded in a limited subprocess before it is kept. Uploads are content
-        addressed: the same bytes always give the same id (201 the first time, 200 after)."""
+        Name an image in `characters[].reference_images` and a sound file as the script's
+        `soundtrack` (path or `{"path": ...}`), as `upload:<id>`. Every file is fully decoded in a
+        limited subprocess before it is kept (sound: WAV, FLAC, MP3, AAC/M4A, Ogg/Opus, at most
+        30 minutes; width and height are 0). Uploads are content addressed: the same bytes always
+        give the same id (201 the first time, 200 after)."""
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "multipart/form-data":
             return refuse_upload(415, "Content-Type: an upload is sent as multipart/form-data with one part "
@@ -62,20 +65,18 @@ def build_router(state: ServerState) -> APIRouter:
         data = await parts[0][1].read(config.max_upload_bytes + 1)
         if len(data) > config.max_upload_bytes:
             return refuse_upload(413, f"file: larger than {config.max_upload_bytes} bytes", "file_too_large")
-        if sound_container(data) is not None:
-            # Sound files are decoded in the sandbox like images, so a hostile one is refused with
-            # its reason; the store keeps images only for now, so a good one is refused too.
-            try:
-                await run_in_threadpool(check_sound, data, config.data_dir / "staging", "file")
-            except ImageRejected as exc:
-                return refuse_upload(exc.status, str(exc), exc.code)
-            return refuse_upload(415, "file: a sound file; uploads keep reference images (PNG, JPEG, WebP) only "
-                                 "so far: render a script with a soundtrack locally with `daotai render`",
-                                 "sound_not_stored")
         sha256 = hashlib.sha256(data).hexdigest()
         upload = await run_in_threadpool(store.upload_by_sha, sha256)
         created = False
-        if upload is None:  # new bytes: decode them before anything is kept
+        if upload is None and sound_container(data) is not None:
+            # A soundtrack: decoded in the sandbox like images (a hostile file is refused with its
+            # reason), then kept as `snd_<id>` for `soundtrack: "upload:snd_<id>"` in scripts.
+            try:
+                sound = await run_in_threadpool(check_sound, data, config.data_dir / "staging", "file")
+            except ImageRejected as exc:
+                return refuse_upload(exc.status, str(exc), exc.code)
+            upload, created = await run_in_threadpool(store.add_upload, data, sha256, sound.content_type, 0, 0)
+        elif upload is None:  # new image bytes: decode them before anything is kept
             try:
                 image = await run_in_threadpool(check_image, data, config.data_dir / "staging",
                                                 config.max_upload_pixels, "file", False)
