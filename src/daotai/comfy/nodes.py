@@ -271,7 +271,7 @@ class ShotCameraNode(io.ComfyNode):
                              tooltip="clip width, a multiple of 16; 0: the plan's size for Wan"),
                 io.Int.Input("height", default=0, min=0, max=MAX_SIZE, step=16,
                              tooltip="clip height, a multiple of 16; 0: the plan's size for Wan"),
-                io.Int.Input("length", default=0, min=0, max=MAX_SIZE, step=4,
+                io.Int.Input("length", default=0, min=0, max=MAX_SIZE, step=1,
                              tooltip="clip frames, 4k+1; 0: the shot's duration rounded up to 4k+1 frames"),
                 io.Float.Input("fps", default=0.0, min=0.0, max=240.0, step=0.001,
                                tooltip="clip frame rate; 0: the plan's (Wan 2.1 generates 16 fps)"),
