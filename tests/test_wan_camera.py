@@ -294,6 +294,8 @@ def test_an_orbit_renders_through_the_command_line_and_its_rays_reach_the_adapte
         assert probe(out / "shots" / f"{shot.shot_id}.mp4").frames == shot.frames
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["settings"]["backend"] == "wan-camera"
+    # `daotai render` writes every shot's camera for other tools beside the videos (hashed in the manifest).
+    assert {f"cameras/{s.shot_id}.pose.txt" for s in plan.shots} <= set(manifest["files"])
     assert any("camera adapter" in n and "previz frame as start latents" in n for n in manifest["shots"][0]["notices"])
 
     request = native_request(plan, plan.shots[0], family_defaults("wan-camera"))

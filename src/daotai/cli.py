@@ -112,6 +112,25 @@ def plan(
     )
 
 
+@app.command()
+def cameras(
+    script: Path = typer.Argument(..., help="script file"),
+    output: Path = typer.Option(..., "-o", "--output", help="folder for the camera files"),
+    preset: Optional[str] = typer.Option(None, "--preset", help="preview | draft | final: override the size"),
+    usd: Optional[bool] = typer.Option(None, "--usd/--no-usd", help="USD cameras (default: when usd-core is installed)"),
+) -> None:
+    """Write every shot's planned camera for other tools: pose files, camera-to-world JSON, USD; no render."""
+    from daotai.deliver.cameras import usd_available, write_cameras
+    from daotai.plan.planner import plan_script
+
+    result = plan_script(_load(script, preset))
+    written = write_cameras(result, output, usd)
+    if usd is None and not usd_available():
+        err.print("[yellow]note[/yellow] no USD cameras: usd-core is not installed; install it with: "
+                  "pip install 'daotai[usd]'")
+    out.print(f"[green]cameras[/green] {len(result.shots)} shots, {len(written)} files → {output}")
+
+
 def _cluster_address(value: Optional[str]) -> Optional[str]:
     """The --cluster address, checked before rendering starts (None: render here)."""
     if value is None:

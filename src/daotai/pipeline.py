@@ -576,6 +576,9 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     soundtrack = load_soundtrack(plan, source)  # checked and decoded before any render
     plan_text = plan_to_json(plan)
     atomic_write_text(layout.plan, plan_text)
+    from daotai.deliver.cameras import write_cameras
+
+    write_cameras(plan, out_dir / "cameras")  # every shot's camera for other tools (pose files, JSON, USD)
     for shot in plan.shots:
         for warning in shot.warnings:
             yield Notice("warning", warning, shot.shot_id)
