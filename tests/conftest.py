@@ -7,11 +7,16 @@ by the test that needs them with tests/builders.py.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 import builders
+
+# The CLI and the server reuse unchanged shots from a cache in the user's cache folder; tests
+# render from scratch unless they ask for a cache (tests/test_shot_cache.py does).
+os.environ["DAOTAI_NO_CACHE"] = "1"
 
 
 def _needs_diffusers() -> None:

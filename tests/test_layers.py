@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "daotai"
 ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "pipeline", "front")
 BOTTOM = {"errors", "catalog", "files", "__init__"}
 FRONT = {"cli", "cli_progress", "doctor", "server", "cluster", "draft", "comfy"}
-PIPELINE = {"pipeline", "recheck"}  # recheck: `daotai qc DIR`, which may render previz samples again
+PIPELINE = {"pipeline", "recheck", "shotcache"}  # recheck: `daotai qc DIR` (may render again); shotcache: reused shots
 SIDE = {"runtime": {"bottom", "script", "plan"}, "mlx": {"bottom", "script", "plan", "runtime"}}
 
 

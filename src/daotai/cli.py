@@ -140,6 +140,15 @@ def _cluster_address(value: Optional[str]) -> Optional[str]:
     return check_address(value)
 
 
+def _cache_folder(folder: Optional[Path], off: bool) -> Optional[str]:
+    """The shot cache of a render: --cache, else the default one; none with --no-cache or DAOTAI_NO_CACHE=1."""
+    if off or os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0"):
+        return None
+    from daotai.shotcache import default_cache_dir
+
+    return str(folder if folder is not None else default_cache_dir())
+
+
 def _backend_options(pairs: list[str], **shorthands: object) -> dict[str, object]:
     """``-O key=value`` pairs plus the shorthand flags given (values stay strings: the backend's
     Options type converts and checks them)."""
@@ -186,8 +195,19 @@ def render(
         [], "-O", "--backend-opt", help="a backend option as key=value (repeatable); `daotai backends` lists each "
         "backend's options, e.g. -O guidance=4 -O offload=model"
     ),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache", help="folder of finished shots: an unchanged shot is reused, not rendered again "
+        "(default: the user's cache folder, or $DAOTAI_CACHE_DIR)"
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="render every shot; read and write no shot cache"),
+    cache_gb: float = typer.Option(20.0, "--cache-size", min=0.0, help="the shot cache's cap in GB (least "
+                                   "recently used shots go first)"),
 ) -> None:
-    """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc."""
+    """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc.
+
+    Shots whose inputs did not change since an earlier render (same shot plan, characters,
+    backend, options, model files, encode settings and library versions) are reused from the
+    shot cache; the manifest says which shots were rendered and which reused."""
     from daotai.cli_progress import run_with_progress
     from daotai.pipeline import PipelineSettings, load_plan_or_script, resolved_options
 
@@ -202,6 +222,8 @@ def render(
         options=_backend_options(backend_opts, model=model, device=device, steps=steps, speed=_speed_mode(speed),
                                  adaptive=adaptive or None),
         cluster=_cluster_address(cluster),
+        cache=_cache_folder(cache_dir, no_cache),
+        cache_bytes=int(cache_gb * 1024**3),
     )
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)

@@ -12,21 +12,19 @@ interrupted run leaves nothing half-written at an output path.
 from __future__ import annotations
 
 import json
-import platform
 import queue
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Mapping, Protocol
 
 import numpy as np
 
-from daotai import __version__
-from daotai.errors import Cancelled, DaotaiError, EncodeError, Issue, PlanError, ScriptError
-from daotai.plan.layout import RenderLayout
+from daotai.errors import Cancelled, EncodeError, Issue, PlanError, ScriptError
 from daotai.plan.geometry import FAR_M, NEAR_M
+from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Audio, Event, Frame, Notice, Output, Progress, RenderJob, RunContext
 
@@ -57,6 +55,10 @@ class PipelineSettings:
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
     enhance: str = ""  # e.g. "upscale=2,interpolate=60": restored copies beside the planned shots
     cluster: str | None = None  # None: render here; else a Ray address (local | auto | ray://host:port)
+    # A folder of finished shots by key (daotai.shotcache): an unchanged shot is reused, not
+    # rendered again. None: no cache (the library's default; the CLI and the server set one).
+    cache: str | None = None
+    cache_bytes: int = 20 * 1024**3  # the cache's cap; least recently used shots go first
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class ShotRecord:
     wall_s: float = 0.0
     files: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # what the backend decided (retiming, memory tier, retries)
+    key: str | None = None  # what determines the shot's files (daotai.shotcache), when a cache is used
+    reused: bool = False  # True: the files came from the cache, unchanged since an earlier render
     audio: dict[str, Any] = field(default_factory=dict)  # the shot file's sound: source, rate, channels…; {} = none
 
 
@@ -137,7 +141,7 @@ class _Sink:
     def _run(self, consume: Callable[[Iterator[Any]], Any]) -> None:
         try:
             consume(self._items())
-        except BaseException as exc:  # reported to the producer in put()/finish()
+        except BaseException as exc:  # noqa: BLE001  (reported to the producer in put()/finish())
             self._error = exc
             # Drain so a producer blocked on a full queue wakes up and sees the error.
             while True:
@@ -338,12 +342,49 @@ def load_soundtrack(plan: Plan, source: Path | None) -> np.ndarray | None:
                             plan.soundtrack.gain_db)
 
 
+def shot_keys(plan: Plan, settings: PipelineSettings, encode: Any, source: Path | None) -> dict[str, str]:
+    """Each shot's cache key (daotai.shotcache): what determines its files."""
+    from daotai.render.registry import spec_for
+    from daotai.shotcache import key_fields, shot_key
+
+    spec = spec_for(settings.backend)
+    model = (settings.options.get("model") or spec.default_model) if spec.family is not None else None
+    memo: dict[Path, str] = {}
+    return {shot.shot_id: shot_key(key_fields(plan, shot, settings.backend, dict(settings.options), settings.controls,
+                                              encode, source, model, memo))
+            for shot in plan.shots}
+
+
+def reuse_cached_shots(plan: Plan, cache: Any, keys: dict[str, str], out_dir: Path) -> Iterator[Event]:
+    """Place every cached shot whose key is unchanged into ``out_dir``; returns their records by shot id."""
+    reused: dict[str, ShotRecord] = {}
+    for shot in plan.shots:
+        key = keys[shot.shot_id]
+        found = cache.get(key, out_dir)
+        if found is None:
+            continue
+        if "damaged" in found:
+            yield Notice("warning", f"cached shot {key[:12]} was damaged ({found['damaged']}): rendering it again",
+                         shot.shot_id)
+            continue
+        note = f"unchanged since an earlier render: reused from the cache (key {key[:12]})"
+        reused[shot.shot_id] = ShotRecord(shot.shot_id, samples=found["samples"], middle=found["middle"],
+                                          files=dict(found["files"]), notices=[*found["notices"], note],
+                                          audio=dict(found.get("audio") or {}), key=key, reused=True)
+        yield Notice("info", note, shot.shot_id)
+        yield Progress("render", shot.shot_id, shot.frames, shot.frames, "reused")
+        for kind, rel in found["files"].items():
+            yield Output(kind, str(out_dir / rel), shot.shot_id)
+    return reused
+
+
 def add_soundtrack_to_shots(plan: Plan, layout: RenderLayout, records: list[ShotRecord],
                             soundtrack: np.ndarray | None, backend: str) -> Iterator[Event]:
     """Give each shot file the backend left silent its slice of the soundtrack; say once when dialogue
     or sound the script asked for went unvoiced."""
     unvoiced = [shot.shot_id for shot, record in zip(plan.shots, records, strict=True)
-                if shot.sound is not None and (shot.sound.dialogue or shot.sound.sound) and not record.audio]
+                if shot.sound is not None and (shot.sound.dialogue or shot.sound.sound)
+                and record.audio.get("source", "soundtrack") == "soundtrack"]
     if unvoiced:
         yield Notice("info", f"backend {backend!r} makes no sound: the dialogue and sound effects of "
                              f"{', '.join(unvoiced)} are not voiced" + (" (the soundtrack plays)" if soundtrack is not None else ""))
@@ -587,8 +628,26 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         raise ValueError("settings.cluster is set but no executor was given; front ends pass "
                          "daotai.cluster.executor_for(settings)")
     executor = executor or LocalExecutor()
-    records = yield from executor.render_shots(plan, out_dir, settings, ctx, source, health)
+    cache, keys, reused = None, {}, {}
+    if settings.cache:
+        from daotai.shotcache import ShotCache
+
+        cache = ShotCache(settings.cache, settings.cache_bytes)
+        keys = shot_keys(plan, settings, enc, source)
+        reused = yield from reuse_cached_shots(plan, cache, keys, out_dir)
+    todo = tuple(shot for shot in plan.shots if shot.shot_id not in reused)
+    rendered = (yield from executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
+                                                 source, health)) if todo else []
+    by_id = {record.shot_id: record for record in rendered}
+    records = [reused.get(shot.shot_id) or by_id[shot.shot_id] for shot in plan.shots]
     yield from add_soundtrack_to_shots(plan, layout, records, soundtrack, settings.backend)
+    if cache is not None:
+        for record in rendered:  # stored as delivered (a soundtrack slice included)
+            record.key = keys[record.shot_id]
+            cache.put(record.key, out_dir, record)
+        if reused:
+            yield Notice("info", f"{len(todo)} of {len(plan.shots)} shots rendered, {len(reused)} reused unchanged "
+                                 f"({', '.join(reused)})")
     timings["render_and_encode_s"] = time.perf_counter() - run_started
     if settings.controls:
         atomic_write_text(layout.control_index, control_index(plan))
@@ -646,7 +705,7 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
 
     fps = Fraction(*plan.fps_fraction)
     clips = []
-    for shot, record in zip(plan.shots, records):
+    for shot, record in zip(plan.shots, records, strict=True):
         kind = shot.transition.type
         seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
         level = shot.sound

@@ -82,6 +82,7 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
                 "wall_s": round(r.wall_s, 4),
                 # what the backend decided or saw: retiming, memory tier, retries, GPU health
                 "notices": list(r.notices),
+                **({"key": r.key, "render": "reused" if r.reused else "rendered"} if getattr(r, "key", None) else {}),
                 **({"audio": dict(r.audio)} if getattr(r, "audio", None) else {}),
             }
             for r in records

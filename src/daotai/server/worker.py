@@ -345,7 +345,10 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
         settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster,
                                     options=json.loads(job.options) if job.options else {},
-                                    option_defaults={"speed": speed})
+                                    option_defaults={"speed": speed},
+                                    # one shot cache per data folder: a resubmitted script renders only what changed
+                                    cache=None if os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0")
+                                    else str(store.data_dir / "cache"))
         layout = layout_for(work, settings)
         last_write = 0.0
         rendered: dict[str, int] = {}

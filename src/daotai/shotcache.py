@@ -1,0 +1,225 @@
+"""Incremental renders: each shot's files keyed by everything that determines them, and a
+content-addressed cache of finished shots.
+
+A shot's key is the sha256 of a canonical JSON of: the shot's plan (cameras, timing, staging,
+prompt, seed, sound), the canvas, the scene and the characters (with the sha256 of every
+reference image file), the soundtrack (and its file's sha256), the backend, its validated
+options, the model's files (the sha256 manifest daotai keeps in a model folder), the encode
+settings and control channels asked for, and the versions of daotai and of the libraries that
+change pixels. Same key, same bytes: a render reuses a cached shot instead of drawing it again.
+
+An entry holds the shot's files, the frames the pipeline keeps for QC and the contact sheet
+(lossless, so every deliverable built from them is byte-identical to a full render), and a
+record with each file's sha256 (a damaged entry is found and rendered again). Entries are
+written whole (a temp folder renamed into place); the least recently used go first when the
+cache outgrows its cap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from daotai import __version__
+from daotai.files import atomic_path, sha256_file
+
+CACHE_FORMAT = 1  # bump when an entry's layout or the key's fields change
+DEFAULT_CAP_BYTES = 20 * 1024**3  # a few hundred previz shots, or tens of 720p neural ones
+# Libraries whose versions can change a shot's bytes (rasterising, encoding, sampling, resizing).
+PIXEL_LIBRARIES = ("numpy", "av", "moderngl", "opencv-python-headless", "pillow", "torch", "diffusers",
+                   "transformers", "mlx")
+RECORD = "record.json"
+FRAMES = "frames.npz"
+ENTRIES = "entries"
+
+
+def default_cache_dir() -> Path:
+    """The user's cache folder for shots ($DAOTAI_CACHE_DIR, else the platform's cache folder)."""
+    if os.environ.get("DAOTAI_CACHE_DIR"):
+        return Path(os.environ["DAOTAI_CACHE_DIR"]).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "daotai" / "shots"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home())) / "daotai" / "cache" / "shots"
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "daotai" / "shots"
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of the libraries that can change pixels ('absent' when not installed)."""
+    found = {}
+    for name in PIXEL_LIBRARIES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+def file_sha256(path: Path, memo: dict[Path, str]) -> str:
+    """sha256 of a file, computed once per run."""
+    path = path.resolve()
+    if path not in memo:
+        memo[path] = sha256_file(path)
+    return memo[path]
+
+
+def model_fingerprint(folder: Path) -> str:
+    """What identifies a model folder's weights: its sha256 manifest (written by `models pull` or
+    `verify --record`), else every file's size and modification time (hashing gigabytes on each
+    render would cost more than the render)."""
+    from daotai.runtime.models import MANIFEST_NAME
+
+    manifest = folder / MANIFEST_NAME
+    if manifest.is_file():
+        files = json.loads(manifest.read_text(encoding="utf-8")).get("files", {})
+        return "sha256:" + hashlib.sha256(json.dumps({k: v.get("sha256") for k, v in sorted(files.items())},
+                                                     sort_keys=True).encode()).hexdigest()
+    listing = sorted((p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+                     for p in folder.rglob("*") if p.is_file())
+    return "stat:" + hashlib.sha256(json.dumps(listing).encode()).hexdigest()
+
+
+def resolve_model_folder(model: str) -> Path:
+    """A model option (folder or catalog name) as its folder on disk (BackendError when absent)."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    from daotai.runtime.models import resolve_model
+
+    return resolve_model(model).path
+
+
+def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], controls: bool, encode: Any,
+               source: Path | None, model: str | None, memo: dict[Path, str]) -> dict[str, Any]:
+    """Everything that determines one shot's files, as JSON-ready values."""
+    base = Path(source).resolve().parent if source is not None else Path.cwd()
+
+    def referenced(path: str) -> str:
+        file = Path(path) if Path(path).is_absolute() else base / path
+        return file_sha256(file, memo) if file.is_file() else f"missing:{path}"
+
+    characters = [c.model_dump(mode="json") for c in plan.characters]
+    references = {ref: referenced(ref) for c in plan.characters for ref in c.reference_images}
+    soundtrack = getattr(plan, "soundtrack", None)
+    sound = None
+    if soundtrack is not None:
+        sound = {"track": soundtrack.model_dump(mode="json"),
+                 "file": referenced(soundtrack.path) if not soundtrack.path.startswith("upload:") else soundtrack.path}
+    return {
+        "format": CACHE_FORMAT,
+        "daotai": __version__,
+        "python": list(sys.version_info[:2]),
+        "machine": platform.machine(),
+        "libraries": library_versions(),
+        "backend": backend,
+        "options": options,
+        "model": model_fingerprint(resolve_model_folder(model)) if model else None,
+        "controls": controls,
+        "encode": asdict(encode),
+        "canvas": [plan.width, plan.height, list(plan.fps_fraction)],
+        "scene": plan.scene.model_dump(mode="json"),
+        "characters": characters,
+        "references": references,
+        "soundtrack": sound,
+        "shot": shot.model_dump(mode="json"),
+    }
+
+
+def shot_key(fields: dict[str, Any]) -> str:
+    """The key of a shot: sha256 of its fields' canonical JSON."""
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ShotCache:
+    """Finished shots by key under ``root/entries/<key>/``, capped at ``cap_bytes`` (least recently used go)."""
+
+    def __init__(self, root: str | os.PathLike[str], cap_bytes: int = DEFAULT_CAP_BYTES):
+        self.root = Path(root).expanduser()
+        self.cap_bytes = int(cap_bytes)
+
+    def _entry(self, key: str) -> Path:
+        return self.root / ENTRIES / key
+
+    def get(self, key: str, out_dir: Path) -> dict[str, Any] | None:
+        """Copy a cached shot's files into ``out_dir`` (atomically) and return its record with the
+        kept frames; None when there is no sound entry (a damaged one is removed)."""
+        entry = self._entry(key)
+        record_path = entry / RECORD
+        if not record_path.is_file():
+            return None
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+            for kind in record["files"]:
+                if sha256_file(entry / kind) != record["sha256"][kind]:
+                    raise ValueError(f"{kind} does not match its sha256")
+            with np.load(entry / FRAMES) as frames:
+                samples = {int(name[1:]): frames[name] for name in frames.files if name.startswith("s")}
+                middle = frames["middle"] if "middle" in frames.files else None
+        except (OSError, ValueError, KeyError) as exc:
+            shutil.rmtree(entry, ignore_errors=True)
+            record = {"damaged": f"{type(exc).__name__}: {exc}"}
+            return record
+        for kind, rel in record["files"].items():
+            with atomic_path(out_dir / rel) as temp:
+                shutil.copyfile(entry / kind, temp)
+        now = time.time()
+        os.utime(entry, (now, now))  # least recently used goes first
+        return {**record, "samples": samples, "middle": middle}
+
+    def put(self, key: str, out_dir: Path, record: Any) -> None:
+        """Store a freshly rendered shot (its files in ``out_dir`` and the frames its record keeps)."""
+        entry = self._entry(key)
+        if (entry / RECORD).is_file():
+            return
+        with atomic_path(entry) as temp:
+            temp.mkdir()
+            hashes = {}
+            for kind, rel in record.files.items():
+                shutil.copyfile(out_dir / rel, temp / kind)
+                hashes[kind] = sha256_file(temp / kind)
+            arrays = {f"s{i}": frame for i, frame in record.samples.items()}
+            if record.middle is not None:
+                arrays["middle"] = record.middle
+            np.savez_compressed(temp / FRAMES, **arrays)
+            data = {"key": key, "shot_id": record.shot_id, "files": record.files, "sha256": hashes,
+                    "notices": list(record.notices), "audio": dict(getattr(record, "audio", {}) or {}),
+                    "render_s": record.render_s, "stored_at": time.time()}
+            (temp / RECORD).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        self.evict()
+
+    def size_bytes(self) -> int:
+        """Bytes held by all entries."""
+        return sum(p.stat().st_size for p in (self.root / ENTRIES).rglob("*") if p.is_file()) \
+            if (self.root / ENTRIES).is_dir() else 0
+
+    def evict(self) -> list[str]:
+        """Remove least recently used entries until the cache fits its cap; the keys removed."""
+        folder = self.root / ENTRIES
+        if not folder.is_dir():
+            return []
+        entries = []
+        for entry in folder.iterdir():
+            if entry.is_dir() and not entry.name.startswith("."):
+                size = sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
+                entries.append((entry.stat().st_mtime, entry.name, size))
+        total = sum(size for _, _, size in entries)
+        removed = []
+        for _, name, size in sorted(entries):
+            if total <= self.cap_bytes:
+                break
+            shutil.rmtree(folder / name, ignore_errors=True)
+            total -= size
+            removed.append(name)
+        return removed
