@@ -263,6 +263,25 @@ def test_short_shot_is_generated_at_five_seconds_and_trimmed_with_its_sound(tiny
     assert any(isinstance(e, Notice) and "generated 124 frames" in e.text and "trimmed to 48" in e.text for e in events)
 
 
+def test_a_script_at_another_rate_is_retimed_by_interpolation_and_keeps_its_sound_length(tiny_h3, script, tmp_path):
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import load_script
+
+    other = tmp_path / "thirty.json"
+    other.write_text(json.dumps({**SCRIPT, "fps": 30, "shots": [SCRIPT["shots"][1]]}))
+    plan = plan_script(load_script(other))
+    shot = plan.shots[0]  # 2 s: 60 frames at 30 fps from 48 at 24
+    backend = backend_for(tiny_h3)
+    try:
+        events = events_of(backend, plan, shot)
+    finally:
+        backend.close()
+    assert sum(isinstance(e, Frame) for e in events) == 60
+    assert next(e for e in events if isinstance(e, Audio)).samples.shape == (64000, 2)
+    assert any(isinstance(e, Notice) and "retimed from 48 frames at 24 fps to 60 at 30 fps by motion interpolation"
+               in e.text for e in events)
+
+
 def test_long_shot_segments_continue_from_the_previous_last_frame(tiny_h3, script, recorded):
     from daotai.render.neural.retime import resize_rgb
 

@@ -17,7 +17,8 @@ Timing: the model generates at a fixed 24 fps, 17n+5 frames, 5–15 s per genera
 are generated at 5 s and trimmed; longer ones as equal segments, each starting on the previous
 one's last frame (that frame is shown once), their sound crossfaded over the shared frame. The
 frames are resized from the model's canvas (the script's aspect ratio at a 768 short edge) to the
-delivery size and retimed onto the plan's frame grid; the sound is yielded once per shot as an
+delivery size and retimed onto the plan's frame grid (motion-interpolated where the rates differ);
+the sound is yielded once per shot as an
 :class:`~daotai.render.base.Audio` event cut to the shot's duration. Every decision (workflow and
 why, reference order, segments, trims, memory tier, licence acceptance) is a Notice, so the
 manifest records it.
@@ -51,7 +52,13 @@ from daotai.plan.timing import Segment, frames_for, plan_segments
 from daotai.render.base import Audio, Event, Frame, Notice, Progress, RenderJob, RunContext
 from daotai.render.neural.references import CharacterPicture, character_picture
 from daotai.render.neural.request import NativeRequest
-from daotai.render.neural.retime import resize_rgb, retime_indexes, to_uint8
+from daotai.render.neural.retime import (
+    INTERPOLATION_METHOD,
+    interpolator_available,
+    resize_rgb,
+    retime_frames,
+    to_uint8,
+)
 from daotai.render.neural.runner import DiffusersShotRunner
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
@@ -693,17 +700,17 @@ class H3Backend:
         layout = "stereo" if sound.shape[0] == 2 else "mono"
         yield Audio(shot.shot_id, np.ascontiguousarray(np.clip(sound.T, -1.0, 1.0), dtype=np.float32), rate, layout)
         parts = []
-        indexes = retime_indexes(len(native), 24.0, shot.frames, plan.fps)
         if abs(plan.fps - 24.0) > 1e-6:
-            how = "repeating" if plan.fps > 24.0 else "dropping"
-            parts.append(f"retimed from 24 fps to {plan.fps:g} fps by {how} frames (no interpolator in the renderer)")
+            how = (f"motion interpolation ({INTERPOLATION_METHOD})" if interpolator_available() else
+                   ("repeating" if plan.fps > 24.0 else "dropping") + " frames (no interpolator: OpenCV is missing)")
+            parts.append(f"retimed from {len(native)} frames at 24 fps to {shot.frames} at {plan.fps:g} fps by {how}")
         if canvas != (plan.width, plan.height):
             parts.append(f"generated at {canvas[0]}x{canvas[1]}, resized to {plan.width}x{plan.height}")
         parts.append(f"sound: {sound.shape[0]} channels at {rate} Hz, {samples} samples")
         yield Notice("info", "h3: " + "; ".join(parts), shot.shot_id)
         yield Progress("render", shot.shot_id, 0, shot.frames, "retiming")
-        for index, source in enumerate(indexes):
-            yield Frame(shot_id=shot.shot_id, index=index, rgb=resize_rgb(native[source], plan.width, plan.height))
+        for index, rgb in enumerate(retime_frames(native, 24.0, shot.frames, plan.fps)):
+            yield Frame(shot_id=shot.shot_id, index=index, rgb=resize_rgb(rgb, plan.width, plan.height))
         yield Progress("render", shot.shot_id, shot.frames, shot.frames)
 
     def close(self) -> None:
