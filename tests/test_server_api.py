@@ -389,3 +389,15 @@ def test_serve_refuses_non_loopback_without_token(tmp_path):
     )
     assert done.returncode == 2  # OptionError: --host beyond loopback needs --token
     assert "--token" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_openai_client_lists_the_backends_and_what_they_can_do(client):
+    models = {m.id: m for m in client.models.list()}
+    assert {"previz", "wan", "wan-vace", "ltx", "wan-mlx"} <= set(models)
+    previz = models["previz"].model_dump()
+    assert previz["object"] == "model" and previz["owned_by"] == "daotai"
+    assert previz["daotai"]["controls"] is True and previz["daotai"]["device_class"] == "cpu"
+    assert "speed" in models["wan"].model_dump()["daotai"]["options"]
+    assert client.models.retrieve("wan-vace").id == "wan-vace"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("no-such-model")

@@ -43,7 +43,7 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
     from fastapi import FastAPI, Request
     from starlette.exceptions import HTTPException
 
-    from daotai.server.routers import jobs, scripts, service, uploads, videos
+    from daotai.server.routers import jobs, models, scripts, service, uploads, videos
 
     check_bind(host, token)
     config = ServerConfig(data_dir=Path(data_dir).resolve(), token=token, host=host, concurrency=concurrency,
@@ -81,7 +81,7 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
         return json_response(500, error_body("internal error: this is a bug in daotai; the server log has the details",
                                              kind="server_error", code="internal_error"))
 
-    for area in (service, videos, uploads, jobs, scripts):  # this order is the order of /openapi.json's paths
+    for area in (service, videos, models, uploads, jobs, scripts):  # the order of /openapi.json's paths
         app.include_router(area.build_router(state))
 
     def openapi() -> dict[str, Any]:
