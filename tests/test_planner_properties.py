@@ -56,7 +56,8 @@ shot = st.fixed_dictionaries(
 def test_planned_cameras_are_rigid_and_continuous(shots, fps, walk):
     data = {
         "fps": fps,
-        "characters": [{"id": "a", "position": [0, 0]}],
+        # a second character so two-person framings (over the shoulder, two-shot) can be staged
+        "characters": [{"id": "a", "position": [0, 0]}, {"id": "b", "position": [1.2, 0.3]}],
         "shots": [
             dict(s, shot_id=f"s{i}", subject="a",
                  blocking=[{"character": "a", "to": list(walk)}] if s["camera"]["type"] == "follow" else [])

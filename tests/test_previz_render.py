@@ -29,6 +29,7 @@ from daotai.render.previz import (
 from daotai.render.previz import gl as previz_gl
 from daotai.render.previz.labels import LabelPainter, covers, find_label_font, load_font
 from daotai.render.previz.meshes import EYE_X, EYE_Y, HEAD_C, HEAD_R, figure_instances, primitive_meshes
+from daotai.render.previz.scene import Look
 
 DAY = environment_for("day")
 
@@ -646,3 +647,20 @@ def test_colour_only_frames_match_frames_with_controls():
             assert light.rgb.tobytes() == full.rgb.tobytes()
             assert light.masks.tobytes() == full.masks.tobytes()
             assert {0, 1, 2} <= set(np.unique(light.masks).tolist())
+
+
+def test_label_of_a_figure_whose_head_is_covered_is_not_drawn():
+    """A person standing behind another, head hidden, gets no name tag over the one in front."""
+    c2w = camera((0.0, 1.5, 4.0))
+    front = figure(0, 0.0, 0.0)
+    behind = figure(1, 0.0, -1.0, colour=(0.2, 0.3, 0.9), height_m=1.7, look=Look(build=1.5))  # shoulders show
+    tagged = {}
+    with PrevizRenderer(RenderSettings(320, 240, labels=True), DAY) as on, \
+            PrevizRenderer(RenderSettings(320, 240, labels=False), DAY) as off:
+        for name, figs in (("both", (front, behind)), ("front", (front,))):
+            state = FrameState(c2w, 50.0, figs)
+            plain = off.render(state)
+            tagged[name] = np.any(on.render(state).rgb != plain.rgb, axis=2)
+            if name == "both":
+                assert np.count_nonzero(plain.masks == 2) > 0  # a sliver of the one behind shows
+    assert np.array_equal(tagged["both"], tagged["front"])  # only the front figure's label

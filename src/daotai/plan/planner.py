@@ -35,10 +35,15 @@ from daotai.plan.model import (
 )
 from daotai.plan.motion_code import encode_motion
 from daotai.plan.staging import (
+    FRAMING_SIZE,
+    Body,
     default_character_positions,
+    hidden_by,
     place_camera,
     set_pieces_for_scene,
+    stage_camera,
     wardrobe_from_appearance,
+    yaw_toward,
 )
 from daotai.plan.timing import frames_for, snap_for
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Character, Script, Shot
@@ -47,6 +52,7 @@ from daotai.script.vocab import DIRECTION_SIGNS
 FLOAT_DIGITS = 9  # plan JSON keeps 1e-9 precision: stable text, far below a pixel
 STRIDE_M = 0.75  # one walk cycle per 2 strides of a 1.75 m person
 ZOOM_IN_RATIO = 0.6
+_SHOT_TYPE_WORDS = {"over_the_shoulder": "Over-the-shoulder", "two_shot": "Two-shot,"}
 TOO_CLOSE_M = 0.25
 
 # Type defaults: what a move does when the script only names it. Amounts that depend on
@@ -172,6 +178,24 @@ class _Stage:
         }
         self.facing = {c.id: float(c.facing) for c in script.characters}
         self.heights = {c.id: float(c.height) for c in script.characters}
+        # characters whose facing nothing has set yet (no `facing` in the script, no walk so far):
+        # two of them in a scene or a shot face each other, as people in a dialogue do
+        self.auto_facing = {c.id for c in script.characters if "facing" not in c.model_fields_set}
+        if len(script.characters) == 2:
+            self.face_each_other((script.characters[0].id, script.characters[1].id))
+
+    def face_each_other(self, pair: tuple[str, ...]) -> None:
+        """Turn the two characters of ``pair`` whose facing is still unset toward each other."""
+        a, b = pair
+        if self.position[a] == self.position[b]:
+            return
+        for me, other in ((a, b), (b, a)):
+            if me in self.auto_facing:
+                self.facing[me] = yaw_toward(self.position[me], self.position[other])
+
+    def body(self, char_id: str) -> Body:
+        """The character where it stands now."""
+        return Body(char_id, self.position[char_id], self.heights[char_id], self.facing[char_id])
 
 
 def character_colour(character: Character, index: int) -> tuple[float, float, float]:
@@ -221,6 +245,8 @@ def _character_frames(
             stride = STRIDE_M * stage.heights[char_id] / 1.75
             track["phase"] = np.where(active, (walked + distance) / stride * math.pi, track["phase"])
             walked += math.hypot(tx - sx, tz - sz)
+        if moves:
+            stage.auto_facing.discard(char_id)  # the walk set where they face
         tracks[char_id] = track
         stage.position[char_id] = (float(track["x"][-1]), float(track["z"][-1]))
         stage.facing[char_id] = float(track["facing"][-1])
@@ -277,15 +303,32 @@ def plan_script(script: Script) -> Plan:
         subject = shot.subject or (present[0] if present else None)
         seed = shot.seed if shot.seed is not None else derive_seed(script.seed, "shot", shot.shot_id)
         warnings: list[str] = []
+        if len(present) == 2:
+            stage.face_each_other(present)
+        camera_spec = shot.camera
+        framing = shot.framing.value
         if subject is not None:
-            subject_xz = stage.position[subject]
-            subject_height = stage.heights[subject]
-            subject_facing = stage.facing[subject]
+            others = tuple(stage.body(c) for c in present if c != subject)
+            try:
+                placement, fov, _ = stage_camera(
+                    framing, shot.angle.value, shot.camera.fov, width / height, stage.body(subject), others,
+                    fov_given="fov" in shot.camera.model_fields_set,
+                )
+            except ValueError:
+                raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
+                                   "(list both in shots[].characters)") from None
+            if fov != shot.camera.fov:
+                camera_spec = shot.camera.model_copy(update={"fov": fov})
+            if framing != "over_the_shoulder":
+                hidden = hidden_by(placement, stage.body(subject), others)
+                if hidden:
+                    warnings.append(f"{', '.join(hidden)} stands between the camera and {subject} at the start of the shot")
+        elif framing in ("over_the_shoulder", "two_shot"):
+            raise PlanError.at(f"shots[{index}].framing", framing, "needs two characters in the shot")
         else:
-            subject_xz, subject_height, subject_facing = (0.0, 0.0), 1.75, 0.0
-        placement = place_camera(shot.framing.value, shot.angle.value, shot.camera.fov, subject_xz, subject_height, subject_facing)
+            placement = place_camera(framing, shot.angle.value, shot.camera.fov, (0.0, 0.0), 1.75, 0.0)
         character_frames = _character_frames(shot, present, stage, n_frames, fps)
-        move = resolve_move(shot.camera, placement.distance)
+        move = resolve_move(camera_spec, placement.distance)
         traj = cam.trajectory(
             placement.cam_to_world,
             cam.Move(
@@ -339,7 +382,7 @@ def plan_script(script: Script) -> Plan:
             move.type, move.motion, move.rotate, move.orbit, move.fov, move.fov_end, move.shake, shot.duration, subject_name
         )
         text = prompts.compose_prompt(
-            shot.framing.value,
+            FRAMING_SIZE.get(framing, framing),
             shot.angle.value,
             subject_name,
             script.character(subject).appearance if subject else "",
@@ -351,6 +394,8 @@ def plan_script(script: Script) -> Plan:
             shot.action,
             shot.prompt,
         )
+        if framing in _SHOT_TYPE_WORDS:  # a two-person shot type before the size it is shot at
+            text = f"{_SHOT_TYPE_WORDS[framing]} {text[:1].lower()}{text[1:]}"
         snapping = tuple(
             SnapInfo(backend=name, width=r.width, height=r.height, frames=r.frames, changed=r.changed)
             for name, r in ((n, snap_for(rule, width, height, n_frames)) for n, rule in catalog.snap_rules().items())

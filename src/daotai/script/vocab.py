@@ -22,6 +22,9 @@ class Framing(str, Enum):
     full = "full"
     wide = "wide"
     extreme_wide = "extreme_wide"
+    # Two-person shot types (not sizes): the planner stages both characters in them.
+    over_the_shoulder = "over_the_shoulder"
+    two_shot = "two_shot"
 
 
 class Angle(str, Enum):
@@ -114,8 +117,10 @@ FRAMING_ALIASES = _table(
             "american_shot", "中全景",
         ],
         "full": ["FS", "full_shot", "full_body", "全景", "全身"],
-        "wide": ["WS", "LS", "wide_shot", "long_shot", "establishing", "远景"],
+        "wide": ["WS", "LS", "wide_shot", "long_shot", "establishing", "master", "master_shot", "远景", "主镜头"],
         "extreme_wide": ["EWS", "ELS", "XLS", "XWS", "extreme_long_shot", "extreme_wide_shot", "大远景", "极远景"],
+        "over_the_shoulder": ["OTS", "OS", "over_shoulder", "over_the_shoulder_shot", "过肩", "过肩镜头", "过肩拍"],
+        "two_shot": ["2S", "twoshot", "two_person_shot", "双人镜头", "双人", "两人镜头"],
     }
 )
 

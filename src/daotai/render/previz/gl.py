@@ -47,6 +47,7 @@ from daotai.errors import BackendError
 from daotai.plan import geometry
 from daotai.render.previz.labels import LabelPainter, find_label_font
 from daotai.render.previz.meshes import (
+    HEAD_C,
     PRIMITIVES,
     figure_head_top,
     figure_instances,
@@ -675,7 +676,8 @@ class PrevizRenderer:
         intr = geometry.intrinsics_from_fov(state.fov_deg, s.width, s.height)
         uv, depth = geometry.project(tops, state.cam_to_world, intr)  # (N, 2) px, (N,) m
         fy = intr[1]
-        visible = _visible(state, masks)
+        # a label needs its figure on screen, and its head not hidden behind someone or something
+        visible = [v and not h for v, h in zip(_visible(state, masks), _head_hidden(state, masks), strict=True)]
         order = np.argsort(-depth, kind="stable")  # farthest drawn first
         for i in order:
             fig = state.figures[i]
@@ -745,6 +747,31 @@ def _visible(state: FrameState, masks: np.ndarray) -> list[bool]:
         else:  # the box straddles the camera plane: its projection is unbounded, search everything
             region = masks
         out.append(bool((region == i + 1).any()))
+    return out
+
+
+def _head_hidden(state: FrameState, masks: np.ndarray) -> list[bool]:
+    """Per figure, whether its head is inside the frame yet none of its pixels show (something covers it)."""
+    h, w = masks.shape
+    intr = geometry.intrinsics_from_fov(state.fov_deg, w, h)
+    out = []
+    for i, f in enumerate(state.figures):
+        # the head from the chin to the top of the hair, as wide as the hair, in a plane through its centre
+        centre = np.array([f.position[0], HEAD_C[1] * f.height_m, f.position[1]])
+        lo, hi, side = -0.055 * f.height_m, 0.075 * f.height_m, 0.052 * f.height_m
+        right = state.cam_to_world[:3, 0]  # the box faces the camera
+        corners = centre + np.array([s * side * right + [0.0, dy, 0.0] for s in (-1, 1) for dy in (lo, hi)])
+        uv, depth = geometry.project(corners, state.cam_to_world, intr)
+        if not np.all(depth > 0.0):
+            out.append(False)  # the head straddles the camera plane: leave it to the body test
+            continue
+        x0, y0 = np.maximum(np.floor(uv.min(axis=0)).astype(int), 0)
+        x1, y1 = np.ceil(uv.max(axis=0)).astype(int) + 1
+        x1, y1 = min(x1, w), min(y1, h)
+        if x0 >= x1 or y0 >= y1:
+            out.append(False)  # off-frame, not covered: the label still says who this is
+            continue
+        out.append(not bool((masks[y0:y1, x0:x1] == i + 1).any()))
     return out
 
 

@@ -268,7 +268,7 @@ SHOULDER_X = 0.104
 SHOULDER_Y = 0.805
 UPPER_ARM = 0.175
 FOREARM = 0.15
-HAND_L = 0.09
+HAND_L = 0.085
 HIP_X = 0.052
 HIP_Y = 0.50  # leg pivot
 THIGH = 0.23
@@ -344,7 +344,7 @@ def _parts(look: Look) -> list[tuple[str, str, np.ndarray, str]]:
             ("limb", f"shoulder_{s}", translate(0, -UPPER_ARM / 2, 0) @ scale(0.066 * b, UPPER_ARM, 0.066 * b), "top"),
             ("joint", f"elbow_{s}", scale(0.054 * b, 0.054, 0.054 * b), "top"),
             ("limb", f"elbow_{s}", translate(0, -FOREARM / 2, 0) @ scale(0.054 * b, FOREARM, 0.054 * b), "top"),
-            ("box", f"elbow_{s}", translate(0, -FOREARM - HAND_L / 2 + 0.005, 0.004) @ scale(0.026, HAND_L, 0.048),
+            ("box", f"elbow_{s}", translate(0, -FOREARM - HAND_L / 2 + 0.005, 0.004) @ scale(0.024, HAND_L, 0.04),
              "skin"),
             ("limb", f"hip_{s}", translate(0, -THIGH / 2, 0) @ scale(0.10 * b, THIGH, 0.10 * b), "bottom"),
             ("joint", f"knee_{s}", scale(0.074 * b, 0.074, 0.074 * b), "bottom"),
