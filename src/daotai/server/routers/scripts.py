@@ -43,6 +43,31 @@ def plan_diagrams(script: Any) -> list[dict[str, Any]]:
     return out
 
 
+WORD_FOLDING = "lower-case, trim, drop ' and ’, turn spaces, hyphens and dots into _, then runs of _ into one"
+
+
+def alias_tables() -> dict[str, Any]:
+    """Every spelling the script accepts for an enum value, keyed by the schema's $defs name.
+
+    ``aliases[def][folded spelling] = canonical value`` (spellings folded as ``word_folding``
+    says, the way :func:`daotai.script.vocab.normalise_word` does); ``alias_presets[def][spelling]``
+    holds the fields a camera alias also sets (``推`` is a dolly with ``direction: in``);
+    ``key_aliases[field]`` lists the other names a field may be written under (``对白``).
+    """
+    from daotai.script import vocab
+
+    # By the JSON Schema $defs name of each aliased enum.
+    aliases: dict[str, dict[str, str]] = {name: dict(table) for name, table in (
+        ("Framing", vocab.FRAMING_ALIASES), ("Angle", vocab.ANGLE_ALIASES), ("Easing", vocab.EASING_ALIASES),
+        ("TimeOfDay", vocab.TIME_OF_DAY_ALIASES), ("TransitionKind", vocab.TRANSITION_ALIASES),
+        ("Direction", vocab.DIRECTION_ALIASES), ("SetPieceKind", vocab.SET_PIECE_ALIASES),
+    )}
+    aliases["CameraType"] = {word: canonical for word, (canonical, _) in vocab.CAMERA_ALIASES.items()}
+    presets = {"CameraType": {word: dict(fields) for word, (_, fields) in vocab.CAMERA_ALIASES.items() if fields}}
+    return {"aliases": aliases, "alias_presets": presets, "word_folding": WORD_FOLDING,
+            "key_aliases": {field: list(names) for field, names in vocab.KEY_ALIASES.items()}}
+
+
 def build_router(state: ServerState) -> APIRouter:
     """The script helper routes of one server."""
     from daotai.render.registry import backend_names
@@ -68,7 +93,7 @@ def build_router(state: ServerState) -> APIRouter:
 
     @router.get("/v1/schema")
     def schema_and_vocabulary() -> dict[str, Any]:
-        """The script JSON Schema plus the canonical vocabularies, presets and backends."""
+        """The script JSON Schema, the canonical vocabularies with every alias, presets and backends."""
         from daotai.script import vocab
         from daotai.script.jsonschema import script_json_schema
         from daotai.script.schema import SIZE_PRESETS
@@ -76,8 +101,9 @@ def build_router(state: ServerState) -> APIRouter:
         vocabulary = {name: [m.value for m in enum] for name, enum in (
             ("framing", vocab.Framing), ("angle", vocab.Angle), ("camera", vocab.CameraType),
             ("easing", vocab.Easing), ("time_of_day", vocab.TimeOfDay), ("transition", vocab.TransitionKind),
+            ("direction", vocab.Direction), ("set_piece", vocab.SetPieceKind),
         )}
-        return {"schema": script_json_schema(), "vocabulary": vocabulary,
+        return {"schema": script_json_schema(), "vocabulary": vocabulary, **alias_tables(),
                 "presets": list(SIZE_PRESETS), "backends": backend_names()}
 
     @router.post("/v1/plan", responses={**errors, 422: {"model": ErrorReply}}, openapi_extra=SCRIPT_BODY)
