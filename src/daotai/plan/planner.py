@@ -37,10 +37,12 @@ from daotai.plan.motion_code import encode_motion
 from daotai.plan.staging import (
     FRAMING_SIZE,
     Body,
+    PieceSpec,
+    Sightline,
     default_character_positions,
+    dress_set,
     hidden_by,
     place_camera,
-    set_pieces_for_scene,
     stage_camera,
     wardrobe_from_appearance,
     yaw_toward,
@@ -307,12 +309,15 @@ def plan_script(script: Script) -> Plan:
             stage.face_each_other(present)
         camera_spec = shot.camera
         framing = shot.framing.value
+        bodies = {c: stage.body(c) for c in present}  # where they stand as the shot starts
+        character_frames = _character_frames(shot, present, stage, n_frames, fps)
         if subject is not None:
-            others = tuple(stage.body(c) for c in present if c != subject)
+            others = tuple(bodies[c] for c in present if c != subject)
+            path = np.array([p.position for frame in character_frames for p in frame], np.float64)
             try:
                 placement, fov, _ = stage_camera(
-                    framing, shot.angle.value, shot.camera.fov, width / height, stage.body(subject), others,
-                    fov_given="fov" in shot.camera.model_fields_set,
+                    framing, shot.angle.value, shot.camera.fov, width / height, bodies[subject], others,
+                    fov_given="fov" in shot.camera.model_fields_set, path=path,
                 )
             except ValueError:
                 raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
@@ -320,14 +325,13 @@ def plan_script(script: Script) -> Plan:
             if fov != shot.camera.fov:
                 camera_spec = shot.camera.model_copy(update={"fov": fov})
             if framing != "over_the_shoulder":
-                hidden = hidden_by(placement, stage.body(subject), others)
+                hidden = hidden_by(placement, bodies[subject], others)
                 if hidden:
                     warnings.append(f"{', '.join(hidden)} stands between the camera and {subject} at the start of the shot")
         elif framing in ("over_the_shoulder", "two_shot"):
             raise PlanError.at(f"shots[{index}].framing", framing, "needs two characters in the shot")
         else:
             placement = place_camera(framing, shot.angle.value, shot.camera.fov, (0.0, 0.0), 1.75, 0.0)
-        character_frames = _character_frames(shot, present, stage, n_frames, fps)
         move = resolve_move(camera_spec, placement.distance)
         traj = cam.trajectory(
             placement.cam_to_world,
@@ -434,7 +438,7 @@ def plan_script(script: Script) -> Plan:
     if pieces is None:
         resolved = tuple(
             PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw)
-            for p in set_pieces_for_scene(script.scene.name, script.scene.description)
+            for p in _dressed_set(script, shots)
         )
     else:
         resolved = tuple(
@@ -484,6 +488,25 @@ def plan_script(script: Script) -> Plan:
             if script.soundtrack is not None else None
         ),
     )
+
+
+def _dressed_set(script: Script, shots: list[ShotPlan]) -> tuple[PieceSpec, ...]:
+    """The scene's set kit laid around the blocking, clear of every path, camera and subject (seeded)."""
+    heights = {c.id: c.height for c in script.characters}
+    people = [p.position for shot in shots for frame in shot.character_frames for p in frame]
+    cameras = [shot.cameras[i].cam_to_world[3:12:4] for shot in shots for i in range(shot.frames)]
+    sightlines = []
+    for shot in shots:
+        if shot.subject is None:
+            continue
+        for i in sorted({0, shot.frames // 2, shot.frames - 1}):
+            person = next(p for p in shot.character_frames[i] if p.id == shot.subject)
+            h = heights[shot.subject]
+            x, z = person.position
+            sightlines.append(Sightline(tuple(shot.cameras[i].cam_to_world[3:12:4]), ((x, 0.93 * h, z), (x, 0.6 * h, z))))
+    return dress_set(script.scene.name, script.scene.description, derive_seed(script.seed, "set"),
+                     np.array(people, np.float64).reshape(-1, 2), np.array(cameras, np.float64).reshape(-1, 3),
+                     tuple(sightlines))
 
 
 def _shot_sound(shot: Shot) -> ShotSoundPlan | None:

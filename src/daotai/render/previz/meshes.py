@@ -325,7 +325,7 @@ def _parts(look: Look) -> list[tuple[str, str, np.ndarray, str]]:
         parts.append(("box", "root", translate(0, EYE_Y + 0.004, lens_z) @ scale(0.012, 0.004, 0.003), "lens"))
     if look.hair_style != "bald":
         # a cap over the crown and the back of the head leaves the face clear
-        parts.append(("head", "root", translate(hx, hy + 0.006, hz - 0.012) @ scale(2.14 * rx, 2.13 * ry, 2.14 * rz),
+        parts.append(("head", "root", translate(hx, hy + 0.006, hz - 0.008) @ scale(2.14 * rx, 2.13 * ry, 2.14 * rz),
                       "hair"))
     if look.hair_style == "long":
         parts.append(("limb", "root", translate(0, 0.872, -0.036) @ scale(0.104, 0.15, 0.06), "hair"))
