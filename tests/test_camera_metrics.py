@@ -1,0 +1,121 @@
+"""Standard camera metrics (RotErr, TransErr, CamMC) from poses recovered from the frames.
+
+Previz renders follow their cameras exactly, so every example's shots must pass; broken versions
+of them (a reversed pan, dropped frames, a zoom where a dolly was asked) must fail, each with its
+own reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+cv2 = pytest.importorskip("cv2")
+
+from daotai.plan import geometry  # noqa: E402
+from daotai.qc.camera_metrics import (  # noqa: E402
+    camera_errors,
+    check_shot_camera,
+    geodesic_deg,
+    relative_cv,
+    rotation_with_zoom,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def plan_of(name: str):
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import load_script
+
+    return plan_script(load_script(EXAMPLES / name))
+
+
+@pytest.fixture(scope="module")
+def previz():
+    from daotai.render.previz.backend import PrevizBackend
+
+    backend = PrevizBackend(labels=False)
+    yield backend
+    backend.close()
+
+
+def frames_of(previz, plan, shot) -> list[np.ndarray]:
+    from daotai.render.base import Frame, RenderJob, RunContext
+
+    return [e.rgb for e in previz.render(RenderJob(plan, shot, controls=False), RunContext()) if isinstance(e, Frame)]
+
+
+def cameras_of(shot) -> tuple[np.ndarray, list]:
+    poses = np.stack([np.reshape(c.cam_to_world, (4, 4)) for c in shot.cameras])
+    return poses, [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in shot.cameras]
+
+
+def test_metrics_are_zero_on_the_plan_itself_and_scale_free():
+    plan = plan_of("all_moves.json")
+    planned = relative_cv(cameras_of(plan.shot("orbit"))[0])
+    exact = camera_errors(planned, planned)
+    assert exact.rot_err_deg == pytest.approx(0.0, abs=1e-6) and exact.trans_err == pytest.approx(0.0, abs=1e-9)
+    assert exact.cam_mc == pytest.approx(0.0, abs=1e-9)
+    shrunk = planned.copy()
+    shrunk[:, :3, 3] *= 0.1  # monocular recovery has no scale: one factor per shot is fitted
+    again = camera_errors(planned, shrunk)
+    assert again.scale == pytest.approx(10.0) and again.trans_err == pytest.approx(0.0, abs=1e-9)
+    assert exact.planned_turn_deg == pytest.approx(40.0, abs=0.5)
+
+
+def test_a_rotation_with_zoom_is_read_back_from_its_homography():
+    rotation = cv2.Rodrigues(np.array([0.02, -0.05, 0.01]))[0]
+    h = np.diag([1.3, 1.3, 1.0]) @ rotation * 2.0
+    got, zoom = rotation_with_zoom(h)
+    assert zoom == pytest.approx(1.3) and geodesic_deg(got[None], rotation[None])[0] < 1e-6
+
+
+@pytest.mark.parametrize("example", ["all_moves.json", "office.json", "minimal.json", "street_zh.json"])
+def test_previz_renders_of_every_example_pass(previz, example):
+    plan = plan_of(example)
+    for shot in plan.shots:
+        poses, intrinsics = cameras_of(shot)
+        check = check_shot_camera(frames_of(previz, plan, shot), poses, intrinsics)
+        row = check.as_dict()
+        print(f"{example} {shot.shot_id}: RotErr {row['RotErr_per_frame_deg']} deg/frame (bound {row['rot_bound_deg']}), "
+              f"TransErr {row['TransErr_per_frame_m']} m/frame (bound {row['trans_bound_m']}), CamMC {row['CamMC']}, "
+              f"{row['frames_compared']} frames, {row['reasons']}")
+        assert check.passed, (shot.shot_id, check.reasons)
+
+
+def test_a_reversed_pan_is_flagged(previz):
+    plan = plan_of("all_moves.json")
+    shot = plan.shot("pan")
+    poses, intrinsics = cameras_of(shot)
+    check = check_shot_camera(frames_of(previz, plan, shot)[::-1], poses, intrinsics)
+    assert not check.passed and "turns the opposite way" in check.reasons[0]
+
+
+def test_dropped_frames_are_flagged(previz):
+    plan = plan_of("all_moves.json")
+    shot = plan.shot("pan")
+    poses, intrinsics = cameras_of(shot)
+    frames = frames_of(previz, plan, shot)
+    kept = frames[:12] + frames[28:]  # 16 frames lost mid-move; the last frame held to keep the length
+    kept += [kept[-1]] * (len(frames) - len(kept))
+    check = check_shot_camera(kept, poses, intrinsics)
+    assert not check.passed and "runs ahead of the plan" in check.reasons[0]
+
+
+def test_a_zoom_where_a_dolly_was_asked_is_flagged(previz):
+    plan = plan_of("all_moves.json")
+    shot = plan.shot("dolly_in")
+    poses, intrinsics = cameras_of(shot)
+    first = frames_of(previz, plan, shot)[0]
+    height, width = first.shape[:2]
+    zoomed = []
+    for i in range(shot.frames):
+        scale = 1.0 + 0.6 * i / (shot.frames - 1)
+        matrix = cv2.getRotationMatrix2D((width / 2 - 0.5, height / 2 - 0.5), 0.0, scale)
+        zoomed.append(cv2.warpAffine(first, matrix, (width, height), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REFLECT))
+    check = check_shot_camera(zoomed, poses, intrinsics)
+    assert not check.passed and "does not travel (no parallax)" in check.reasons[0]
+    assert "zooms x1.6" in check.reasons[0]
