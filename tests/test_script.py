@@ -124,7 +124,10 @@ BAD_SCRIPTS = [
     ("fov too wide", _with("shots.1.camera", {"fov": 190}),
      "shots[1].camera.fov: 190 must be between 1 and 170 (exclusive)"),
     ("unknown field", _with("shots.0.zoomy", 1),
-     "shots[0].zoomy: 1 is not a known field (check the spelling; `daotai schema` lists every field)"),
+     "shots[0].zoomy: 1 is not a known field of shots[0] (its fields: shot_id, duration, subject, framing, angle, "
+     "camera, characters, action, blocking, prompt, negative_prompt, transition, seed, dialogue, sound, audio)"),
+    ("misspelt field", _with("shots.0.camra", "pan"), "shots[0].camra: 'pan' is not a known field of shots[0]; did you "
+     "mean 'camera'?"),
     ("negative duration", _with("shots.0.duration", -2),
      "shots[0].duration: -2 must be between 0 and 120 (excluding 0)"),
     ("absurd duration", _with("shots.0.duration", 5000),
@@ -132,9 +135,10 @@ BAD_SCRIPTS = [
     ("unknown subject", _with("shots.1.subject", "zed"),
      "shots[1].subject: 'zed' is not a character id; known characters: a, b"),
     ("colour out of range", _with("characters.0.colour", [1.5, 0, 0]),
-     "characters[0].colour: [1.5, 0, 0] must have every channel between 0 and 1 (or use '#RRGGBB')"),
+     "characters[0].colour[0]: 1.5 must be between 0 and 1"),
     ("bad hex colour", _with("characters.0.colour", "#12345"),
-     "characters[0].colour: '#12345' must be '#RRGGBB' or [r, g, b] with floats in 0..1"),
+     "characters[0].colour: '#12345' must be '#RRGGBB', a colour name such as 'brown', 'dark blue' or '深蓝', or "
+     "[r, g, b] with floats in 0..1"),
     ("odd width", _with("size", "641x360"), "size.width: 641 must be even (H.264 4:2:0 video needs even sizes)"),
     ("absurd size", _with("size", {"width": 100000, "height": 360}), "size.width: 100000 must be between 64 and 7680"),
     ("unknown framing", _with("shots.0.framing", "mega"), None),
@@ -153,7 +157,11 @@ BAD_SCRIPTS = [
     ("shake negative", _with("shots.0.camera", {"type": "handheld", "shake": -1}),
      "shots[0].camera.shake: -1 must be between 0 and 10"),
     ("fps zero", _with("fps", 0), "fps: 0 must be between 1 and 120"),
-    ("wrong type", _with("shots.0.duration", "long"), "shots[0].duration: 'long' must be a number"),
+    ("wrong type", _with("shots.0.duration", "long"), "shots[0].duration: 'long' must be seconds as a number or as "
+     "text such as 3, 2.5, '3s', '2.5 s', '1m30s', '1:30', '500ms', '3秒'"),
+    ("number as text", _with("fps", "24"), "fps: '24' must be a number"),
+    ("true as a number", _with("characters.0.colour", [True, 0, 0]), "characters[0].colour[0]: True must be a number, "
+     "not true or false"),
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import types
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -17,10 +18,14 @@ import yaml
 from pydantic import ValidationError
 
 from daotai.errors import NO_VALUE, Issue, ScriptError
+from daotai.script import spellings
 from daotai.script.schema import LANGUAGE_PATTERN, UPLOAD_PREFIX, Script
 from daotai.script.vocab import KEY_ALIASES
 
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024
+# How close (difflib ratio) an unknown field name must be to a known one to be offered:
+# 'camra' → 'camera' is 0.91; at 0.6 'kind' would be offered 'id' (0.67).
+FIELD_NAME_CUTOFF = 0.75
 MAX_DEPTH = 32
 
 
@@ -216,13 +221,55 @@ def _issues_from_pydantic(exc: ValidationError) -> list[Issue]:
     errors = exc.errors(include_url=False)
     locs = [_clean_loc(tuple(error["loc"])) for error in errors]
     issues = []
-    for error, loc in zip(errors, locs):
+    for error, loc in zip(errors, locs, strict=True):
         # A list whose items failed is also reported as "too short" (0 valid items): noise.
         if error["type"] == "too_short" and any(other[: len(loc)] == loc and other != loc for other in locs):
             continue
-        rule = _range_rule(loc, error) or _rule_text(error)
+        rule = _range_rule(loc, error) or _spelling_rule(loc, error) or _rule_text(error)
         issues.append(Issue(format_loc(loc), error.get("input", NO_VALUE), rule))
     return _prefer_specific(issues)
+
+
+def _spelling_rule(loc: tuple[Any, ...], error: Mapping[str, Any]) -> str | None:
+    """The rule for an unknown field (nearest names, the right place for a guessed name, one
+    spelling given twice) and for a list given where one id goes."""
+    if not loc or not isinstance(loc[-1], str):
+        return None
+    parent, key, value = loc[:-1], loc[-1], error.get("input")
+    owner = model_at(Script, parent)
+    if owner is None:
+        return None
+    if error["type"] == "string_type" and owner.__name__ == "Shot" and key == "character" and isinstance(value, list):
+        return "must be one character id (the shot's subject); list the characters in the shot as 'characters'"
+    if error["type"] != "extra_forbidden":
+        return None
+    where = format_loc(parent) or "the script"
+    field = _field_named(owner, key)
+    if field is not None:
+        name = next(n for n, f in owner.model_fields.items() if f is field)
+        if owner.__name__ == "Shot" and key == "move":
+            return "is not a known field of the shot once it has a camera: write the move as camera.type"
+        return f"is another spelling of '{name}', which is also given; write one of them"
+    answer = spellings.guessed_key_rule(owner.__name__, key, value)
+    if answer:
+        return f"is not a known field of {where}; {answer}"
+    names = _spellings_of(owner)
+    close = spellings.nearest(key, names, cutoff=FIELD_NAME_CUTOFF)
+    if close:
+        return f"is not a known field of {where}{spellings.did_you_mean(close)}"
+    return f"is not a known field of {where} (its fields: {', '.join(owner.model_fields)})"
+
+
+def _spellings_of(model: type) -> list[str]:
+    """Every name a field of ``model`` may be written with."""
+    from pydantic import AliasChoices
+
+    names = []
+    for name, field in model.model_fields.items():
+        names.append(name)
+        if isinstance(field.validation_alias, AliasChoices):
+            names.extend(c for c in field.validation_alias.choices if isinstance(c, str) and c != name)
+    return names
 
 
 def _range_rule(loc: tuple[Any, ...], error: Mapping[str, Any]) -> str | None:
@@ -247,24 +294,15 @@ def _num(value: float) -> str:
 
 
 def field_bounds(model: type, loc: tuple[Any, ...]) -> tuple[Any, bool, Any, bool] | None:
-    """(low, low_exclusive, high, high_exclusive) of the numeric field at a location, if known."""
+    """(low, low_exclusive, high, high_exclusive) of the number at a location, if it has bounds."""
     import annotated_types as at
-    from pydantic import BaseModel as _Base
 
-    current: Any = model
-    field = None
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(current, type) and issubclass(current, _Base)) or part not in current.model_fields:
-            return None
-        field = current.model_fields[part]
-        current = _inner_model(field.annotation)
-    if field is None:
+    found = _annotation_at(model, loc)
+    if found is None:
         return None
     low = high = None
     low_open = high_open = False
-    for item in _all_metadata(field):
+    for item in _metadata(*found):
         if isinstance(item, at.Gt):
             low, low_open = item.gt, True
         elif isinstance(item, at.Ge):
@@ -276,18 +314,99 @@ def field_bounds(model: type, loc: tuple[Any, ...]) -> tuple[Any, bool, Any, boo
     return low, low_open, high, high_open
 
 
-def _all_metadata(field: Any) -> list[Any]:
+def _annotation_at(model: type, loc: tuple[Any, ...]) -> tuple[Any, list[Any]] | None:
+    """(annotation, field-level metadata) of the value at a location (fields found by any spelling)."""
+    annotation: Any = model
+    metadata: list[Any] = []
+    for part in loc:
+        if isinstance(part, int):
+            annotation, metadata = _item_of(annotation, part), []
+            if annotation is None:
+                return None
+            continue
+        owner = _inner_model(annotation, items=False)
+        field = _field_named(owner, part) if owner is not None else None
+        if field is None:
+            return None
+        annotation, metadata = field.annotation, list(field.metadata)
+    return annotation, metadata
+
+
+def model_at(model: type, loc: tuple[Any, ...]) -> type | None:
+    """The script model (Shot, CameraSpec, …) whose object sits at a location, if one does."""
+    found = _annotation_at(model, loc)
+    return _inner_model(found[0], items=False) if found is not None else None
+
+
+def _field_named(model: type, key: str) -> Any:
+    """The field of ``model`` written as ``key`` (its own name or another accepted spelling)."""
+    from pydantic import AliasChoices
+
+    if key in model.model_fields:
+        return model.model_fields[key]
+    for field in model.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices) and key in alias.choices:
+            return field
+    return None
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The annotation without Annotated[…] and Optional[…] layers (one entry per union member)."""
     import typing
 
-    items = list(field.metadata)
-    annotation = field.annotation
-    for arg in (annotation, *typing.get_args(annotation)):
-        items.extend(getattr(arg, "__metadata__", ()))
-    return items
+    out, stack = [], [annotation]
+    while stack:
+        item = stack.pop()
+        origin = typing.get_origin(item)
+        if origin is typing.Annotated:
+            stack.append(typing.get_args(item)[0])
+        elif origin in (typing.Union, types.UnionType):
+            stack.extend(a for a in typing.get_args(item) if a is not type(None))
+        else:
+            out.append(item)
+    return out
 
 
-def _inner_model(annotation: Any) -> Any:
-    """The pydantic model inside Optional[...] / tuple[Model, ...] / Annotated[Model, ...]."""
+def _item_of(annotation: Any, index: int) -> Any:
+    """The type of item ``index`` of a tuple or list annotation (None when there is none)."""
+    import typing
+
+    for item in _unwrap(annotation):
+        origin, args = typing.get_origin(item), typing.get_args(item)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return args[0]
+        if origin is tuple and index < len(args):
+            return args[index]
+        if origin is list and args:
+            return args[0]
+    return None
+
+
+def _metadata(annotation: Any, field_metadata: list[Any]) -> list[Any]:
+    """Every constraint on a value: the field's own and those inside its Annotated layers."""
+    import typing
+
+    from pydantic.fields import FieldInfo
+
+    items = list(field_metadata)
+    stack = [annotation]
+    while stack:
+        item = stack.pop()
+        origin = typing.get_origin(item)
+        if origin is typing.Annotated:
+            stack.append(typing.get_args(item)[0])
+            items.extend(getattr(item, "__metadata__", ()))
+        elif origin in (typing.Union, types.UnionType):
+            stack.extend(a for a in typing.get_args(item) if a is not type(None))
+    flat = []
+    for item in items:
+        flat.extend(item.metadata if isinstance(item, FieldInfo) else [item])
+    return flat
+
+
+def _inner_model(annotation: Any, items: bool = True) -> Any:
+    """The pydantic model inside Optional[...] / Annotated[Model, ...] (and tuple[Model, ...] when ``items``)."""
     import typing
 
     from pydantic import BaseModel as _Base
@@ -297,7 +416,8 @@ def _inner_model(annotation: Any) -> Any:
         item = stack.pop()
         if isinstance(item, type) and issubclass(item, _Base):
             return item
-        stack.extend(typing.get_args(item))
+        if items or typing.get_origin(item) is not tuple:
+            stack.extend(a for a in typing.get_args(item) if a is not Ellipsis)
     return None
 
 
@@ -377,21 +497,21 @@ def cross_reference_issues(data: Mapping[str, Any]) -> list[Issue]:
     for index, shot in enumerate(shots):
         if not isinstance(shot, dict):
             continue
-        shot_id = shot.get("shot_id")
+        id_key, shot_id = _spelled_value(shot, "Shot", "shot_id")
         if isinstance(shot_id, str):
             if shot_id in shot_ids:
-                issues.append(Issue(f"shots[{index}].shot_id", shot_id, "is a duplicate: shot ids must be unique"))
+                issues.append(Issue(f"shots[{index}].{id_key}", shot_id, "is a duplicate: shot ids must be unique"))
             shot_ids.add(shot_id)
-        subject = shot.get("subject")
+        subject_key, subject = _spelled_value(shot, "Shot", "subject")
         if isinstance(subject, str) and subject not in known:
-            issues.append(Issue(f"shots[{index}].subject", subject, "is not a character id" + hint))
+            issues.append(Issue(f"shots[{index}].{subject_key}", subject, "is not a character id" + hint))
         present = shot.get("characters")
         if isinstance(present, list):
             for j, char_id in enumerate(present):
                 if isinstance(char_id, str) and char_id not in known:
                     issues.append(Issue(f"shots[{index}].characters[{j}]", char_id, "is not a character id" + hint))
             if isinstance(subject, str) and subject in known and subject not in present:
-                issues.append(Issue(f"shots[{index}].subject", subject, "must be one of the shot's characters"))
+                issues.append(Issue(f"shots[{index}].{subject_key}", subject, "must be one of the shot's characters"))
         for key in ("dialogue", *KEY_ALIASES["dialogue"]):
             lines = shot.get(key)
             if not isinstance(lines, list):
@@ -412,6 +532,14 @@ def cross_reference_issues(data: Mapping[str, Any]) -> list[Issue]:
                         Issue(f"shots[{index}].blocking[{j}].character", char_id, "is not a character id" + hint)
                     )
     return issues
+
+
+def _spelled_value(data: Mapping[str, Any], model: str, field: str) -> tuple[str, Any]:
+    """(the key used, its value) of a field written under its own name or another accepted one."""
+    for key in (field, *spellings.alternatives(model, field)):
+        if key in data:
+            return key, data[key]
+    return field, None
 
 
 def check_reference_files(script: Script, base_dir: Path) -> list[Issue]:

@@ -5,8 +5,10 @@ x right, y up, -z forward (OpenGL), so ``motion: [0, 0, -1]`` is a 1 m push-in.
 See docs/conventions.md for every sign convention.
 
 Shorthand that people write is accepted and normalised here (``"scene": "office"``,
-``"size": "1080p"``, ``"camera": "推"``, ``"colour": "#3366ff"``, ``"framing": "中景"``);
-nothing is silently *fixed*: a value that breaks a rule is an error.
+``"size": "1080p"`` or ``"4K"``, ``"camera": "推"`` or ``"slow push in"``, ``"colour": "#3366ff"`` or
+``"brown"``, ``"duration": "2.5 s"``, ``"framing": "中景"``, ``color`` for ``colour``; the readers
+are in :mod:`daotai.script.spellings`); nothing is silently *fixed*: a value that breaks a rule
+is an error, and numbers are JSON numbers (``true`` or ``"24"`` is not a number).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from daotai.script import vocab
+from daotai.script import spellings, vocab
 from daotai.script.vocab import (
     Angle,
     CameraType,
@@ -88,9 +90,10 @@ def _alias_validator(table: Mapping[str, str], enum: type, what: str):
             raise ValueError(f"must be a string naming a {what}; one of: {vocab.canonical_names(enum)}")
         found = vocab.lookup(table, value)
         if found is None:
+            close = spellings.nearest(value, table) if len(value) < 40 else []
             raise ValueError(
-                f"is not a known {what}; use one of: {vocab.canonical_names(enum)} (or an alias such as "
-                f"{_example_aliases(table, enum)})"
+                f"is not a known {what}{spellings.did_you_mean(close)} (use one of: {vocab.canonical_names(enum)}, "
+                f"or an alias such as {_example_aliases(table, enum)})"
             )
         return found
 
@@ -121,31 +124,49 @@ def _finite(value: float) -> float:
     return value
 
 
-Finite = Annotated[float, AfterValidator(_finite)]
+# A JSON number (true/false and text refused), finite; bounds come from the field or number().
+Finite = Annotated[float, BeforeValidator(spellings.read_number), AfterValidator(_finite)]
+Whole = Annotated[int, BeforeValidator(spellings.read_whole)]
+# Seconds: a number or text such as "3s", "2.5 s", "1m30s" (spellings.read_seconds).
+Seconds = Annotated[float, BeforeValidator(spellings.read_seconds), AfterValidator(_finite)]
+Identifier = Annotated[str, Field(pattern=ID_PATTERN)]
+MOTION_LIMIT_M = 100.0  # |motion| per axis over one shot
+ROTATE_LIMIT_DEG = 720.0  # |rotate| per axis over one shot
+WORLD_LIMIT_M = 1000.0  # every position lies within this of the origin, per axis
+
+
+def number(**bounds: float) -> Any:
+    """A finite JSON number within ``bounds`` (ge / gt / le / lt), checked and stated in the JSON Schema."""
+    return Annotated[float, BeforeValidator(spellings.read_number), Field(**bounds), AfterValidator(_finite)]
+
+
 Vec3 = tuple[Finite, Finite, Finite]
 Vec2 = tuple[Finite, Finite]
-Identifier = Annotated[str, Field(pattern=ID_PATTERN)]
+WorldCoordinate = number(ge=-WORLD_LIMIT_M, le=WORLD_LIMIT_M)
+Ground = tuple[WorldCoordinate, WorldCoordinate]  # [x, z] metres on the ground
+Channel = number(ge=0.0, le=1.0)
 
 
 def _parse_colour(value: Any) -> Any:
-    """'#RRGGBB' → (r, g, b) floats in 0..1; lists pass through to range checks."""
+    """'#RRGGBB' or a colour name ('brown', 'dark blue', '深蓝') → (r, g, b) in 0..1; lists pass through."""
     if isinstance(value, str):
         match = re.fullmatch(r"#?([0-9a-fA-F]{6})", value.strip())
-        if not match:
-            raise ValueError("must be '#RRGGBB' or [r, g, b] with floats in 0..1")
-        digits = match.group(1)
-        return tuple(int(digits[i : i + 2], 16) / 255.0 for i in (0, 2, 4))
+        if match:
+            digits = match.group(1)
+            return tuple(int(digits[i : i + 2], 16) / 255.0 for i in (0, 2, 4))
+        named = spellings.read_colour_name(value)
+        if named is None:
+            raise ValueError(spellings.colour_name_rule(value))
+        return named
     return value
 
 
-def _check_colour(value: tuple[float, float, float]) -> tuple[float, float, float]:
-    for channel in value:
-        if not 0.0 <= channel <= 1.0:
-            raise ValueError("must have every channel between 0 and 1 (or use '#RRGGBB')")
-    return value
+Colour = Annotated[tuple[Channel, Channel, Channel], BeforeValidator(_parse_colour)]
 
 
-Colour = Annotated[Vec3, BeforeValidator(_parse_colour), AfterValidator(_check_colour)]
+def _spelled(model: str, field: str) -> AliasChoices:
+    """The field's own name first, then the other names it may be written with (spellings.ALTERNATIVE_KEYS)."""
+    return AliasChoices(field, *spellings.alternatives(model, field))
 
 
 def _even(value: int) -> int:
@@ -157,25 +178,18 @@ def _even(value: int) -> int:
 class Size(Model):
     """Output frame size in pixels (even numbers: H.264 4:2:0 needs them)."""
 
-    width: Annotated[int, Field(ge=MIN_SIDE, le=MAX_WIDTH), AfterValidator(_even)]
-    height: Annotated[int, Field(ge=MIN_SIDE, le=MAX_HEIGHT), AfterValidator(_even)]
+    width: Annotated[Whole, Field(ge=MIN_SIDE, le=MAX_WIDTH, json_schema_extra={"multipleOf": 2}),
+                     AfterValidator(_even)]
+    height: Annotated[Whole, Field(ge=MIN_SIDE, le=MAX_HEIGHT, json_schema_extra={"multipleOf": 2}),
+                      AfterValidator(_even)]
 
 
 def _parse_size(value: Any) -> Any:
-    if isinstance(value, str):
-        key = value.strip().lower()
-        if key in SIZE_PRESETS:
-            width, height = SIZE_PRESETS[key]
-            return {"width": width, "height": height}
-        match = re.fullmatch(r"(\d{1,6})\s*[x×*]\s*(\d{1,6})", key)
-        if match:
-            return {"width": int(match.group(1)), "height": int(match.group(2))}
-        raise ValueError(
-            "must be a preset (" + ", ".join(SIZE_PRESETS) + "), 'WIDTHxHEIGHT' or {width, height}"
-        )
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return {"width": value[0], "height": value[1]}
-    return value
+    """'1080p', '4K', 'UHD', '1920x1080' or [w, h] → {width, height} (spellings.read_size)."""
+    return spellings.read_size(value, SIZE_PRESETS)
+
+
+Side = number(ge=0.01, le=200.0)  # a set piece's side in metres
 
 
 class SetPiece(Model):
@@ -183,18 +197,12 @@ class SetPiece(Model):
 
     kind: SetPieceKindField = SetPieceKind.box
     name: str = Field(default="", max_length=80)
-    position: Vec3 | Vec2 = Field(default=(0.0, 0.0, -3.0), description="[x, z] or [x, y, z] metres; y is the base")
-    size: Vec3 = Field(default=(1.0, 1.0, 1.0), description="[width, height, depth] metres")
-    colour: Colour = (0.6, 0.6, 0.62)
+    position: Annotated[tuple[WorldCoordinate, ...], Field(min_length=2, max_length=3)] = Field(
+        default=(0.0, 0.0, -3.0), description="[x, z] or [x, y, z] metres; y is the base"
+    )
+    size: tuple[Side, Side, Side] = Field(default=(1.0, 1.0, 1.0), description="[width, height, depth] metres")
+    colour: Colour = Field(default=(0.6, 0.6, 0.62), validation_alias=_spelled("SetPiece", "colour"))
     yaw: Finite = Field(default=0.0, ge=-360, le=360, description="degrees about +y")
-
-    @model_validator(mode="after")
-    def _sizes(self) -> "SetPiece":
-        if any(not 0.01 <= s <= 200.0 for s in self.size):
-            raise ValueError(f"size {list(self.size)} must have every side between 0.01 and 200 m")
-        if any(abs(c) > 1000.0 for c in self.position):
-            raise ValueError(f"position {list(self.position)} must lie within 1000 m of the origin")
-        return self
 
 
 class Scene(Model):
@@ -202,7 +210,7 @@ class Scene(Model):
 
     name: str = Field(default="set", min_length=1, max_length=120)
     description: str = Field(default="", max_length=4000)
-    time_of_day: TimeOfDayField = TimeOfDay.day
+    time_of_day: TimeOfDayField = Field(default=TimeOfDay.day, validation_alias=_spelled("Scene", "time_of_day"))
     palette: tuple[Colour, ...] = Field(default=(), max_length=16)
     set_pieces: tuple[SetPiece, ...] | None = Field(
         default=None,
@@ -222,21 +230,22 @@ class Character(Model):
 
     id: Identifier
     name: str = Field(default="", max_length=80, description="display name; defaults to the id")
-    appearance: str = Field(default="", max_length=2000)
-    colour: Colour | None = Field(default=None, description="[r,g,b] in 0..1 or '#RRGGBB'; default from a palette")
+    appearance: str = Field(default="", max_length=2000, validation_alias=_spelled("Character", "appearance"))
+    colour: Colour | None = Field(
+        default=None, validation_alias=_spelled("Character", "colour"),
+        description="[r,g,b] in 0..1, '#RRGGBB' or a colour name; default from a palette",
+    )
     height: Finite = Field(default=1.75, ge=0.3, le=3.0, description="metres")
-    position: Vec2 | None = Field(default=None, description="[x, z] metres on the ground; default: spaced along x")
+    position: Ground | None = Field(default=None, description="[x, z] metres on the ground; default: spaced along x")
     facing: Finite = Field(default=0.0, ge=-360, le=360, description="degrees about +y; 0 faces +z")
     reference_images: tuple[Annotated[str, Field(min_length=1, max_length=1024)], ...] = Field(
         default=(), max_length=8
     )
-    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    seed: Annotated[Whole, Field(ge=0, le=2**32 - 1)] | None = None
 
-    @model_validator(mode="after")
-    def _position_range(self) -> "Character":
-        if self.position is not None and any(abs(c) > 1000.0 for c in self.position):
-            raise ValueError(f"position {list(self.position)} must lie within 1000 m of the origin")
-        return self
+
+Motion = number(ge=-MOTION_LIMIT_M, le=MOTION_LIMIT_M)
+Rotation = number(ge=-ROTATE_LIMIT_DEG, le=ROTATE_LIMIT_DEG)
 
 
 class CameraSpec(Model):
@@ -249,49 +258,47 @@ class CameraSpec(Model):
     shake: handheld jitter amplitude in degrees.
     """
 
-    type: CameraType = CameraType.static
-    motion: Vec3 | None = None
-    rotate: Vec3 | None = None
-    orbit: Finite | None = Field(default=None, ge=-720, le=720)
+    type: CameraType = Field(default=CameraType.static, validation_alias=_spelled("CameraSpec", "type"))
+    motion: tuple[Motion, Motion, Motion] | None = None
+    rotate: tuple[Rotation, Rotation, Rotation] | None = None
+    orbit: number(ge=-ROTATE_LIMIT_DEG, le=ROTATE_LIMIT_DEG) | None = None
     fov: Finite = Field(default=60.0, gt=1, lt=170)
-    fov_end: Finite | None = Field(default=None, gt=1, lt=170)
+    fov_end: number(gt=1, lt=170) | None = None
     easing: EasingField = Easing.ease_in_out
-    shake: Finite | None = Field(default=None, ge=0, le=10)
+    shake: number(ge=0, le=10) | None = None
     direction: DirectionField | None = Field(
         default=None, description="left/right/up/down/in/out: which way the type's default move goes"
     )
 
     @model_validator(mode="before")
     @classmethod
-    def _apply_alias(cls, value: Any) -> Any:
+    def _read_move(cls, value: Any) -> Any:
+        """A move name or phrase ('push_in', '推', 'slow push in', 'pan left 20°') → its type and fields.
+
+        The fields a name or phrase implies are defaults: explicit fields of the camera win.
+        """
         if isinstance(value, str):
-            value = {"type": value}
-        if not isinstance(value, dict) or "type" not in value:
+            return spellings.read_camera(value)
+        if not isinstance(value, dict):
             return value
-        raw_type = value["type"]
-        if isinstance(raw_type, CameraType):
+        key = next((k for k in ("type", *spellings.alternatives("CameraSpec", "type")) if k in value), None)
+        if key is None or isinstance(value[key], CameraType):
             return value
+        raw_type = value[key]
         if not isinstance(raw_type, str):
-            raise ValueError(f"type {raw_type!r} must be a camera move name")
-        preset = vocab.CAMERA_ALIASES.get(vocab.normalise_word(raw_type))
-        if preset is None:
-            raise ValueError(
-                f"type {raw_type!r} is not a known camera move; use one of: "
-                f"{vocab.canonical_names(CameraType)} (or aliases such as push_in, pan_left, 推, 拉, 摇, 环绕)"
-            )
-        canonical, fields = preset
-        return {**dict(fields), **value, "type": canonical}
+            raise ValueError(f"{key} {raw_type!r} must be a camera move name")
+        try:
+            fields = spellings.read_camera(raw_type)
+        except ValueError as exc:
+            raise ValueError(f"{key} {raw_type!r} {exc}") from None
+        canonical = fields.pop("type")
+        return {**fields, **value, key: canonical}
 
     @model_validator(mode="after")
     def _consistent(self) -> "CameraSpec":
         problems = camera_contradictions(self)
         if problems:
             raise ValueError("; ".join(problems))
-        for name in ("motion", "rotate"):
-            vec = getattr(self, name)
-            limit = 100.0 if name == "motion" else 720.0
-            if vec is not None and any(abs(c) > limit for c in vec):
-                raise ValueError(f"{name} {list(vec)} must have every component within ±{limit:g}")
         return self
 
 
@@ -375,17 +382,15 @@ class BlockingMove(Model):
     """A character walks to a point on the ground during the shot."""
 
     character: Identifier
-    to: Vec2 = Field(description="[x, z] metres on the ground")
-    start: Finite = Field(default=0.0, ge=0, description="seconds from the start of the shot")
-    end: Finite | None = Field(default=None, gt=0, description="seconds; default: end of the shot")
-    facing: Finite | None = Field(default=None, ge=-360, le=360, description="degrees at arrival; default: walk direction")
+    to: Ground = Field(description="[x, z] metres on the ground")
+    start: Seconds = Field(default=0.0, ge=0, description="seconds from the start of the shot")
+    end: Annotated[Seconds, Field(gt=0)] | None = Field(default=None, description="seconds; default: end of the shot")
+    facing: number(ge=-360, le=360) | None = Field(default=None, description="degrees at arrival; default: walk direction")
 
     @model_validator(mode="after")
     def _order(self) -> "BlockingMove":
         if self.end is not None and self.end <= self.start:
             raise ValueError(f"end {self.end:g} must be later than start {self.start:g}")
-        if any(abs(c) > 1000.0 for c in self.to):
-            raise ValueError(f"to {list(self.to)} must lie within 1000 m of the origin")
         return self
 
 
@@ -393,7 +398,9 @@ class Transition(Model):
     """How this shot joins the previous one."""
 
     type: TransitionKindField = TransitionKind.cut
-    duration: Finite | None = Field(default=None, ge=0, le=10, description="seconds; default 0.5 for crossfade/fade")
+    duration: Annotated[Seconds, Field(ge=0, le=10)] | None = Field(
+        default=None, description="seconds; default 0.5 for crossfade/fade"
+    )
 
     @model_validator(mode="after")
     def _cut_has_no_duration(self) -> "Transition":
@@ -454,7 +461,7 @@ class Soundtrack(Model):
     """
 
     path: Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_check_soundtrack_path)]
-    offset: Finite = Field(
+    offset: Seconds = Field(
         default=0.0, ge=-MAX_SOUNDTRACK_OFFSET_S, le=MAX_SOUNDTRACK_OFFSET_S,
         description="seconds on the sequence's timeline where the file starts; negative skips into the file",
     )
@@ -480,19 +487,24 @@ class DialogueLine(Model):
 class ShotAudio(Model):
     """How the shot's own sound enters the sequence mix (the shot file keeps what the backend made)."""
 
-    mute: bool = False
+    mute: Annotated[bool, Field(strict=True)] = False
     gain_db: Finite = Field(default=0.0, ge=MIN_GAIN_DB, le=MAX_GAIN_DB, description="level change in dB")
 
 
 class Shot(Model):
     """One shot: who, how big, from where, how the camera moves, for how long."""
 
-    shot_id: Identifier
-    duration: Finite = Field(default=4.0, gt=0, le=MAX_SHOT_SECONDS, description="seconds")
-    subject: Identifier | None = Field(default=None, description="character id; default: the first character")
-    framing: FramingField = Framing.medium
+    shot_id: Identifier = Field(validation_alias=_spelled("Shot", "shot_id"))
+    duration: Seconds = Field(default=4.0, gt=0, le=MAX_SHOT_SECONDS, description="seconds (3, '3s', '1m30s')")
+    subject: Identifier | None = Field(
+        default=None, validation_alias=_spelled("Shot", "subject"), description="character id; default: the first character"
+    )
+    framing: FramingField = Field(default=Framing.medium, validation_alias=_spelled("Shot", "framing"))
     angle: AngleField = Angle.eye_level
-    camera: CameraSpec = CameraSpec()
+    camera: CameraSpec = Field(
+        default=CameraSpec(), validation_alias=_spelled("Shot", "camera"),
+        description="{type, …} or a move name or phrase such as 'push_in', 'slow push in', 'pan left 20°', '推镜头'",
+    )
     characters: tuple[Identifier, ...] | None = Field(
         default=None, description="characters present; default: every character"
     )
@@ -501,7 +513,7 @@ class Shot(Model):
     prompt: str = Field(default="", max_length=4000, description="extra words for the model prompt")
     negative_prompt: str = Field(default="", max_length=4000)
     transition: Annotated[Transition, BeforeValidator(_parse_transition)] = Transition()
-    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    seed: Annotated[Whole, Field(ge=0, le=2**32 - 1)] | None = None
     dialogue: tuple[DialogueLine, ...] = Field(
         default=(), max_length=64, validation_alias=_key_aliases("dialogue"),
         description="lines spoken in the shot, in order (alias: 对白, 台词)",
@@ -543,11 +555,15 @@ class Script(Model):
         json_schema_extra={"$comment": "daotai director's script v1; axes: x right, y up, -z forward (OpenGL)"},
     )
 
-    version: int = Field(default=SCRIPT_VERSION, ge=1, le=1)
+    version: Whole = Field(default=SCRIPT_VERSION, ge=1, le=1)
     title: str = Field(default="Untitled", max_length=200)
     fps: Finite = Field(default=24.0, ge=1, le=120)
-    size: Annotated[Size, BeforeValidator(_parse_size)] = Size(width=1280, height=720)
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    size: Annotated[Size, BeforeValidator(_parse_size)] = Field(
+        default=Size(width=1280, height=720), validation_alias=_spelled("Script", "size"),
+        description="{width, height}, [width, height], 'WIDTHxHEIGHT' or a name: " + ", ".join(SIZE_PRESETS)
+        + ", 4K/UHD/2160p, 1440p, 8K (alias: resolution)",
+    )
+    seed: Whole = Field(default=0, ge=0, le=2**32 - 1)
     scene: Annotated[Scene, BeforeValidator(_parse_scene)] = Scene()
     characters: tuple[Character, ...] = Field(default=(), max_length=MAX_CHARACTERS)
     shots: tuple[Shot, ...] = Field(min_length=1, max_length=MAX_SHOTS)
