@@ -78,6 +78,8 @@ class H3Options(DiffusersOptions):
     workflow: Literal["auto", "t2va", "fl2va", "ref2va"] = Field(
         "auto", description="auto: ref2va for camera moves or characters with looks, else t2va; or force one")
     accept_licence: bool = Field(False, description="accept the model's licence (shown when refused); recorded once")
+    # MiniMax-H3's schedule holds `steps` sigma points ending at 0: steps - 1 forwards, so at least 2.
+    steps: int | None = Field(None, ge=2, le=1000, description="sigma points (steps - 1 transformer forwards; None: 50)")
     # MiniMax-H3 is guidance-distilled and reads its prompt whole: these inherited options do not apply.
     guidance: None = Field(None, description="not used: MiniMax-H3 is guidance-distilled (one forward per step)")
     max_sequence_length: None = Field(None, description="not used: MiniMax-H3's prompt budget is the h3 family's")
