@@ -136,6 +136,29 @@ def build_wan_camera(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+def build_wan_camera_i2v(folder: Path, seed: int = 0) -> Path:
+    """A random WanImageToVideoPipeline saved to ``folder`` around a Control-Camera-like transformer (Fun input
+    layout: 32 channels), with a tiny CLIP image encoder and the adapter under its published names."""
+    import torch
+    from diffusers import WanImageToVideoPipeline
+    from safetensors.torch import save_file
+    from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModelWithProjection
+
+    torch.manual_seed(seed)
+    encoder = CLIPVisionModelWithProjection(CLIPVisionConfig(
+        hidden_size=8, projection_dim=8, num_hidden_layers=2, num_attention_heads=2, image_size=32,
+        intermediate_size=16, patch_size=4))
+    pipe = WanImageToVideoPipeline(
+        transformer=wan_transformer(seed, in_channels=32, image_dim=8, added_kv_proj_dim=24), tokenizer=word_tokenizer(),
+        text_encoder=umt5(), vae=wan_vae(), scheduler=flow_scheduler(), image_encoder=encoder,
+        image_processor=CLIPImageProcessor(crop_size=32, size=32))
+    pipe.save_pretrained(folder)
+    dim = WAN_TRANSFORMER["num_attention_heads"] * WAN_TRANSFORMER["attention_head_dim"]
+    (folder / "camera_adapter").mkdir()
+    save_file(published_camera_adapter(dim, seed), str(folder / "camera_adapter" / "diffusion_pytorch_model.safetensors"))
+    return folder
+
+
 def build_wan_vace(folder: Path) -> Path:
     """A 3-layer random WanVACEPipeline (VACE blocks on layers 0 and 2) saved to ``folder``."""
     import torch

@@ -331,3 +331,48 @@ def test_missing_adapter_weights_are_named(tmp_path, tiny_wan):
                                       "--device", "cpu", "--steps", "1", "-o", str(tmp_path / "out")])
     message = str(result.exception)  # the CLI's main() prints it; the test runner keeps the exception
     assert "no camera adapter weights" in message and "-O adapter=" in message
+
+
+def test_an_image_to_video_checkpoint_starts_from_the_first_previz_frame(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("diffusers")
+    from diffusers import WanImageToVideoPipeline
+
+    from builders import build_wan_camera_i2v
+    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.render.base import Frame, RenderJob, RunContext
+    from daotai.render.neural.retime import resize_rgb
+    from daotai.render.previz.backend import PrevizBackend
+
+    model = build_wan_camera_i2v(tmp_path / "i2v")
+    images, inputs = [], []
+    original = WanImageToVideoPipeline.__call__
+
+    def recording(self, *args, **kwargs):
+        images.append(np.asarray(kwargs["image"]).copy())
+        hook = self.transformer.patch_embedding.register_forward_pre_hook(
+            lambda module, args: inputs.append(args[0].detach().clone()))
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            hook.remove()
+
+    monkeypatch.setattr(WanImageToVideoPipeline, "__call__", recording)
+    script = {**SCRIPT, "shots": SCRIPT["shots"][:1]}
+    _, plan = plan_of(tmp_path, script)
+    settings = PipelineSettings(backend="wan-camera", options={"model": str(model), "device": "cpu", "steps": 2})
+    events = list(run(plan, tmp_path / "out", settings))
+    assert isinstance(events[-1], Finished)
+    previz = PrevizBackend(labels=False)
+    try:
+        first = next(e.rgb for e in previz.render(RenderJob(plan, plan.shots[0], controls=False), RunContext())
+                     if isinstance(e, Frame))
+    finally:
+        previz.close()
+    assert len(images) == 1 and np.array_equal(images[0], resize_rgb(first, 64, 64))
+    # diffusers' image conditioning (noise 16 + mask 4 + image latents 16) reaches the transformer in the
+    # Fun layout: noise, then the image's latent frame and zeros.
+    x = inputs[0]
+    assert x.shape[1] == 32 and torch.count_nonzero(x[:, 16:, 1:]) == 0 and torch.count_nonzero(x[:, 16:, :1]) > 0
+    notices = [e.text for e in events if hasattr(e, "text")]
+    assert any("previz frame as the image" in n for n in notices)
