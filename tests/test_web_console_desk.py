@@ -322,6 +322,42 @@ def test_every_field_kind_round_trips_through_export_and_validate(page, tmp_path
     assert export(page)["shots"][0]["audio"] == {"mute": False}
 
 
+def test_key_aliases_shorthand_and_soundtrack_upload(page, tmp_path):
+    """Fields written under another name (对白, 配乐) and shorthand show and export as written."""
+    import wave
+
+    script = json.loads((WEB_EXAMPLES / "quick.json").read_text())
+    script["shots"][0]["对白"] = [{"character": "lin", "line": "早上好"}]
+    script["shots"][1]["音效"] = "键盘声"
+    script["shots"][1]["transition"] = "叠化"
+    saved = tmp_path / "aliases.json"
+    saved.write_text(json.dumps(script, ensure_ascii=False))
+    page.set_input_files("#import-file", str(saved))
+    page.wait_for_selector('[data-path="shots[0].dialogue[0].line"]')
+    wait_checked(page)
+    assert_every_set_field_shown(page, script, "key aliases")
+    assert page.input_value('[data-path="shots[1].sound"]') == "键盘声"
+    assert page.input_value('[data-path="shots[1].transition.type"]') == "crossfade"
+    page.locator('[data-path="shots[0].dialogue[0].line"]').fill("早上好！")
+    wait_checked(page)
+    exported = export(page)
+    assert exported["shots"][0]["对白"] == [{"character": "lin", "line": "早上好！"}] and "dialogue" not in exported["shots"][0]
+    assert exported["shots"][1]["transition"] == "叠化" and exported["shots"][1]["音效"] == "键盘声"
+    # A soundtrack is uploaded to the service and named as upload:snd_<id>.
+    sound = tmp_path / "music.wav"
+    with wave.open(str(sound), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(48000)
+        out.writeframes(b"\x00\x10" * 48000)
+    page.locator('details.fold-sound > summary').first.click()
+    page.set_input_files("input.sound-file", str(sound))
+    page.wait_for_function("() => (document.querySelector('[data-path=\"soundtrack.path\"]') || {}).value?.startsWith('upload:snd_')")
+    wait_checked(page)
+    assert export(page)["soundtrack"]["path"].startswith("upload:snd_")
+    assert page.locator('#script-panel audio').count() == 1
+
+
 def test_first_shot_crossfade_shows_the_planners_problem_and_blocks_render(page, shots_dir):
     load(page, "quick")
     assert page.is_enabled("#submit-btn") and page.is_hidden("#submit-reason")

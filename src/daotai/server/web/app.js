@@ -29,8 +29,8 @@ const I18N = {
     cam_error: "off by {e} px per frame on average", preview_running: "Rendering preview… {p}%",
     none: "(none)", default: "default", drag: "Drag to reorder",
     reference_images: "Reference images", upload_image: "Upload image", drop_here: "or drop PNG / JPEG / WebP here",
-    remove: "Remove", uploading: "Uploading {name}…", reference_n: "Reference image {n}",
-    add_item: "Add", everyone: "every character (default)", unknown_word: "{w} (not a known word)",
+    remove: "Remove", uploading: "Uploading {name}…", upload_sound: "Upload sound", reference_n: "Reference image {n}",
+    add_item: "Add", everyone: "every character (default)", unknown_character: "{w} (no such character)",
     group_transition: "Transition", group_blocking: "Blocking", group_sound: "Sound", group_more: "More",
     stage: "Floor plan", diagram: "Top-down floor plan",
     stage_help: "Drag a character, its facing tick, a waypoint or the camera's end mark. Keys on a mark: arrows move 0.1 m (Shift 0.5 m), Q / E turn 15°.",
@@ -79,8 +79,8 @@ const I18N = {
     cam_error: "平均每帧偏差 {e} 像素", preview_running: "正在渲染预览… {p}%",
     none: "（无）", default: "默认", drag: "拖动以排序",
     reference_images: "参考图", upload_image: "上传图片", drop_here: "或将 PNG / JPEG / WebP 拖放到此处",
-    remove: "移除", uploading: "正在上传 {name}…", reference_n: "参考图 {n}",
-    add_item: "添加", everyone: "全部角色（默认）", unknown_word: "{w}（未知词）",
+    remove: "移除", uploading: "正在上传 {name}…", upload_sound: "上传音频", reference_n: "参考图 {n}",
+    add_item: "添加", everyone: "全部角色（默认）", unknown_character: "{w}（无此角色）",
     group_transition: "转场", group_blocking: "走位", group_sound: "声音", group_more: "更多",
     stage: "平面图", diagram: "俯视平面图",
     stage_help: "拖动角色、朝向标记、走位点或机位终点。选中标记后：方向键移动 0.1 米（Shift 0.5 米），Q / E 转 15°。",
@@ -380,6 +380,7 @@ function fieldSpec(def, name, prop, raw) {
   if (name === "palette") return { ...base, kind: "colours" };
   if (name === "reference_images" && def === "Character") return { ...base, kind: "refs" };
   if (name === "size" && def === "Script") return { ...base, kind: "size" };
+  if (name === "path" && def === "Soundtrack") return { ...base, kind: "soundfile" };
   if ((name === "subject" || name === "character") && !prop.items) return { ...base, kind: "charref" };
   const fits = (o) => {
     const target = refName(o) ? schemaDef(refName(o)) : o;
@@ -611,12 +612,15 @@ function field(def, name, path, extra = {}) {
   switch (spec.kind) {
     case "enum": return wrap(enumSelect(spec, path, raw));
     case "number": {
-      const input = el("input", { type: "number", step: "any", min: spec.min, max: spec.max, placeholder: defaultText(spec) });
-      input.value = typeof raw === "number" ? String(raw) : raw === undefined || raw === null ? "" : String(raw);
+      // A number written as text ("2.5 s") stays visible as written until it is edited.
+      const written = typeof raw === "string";
+      const input = el("input", { type: written ? "text" : "number", step: "any", min: spec.min, max: spec.max, placeholder: defaultText(spec) });
+      input.value = raw === undefined || raw === null ? "" : String(raw);
       input.dataset.path = path;
       input.addEventListener("input", () => {
         const text = input.value.trim();
-        edit(path, text === "" ? (spec.required ? 0 : undefined) : Number(text));
+        const value = Number(text);
+        edit(path, text === "" ? (spec.required ? 0 : undefined) : Number.isFinite(value) ? value : text);
       });
       return wrap(input, "narrow");
     }
@@ -648,12 +652,13 @@ function field(def, name, path, extra = {}) {
       const ids = state.script.characters.map((c) => c.id).filter(Boolean);
       const select = el("select", {}, el("option", { value: "" }, spec.required ? "—" : t("none")),
         ...ids.map((id) => el("option", { value: id }, id)));
-      if (typeof raw === "string" && raw && !ids.includes(raw)) select.append(el("option", { value: raw }, t("unknown_word", { w: raw })));
+      if (typeof raw === "string" && raw && !ids.includes(raw)) select.append(el("option", { value: raw }, t("unknown_character", { w: raw })));
       select.value = typeof raw === "string" ? raw : "";
       select.dataset.path = path;
       select.addEventListener("change", () => edit(path, select.value === "" ? undefined : select.value));
       return wrap(select);
     }
+    case "soundfile": return soundFileField(spec, label, path, raw);
     case "vector": return vectorField(spec, label, path, raw);
     case "ids": return idsField(spec, label, path, raw);
     case "refs": return referencePanel(extra.character, extra.index);
@@ -689,9 +694,9 @@ function enumSelect(spec, path, raw) {
   }
   if (word !== undefined && word !== null) {
     shown = canonical(spec.enumDef, word);
-    if (shown === null) { // an unknown word stays visible (and the check names it)
+    if (shown === null) { // a word the tables do not read stays visible as written (the check says if it is wrong)
       shown = `?${word}`;
-      select.append(el("option", { value: shown }, t("unknown_word", { w: word })));
+      select.append(el("option", { value: shown }, `“${word}”`));
     }
   }
   select.value = shown;
@@ -712,12 +717,15 @@ function colourHex(raw) {
   return null;
 }
 
+/** A colour picker; a colour written as a word ("brown") also shows the word, which stays editable. */
 function colourInput(path, raw, fallback) {
   const input = el("input", { type: "color" });
   input.value = colourHex(raw) || fallback || "#888888";
-  input.dataset.path = path;
-  input.addEventListener("change", () => edit(path, input.value));
-  return input;
+  const word = typeof raw === "string" && !colourHex(raw) ? el("input", { type: "text", class: "colour-word", value: raw }) : null;
+  (word || input).dataset.path = path;
+  input.addEventListener("change", () => edit(path, input.value, true));
+  if (word) word.addEventListener("input", () => edit(path, word.value.trim() === "" ? undefined : word.value));
+  return word ? el("span", { class: "colour-pair" }, input, word) : input;
 }
 
 function vectorField(spec, label, path, raw) {
@@ -740,6 +748,43 @@ function vectorField(spec, label, path, raw) {
     });
   }
   return el("div", { class: "field", title: spec.description || undefined, dataset: { field: spec.key } }, el("span", {}, label), box);
+}
+
+/** The soundtrack's file: its name as written, an upload button (the service keeps it as upload:snd_…) and a player. */
+function soundFileField(spec, label, path, raw) {
+  const input = el("input", { type: "text", placeholder: "upload:snd_…" });
+  input.value = typeof raw === "string" ? raw : "";
+  input.dataset.path = path;
+  input.addEventListener("input", () => edit(path, input.value.trim() === "" ? undefined : input.value));
+  const status = el("span", { class: "ref-status" });
+  const file = el("input", { type: "file", class: "sound-file", hidden: true, accept: "audio/*,.wav,.flac,.mp3,.m4a,.aac,.ogg,.opus",
+    onchange: async (e) => {
+      const chosen = e.target.files[0];
+      e.target.value = "";
+      if (!chosen) return;
+      status.textContent = t("uploading", { name: chosen.name });
+      const reply = await uploadFile(chosen);
+      if (!reply.ok) { status.textContent = `${chosen.name}: ${errorText(reply)}`; status.classList.add("error"); return; }
+      remember();
+      writePath(state.script, path, reply.data.reference);
+      changed(true);
+    } });
+  const match = typeof raw === "string" ? /^upload:(snd_[0-9a-f]{32})$/.exec(raw) : null;
+  return el("div", { class: "field wide", title: spec.description || undefined, dataset: { field: spec.key } }, el("span", {}, label),
+    el("div", { class: "sound-row" }, input,
+      el("button", { type: "button", class: "upload-sound", onclick: () => file.click() }, t("upload_sound")), file),
+    match ? el("audio", { controls: true, preload: "none", src: `/v1/uploads/${match[1]}/content` }) : null, status);
+}
+
+async function uploadFile(file) {
+  try {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    const response = await fetch("/v1/uploads", { method: "POST", body: form });
+    return { ok: response.ok, status: response.status, data: await response.json().catch(() => null) };
+  } catch (err) {
+    return { ok: false, data: null, status: t("server_down") };
+  }
 }
 
 /** Which characters a shot shows: every one by default, or the ones ticked. */
@@ -907,15 +952,7 @@ async function uploadReferences(characterId, index, files) {
     state.refStatus[characterId] = { text: t("uploading", { name: file.name }), kind: "" };
     renderCharacters();
     showIssues();
-    let reply;
-    try {
-      const form = new FormData();
-      form.append("file", file, file.name);
-      const response = await fetch("/v1/uploads", { method: "POST", body: form });
-      reply = { ok: response.ok, status: response.status, data: await response.json().catch(() => null) };
-    } catch (err) {
-      reply = { ok: false, data: null, status: t("server_down") };
-    }
+    const reply = await uploadFile(file);
     if (!reply.ok) {
       const message = reply.data && reply.data.error ? reply.data.error.message : String(reply.status);
       state.refStatus[characterId] = { text: `${file.name}: ${message}`, kind: "error" };
