@@ -124,6 +124,53 @@ def published_camera_adapter(dim: int, seed: int = 0, stride: int = 4, downscale
     return state
 
 
+# diffusers' Wan names -> the original Wan checkpoints' (what the published Control-Camera files use),
+# in the order they are applied; the inverse of diffusers' convert_wan_transformer_to_diffusers.
+_ORIGINAL_WAN_NAMES = (
+    ("condition_embedder.time_embedder.linear_1", "time_embedding.0"),
+    ("condition_embedder.time_embedder.linear_2", "time_embedding.2"),
+    ("condition_embedder.text_embedder.linear_1", "text_embedding.0"),
+    ("condition_embedder.text_embedder.linear_2", "text_embedding.2"),
+    ("condition_embedder.time_proj", "time_projection.1"),
+    ("condition_embedder.image_embedder.norm1", "img_emb.proj.0"),
+    ("condition_embedder.image_embedder.ff.net.0.proj", "img_emb.proj.1"),
+    ("condition_embedder.image_embedder.ff.net.2", "img_emb.proj.3"),
+    ("condition_embedder.image_embedder.norm2", "img_emb.proj.4"),
+    ("attn1", "self_attn"), ("attn2", "cross_attn"), (".to_out.0.", ".o."), (".to_q.", ".q."), (".to_k.", ".k."),
+    (".to_v.", ".v."), (".add_k_proj.", ".k_img."), (".add_v_proj.", ".v_img."), (".norm_added_k.", ".norm_k_img."),
+    ("ffn.net.0.proj", "ffn.0"), ("ffn.net.2", "ffn.2"), (".norm2.", ".norm3."), ("proj_out", "head.head"),
+)
+
+
+def original_wan_names(state: dict[str, Any]) -> dict[str, Any]:
+    """A diffusers WanTransformer3DModel state dict under the original Wan checkpoint names."""
+    renamed = {}
+    for key, tensor in state.items():
+        new = key
+        for ours, theirs in _ORIGINAL_WAN_NAMES:
+            new = new.replace(ours, theirs)
+        if new == "scale_shift_table":
+            new = "head.modulation"
+        elif new.endswith(".scale_shift_table"):
+            new = new[: -len("scale_shift_table")] + "modulation"
+        renamed[new] = tensor.detach().clone().contiguous()
+    return renamed
+
+
+def published_camera_checkpoint(folder: Path, seed: int = 0) -> tuple[Path, Any]:
+    """A random Control-Camera checkpoint in VideoX-Fun's layout (original Wan names plus control_adapter.*)
+    saved as ``folder/diffusion_pytorch_model.safetensors``; returns the folder and the transformer it holds."""
+    from safetensors.torch import save_file
+
+    transformer = wan_transformer(seed, in_channels=32, image_dim=24, added_kv_proj_dim=24)
+    dim = WAN_TRANSFORMER["num_attention_heads"] * WAN_TRANSFORMER["attention_head_dim"]
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {**original_wan_names(transformer.state_dict()), **published_camera_adapter(dim, seed + 1)}
+    save_file(state, str(folder / "diffusion_pytorch_model.safetensors"))
+    (folder / "config.json").write_text(json.dumps({"_class_name": "WanModel", "in_dim": 32, "model_type": "i2v"}))
+    return folder, transformer
+
+
 def build_wan_camera(folder: Path, seed: int = 0) -> Path:
     """A random Control-Camera-like WanPipeline saved to ``folder``: Fun input layout (noisy + start latents,
     32 channels), image cross-attention, and the adapter under its published names in ``camera_adapter/``."""

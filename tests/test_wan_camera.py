@@ -376,3 +376,41 @@ def test_an_image_to_video_checkpoint_starts_from_the_first_previz_frame(tmp_pat
     assert x.shape[1] == 32 and torch.count_nonzero(x[:, 16:, 1:]) == 0 and torch.count_nonzero(x[:, 16:, :1]) > 0
     notices = [e.text for e in events if hasattr(e, "text")]
     assert any("previz frame as the image" in n for n in notices)
+
+
+def test_the_published_checkpoint_layout_loads_its_transformer_and_adapter(tmp_path, tiny_wan, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from builders import published_camera_checkpoint
+    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.render import wan_camera
+
+    checkpoint, source = published_camera_checkpoint(tmp_path / "published", seed=4)
+    built = []
+    original = wan_camera.WanCameraBackend._build
+
+    def keep(self, *args):
+        pipe, resolved = original(self, *args)
+        built.append(pipe)
+        return pipe, resolved
+
+    monkeypatch.setattr(wan_camera.WanCameraBackend, "_build", keep)
+    script = {**SCRIPT, "shots": SCRIPT["shots"][:1]}
+    _, plan = plan_of(tmp_path, script)
+    settings = PipelineSettings(backend="wan-camera", options={
+        "model": str(tiny_wan), "checkpoint": str(checkpoint), "device": "cpu", "steps": 1})
+    events = list(run(plan, tmp_path / "out", settings))
+    assert isinstance(events[-1], Finished)
+    transformer = built[0].transformer
+    # The plain text-to-video folder's transformer (16 channels) was replaced by the checkpoint's (Fun layout).
+    assert transformer.patch_embedding.in_channels == 32
+    assert transformer.condition_embedder.image_embedder is not None
+    want = source.state_dict()
+    got = {k: v for k, v in transformer.state_dict().items() if not k.startswith("camera_adapter.")}
+    assert set(got) == set(want) and all(torch.equal(got[k], want[k]) for k in want)
+    adapter = transformer.camera_adapter.state_dict()
+    from builders import published_camera_adapter
+
+    published = map_published_adapter(published_camera_adapter(24, 5))
+    assert all(torch.equal(adapter[k], published[k]) for k in published)
+    notice = next(e.text for e in events if hasattr(e, "text") and "camera adapter (" in e.text)
+    assert "diffusion_pytorch_model.safetensors sha256 " in notice

@@ -253,7 +253,7 @@ _MODELS = (
     # Wan-Fun Control-Camera (alibaba-pai, Apache-2.0). The repositories hold VideoX-Fun's layout: the
     # transformer with its control_adapter.* tensors as safetensors, the VAE and text/image encoders as
     # pickles (which daotai refuses). The wan-camera backend runs them as a diffusers Wan folder of the
-    # same base with the adapter from the checkpoint (-O adapter=<its .safetensors>).
+    # same base with the transformer and adapter from the checkpoint (-O checkpoint=<its folder>).
     ModelRow("wan2.1-fun-1.3b-control-camera", "alibaba-pai/Wan2.1-Fun-V1.1-1.3B-Control-Camera", None, "wan-camera",
              "WanImageToVideoPipeline", _CAM13, 19.0, APACHE),
     ModelRow("wan2.1-fun-14b-control-camera", "alibaba-pai/Wan2.1-Fun-V1.1-14B-Control-Camera", None, "wan-camera",

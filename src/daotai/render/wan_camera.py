@@ -19,11 +19,18 @@ weights are read from the published checkpoint's names (``control_adapter.*``) b
 (a forward hook on ``patch_embedding``), so the pipeline stays diffusers' own ``WanPipeline`` or
 ``WanImageToVideoPipeline``, loaded through daotai's checked loader.
 
+The published checkpoints come in VideoX-Fun's layout (the transformer in the original Wan
+naming with its ``control_adapter.*`` tensors, as safetensors; the VAE and encoders as pickles,
+which daotai refuses). ``-O checkpoint=<that folder>`` takes the transformer from it (renamed by
+diffusers' own Wan conversion, geometry read from the tensors) into a diffusers Wan folder of the
+same base (``-O model=``: VAE, text and image encoders, scheduler). The safetensors headers are
+checked and the files' sha256 recorded in the shot's notice.
+
 Where the adapter's weights are found, in this order: the ``adapter`` option (a safetensors
-file such as the published checkpoint's ``diffusion_pytorch_model.safetensors``: only its
-``control_adapter.*`` tensors are read), ``camera_adapter/*.safetensors`` in the model folder
-(``camera_adapter_2/`` for a second, low-noise transformer), or ``control_adapter.*`` tensors
-kept in the folder's ``transformer/`` weights.
+file: only its ``control_adapter.*`` tensors are read), the ``checkpoint``,
+``camera_adapter/*.safetensors`` in the model folder (``camera_adapter_2/`` for a second,
+low-noise transformer), or ``control_adapter.*`` tensors kept in the folder's ``transformer/``
+weights.
 
 Input layouts. Fun checkpoints take the noisy latents and, beside them, the latents of a start
 image (frame 0 encoded, zeros after): ``in_channels`` twice the VAE's. Through a
@@ -68,6 +75,10 @@ class WanCameraOptions(DiffusersOptions):
     adapter: str | None = Field(
         None, description="safetensors file holding the camera adapter (control_adapter.*), e.g. the published "
                           "Control-Camera checkpoint; None: the model folder's own camera_adapter/ or transformer/")
+    checkpoint: str | None = Field(
+        None, description="the published Control-Camera checkpoint (VideoX-Fun layout: a folder with "
+                          "diffusion_pytorch_model*.safetensors, or one such file): its transformer replaces the "
+                          "model folder's and its control_adapter.* tensors are the adapter")
     first_frame: Literal["auto", "previz", "none"] = Field(
         "auto", description="auto/previz: the shot's first previz frame starts the video (image-to-video input or "
                             "start latents); none: no start image")
@@ -394,16 +405,20 @@ def read_adapter_tensors(path: Path) -> dict[str, Any]:
         return {k: handle.get_tensor(k) for k in keys}
 
 
-def find_adapter(folder: Path, component: str, explicit: str | None) -> tuple[dict[str, Any], Path]:
-    """The published-named adapter tensors for ``component`` and the file they came from."""
-    if explicit is not None and component == "transformer":
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise BackendError(f"adapter: {path} does not exist")
-        state = read_adapter_tensors(path)
-        if not state:
-            raise BackendError(f"adapter: {path} holds no control_adapter.* tensors; it is not a Control-Camera checkpoint")
-        return state, path
+def find_adapter(folder: Path, component: str, explicit: Sequence[Path] = ()) -> tuple[dict[str, Any], Path]:
+    """The published-named adapter tensors for ``component`` and the file they came from.
+
+    ``explicit``: files to read it from (the ``adapter`` option, or the shards of the ``checkpoint``).
+    """
+    if explicit and component == "transformer":
+        for path in explicit:
+            if not path.is_file():
+                raise BackendError(f"adapter: {path} does not exist")
+            state = read_adapter_tensors(path)
+            if state:
+                return state, path
+        raise BackendError(f"adapter: {', '.join(map(str, explicit))} holds no control_adapter.* tensors; it is not a "
+                           "Control-Camera checkpoint")
     looked = []
     for sub in (folder / ADAPTER_FOLDERS.get(component, f"camera_adapter_{component}"), folder / component):
         looked.append(str(sub))
@@ -415,7 +430,78 @@ def find_adapter(folder: Path, component: str, explicit: str | None) -> tuple[di
                        f"{' or '.join(looked)}; pass -O adapter=<Control-Camera checkpoint .safetensors>")
 
 
-def attach_adapters(pipe: Any, folder: Path, explicit: str | None, dtype: Any) -> list[CameraControl]:
+def checkpoint_files(location: str) -> list[Path]:
+    """The safetensors shards of a published checkpoint (a folder, or one file); pickles are refused."""
+    path = Path(location).expanduser()
+    if path.is_dir():
+        files = sorted(path.glob("diffusion_pytorch_model*.safetensors")) or sorted(path.glob("*.safetensors"))
+        if not files:
+            raise BackendError(f"checkpoint: {path} has no .safetensors files (pickle checkpoints are refused: "
+                               "they can run code when loaded)")
+        return files
+    if not path.is_file():
+        raise BackendError(f"checkpoint: {path} does not exist")
+    if path.suffix != ".safetensors":
+        raise BackendError(f"checkpoint: {path} is not a .safetensors file; pickle checkpoints are refused "
+                           "(they can run code when loaded)")
+    return [path]
+
+
+def transformer_from_checkpoint(files: Sequence[Path], base_config: Mapping[str, Any], dtype: Any) -> Any:
+    """A diffusers ``WanTransformer3DModel`` from a published (original Wan naming) checkpoint.
+
+    Keys are renamed by diffusers' own Wan conversion; the geometry (input channels, layers, widths,
+    image cross-attention) is read from the tensors, the rest of the config from the model folder's
+    transformer. Every tensor must fit (strict load).
+    """
+    from diffusers import WanTransformer3DModel
+    from diffusers.loaders.single_file_utils import convert_wan_transformer_to_diffusers
+    from safetensors import safe_open
+
+    from daotai.runtime.models import read_safetensors_header
+
+    state: dict[str, Any] = {}
+    for path in files:
+        header = read_safetensors_header(path)
+        with safe_open(str(path), framework="pt") as handle:
+            for key in header:
+                if key != "__metadata__" and published_adapter_name(key) is None:
+                    state[key] = handle.get_tensor(key)
+    state = convert_wan_transformer_to_diffusers(state)
+    if "patch_embedding.weight" not in state:
+        raise BackendError(f"checkpoint: {files[0]} has no patch_embedding weight; it is not a Wan transformer")
+    width, in_channels = (int(v) for v in state["patch_embedding.weight"].shape[:2])
+    heads = int(base_config["num_attention_heads"])
+    if width % heads:
+        raise BackendError(f"checkpoint: width {width} does not split into the model folder's {heads} heads; "
+                           "use the diffusers folder of the checkpoint's own base model")
+    config = {k: v for k, v in base_config.items() if not k.startswith("_")}
+    config.update(
+        in_channels=in_channels, attention_head_dim=width // heads,
+        num_layers=len({k.split(".")[1] for k in state if k.startswith("blocks.")}),
+        ffn_dim=int(state["blocks.0.ffn.net.0.proj.weight"].shape[0]),
+        text_dim=int(state["condition_embedder.text_embedder.linear_1.weight"].shape[1]),
+        out_channels=int(state["proj_out.weight"].shape[0]) // int(np.prod(base_config["patch_size"])),
+    )
+    image = "condition_embedder.image_embedder.norm1.weight" in state
+    config.update(image_dim=int(state["condition_embedder.image_embedder.norm1.weight"].shape[0]) if image else None,
+                  added_kv_proj_dim=width if image else None)
+    transformer = WanTransformer3DModel.from_config(config)
+    try:
+        transformer.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise BackendError(f"checkpoint: {files[0]} does not fit a Wan transformer ({str(exc).splitlines()[0]})") from None
+    # As from_pretrained(dtype=...) does: the modules diffusers keeps in float32 (norms, time embedding,
+    # modulation tables) stay there; everything else takes the device rule's dtype.
+    keep = set(getattr(transformer, "_keep_in_fp32_modules", None) or ())
+    float32 = _torch().float32
+    for name, tensor in [*transformer.named_parameters(), *transformer.named_buffers()]:
+        if tensor.is_floating_point():
+            tensor.data = tensor.data.to(float32 if keep & set(name.split(".")) else dtype)
+    return transformer.eval()
+
+
+def attach_adapters(pipe: Any, folder: Path, explicit: Sequence[Path], dtype: Any) -> list[CameraControl]:
     """Load and hook a camera adapter on every Wan transformer of ``pipe``."""
     torch = _torch()
     stride = int(getattr(pipe, "vae_scale_factor_temporal", 4))
@@ -462,16 +548,31 @@ class WanCameraBackend:
         env = env or BackendEnv()
         self.options = options
         self.controls: list[CameraControl] = []
+        self.loaded: list[str] = []  # files read from outside the model folder, with their hashes
         self.runner = DiffusersShotRunner(SPEC.family or "", options, SPEC.default_model or "", env.health_sampler,
                                           build=self._build)
         self._previz: Any = None
 
     def _build(self, model: str, family: str, runtime: Any) -> tuple[Any, Any]:
         """daotai's checked loader, then the camera adapters hooked onto the transformers."""
+        from daotai.files import sha256_file
         from daotai.runtime.models import load_pipeline
 
+        dtype = runtime.dtype("transformer")
         pipe, resolved = load_pipeline(model, family, runtime)
-        self.controls = attach_adapters(pipe, resolved.path, self.options.adapter, runtime.dtype("transformer"))
+        explicit = [Path(self.options.adapter).expanduser()] if self.options.adapter else []
+        self.loaded = []
+        if self.options.checkpoint:
+            if getattr(pipe, "transformer_2", None) is not None:
+                raise BackendError("checkpoint: a two-expert model (transformer and transformer_2) takes its camera "
+                                   "weights from the model folder, not from one checkpoint")
+            files = checkpoint_files(self.options.checkpoint)
+            pipe.register_modules(transformer=transformer_from_checkpoint(files, pipe.transformer.config, dtype))
+            explicit = explicit or files
+            self.loaded = [f"{p.name} sha256 {sha256_file(p)[:12]}" for p in files]  # not in the folder's manifest
+        elif explicit:
+            self.loaded = [f"{p.name} sha256 {sha256_file(p)[:12]}" for p in explicit if p.is_file()]
+        self.controls = attach_adapters(pipe, resolved.path, explicit, dtype)
         return pipe, resolved
 
     @property
@@ -501,7 +602,7 @@ class WanCameraBackend:
             for control in self.controls:
                 control.set_shot(rays, self.options.adapter_scale, start)
             yield Progress("control", job.shot.shot_id, 1, 1, "camera rays ready")
-            sources = ", ".join(sorted({c.source for c in self.controls}))
+            sources = ", ".join(sorted({c.source for c in self.controls} | set(self.loaded)))
             first = ("previz frame as the image" if self.image_to_video else
                      "previz frame as start latents" if start is not None else "no start image")
             yield Notice("info", f"camera adapter ({sources}) at scale {self.options.adapter_scale:g}: Plücker rays of "
