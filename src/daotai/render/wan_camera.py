@@ -427,7 +427,9 @@ def find_adapter(folder: Path, component: str, explicit: Sequence[Path] = ()) ->
             if state:
                 return state, path
     raise BackendError(f"wan-camera: no camera adapter weights (control_adapter.*) for {component} in "
-                       f"{' or '.join(looked)}; pass -O adapter=<Control-Camera checkpoint .safetensors>")
+                       f"{' or '.join(looked)}; pass -O checkpoint=<a Control-Camera checkpoint folder, e.g. "
+                       "alibaba-pai/Wan2.1-Fun-V1.1-1.3B-Control-Camera> (or -O adapter=<.safetensors> for the "
+                       "adapter alone)")
 
 
 def checkpoint_files(location: str) -> list[Path]:
@@ -665,5 +667,7 @@ SPEC = BackendSpec(
     summary="Wan Control-Camera (diffusers): the plan's exact camera as Plücker rays through a camera adapter",
     family="wan-camera",
     device_class="accelerator",
-    default_model="wan2.1-fun-1.3b-control-camera",
+    # The diffusers release of the 1.3B Control-Camera checkpoint's base (its VAE, text encoder, scheduler);
+    # the camera transformer and adapter come from -O checkpoint= (see the module docstring).
+    default_model="wan2.1-t2v-1.3b",
 )
