@@ -52,9 +52,11 @@ def alias_tables() -> dict[str, Any]:
     ``aliases[def][folded spelling] = canonical value`` (spellings folded as ``word_folding``
     says, the way :func:`daotai.script.vocab.normalise_word` does); ``alias_presets[def][spelling]``
     holds the fields a camera alias also sets (``推`` is a dolly with ``direction: in``);
-    ``key_aliases[field]`` lists the other names a field may be written under (``对白``).
+    ``key_aliases[model][field]`` lists the other names a field of a model ($defs name, or
+    ``Script``) may be written under (``对白`` for a shot's dialogue, ``color`` for a colour).
     """
-    from daotai.script import vocab
+    from daotai.script import spellings, vocab
+    from daotai.script.jsonschema import script_json_schema
 
     # By the JSON Schema $defs name of each aliased enum.
     aliases: dict[str, dict[str, str]] = {name: dict(table) for name, table in (
@@ -64,8 +66,16 @@ def alias_tables() -> dict[str, Any]:
     )}
     aliases["CameraType"] = {word: canonical for word, (canonical, _) in vocab.CAMERA_ALIASES.items()}
     presets = {"CameraType": {word: dict(fields) for word, (_, fields) in vocab.CAMERA_ALIASES.items() if fields}}
-    return {"aliases": aliases, "alias_presets": presets, "word_folding": WORD_FOLDING,
-            "key_aliases": {field: list(names) for field, names in vocab.KEY_ALIASES.items()}}
+    schema = script_json_schema()
+    models = {"Script": schema, **schema.get("$defs", {})}
+    keys: dict[str, dict[str, list[str]]] = {
+        model: {field: list(names) for field, names in fields.items()}
+        for model, fields in spellings.ALTERNATIVE_KEYS.items()}
+    for field, names in vocab.KEY_ALIASES.items():
+        for model, node in models.items():
+            if field in node.get("properties", {}):
+                keys.setdefault(model, {}).setdefault(field, []).extend(names)
+    return {"aliases": aliases, "alias_presets": presets, "word_folding": WORD_FOLDING, "key_aliases": keys}
 
 
 def build_router(state: ServerState) -> APIRouter:
@@ -105,6 +115,23 @@ def build_router(state: ServerState) -> APIRouter:
         )}
         return {"schema": script_json_schema(), "vocabulary": vocabulary, **alias_tables(),
                 "presets": list(SIZE_PRESETS), "backends": backend_names()}
+
+    @router.post("/v1/schema/read", responses={**errors}, openapi_extra=SCRIPT_BODY)
+    async def read_script(request: Request):
+        """How the service reads a script's words: {valid, script, issues}.
+
+        `script` is the canonical form (every alias, shorthand, other field name and value
+        written as words, such as "slow push in", "2.5 s" or "brown", resolved; defaults
+        filled), so an editor can show what a word means; an invalid script answers
+        `valid: false` with its issues, like validate."""
+        from daotai.script.load import parse_document, validate_script
+
+        try:
+            data = parse_document(await request.body(), "json", source="body")
+            script = validate_script(data, source="body")
+        except ScriptError as exc:
+            return {"valid": False, "script": None, "issues": issue_dicts(exc.issues)}
+        return {"valid": True, "script": script.model_dump(mode="json"), "issues": []}
 
     @router.post("/v1/plan", responses={**errors, 422: {"model": ErrorReply}}, openapi_extra=SCRIPT_BODY)
     async def plan_preview(request: Request):
