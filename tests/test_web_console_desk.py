@@ -32,7 +32,7 @@ ROOT = Path(__file__).parent.parent
 WEB_EXAMPLES = ROOT / "src" / "daotai" / "server" / "web" / "examples"
 EXAMPLES = ["quick", "office", "street_zh", "all_moves", "minimal"]
 SHORTHAND = {"camera": "type", "transition": "type", "scene": "name", "soundtrack": "path"}
-KEY_ALIASES = {alias: field for field, aliases in vocab.KEY_ALIASES.items() for alias in aliases}
+KEY_ALIASES = {alias: field for field, aliases in vocab.KEY_ALIASES.items() for alias in aliases}  # 对白 → dialogue
 # Enum fields by the last key of their path, with the table that reads their aliases.
 ENUM_TABLES = {"framing": vocab.FRAMING_ALIASES, "angle": vocab.ANGLE_ALIASES, "time_of_day": vocab.TIME_OF_DAY_ALIASES,
                "easing": vocab.EASING_ALIASES, "direction": vocab.DIRECTION_ALIASES}
@@ -195,7 +195,7 @@ def drag_mark(page, shot: str, handle: str, dx: float, dy: float) -> tuple[float
     target = mark(page, shot, handle)
     target.scroll_into_view_if_needed()
     scale = float(page.locator(f'.stage[data-shot="{shot}"]').get_attribute("data-scale"))
-    x0, z0 = float(target.get_attribute("data-x")), float(target.get_attribute("data-z"))
+    x0, z0 = (float(target.get_attribute(f"data-{k}") or "nan") for k in "xz")  # a pan's aim mark has no place
     box = target.bounding_box()
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(cx, cy)
@@ -214,7 +214,7 @@ def test_schema_endpoint_gives_every_alias_and_key_alias(live):
     assert body["aliases"]["Framing"]["中景"] == "medium" and body["aliases"]["Framing"]["ms"] == "medium"
     assert body["aliases"]["CameraType"]["push_in"] == "dolly" and body["alias_presets"]["CameraType"]["推"] == {"direction": "in"}
     assert body["aliases"]["TransitionKind"]["叠化"] == "crossfade" and body["aliases"]["TimeOfDay"]["清晨"] == "morning"
-    assert body["key_aliases"]["dialogue"] == ["对白", "台词"]
+    assert body["key_aliases"]["Shot"]["dialogue"] == ["对白", "台词"] and body["key_aliases"]["Character"]["colour"] == ["color"]
     # Each aliased enum of the schema has its table, and every table names only canonical values.
     for name, table in body["aliases"].items():
         assert set(table.values()) <= set(body["schema"]["$defs"][name]["enum"]), name
@@ -523,3 +523,39 @@ def test_results_offer_every_deliverable_full_contact_sheet_plain_qc_and_board_p
     text = subprocess.run([pdftotext, "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     for shot in json.loads((WEB_EXAMPLES / "quick.json").read_text())["shots"]:
         assert shot["action"] in text and shot["shot_id"] in text
+
+
+def test_spelled_out_values_show_what_the_service_reads(page, live, tmp_path):
+    """Phrases, colour names, durations as text and other field names: shown as the service reads them, exported as written."""
+    script = json.loads((WEB_EXAMPLES / "quick.json").read_text())
+    lin = script["characters"][0]
+    del lin["colour"]
+    lin["color"] = "brown"
+    script["shots"][0]["camera"] = "pan left 20°"
+    script["shots"][1]["duration"] = "2.5 s"
+    script["shots"][1]["character"] = script["shots"][1].pop("subject")
+    script["scene"]["time"] = script["scene"].pop("time_of_day")
+    read = httpx.post(f"{live.url}/v1/schema/read", json=script).json()
+    assert read["valid"] is True and read["script"]["shots"][0]["camera"]["type"] == "pan"
+    saved = tmp_path / "spelled.json"
+    saved.write_text(json.dumps(script, ensure_ascii=False))
+    page.set_input_files("#import-file", str(saved))
+    page.wait_for_function("""() => (document.querySelector('[data-path="shots[0].camera.type"]') || {}).value === 'pan'""")
+    wait_checked(page)
+    rotate = page.get_attribute('[data-path="shots[0].camera.rotate[0]"]', "placeholder")
+    assert float(rotate) == pytest.approx(read["script"]["shots"][0]["camera"]["rotate"][0])
+    hex_colour = "#" + "".join(f"{round(c * 255):02x}" for c in read["script"]["characters"][0]["colour"])
+    assert page.input_value('.card[data-kind=character][data-index="0"] input[type=color]') == hex_colour
+    assert page.input_value('[data-path="characters[0].colour"]') == "brown"
+    assert page.input_value('[data-path="shots[1].duration"]') == "2.5 s"
+    assert page.input_value('[data-path="shots[1].subject"]') == "mei"
+    assert page.input_value('[data-path="scene.time_of_day"]') == "day"
+    page.locator('[data-path="title"]').fill("Spelled out")
+    wait_checked(page)
+    exported = export(page)
+    assert {**exported, "title": script["title"]} == script
+    # Dragging the pan's aim writes the pan explicitly (the phrase's own amount would contradict it).
+    drag_mark(page, "s01", "aim", 0, 30)
+    wait_checked(page)
+    camera = export(page)["shots"][0]["camera"]
+    assert camera["type"] == "pan" and camera["rotate"][0] != 0

@@ -205,6 +205,8 @@ const state = {
   schema: null, aliases: {}, presets: {}, keyAliases: {},
   backends: ["previz"], sizePresets: ["preview", "draft", "final"],
   undo: [], redo: [], lastPush: 0, issues: [], check: "checking", diagrams: {}, jobs: {}, previews: {},
+  reading: null, // the service's canonical reading of the script (POST /v1/schema/read), for words the tables do not read
+  wantsReading: false, // the editor showed a word it could not read; draw again when the reading comes
   refStatus: {}, // character id → {text, kind} of its latest upload
   openGroups: new Set(), // fold groups the director opened by hand
   drag: null, // the floor-plan drag in progress
@@ -256,22 +258,37 @@ function joinPath(keys) {
   return keys.map((k) => (typeof k === "number" ? `[${k}]` : `.${k}`)).join("").replace(/^\./, "");
 }
 
-/** The key a field is stored under in `node`: its own name, or the alias the script wrote it as. */
-function storedKey(node, key) {
+/** The model ($defs name) one step down a path from model `def` (a list of X is "[]X"), or null. */
+function stepDef(def, key) {
+  if (!def) return null;
+  if (def.startsWith("[]")) return typeof key === "number" ? def.slice(2) : null;
+  const prop = ((modelSchema(def) || {}).properties || {})[key];
+  if (!prop) return null;
+  for (const option of prop.anyOf || [prop]) {
+    if (refName(option) && schemaDef(refName(option))?.type === "object") return refName(option);
+    if (option.type === "array" && option.items && refName(option.items)) return `[]${refName(option.items)}`;
+  }
+  return null;
+}
+
+/** The key a field of model `def` is stored under in `node`: its own name, or another name the script wrote it as. */
+function storedKey(node, key, def) {
   if (typeof key === "number" || !node || typeof node !== "object" || key in node) return key;
-  for (const alias of state.keyAliases[key] || []) if (alias in node) return alias;
+  for (const alias of ((state.keyAliases[def] || {})[key]) || []) if (alias in node) return alias;
   return key;
 }
 
-/** Read a JSON path of the script as written (shorthand strings and key aliases understood). */
+/** Read a JSON path of the script as written (shorthand strings and other field names understood). */
 function readPath(obj, path) {
   let node = obj;
   let parent = null;
+  let def = "Script";
   for (const key of splitPath(path)) {
     if (node === undefined || node === null) return undefined;
     if (typeof node !== "object") return typeof node === "string" && SHORTHAND[parent] === key ? node : undefined;
-    node = node[storedKey(node, key)];
+    node = node[storedKey(node, key, def)];
     parent = key;
+    def = stepDef(def, key);
   }
   return node;
 }
@@ -280,9 +297,10 @@ function readPath(obj, path) {
 function writePath(obj, path, value) {
   const keys = splitPath(path);
   const trail = [obj];
+  const defs = ["Script"];
   let node = obj;
   for (let i = 0; i < keys.length - 1; i += 1) {
-    const key = storedKey(node, keys[i]);
+    const key = storedKey(node, keys[i], defs[i]);
     let next = node[key];
     if (typeof next === "string" && SHORTHAND[keys[i]]) next = { [SHORTHAND[keys[i]]]: next };
     else if (next === undefined || next === null || typeof next !== "object") {
@@ -292,15 +310,16 @@ function writePath(obj, path, value) {
     node[key] = next;
     node = next;
     trail.push(node);
+    defs.push(stepDef(defs[i], keys[i]));
   }
-  const last = storedKey(node, keys[keys.length - 1]);
+  const last = storedKey(node, keys[keys.length - 1], defs[keys.length - 1]);
   if (value !== undefined) { node[last] = value; return; }
   if (Array.isArray(node)) return;
   delete node[last];
   // An optional object left empty goes too (its defaults apply), never an item of a list.
   for (let i = keys.length - 2; i >= 0; i -= 1) {
     const holder = trail[i];
-    const key = storedKey(holder, keys[i]);
+    const key = storedKey(holder, keys[i], defs[i]);
     const child = holder[key];
     if (typeof keys[i] === "number" || Array.isArray(child) || !child || Object.keys(child).length) break;
     delete holder[key];
@@ -366,7 +385,7 @@ function modelSchema(def) {
 /** The properties of a model, without the alias spellings the schema also lists. */
 function modelProps(def) {
   const props = (modelSchema(def) || {}).properties || {};
-  const aliases = new Set(Object.values(state.keyAliases).flat());
+  const aliases = new Set(Object.values(state.keyAliases[def] || {}).flat());
   return Object.entries(props).filter(([name]) => !aliases.has(name));
 }
 
@@ -473,7 +492,7 @@ function replaceScript(script) {
 
 /** After any change: optionally rebuild the editor, then check (debounced) and save a draft. */
 function changed(rebuild) {
-  if (rebuild) renderEditor();
+  if (rebuild) { state.reading = null; renderEditor(); } // list positions may have moved
   updateUndoButtons();
   localStorage.setItem("daotai.draft", JSON.stringify(state.script));
   validateSeq += 1; // an answer about the script before this change is stale now
@@ -498,8 +517,9 @@ async function validate() {
     issues = ((reply.data && reply.data.issues) || []).map((i) => ({ ...i, source: "script" }));
     if (!reply.ok && !issues.length) issues = [{ path: "", value: "", rule: errorText(reply), source: "script" }];
     if (!issues.length) {
-      const plan = await api("POST", "/v1/plan", script);
+      const [plan, read] = await Promise.all([api("POST", "/v1/plan", script), api("POST", "/v1/schema/read", script).catch(() => null)]);
       if (seq !== validateSeq) return;
+      if (read && read.ok && read.data.valid) useReading(read.data.script);
       if (plan.ok && plan.data.valid) shots = plan.data.shots;
       else {
         issues = ((plan.data && plan.data.issues) || []).map((i) => ({ ...i, source: "plan" }));
@@ -518,6 +538,22 @@ async function validate() {
   }
   showIssues();
   setCheck(issues.length ? "bad" : "ok");
+}
+
+/** Keep the service's reading; draw the forms again if they showed a word they could not read. */
+function useReading(script) {
+  state.reading = script;
+  const active = document.activeElement;
+  const typing = active && (active.tagName === "TEXTAREA" || (active.tagName === "INPUT" && ["text", "number"].includes(active.type)));
+  if (state.wantsReading && !typing) {
+    state.wantsReading = false;
+    renderEditor();
+  }
+}
+
+/** What the service read at a path of the script (undefined until it answered). */
+function readingAt(path) {
+  return state.reading ? readPath(state.reading, path) : undefined;
 }
 
 function errorText(reply) {
@@ -614,7 +650,9 @@ function field(def, name, path, extra = {}) {
     case "number": {
       // A number written as text ("2.5 s") stays visible as written until it is edited.
       const written = typeof raw === "string";
-      const input = el("input", { type: written ? "text" : "number", step: "any", min: spec.min, max: spec.max, placeholder: defaultText(spec) });
+      const implied = raw === undefined ? readingAt(path) : undefined; // e.g. the orbit of a phrase such as "orbit left 30°"
+      const input = el("input", { type: written ? "text" : "number", step: "any", min: spec.min, max: spec.max,
+        placeholder: typeof implied === "number" ? String(implied) : defaultText(spec) });
       input.value = raw === undefined || raw === null ? "" : String(raw);
       input.dataset.path = path;
       input.addEventListener("input", () => {
@@ -693,11 +731,16 @@ function enumSelect(spec, path, raw) {
     word = cameraPreset(readPath(state.script, path.replace(/direction$/, "type"))).direction;
   }
   if (word !== undefined && word !== null) {
-    shown = canonical(spec.enumDef, word);
-    if (shown === null) { // a word the tables do not read stays visible as written (the check says if it is wrong)
+    shown = canonical(spec.enumDef, word) ?? (spec.choices.includes(readingAt(path)) ? readingAt(path) : null);
+    if (shown === null) { // a word not read yet stays visible as written (the check says if it is wrong)
+      state.wantsReading = true;
       shown = `?${word}`;
       select.append(el("option", { value: shown }, `“${word}”`));
     }
+  } else {
+    // A value implied by a word elsewhere: "pan left 20°" is a pan to the left.
+    const implied = readingAt(path);
+    if (typeof implied === "string" && implied !== spec.dflt && spec.choices.includes(implied)) shown = implied;
   }
   select.value = shown;
   select.dataset.path = path;
@@ -720,7 +763,9 @@ function colourHex(raw) {
 /** A colour picker; a colour written as a word ("brown") also shows the word, which stays editable. */
 function colourInput(path, raw, fallback) {
   const input = el("input", { type: "color" });
-  input.value = colourHex(raw) || fallback || "#888888";
+  const read = raw !== undefined && !colourHex(raw) ? colourHex(readingAt(path)) : null;
+  if (raw !== undefined && !colourHex(raw) && !read) state.wantsReading = true;
+  input.value = colourHex(raw) || read || fallback || "#888888";
   const word = typeof raw === "string" && !colourHex(raw) ? el("input", { type: "text", class: "colour-word", value: raw }) : null;
   (word || input).dataset.path = path;
   input.addEventListener("change", () => edit(path, input.value, true));
@@ -735,8 +780,9 @@ function vectorField(spec, label, path, raw) {
   const inputs = [];
   const box = el("div", { class: "vector", dataset: { path } });
   for (let k = 0; k < n; k += 1) {
+    const implied = raw === undefined ? readingAt(path) : undefined; // e.g. the rotate of "pan left 20°"
     const input = el("input", { type: "number", step: "any", "aria-label": `${label} ${names[k] || k + 1}`,
-      placeholder: Array.isArray(spec.dflt) ? String(spec.dflt[k]) : "" });
+      placeholder: Array.isArray(implied) ? String(implied[k]) : Array.isArray(spec.dflt) ? String(spec.dflt[k]) : "" });
     input.value = Array.isArray(raw) && raw[k] !== undefined && raw[k] !== null ? String(raw[k]) : "";
     input.dataset.path = `${path}[${k}]`;
     inputs.push(input);
@@ -1078,7 +1124,8 @@ function cameraAxes(data) {
 
 /** The camera kind as the planner reads it: canonical type of the shot's (possibly aliased) move. */
 function shotCameraType(i) {
-  return canonical("CameraType", readPath(state.script, `shots[${i}].camera.type`) ?? "static") || "static";
+  const path = `shots[${i}].camera.type`;
+  return canonical("CameraType", readPath(state.script, path) ?? "static") || readingAt(path) || "static";
 }
 
 /** What the floor plan of shot i shows, with the drag in progress applied. */
@@ -1388,7 +1435,9 @@ function standingPath(i, id) {
 function explicitCamera(i) {
   const typePath = `shots[${i}].camera.type`;
   const word = readPath(state.script, typePath);
-  if (word !== undefined && Object.keys(cameraPreset(word)).length) writePath(state.script, typePath, canonical("CameraType", word));
+  const plain = word === undefined ? null : canonical("CameraType", word);
+  if (word !== undefined && plain === null && readingAt(typePath)) writePath(state.script, typePath, readingAt(typePath)); // a phrase
+  else if (plain !== null && Object.keys(cameraPreset(word)).length) writePath(state.script, typePath, plain);
   writePath(state.script, `shots[${i}].camera.direction`, undefined);
 }
 
@@ -1753,6 +1802,13 @@ async function openBoards(entry) {
   drawBoards(entry);
 }
 
+/** A board's frame (or an empty box) in the plan's own aspect ratio. */
+function frameBox(src, alt, plan) {
+  const node = src ? el("img", { src, alt }) : el("div", { class: "board-blank" });
+  node.style.aspectRatio = `${plan.width} / ${plan.height}`;
+  return node;
+}
+
 function drawBoards(entry) {
   const box = document.getElementById("boards");
   const { plan, frames, perPage } = entry.boards;
@@ -1774,7 +1830,7 @@ function drawBoards(entry) {
       const lines = (shot.sound && shot.sound.dialogue) || [];
       const transition = shot.transition && shot.transition.type !== "cut" ? t("transition_in", { t: `${vocabLabel(shot.transition.type)} ${shot.transition.duration_s} s` }) : "";
       return el("figure", { class: "board-panel", dataset: { shot: shot.shot_id } },
-        frames[shot.shot_id] ? el("img", { src: frames[shot.shot_id], alt: shot.shot_id }) : el("div", { class: "board-blank" }),
+        frameBox(frames[shot.shot_id], shot.shot_id, plan),
         el("figcaption", {},
           el("div", { class: "board-line" }, el("strong", {}, `${shot.index + 1}. ${shot.shot_id}`), ` · ${vocabLabel(shot.framing)} · ${moveWords(shot.move)} · ${shot.duration_s} s`),
           shot.action ? el("div", { class: "board-action" }, shot.action) : null,
