@@ -156,6 +156,8 @@ def test_camera_rays_pack_one_latent_frame_at_a_time(tmp_path):
     assert source.latent_frames == 3
     for j in range(3):
         assert np.array_equal(source.packed(j), full[:, j])
+    for i in (0, 4, 8):  # the fast per-frame path gives plucker_frame's rays
+        assert np.allclose(source.frame(i), plucker_frame(poses[i], K, 64, 64), atol=1e-6)
 
 
 # ---------------------------------------------------------------- the adapter and its published weights

@@ -43,6 +43,7 @@ the Fun pipelines do without a CLIP image.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping, Sequence
@@ -140,14 +141,35 @@ class CameraRays:
         return len(group_indexes(len(self.poses), self.stride))
 
     def frame(self, index: int) -> np.ndarray:
-        """Rays (6, H, W) float32 of native frame ``index``."""
-        return plucker_frame(self.poses[index], self.intrinsics[index], self.width, self.height, self.translation_scale)
+        """Rays (6, H, W) float32 of native frame ``index`` (as :func:`plucker_frame`, camera rays reused)."""
+        pose = geometry.cv_to_gl(self.poses[index])  # the same camera with OpenGL axes, as geometry takes it
+        cam = _camera_directions(self.intrinsics[index], self.width, self.height)  # (3, H*W) float32, OpenGL axes
+        out = np.empty((PLUCKER_CHANNELS, cam.shape[1]), dtype=np.float32)
+        d = out[3:]
+        np.matmul(pose[:3, :3].astype(np.float32), cam, out=d)  # unit directions in frame 0's camera
+        o = (pose[:3, 3] * self.translation_scale).astype(np.float32)
+        # o x d, written out (np.cross is several times slower on this shape)
+        np.subtract(o[1] * d[2], o[2] * d[1], out=out[0])
+        np.subtract(o[2] * d[0], o[0] * d[2], out=out[1])
+        np.subtract(o[0] * d[1], o[1] * d[0], out=out[2])
+        return out.reshape(PLUCKER_CHANNELS, self.height, self.width)
 
     def packed(self, latent_index: int) -> np.ndarray:
-        """The adapter's input for one latent frame: (6 * stride, H, W) float32."""
-        indexes = group_indexes(len(self.poses), self.stride)[latent_index]
-        first = {i: self.frame(i) for i in dict.fromkeys(indexes)}
-        return pack_group(np.stack([first[i] for i in indexes]))
+        """The adapter's input for one latent frame: (6 * stride, H, W) float32 (channel c * stride + t)."""
+        out = np.empty((PLUCKER_CHANNELS * self.stride, self.height, self.width), dtype=np.float32)
+        made: dict[int, np.ndarray] = {}
+        for t, i in enumerate(group_indexes(len(self.poses), self.stride)[latent_index]):
+            if i not in made:
+                made[i] = self.frame(i)
+            out[t::self.stride] = made[i]
+        return out
+
+
+@functools.lru_cache(maxsize=4)
+def _camera_directions(intrinsics: geometry.Intrinsics, width: int, height: int) -> np.ndarray:
+    """Unit camera-space directions (3, H*W) float32 through every pixel centre (OpenGL axes)."""
+    rays = geometry.camera_rays(geometry.pixel_centres(width, height), intrinsics).reshape(-1, 3)
+    return np.ascontiguousarray(rays.T, dtype=np.float32)
 
 
 def shot_rays(shot: ShotPlan, plan_fps: float, plan_size: tuple[int, int], request: NativeRequest, stride: int,
