@@ -58,7 +58,7 @@ def test_retime_notice_says_what_happened():
     notice = retime_notice(request, plan, plan.shots[0])
     assert "121 frames at 24 fps" in notice.text and "resized to 1280x720" in notice.text
     wan = native_request(plan, plan.shots[0], family_defaults("wan"))
-    assert "by repeating frames" in retime_notice(wan, plan, plan.shots[0]).text
+    assert "by motion interpolation" in retime_notice(wan, plan, plan.shots[0]).text  # never by repeating frames
 
 
 def test_overrides_and_their_limits():

@@ -256,7 +256,8 @@ def test_twenty_clients_five_jobs_each_lose_nothing(idle):
     assert len(set(ids)) == 100
     listed, after = [], None
     while True:
-        page = httpx.get(f"{url}/v1/videos", params={"limit": 100, **({"after": after} if after else {})}).json()
+        page = httpx.get(f"{url}/v1/videos", params={"limit": 100, **({"after": after} if after else {})},
+                         timeout=30).json()  # a loaded 2-core machine may take seconds for 100 jobs
         listed += [v["id"] for v in page["data"]]
         if not page["has_more"]:
             break

@@ -617,9 +617,6 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     soundtrack = load_soundtrack(plan, source)  # checked and decoded before any render
     plan_text = plan_to_json(plan)
     atomic_write_text(layout.plan, plan_text)
-    from daotai.deliver.cameras import write_cameras
-
-    write_cameras(plan, out_dir / "cameras")  # every shot's camera for other tools (pose files, JSON, USD)
     for shot in plan.shots:
         for warning in shot.warnings:
             yield Notice("warning", warning, shot.shot_id)
@@ -685,6 +682,11 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
                    timeline_sound(plan, records, sound))
     yield Output("timeline", str(layout.timeline))
+    from daotai.deliver.cameras import write_cameras
+
+    # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables: an
+    # interrupted run leaves nothing but its plan
+    write_cameras(plan, out_dir / "cameras")
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started
     write_manifest(plan, plan_text, out_dir, settings, records, timings, source, encode=enc, sound=sound)
