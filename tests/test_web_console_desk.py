@@ -451,6 +451,21 @@ def test_floor_plan_drags_and_keys_edit_the_staging(page, shots_dir, lang):
     assert exported["characters"][1]["facing"] == pytest.approx(facing + 15, abs=0.5)
     label = char.get_attribute("aria-label")
     assert "mei" in label and ("Arrows" in label or "方向键" in label)
+    # Double-clicks on the floor draw mei's path in s03 (she was the last one moved there).
+    for n in range(2):
+        char = mark(page, "s03", "char:mei")
+        char.scroll_into_view_if_needed()
+        x0, z0 = float(char.get_attribute("data-x")), float(char.get_attribute("data-z"))
+        k = float(page.locator('.stage[data-shot="s03"]').get_attribute("data-scale"))
+        dx, dy = free_floor(page, "s03", char, [(-60, 40), (-60, -40), (60, 40), (60, -40), (-40, 60), (40, 60)])[n]
+        box = char.bounding_box()
+        page.mouse.dblclick(box["x"] + box["width"] / 2 + dx, box["y"] + box["height"] / 2 + dy)
+        wait_checked(page)
+        moves = export(page)["shots"][2]["blocking"]
+        assert len(moves) == n + 1 and moves[n]["character"] == "mei"
+        # The pointer lands on whole pixels: up to a pixel off, then rounded to the centimetre.
+        assert moves[n]["to"] == pytest.approx([x0 + dx / k, z0 + dy / k], abs=1 / k + PX_TOLERANCE_M)
+    assert moves[1]["start"] == moves[0]["end"] > 0  # the second walk follows the first
     # Screenshots of the staging editor at 1280 and 800 px.
     for width in (1280, 800):
         # Tall enough that the first shot shows without scrolling (the problems panel stays on top when scrolled).
@@ -463,6 +478,15 @@ def test_floor_plan_drags_and_keys_edit_the_staging(page, shots_dir, lang):
         stage = page.locator('.stage[data-shot="s01"]').bounding_box()
         assert stage["width"] >= 240 and stage["x"] + stage["width"] <= width
     page.set_viewport_size({"width": 1280, "height": 800})
+
+
+def free_floor(page, shot: str, anchor, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Offsets from a mark where the plan's canvas itself is under the pointer (no other mark)."""
+    box = anchor.bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    return [(dx, dy) for dx, dy in offsets if page.evaluate(
+        "([x, y, shot]) => { const n = document.elementFromPoint(x, y); return !!n && n.matches(`.stage[data-shot='${shot}'] canvas`); }",
+        [cx + dx, cy + dy, shot])]
 
 
 def planned_camera_end(script: dict, index: int) -> list[float]:

@@ -33,7 +33,7 @@ const I18N = {
     add_item: "Add", everyone: "every character (default)", unknown_character: "{w} (no such character)",
     group_transition: "Transition", group_blocking: "Blocking", group_sound: "Sound", group_more: "More",
     stage: "Floor plan", diagram: "Top-down floor plan",
-    stage_help: "Drag a character, its facing tick, a waypoint or the camera's end mark. Keys on a mark: arrows move 0.1 m (Shift 0.5 m), Q / E turn 15°.",
+    stage_help: "Drag a character, its facing tick, a waypoint or the camera's end mark; double-click the floor to add a waypoint. Keys on a mark: arrows move 0.1 m (Shift 0.5 m), Q / E turn 15°.",
     h_char: "{id}: x {x} m, z {z} m, facing {f}°. Arrows move, Q and E turn.",
     h_facing: "{id} facing {f}°. Arrows or Q and E turn.",
     h_way: "{id} walks to x {x} m, z {z} m. Arrows move.",
@@ -83,7 +83,7 @@ const I18N = {
     add_item: "添加", everyone: "全部角色（默认）", unknown_character: "{w}（无此角色）",
     group_transition: "转场", group_blocking: "走位", group_sound: "声音", group_more: "更多",
     stage: "平面图", diagram: "俯视平面图",
-    stage_help: "拖动角色、朝向标记、走位点或机位终点。选中标记后：方向键移动 0.1 米（Shift 0.5 米），Q / E 转 15°。",
+    stage_help: "拖动角色、朝向标记、走位点或机位终点；双击地面添加走位点。选中标记后：方向键移动 0.1 米（Shift 0.5 米），Q / E 转 15°。",
     h_char: "{id}：x {x} 米，z {z} 米，朝向 {f}°。方向键移动，Q、E 转向。",
     h_facing: "{id} 朝向 {f}°。方向键或 Q、E 转向。",
     h_way: "{id} 走到 x {x} 米，z {z} 米。方向键移动。",
@@ -210,6 +210,7 @@ const state = {
   refStatus: {}, // character id → {text, kind} of its latest upload
   openGroups: new Set(), // fold groups the director opened by hand
   drag: null, // the floor-plan drag in progress
+  lastCharacter: {}, // shot id → the character last moved on its floor plan (a double-click adds its waypoint)
 };
 
 const UPLOAD_REF = /^upload:(img_[0-9a-f]{32})$/;
@@ -226,7 +227,22 @@ function t(key, vars = {}) {
 /** The label of a vocabulary value: canonical name, plus Chinese in Chinese mode. */
 function vocabLabel(value) {
   const plain = String(value).replace(/_/g, " ");
-  return state.lang === "zh" && VOCAB_ZH[value] ? `${VOCAB_ZH[value]} · ${plain}` : plain;
+  const zh = VOCAB_ZH[value] || chineseAlias(value);
+  return state.lang === "zh" && zh ? `${zh} · ${plain}` : plain;
+}
+
+/** A value the table above does not name (the vocabulary grew): its first Chinese alias on the server. */
+let chineseAliases = null;
+function chineseAlias(value) {
+  if (!chineseAliases) {
+    chineseAliases = {};
+    for (const table of Object.values(state.aliases)) {
+      for (const [word, canonicalValue] of Object.entries(table)) {
+        if (/[\u4e00-\u9fff]/.test(word) && !(canonicalValue in chineseAliases)) chineseAliases[canonicalValue] = word;
+      }
+    }
+  }
+  return chineseAliases[value];
 }
 
 /** Create an element with attributes and children (strings become text nodes, never HTML). */
@@ -1091,10 +1107,39 @@ function moveShot(from, to) {
 
 function stageView(shot, i) {
   const canvas = el("canvas", { class: "diagram", dataset: { shot: shot.shot_id || "" }, "aria-hidden": "true" });
-  return el("div", { class: "stage-wrap" },
-    el("div", { class: "stage", role: "group", "aria-label": `${t("diagram")} ${shot.shot_id || ""}`, dataset: { shot: shot.shot_id || "", index: i } },
-      canvas, el("div", { class: "marks" })),
-    el("p", { class: "stage-help" }, t("stage_help")));
+  const stage = el("div", { class: "stage", role: "group", "aria-label": `${t("diagram")} ${shot.shot_id || ""}`, dataset: { shot: shot.shot_id || "", index: i } },
+    canvas, el("div", { class: "marks" }));
+  canvas.addEventListener("dblclick", (e) => addWaypoint(e, stage));
+  return el("div", { class: "stage-wrap" }, stage, el("p", { class: "stage-help" }, t("stage_help")));
+}
+
+/** Double-click on the floor: the character last moved (else the subject) walks there, after its other walks. */
+function addWaypoint(e, stage) {
+  const i = Number(stage.dataset.index);
+  const data = state.diagrams[stage.dataset.shot];
+  const shot = state.script.shots[i];
+  if (!data || !shot) return;
+  const rect = stage.querySelector("canvas").getBoundingClientRect();
+  const view = stageView2d(stageModel(i, data), data, rect.width, rect.height);
+  const [x, z] = worldAt(stage, view, e.clientX, e.clientY);
+  const present = data.characters.map((c) => c.id);
+  const last = state.lastCharacter[stage.dataset.shot];
+  const id = present.includes(last) ? last : data.subject || present[0];
+  if (!id) return;
+  remember();
+  const moves = Array.isArray(readPath(state.script, `shots[${i}].blocking`)) ? readPath(state.script, `shots[${i}].blocking`) : [];
+  const move = { character: id, to: [round2(x), round2(z)] };
+  const earlier = moves.filter((m) => m.character === id);
+  if (earlier.length) {
+    const last = earlier[earlier.length - 1];
+    const duration = typeof shot.duration === "number" ? shot.duration : 4;
+    if (typeof last.end !== "number") last.end = round2(((typeof last.start === "number" ? last.start : 0) + duration) / 2);
+    move.start = last.end;
+  }
+  moves.push(move);
+  writePath(state.script, `shots[${i}].blocking`, moves);
+  state.openGroups.add(`shots[${i}]#blocking`);
+  changed(true);
 }
 
 function drawAllStages() {
@@ -1329,6 +1374,7 @@ function startDrag(e, stage, button) {
   if (!data) return;
   e.preventDefault();
   button.focus({ preventScroll: true });
+  if (button.dataset.id) state.lastCharacter[stage.dataset.shot] = button.dataset.id;
   const rect = stage.querySelector("canvas").getBoundingClientRect();
   const model = stageModel(i, data);
   const view = stageView2d(model, data, rect.width, rect.height);
@@ -1392,6 +1438,7 @@ function nudge(e, stage, button) {
   const data = state.diagrams[stage.dataset.shot];
   if (!data) return;
   const b = button.dataset;
+  if (b.id) state.lastCharacter[stage.dataset.shot] = b.id;
   const step = e.shiftKey ? 0.5 : 0.1;
   const turn = { q: -15, e: 15, Q: -15, E: 15 }[e.key];
   const arrows = { ArrowLeft: [-step, 0], ArrowRight: [step, 0], ArrowUp: [0, -step], ArrowDown: [0, step] }[e.key];
@@ -1941,6 +1988,7 @@ async function start() {
       state.aliases = reply.data.aliases || {};
       state.presets = reply.data.alias_presets || {};
       state.keyAliases = reply.data.key_aliases || {};
+      chineseAliases = null;
       state.backends = reply.data.backends;
       state.sizePresets = reply.data.presets;
     }
