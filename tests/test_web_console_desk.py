@@ -532,6 +532,15 @@ def test_results_offer_every_deliverable_full_contact_sheet_plain_qc_and_board_p
     page.wait_for_selector("#boards[data-ready=true]")
     assert page.locator("#boards .board-panel img").count() == 2
     snap(page, shots_dir, "boards_screen.png", "#boards")
+    with page.expect_download() as info:
+        page.locator("#boards .boards-png").first.click()
+    from PIL import Image
+
+    with Image.open(info.value.path()) as board:
+        assert board.size == (1754, 1240)  # A4 landscape at 150 dpi
+        assert len(board.convert("L").getcolors(256 * 256) or []) > 16  # frames and text, not a blank page
+        for folder in shots_dir:
+            board.save(folder / "boards_page1.png")
     pdf = tmp_path / "boards.pdf"
     page.emulate_media(media="print")
     page.pdf(path=str(pdf), prefer_css_page_size=True, print_background=True)

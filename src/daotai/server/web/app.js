@@ -53,7 +53,7 @@ const I18N = {
     ok_fidelity: "PSNR {db} dB", ok_sound: "sound as planned", verdict_ok: "passed", verdict_bad: "failed",
     sequence_check: "Sequence",
     boards: "Storyboard pages", boards_print: "Print / save as PDF", boards_per_page: "Shots per page",
-    boards_loading: "Preparing the boards…", board_page: "page {n} of {m}", dialogue_none: "",
+    boards_loading: "Preparing the boards…", boards_png: "Download PNG", boards_png_n: "PNG page {n}", board_page: "page {n} of {m}", dialogue_none: "",
     move_static: "static", move_pan: "pan {d}", move_tilt: "tilt {d}", move_roll: "roll {d}", move_dolly: "dolly {d}",
     move_truck: "truck {d}", move_pedestal: "pedestal {d}", move_crane: "crane {d}", move_orbit: "orbit {a}°",
     move_zoom: "zoom {d} {a}→{b}°", move_dolly_zoom: "dolly zoom {d}", move_handheld: "handheld ±{a}°", move_follow: "follow",
@@ -103,7 +103,7 @@ const I18N = {
     ok_fidelity: "PSNR {db} dB", ok_sound: "声音与规划一致", verdict_ok: "通过", verdict_bad: "未通过",
     sequence_check: "成片",
     boards: "故事板页", boards_print: "打印 / 存为 PDF", boards_per_page: "每页镜头数",
-    boards_loading: "正在准备故事板…", board_page: "第 {n} / {m} 页", dialogue_none: "",
+    boards_loading: "正在准备故事板…", boards_png: "下载 PNG", boards_png_n: "PNG 第 {n} 页", board_page: "第 {n} / {m} 页", dialogue_none: "",
     move_static: "固定", move_pan: "摇 {d}", move_tilt: "俯仰摇 {d}", move_roll: "滚转 {d}", move_dolly: "推拉 {d}",
     move_truck: "横移 {d}", move_pedestal: "升降 {d}", move_crane: "摇臂 {d}", move_orbit: "环绕 {a}°",
     move_zoom: "变焦 {d} {a}→{b}°", move_dolly_zoom: "希区柯克变焦 {d}", move_handheld: "手持 ±{a}°", move_follow: "跟拍",
@@ -584,6 +584,7 @@ function setCheck(kind) {
   node.textContent = kind === "ok" ? t("valid") : kind === "bad" ? (n === 1 ? t("invalid_one") : t("invalid", { n })) : kind === "down" ? t("server_down") : t("checking");
   node.className = `status ${kind === "checking" ? "" : kind === "ok" ? "ok" : "bad"}`;
   node.dataset.state = kind;
+  keepClearOfPanel();
   const button = document.getElementById("submit-btn");
   const reason = document.getElementById("submit-reason");
   button.disabled = kind !== "ok";
@@ -591,6 +592,12 @@ function setCheck(kind) {
   reason.hidden = kind === "ok";
   button.setAttribute("aria-describedby", "submit-reason");
   if (kind !== "bad") document.getElementById("problem-list").replaceChildren();
+}
+
+/** A field scrolled to (a link, the keyboard, the browser's find) stops below the panel that stays on top. */
+function keepClearOfPanel() {
+  const panel = document.getElementById("validation-panel");
+  document.documentElement.style.scrollPaddingTop = `${Math.ceil(panel.getBoundingClientRect().height) + 12}px`;
 }
 
 /** The control that best matches an issue path: the exact field, else its nearest parent. */
@@ -619,6 +626,7 @@ function showIssues() {
       el("span", { class: "problem-rule" }, `${value} — ${issue.rule}`),
       el("span", { class: "problem-source" }, ` (${t(issue.source === "plan" ? "from_plan" : "from_script")})`));
   }));
+  keepClearOfPanel();
   for (const issue of state.issues) {
     const input = inputFor(issue.path);
     if (!input) continue;
@@ -1849,6 +1857,86 @@ async function openBoards(entry) {
   drawBoards(entry);
 }
 
+// A board page as a PNG: A4 landscape at 150 dpi, drawn the way the printed page is laid out.
+const BOARD_PNG = { width: 1754, height: 1240, margin: 60 };
+
+/** The panel's caption lines (shot, framing, move, duration; action; dialogue; transition), as on the printed page. */
+function boardLines(shot, names) {
+  const lines = [{ text: `${shot.index + 1}. ${shot.shot_id} · ${vocabLabel(shot.framing)} · ${moveWords(shot.move)} · ${shot.duration_s} s`, bold: true }];
+  if (shot.action) lines.push({ text: shot.action });
+  for (const l of (shot.sound && shot.sound.dialogue) || []) lines.push({ text: `${names[l.character] || l.character}: “${l.line}”`, italic: true });
+  if (shot.transition && shot.transition.type !== "cut") lines.push({ text: t("transition_in", { t: `${vocabLabel(shot.transition.type)} ${shot.transition.duration_s} s` }), dim: true });
+  return lines;
+}
+
+/** Break text into lines that fit `width` (words for spaced scripts, characters for Chinese). */
+function wrapText(ctx, text, width) {
+  const tokens = text.match(/[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+\s*|\s+/g) || [];
+  const lines = [];
+  let line = "";
+  for (const token of tokens) {
+    if (line && ctx.measureText(line + token).width > width) { lines.push(line.trimEnd()); line = token.trimStart(); }
+    else line += token;
+  }
+  if (line.trim()) lines.push(line.trimEnd());
+  return lines;
+}
+
+function loadImage(src) {
+  return new Promise((resolve) => { const img = new Image(); img.onload = () => resolve(img); img.onerror = () => resolve(null); img.src = src; });
+}
+
+async function downloadBoardPng(entry, pages, p) {
+  const { plan, frames, perPage } = entry.boards;
+  const { width, height, margin } = BOARD_PNG;
+  const canvas = el("canvas", { width, height });
+  const ctx = canvas.getContext("2d");
+  const font = getComputedStyle(document.documentElement).fontFamily;
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, width, height);
+  ctx.fillStyle = "#111";
+  ctx.font = `bold 30px ${font}`;
+  ctx.fillText(plan.title, margin, margin + 24);
+  ctx.font = `24px ${font}`;
+  const pageText = t("board_page", { n: p + 1, m: pages.length });
+  ctx.fillText(pageText, width - margin - ctx.measureText(pageText).width, margin + 24);
+  ctx.fillRect(margin, margin + 38, width - 2 * margin, 3);
+  const columns = perPage <= 4 ? 2 : perPage <= 9 ? 3 : 4;
+  const rows = Math.ceil(perPage / columns);
+  const gap = 28;
+  const cellW = (width - 2 * margin - gap * (columns - 1)) / columns;
+  const cellH = (height - margin * 2 - 60 - gap * (rows - 1)) / rows;
+  const names = Object.fromEntries((plan.characters || []).map((c) => [c.id, c.name || c.id]));
+  for (const [k, shot] of pages[p].entries()) {
+    const x = margin + (k % columns) * (cellW + gap);
+    const y = margin + 60 + Math.floor(k / columns) * (cellH + gap);
+    const frameH = Math.min(cellW * (plan.height / plan.width), cellH * 0.62);
+    const frameW = frameH * (plan.width / plan.height);
+    ctx.fillStyle = "#222";
+    ctx.fillRect(x, y, cellW, frameH);
+    const img = frames[shot.shot_id] ? await loadImage(frames[shot.shot_id]) : null;
+    if (img) ctx.drawImage(img, x + (cellW - frameW) / 2, y, frameW, frameH);
+    let ty = y + frameH + 26;
+    const size = columns >= 4 ? 17 : 20;
+    for (const line of boardLines(shot, names)) {
+      ctx.font = `${line.bold ? "bold " : ""}${line.italic ? "italic " : ""}${size}px ${font}`;
+      ctx.fillStyle = line.dim ? "#555" : "#111";
+      for (const piece of wrapText(ctx, line.text, cellW)) {
+        if (ty > y + cellH) break;
+        ctx.fillText(piece, x, ty);
+        ty += size * 1.3;
+      }
+    }
+  }
+  const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+  const url = URL.createObjectURL(blob);
+  const link = el("a", { href: url, download: `${(plan.title || "boards").replace(/[^\w\u4e00-\u9fff-]+/g, "_")}_board_${p + 1}.png` });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
 /** A board's frame (or an empty box) in the plan's own aspect ratio. */
 function frameBox(src, alt, plan) {
   const node = src ? el("img", { src, alt }) : el("div", { class: "board-blank" });
@@ -1869,21 +1957,16 @@ function drawBoards(entry) {
     el("strong", {}, t("boards")),
     el("label", { class: "inline" }, t("boards_per_page"), per),
     el("button", { type: "button", class: "primary boards-print", onclick: () => window.print() }, t("boards_print")),
+    ...pages.map((_, p) => el("button", { type: "button", class: "boards-png", dataset: { page: p + 1 }, onclick: () => downloadBoardPng(entry, pages, p) },
+      pages.length > 1 ? t("boards_png_n", { n: p + 1 }) : t("boards_png"))),
     el("button", { type: "button", class: "boards-close", onclick: () => { box.hidden = true; document.body.classList.remove("boards-open"); } }, t("close")));
   const columns = perPage <= 4 ? 2 : perPage <= 9 ? 3 : 4;
   box.replaceChildren(tools, ...pages.map((shots, p) => el("article", { class: `board-page cols-${columns}` },
     el("header", { class: "board-head" }, el("strong", {}, plan.title), el("span", {}, t("board_page", { n: p + 1, m: pages.length }))),
-    el("div", { class: "board-grid" }, ...shots.map((shot) => {
-      const lines = (shot.sound && shot.sound.dialogue) || [];
-      const transition = shot.transition && shot.transition.type !== "cut" ? t("transition_in", { t: `${vocabLabel(shot.transition.type)} ${shot.transition.duration_s} s` }) : "";
-      return el("figure", { class: "board-panel", dataset: { shot: shot.shot_id } },
-        frameBox(frames[shot.shot_id], shot.shot_id, plan),
-        el("figcaption", {},
-          el("div", { class: "board-line" }, el("strong", {}, `${shot.index + 1}. ${shot.shot_id}`), ` · ${vocabLabel(shot.framing)} · ${moveWords(shot.move)} · ${shot.duration_s} s`),
-          shot.action ? el("div", { class: "board-action" }, shot.action) : null,
-          ...lines.map((l) => el("div", { class: "board-dialogue" }, `${names[l.character] || l.character}: “${l.line}”`)),
-          transition ? el("div", { class: "board-transition" }, transition) : null));
-    })))));
+    el("div", { class: "board-grid" }, ...shots.map((shot) => el("figure", { class: "board-panel", dataset: { shot: shot.shot_id } },
+      frameBox(frames[shot.shot_id], shot.shot_id, plan),
+      el("figcaption", {}, ...boardLines(shot, names).map((line) => el("div", {
+        class: line.bold ? "board-line" : line.italic ? "board-dialogue" : line.dim ? "board-transition" : "board-action" }, line.text)))))))));
   box.dataset.ready = "true";
   box.scrollIntoView({ block: "start" });
 }
