@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXTRAS=${DAOTAI_EXTRAS-dev,server,neural,cluster,mlx}
+EXTRAS=${DAOTAI_EXTRAS-dev,server,neural,cluster,mlx,usd}
 OS=$(uname -s)
 
 # The first Python 3.11+ on the PATH (or $PYTHON when set).

@@ -98,12 +98,11 @@ def test_the_retime_notice_names_the_method(monkeypatch):
     assert "by repeating frames (no interpolator" in retime.retime_notice(request, plan, plan.shots[0]).text
 
 
-def test_interpolated_frames_match_the_post_interpolator():
-    """The same algorithm as daotai.post.interpolate (which this layer cannot import)."""
+def test_interpolated_frames_are_the_post_interpolators():
+    """One implementation (daotai.render.motion) serves retiming and `daotai enhance --interpolate`."""
     from daotai.post.interpolate import in_between as post_in_between
-    from daotai.render.neural.retime import _new_dis, flow_pair, in_between
+    from daotai.render.neural.retime import retime_frames
 
     native = steady_pan(2, 5.0, 96, 64)
-    mine = in_between(native[0], native[1], 0.4, flow_pair(_new_dis(), native[0], native[1]))
-    theirs = post_in_between(native[0], native[1], 0.4)
-    assert np.abs(mine.astype(int) - theirs.astype(int)).max() <= 1
+    frames = list(retime_frames(native, 10.0, 2, 25.0))  # plan frame 1 shows t = 0.4 between native 0 and 1
+    assert np.array_equal(frames[1], post_in_between(native[0], native[1], 0.4))

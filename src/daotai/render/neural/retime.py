@@ -13,7 +13,6 @@ it is only the fallback when OpenCV is missing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
@@ -111,7 +110,6 @@ def plan_frames(native: np.ndarray, request: NativeRequest, plan: Plan, shot: Sh
 
 INTERPOLATION_METHOD = "DIS optical flow, occlusion-aware"
 ON_FRAME = 1e-6  # a plan time this close to a native frame shows that frame as it is
-OCCLUSION_TOLERANCE_PX = 1.0  # round-trip error still counted as visible (as daotai.post.interpolate)
 
 
 def interpolator_available() -> bool:
@@ -146,73 +144,18 @@ def retime_frames(native: np.ndarray, native_fps: float, plan_frames: int, plan_
         for source in retime_indexes(len(native), native_fps, plan_frames, plan_fps):
             yield native[source]
         return
+    from daotai.render.motion import Grids, flow_pair, new_dis, synthesise
+
     dis = None
-    pair: _Pair | None = None
+    grids = Grids(native.shape[2], native.shape[1])
+    pair = None
     pair_index = -1
     for a, t in retime_positions(len(native), native_fps, plan_frames, plan_fps):
         if t == 0.0:
             yield native[a]
             continue
         if pair_index != a:
-            dis = dis or _new_dis()
-            pair, pair_index = flow_pair(dis, native[a], native[a + 1]), a
+            dis = dis or new_dis()
+            pair, pair_index = flow_pair(dis, native[a], native[a + 1], grids), a
         assert pair is not None
-        yield in_between(native[a], native[a + 1], t, pair)
-
-
-@dataclass
-class _Pair:
-    """Flows both ways between two frames and where each frame's pixels are visible in the other."""
-
-    f01: np.ndarray  # (h, w, 2) float32 pixels
-    f10: np.ndarray  # (h, w, 2) float32 pixels
-    v0: np.ndarray  # (h, w) float32, 1 = pixel of frame 0 visible in frame 1
-    v1: np.ndarray  # (h, w) float32, 1 = pixel of frame 1 visible in frame 0
-    grid: np.ndarray  # (h, w, 2) float32 pixel coordinates
-
-
-def _new_dis():
-    """A DIS flow estimator tuned for quality over speed (MEDIUM preset)."""
-    import cv2
-
-    return cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-
-
-def _warp(image: np.ndarray, flow: np.ndarray, grid: np.ndarray, constant: bool = False) -> np.ndarray:
-    """Sample ``image`` at x + flow(x) (bilinear; outside: edge replicated, or 0 when ``constant``)."""
-    import cv2
-
-    border = cv2.BORDER_CONSTANT if constant else cv2.BORDER_REPLICATE
-    return cv2.remap(image, grid + flow, None, cv2.INTER_LINEAR, borderMode=border, borderValue=0)
-
-
-def _visibility(forward: np.ndarray, backward: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """1 where the forward-backward flow round trip closes within tolerance, else 0: (h, w) float32."""
-    import cv2
-
-    error = cv2.magnitude(*cv2.split(forward + _warp(backward, forward, grid)))
-    return (error <= OCCLUSION_TOLERANCE_PX + 0.05 * cv2.magnitude(*cv2.split(forward))).astype(np.float32)
-
-
-def flow_pair(dis: Any, a: np.ndarray, b: np.ndarray) -> _Pair:
-    """Flows both ways between frames a and b ((h, w, 3) uint8) and their visibility."""
-    import cv2
-
-    la, lb = cv2.cvtColor(a, cv2.COLOR_RGB2GRAY), cv2.cvtColor(b, cv2.COLOR_RGB2GRAY)
-    f01, f10 = dis.calc(la, lb, None), dis.calc(lb, la, None)  # (h, w, 2) float32
-    xs, ys = np.meshgrid(np.arange(a.shape[1], dtype=np.float32), np.arange(a.shape[0], dtype=np.float32))
-    grid = np.dstack((xs, ys))  # (h, w, 2) float32
-    return _Pair(f01, f10, _visibility(f01, f10, grid), _visibility(f10, f01, grid), grid)
-
-
-def in_between(a: np.ndarray, b: np.ndarray, t: float, pair: _Pair) -> np.ndarray:
-    """The frame at time t in (0, 1) between a and b: (h, w, 3) uint8."""
-    import cv2
-
-    ft0 = cv2.addWeighted(pair.f01, -(1 - t) * t, pair.f10, t * t, 0.0)  # flow from t to frame 0
-    ft1 = cv2.addWeighted(pair.f01, (1 - t) * (1 - t), pair.f10, -t * (1 - t), 0.0)  # from t to frame 1
-    w0 = (1 - t) * _warp(pair.v0, ft0, pair.grid, constant=True)  # (h, w) float32
-    w1 = t * _warp(pair.v1, ft1, pair.grid, constant=True)
-    plain = (w0 + w1) < 1e-3  # seen by neither: the plain time weights
-    w0[plain], w1[plain] = 1 - t, t
-    return cv2.blendLinear(_warp(a, ft0, pair.grid), _warp(b, ft1, pair.grid), w0, w1)
+        yield synthesise(native[a], native[a + 1], t, pair, grids)
