@@ -462,3 +462,4 @@ def test_prompts_command_knows_the_h3_budget(script):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "s1" in done.stdout
+    assert "<Picture 1>" in done.stdout or "Static camera" in done.stdout  # H3's own labelled prompt

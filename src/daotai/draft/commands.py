@@ -123,7 +123,12 @@ def prompts(
             client.close()
     rows = []
     for shot in plan.shots:
-        prompt = enhanced.get(shot.shot_id) or fit_prompt(shot.prompt, budget)
+        if model.lower() == "h3" and not enhance:  # H3 reads a labelled prompt of its own (<Picture i> …)
+            from daotai.plan.prompt import h3_prompt_for
+
+            prompt = h3_prompt_for(plan, shot)
+        else:
+            prompt = enhanced.get(shot.shot_id) or fit_prompt(shot.prompt, budget)
         rows.append(
             {
                 "shot_id": shot.shot_id,
@@ -131,7 +136,7 @@ def prompts(
                 "negative_prompt": shot.negative_prompt,
                 "tokens": estimate_tokens(prompt, budget),
                 "budget": budget.max_tokens,
-                "trimmed": prompt != shot.prompt and not enhance,
+                "trimmed": prompt != shot.prompt and not enhance and model.lower() != "h3",
                 "enhanced": enhance,
             }
         )
