@@ -231,6 +231,11 @@ function vocabLabel(value) {
   return state.lang === "zh" && zh ? `${zh} · ${plain}` : plain;
 }
 
+/** A vocabulary value in running text: the Chinese word alone in Chinese mode, else the canonical name spaced. */
+function plainLabel(value) {
+  return (state.lang === "zh" && (VOCAB_ZH[value] || chineseAlias(value))) || String(value).replace(/_/g, " ");
+}
+
 /** A value the table above does not name (the vocabulary grew): its first Chinese alias on the server. */
 let chineseAliases = null;
 function chineseAlias(value) {
@@ -1803,7 +1808,7 @@ function renderQc(qc) {
 function moveWords(move) {
   const [x, y, z] = move.motion || [0, 0, 0];
   const [pan, tilt, roll] = move.rotate || [0, 0, 0];
-  const d = (word) => vocabLabel(word);
+  const d = (word) => plainLabel(word);
   switch (move.type) {
     case "pan": return t("move_pan", { d: d(pan > 0 ? "right" : "left") });
     case "tilt": return t("move_tilt", { d: d(tilt > 0 ? "up" : "down") });
@@ -1862,10 +1867,10 @@ const BOARD_PNG = { width: 1754, height: 1240, margin: 60 };
 
 /** The panel's caption lines (shot, framing, move, duration; action; dialogue; transition), as on the printed page. */
 function boardLines(shot, names) {
-  const lines = [{ text: `${shot.index + 1}. ${shot.shot_id} · ${vocabLabel(shot.framing)} · ${moveWords(shot.move)} · ${shot.duration_s} s`, bold: true }];
+  const lines = [{ text: `${shot.index + 1}. ${shot.shot_id} · ${plainLabel(shot.framing)} · ${moveWords(shot.move)} · ${shot.duration_s} s`, bold: true }];
   if (shot.action) lines.push({ text: shot.action });
   for (const l of (shot.sound && shot.sound.dialogue) || []) lines.push({ text: `${names[l.character] || l.character}: “${l.line}”`, italic: true });
-  if (shot.transition && shot.transition.type !== "cut") lines.push({ text: t("transition_in", { t: `${vocabLabel(shot.transition.type)} ${shot.transition.duration_s} s` }), dim: true });
+  if (shot.transition && shot.transition.type !== "cut") lines.push({ text: t("transition_in", { t: `${plainLabel(shot.transition.type)} ${shot.transition.duration_s} s` }), dim: true });
   return lines;
 }
 
