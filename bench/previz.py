@@ -63,6 +63,19 @@ def _plan(script_path: Path, width: int, height: int, seconds: float):
     return plan_script(script)
 
 
+def _triangles(plan) -> str:
+    """The scene's geometry budget: set pieces and figures, in triangles (the first frame of the first shot)."""
+    from daotai.render.previz.backend import set_pieces_for_plan
+    from daotai.render.previz.meshes import PRIMITIVES, figure_instances, primitive_meshes, set_piece_parts
+
+    per_prim = {name: len(mesh) // 3 for name, mesh in primitive_meshes().items()}
+    pieces = sum(per_prim[set_piece_parts(p).primitive] for p in set_pieces_for_plan(plan))
+    figures = [sum(per_prim[PRIMITIVES[int(i)]] for i in figure_instances(f)[2])
+               for f in next(frame_states(plan, plan.shots[0])).figures]
+    return (f"scene: {len(plan.scene.set_pieces)} set pieces ({pieces} triangles), {len(figures)} figures "
+            f"({sum(figures)} triangles)")
+
+
 def _run_pipeline(plan, controls: bool, out: Path, encoders: EncoderPool | None) -> tuple[float, float]:
     """Wall seconds and render-only seconds for every shot through render_shot."""
     settings = PipelineSettings(controls=controls)
@@ -181,6 +194,8 @@ def main() -> None:
     try:
         for label, (width, height) in SIZES.items():
             plan = _plan(args.script, width, height, args.seconds)
+            if label == next(iter(SIZES)):
+                print(_triangles(plan))
             clip_s = plan.total_frames / 30.0
             frames = sum(s.frames for s in plan.shots)
             encode_s = _encode_only(plan, work)

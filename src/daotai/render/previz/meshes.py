@@ -25,7 +25,7 @@ import numpy as np
 from daotai.render.previz.scene import DEFAULT_TROUSERS, Figure, Look, SetPiece
 
 PRIMITIVES: tuple[str, ...] = (
-    "box", "cylinder", "frustum", "sphere", "ball", "cone", "limb", "joint", "head", "hem", "chest", "hips",
+    "box", "cylinder", "frustum", "sphere", "ball", "cone", "limb", "joint", "head", "hem", "chest", "hips", "rod",
 )
 
 
@@ -189,6 +189,7 @@ def primitive_meshes() -> dict[str, np.ndarray]:
         "hem": frustum_mesh(16, 0.5, 0.36),  # skirt of a dress or coat, flaring downward
         "chest": loft_mesh(CHEST_RINGS),
         "hips": loft_mesh(HIPS_RINGS),
+        "rod": frustum_mesh(8, 0.5),  # thin set-piece cylinders: poles, legs, cords
     }
 
 
@@ -241,6 +242,7 @@ class Part:
 
 
 SMALL_SPHERE_M = 0.6  # set-piece spheres below this size use the coarse "ball" mesh
+THIN_CYLINDER_M = 0.15  # ... and cylinders thinner than this the 8-sided "rod"
 
 
 def set_piece_parts(piece: SetPiece) -> Part:
@@ -250,6 +252,8 @@ def set_piece_parts(piece: SetPiece) -> Part:
     prim = {"box": "box", "cylinder": "cylinder", "sphere": "sphere"}[piece.kind]
     if prim == "sphere" and max(piece.size) < SMALL_SPHERE_M:
         prim = "ball"
+    if prim == "cylinder" and max(w, d) < THIN_CYLINDER_M:
+        prim = "rod"
     model = translate(x, y + 0.5 * h, z) @ rot_y(math.radians(piece.yaw_deg)) @ scale(w, h, d)
     return Part(prim, model, piece.colour)
 
