@@ -1404,7 +1404,7 @@ function startDrag(e, stage, button) {
     if (!drag) return;
     const [wx, wz] = worldAt(stage, drag.view, ev.clientX, ev.clientY);
     drag.moved = true;
-    applyPointer(drag, data, wx, wz, stage);
+    applyPointer(drag, data, wx, wz);
     drawStage(stage);
   };
   const up = (ev) => {
@@ -1422,23 +1422,18 @@ function startDrag(e, stage, button) {
 }
 
 /** Turn a pointer position into the dragged mark's new value. */
-function applyPointer(drag, data, wx, wz, stage) {
+function applyPointer(drag, data, wx, wz) {
   if (drag.kind === "facing") {
     const c = data.characters.find((k) => k.id === drag.id);
     const base = state.drag && state.drag.index === drag.index ? stageModel(drag.index, data).chars.find((k) => k.id === drag.id) : null;
     const cx = base ? base.x : c.position[0];
     const cz = base ? base.z : c.position[1];
     drag.facing = Math.round((Math.atan2(wx - cx, wz - cz) * 180) / Math.PI);
-  } else if (drag.kind === "aim") {
-    const rect = stage.querySelector("canvas").getBoundingClientRect();
-    const v = drag.view;
-    const ex = v.w / 2 + (data.end.position[0] - v.cx) * v.k;
-    const ey = v.h / 2 + (data.end.position[2] - v.cz) * v.k;
-    const sx = (wx - v.cx) * v.k + v.w / 2;
-    const sy = (wz - v.cz) * v.k + v.h / 2;
-    const n = Math.hypot(sx - ex, sy - ey) || 1;
-    drag.forward = [(sx - ex) / n, (sy - ey) / n];
-    void rect;
+  } else if (drag.kind === "aim") { // the end camera looks toward the pointer
+    const dx = wx - data.end.position[0];
+    const dz = wz - data.end.position[2];
+    const n = Math.hypot(dx, dz) || 1;
+    drag.forward = [dx / n, dz / n];
   } else {
     drag.x = round2(wx + drag.ox);
     drag.z = round2(wz + drag.oz);
