@@ -24,6 +24,7 @@ httpx = pytest.importorskip("httpx")
 
 from daotai.script import vocab  # noqa: E402
 from daotai.server.testing import ServerProcess  # noqa: E402
+from test_web_console import overlaps  # noqa: E402  (the layout check both console test files use)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -291,6 +292,13 @@ def test_every_field_kind_round_trips_through_export_and_validate(page, tmp_path
     page.select_option('[data-path="scene.time_of_day"]', "dusk")
     page.locator('[data-path="size"]').fill("320x180")
     wait_checked(page)
+    # With every fold of the first shot open, nothing overlaps at 1280 or 800 px.
+    for width in (1280, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(200)
+        assert overlaps(page) == [], width
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.set_viewport_size({"width": 1280, "height": 800})
     exported = export(page)
     shot0, shot1 = exported["shots"]
     assert shot1["transition"] == {"type": "crossfade", "duration": 0.25}
