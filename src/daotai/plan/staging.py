@@ -333,9 +333,9 @@ def _group(framing: str, angle: str, fov_deg: float, aspect: float, group: tuple
     across = [float(p @ line) for p, _ in points]
     deep = [float(p @ normal) for p, _ in points]
     centre = line * (min(across) + max(across)) / 2.0 + normal * (min(deep) + max(deep)) / 2.0
-    mean_h = float(np.mean([b.height for b in group]))
-    aim = np.array([centre[0], mean_h * rule.aim_fraction, centre[1]])  # (3,) m
-    distance = framing_distance(framing, fov_deg, mean_h)
+    # framed for the tallest, so nobody's head is cut
+    aim = np.array([centre[0], tallest * rule.aim_fraction, centre[1]])  # (3,) m
+    distance = framing_distance(framing, fov_deg, tallest)
     tan_half_w = math.tan(math.radians(fov_deg) / 2.0) * aspect
     for p, h in points:
         rel = p - centre
