@@ -31,15 +31,24 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h): an exception daotai did not raise on purpose, i.e. a bug
 
 
-def _load(script_path: Path, preset: Optional[str] = None):
+def _load(script_path: Path, preset: Optional[str] = None, resolution: Optional[str] = None):
     from daotai.script.load import check_reference_files, load_script
-    from daotai.script.presets import apply_preset
+    from daotai.script.presets import apply_preset, apply_size
 
+    if preset and resolution:
+        from daotai.errors import Issue, OptionError
+
+        raise OptionError([Issue("--resolution", resolution, f"and --preset {preset!r} both set the frame size; give one")])
     script = load_script(script_path)
     missing = check_reference_files(script, script_path.resolve().parent)
     if missing:
         raise ScriptError(missing, str(script_path))
+    if resolution:
+        return apply_size(script, resolution, "--resolution")
     return apply_preset(script, preset) if preset else script
+
+
+_RESOLUTION_HELP = "frame size for this run: 4K, 2160p, 1080p, 1920x1080 … (overrides the script's size)"
 
 
 def _speed_mode(value: Optional[str]) -> Optional[str]:
@@ -55,6 +64,10 @@ def _speed_mode(value: Optional[str]) -> Optional[str]:
 def validate(
     script: Path = typer.Argument(..., help="script file (.json, .yaml)"),
     as_json: bool = typer.Option(False, "--json", help="print problems as JSON"),
+    normalised: bool = typer.Option(
+        False, "--normalised", "--normalized", help="print the script in its canonical form (every alias and "
+        "shorthand written out, defaults filled in) as JSON"
+    ),
 ) -> None:
     """Check a script; list every problem with its JSON path, value and rule."""
     try:
@@ -67,8 +80,12 @@ def validate(
             raise typer.Exit(exc.exit_code) from None
         raise
     total = sum(s.duration for s in parsed.shots)
+    canonical = parsed.model_dump(mode="json") if normalised else None
     if as_json:
-        out.print_json(data={"ok": True, "shots": len(parsed.shots), "seconds": total})
+        out.print_json(data={"ok": True, "shots": len(parsed.shots), "seconds": total,
+                             **({"script": canonical} if normalised else {})})
+    elif normalised:
+        sys.stdout.write(json.dumps(canonical, indent=2, ensure_ascii=False) + "\n")
     else:
         out.print(
             f"[green]ok[/green] {script}: {len(parsed.shots)} shot{'s' if len(parsed.shots) != 1 else ''}, "
@@ -77,11 +94,17 @@ def validate(
 
 
 @app.command()
-def schema(output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to a file")) -> None:
+def schema(
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to a file"),
+    accepted: bool = typer.Option(
+        False, "--accepted", help="every spelling `daotai validate` accepts (aliases, other field names, text "
+        "durations, sizes, colours, camera phrases) instead of the canonical form"
+    ),
+) -> None:
     """Print the script's JSON Schema (for editors and language models)."""
     from daotai.script.jsonschema import script_json_schema
 
-    text = json.dumps(script_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(script_json_schema(accepted=accepted), indent=2, ensure_ascii=False) + "\n"
     if output:
         from daotai.files import atomic_write_text
 
@@ -96,12 +119,13 @@ def plan(
     script: Path = typer.Argument(..., help="script file"),
     output: Path = typer.Option(..., "-o", "--output", help="plan JSON to write"),
     preset: Optional[str] = typer.Option(None, "--preset", help="preview | draft | final: override the size"),
+    resolution: Optional[str] = typer.Option(None, "--resolution", help=_RESOLUTION_HELP),
 ) -> None:
     """Turn a script into an exact plan: frames, cameras per frame, seeds, prompts."""
     from daotai.files import atomic_write_text
     from daotai.plan.planner import plan_script, plan_to_json
 
-    result = plan_script(_load(script, preset))
+    result = plan_script(_load(script, preset, resolution))
     atomic_write_text(output, plan_to_json(result))
     for shot in result.shots:
         for warning in shot.warnings:
@@ -129,6 +153,29 @@ def cameras(
         err.print("[yellow]note[/yellow] no USD cameras: usd-core is not installed; install it with: "
                   "pip install 'daotai[usd]'")
     out.print(f"[green]cameras[/green] {len(result.shots)} shots, {len(written)} files → {output}")
+
+
+def open_with_system(path: Path, platform: Optional[str] = None, run=None) -> Optional[str]:
+    """Open a file with the desktop's default application; returns why not, or None when it was handed over.
+
+    macOS ``open``, Windows ``start`` (a cmd.exe builtin), elsewhere ``xdg-open``. The opener is
+    started and left running; a missing opener is a note, not a failure (the render is done).
+    """
+    import subprocess
+
+    platform = platform or sys.platform
+    if platform == "darwin":
+        command = ["open", str(path)]
+    elif platform.startswith(("win", "cygwin")):
+        command = ["cmd", "/c", "start", "", str(path)]  # "" is start's window title
+    else:
+        command = ["xdg-open", str(path)]
+    run = run or subprocess.Popen
+    try:
+        run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        return f"could not open {path} with {command[0]} ({exc.strerror or exc}); open it yourself"
+    return None
 
 
 def _cluster_address(value: Optional[str]) -> Optional[str]:
@@ -202,6 +249,10 @@ def render(
     no_cache: bool = typer.Option(False, "--no-cache", help="render every shot; read and write no shot cache"),
     cache_gb: float = typer.Option(20.0, "--cache-size", min=0.0, help="the shot cache's cap in GB (least "
                                    "recently used shots go first)"),
+    resolution: Optional[str] = typer.Option(None, "--resolution", help=_RESOLUTION_HELP),
+    open_when_done: bool = typer.Option(
+        False, "--open", help="open the sequence when done (macOS open, Linux xdg-open, Windows start)"
+    ),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc.
 
@@ -211,7 +262,18 @@ def render(
     from daotai.cli_progress import run_with_progress
     from daotai.pipeline import PipelineSettings, load_plan_or_script, resolved_options
 
-    plan_obj = load_plan_or_script(script, preset=preset, loader=_load)
+    scripts_read: list[Path] = []
+
+    def loader(path: Path, preset_name: Optional[str]):
+        scripts_read.append(path)
+        return _load(path, preset_name, resolution)
+
+    plan_obj = load_plan_or_script(script, preset=preset, loader=loader)
+    if resolution and not scripts_read:  # the file was a plan: its size is fixed
+        from daotai.errors import PlanError
+
+        raise PlanError(f"--resolution: {resolution!r} cannot resize an existing plan; plan the script again "
+                        "with --resolution")
     settings = PipelineSettings(
         backend=backend,
         codec=codec,
@@ -228,6 +290,10 @@ def render(
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
     result = run_with_progress(plan_obj, output, settings, source=script, console=err)
     out.print(f"[green]done[/green] {result.sequence} ({result.summary})")
+    if open_when_done:
+        problem = open_with_system(Path(result.sequence))
+        if problem:
+            err.print(f"[yellow]note[/yellow] {escape(problem)}")
     if strict and not result.qc_ok:
         from daotai.errors import QualityError
 

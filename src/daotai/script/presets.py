@@ -1,4 +1,4 @@
-"""Render presets that override a script's size without editing the file."""
+"""Render presets and sizes that override a script's size without editing the file."""
 
 from __future__ import annotations
 
@@ -15,3 +15,15 @@ def apply_preset(script: Script, preset: str) -> Script:
         raise ScriptError([Issue("--preset", preset, f"must be one of: {', '.join(SIZE_PRESETS)}")])
     width, height = SIZE_PRESETS[key]
     return script.model_copy(update={"size": Size(width=width, height=height)})
+
+
+def apply_size(script: Script, size: str, option: str = "--resolution") -> Script:
+    """The script with its frame size replaced by any size a script accepts ('4K', '2160p', '1920x1080')."""
+    from daotai.script.load import validate_script
+
+    try:
+        probe = validate_script({"size": size, "shots": [{"shot_id": "size"}]})
+    except ScriptError as exc:
+        raise ScriptError([Issue(option + issue.path.removeprefix("size"), issue.value, issue.rule)
+                           for issue in exc.issues]) from None
+    return script.model_copy(update={"size": probe.size})

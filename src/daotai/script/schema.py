@@ -124,7 +124,7 @@ def _finite(value: float) -> float:
     return value
 
 
-# A JSON number (true/false and text refused), finite; bounds come from the field or number().
+# A JSON number (true/false and text refused), finite; bounds come from the field or bounded().
 Finite = Annotated[float, BeforeValidator(spellings.read_number), AfterValidator(_finite)]
 Whole = Annotated[int, BeforeValidator(spellings.read_whole)]
 # Seconds: a number or text such as "3s", "2.5 s", "1m30s" (spellings.read_seconds).
@@ -135,16 +135,28 @@ ROTATE_LIMIT_DEG = 720.0  # |rotate| per axis over one shot
 WORLD_LIMIT_M = 1000.0  # every position lies within this of the origin, per axis
 
 
-def number(**bounds: float) -> Any:
+# The bounds go first in these Annotated types: after a validator pydantic writes them into the
+# JSON Schema as its own ge/le keys, which JSON Schema validators ignore.
+def bounded(**bounds: float) -> Any:
     """A finite JSON number within ``bounds`` (ge / gt / le / lt), checked and stated in the JSON Schema."""
-    return Annotated[float, BeforeValidator(spellings.read_number), Field(**bounds), AfterValidator(_finite)]
+    return Annotated[float, Field(**bounds), BeforeValidator(spellings.read_number), AfterValidator(_finite)]
+
+
+def bounded_seconds(**bounds: float) -> Any:
+    """Seconds within ``bounds``, as a number or text such as '3s' (spellings.read_seconds)."""
+    return Annotated[float, Field(**bounds), BeforeValidator(spellings.read_seconds), AfterValidator(_finite)]
+
+
+def bounded_whole(**bounds: int) -> Any:
+    """A whole JSON number within ``bounds``."""
+    return Annotated[int, Field(**bounds), BeforeValidator(spellings.read_whole)]
 
 
 Vec3 = tuple[Finite, Finite, Finite]
 Vec2 = tuple[Finite, Finite]
-WorldCoordinate = number(ge=-WORLD_LIMIT_M, le=WORLD_LIMIT_M)
+WorldCoordinate = bounded(ge=-WORLD_LIMIT_M, le=WORLD_LIMIT_M)
 Ground = tuple[WorldCoordinate, WorldCoordinate]  # [x, z] metres on the ground
-Channel = number(ge=0.0, le=1.0)
+Channel = bounded(ge=0.0, le=1.0)
 
 
 def _parse_colour(value: Any) -> Any:
@@ -178,9 +190,9 @@ def _even(value: int) -> int:
 class Size(Model):
     """Output frame size in pixels (even numbers: H.264 4:2:0 needs them)."""
 
-    width: Annotated[Whole, Field(ge=MIN_SIDE, le=MAX_WIDTH, json_schema_extra={"multipleOf": 2}),
+    width: Annotated[bounded_whole(ge=MIN_SIDE, le=MAX_WIDTH), Field(json_schema_extra={"multipleOf": 2}),
                      AfterValidator(_even)]
-    height: Annotated[Whole, Field(ge=MIN_SIDE, le=MAX_HEIGHT, json_schema_extra={"multipleOf": 2}),
+    height: Annotated[bounded_whole(ge=MIN_SIDE, le=MAX_HEIGHT), Field(json_schema_extra={"multipleOf": 2}),
                       AfterValidator(_even)]
 
 
@@ -189,7 +201,7 @@ def _parse_size(value: Any) -> Any:
     return spellings.read_size(value, SIZE_PRESETS)
 
 
-Side = number(ge=0.01, le=200.0)  # a set piece's side in metres
+Side = bounded(ge=0.01, le=200.0)  # a set piece's side in metres
 
 
 class SetPiece(Model):
@@ -241,11 +253,11 @@ class Character(Model):
     reference_images: tuple[Annotated[str, Field(min_length=1, max_length=1024)], ...] = Field(
         default=(), max_length=8
     )
-    seed: Annotated[Whole, Field(ge=0, le=2**32 - 1)] | None = None
+    seed: bounded_whole(ge=0, le=2**32 - 1) | None = None
 
 
-Motion = number(ge=-MOTION_LIMIT_M, le=MOTION_LIMIT_M)
-Rotation = number(ge=-ROTATE_LIMIT_DEG, le=ROTATE_LIMIT_DEG)
+Motion = bounded(ge=-MOTION_LIMIT_M, le=MOTION_LIMIT_M)
+Rotation = bounded(ge=-ROTATE_LIMIT_DEG, le=ROTATE_LIMIT_DEG)
 
 
 class CameraSpec(Model):
@@ -261,11 +273,11 @@ class CameraSpec(Model):
     type: CameraType = Field(default=CameraType.static, validation_alias=_spelled("CameraSpec", "type"))
     motion: tuple[Motion, Motion, Motion] | None = None
     rotate: tuple[Rotation, Rotation, Rotation] | None = None
-    orbit: number(ge=-ROTATE_LIMIT_DEG, le=ROTATE_LIMIT_DEG) | None = None
+    orbit: bounded(ge=-ROTATE_LIMIT_DEG, le=ROTATE_LIMIT_DEG) | None = None
     fov: Finite = Field(default=60.0, gt=1, lt=170)
-    fov_end: number(gt=1, lt=170) | None = None
+    fov_end: bounded(gt=1, lt=170) | None = None
     easing: EasingField = Easing.ease_in_out
-    shake: number(ge=0, le=10) | None = None
+    shake: bounded(ge=0, le=10) | None = None
     direction: DirectionField | None = Field(
         default=None, description="left/right/up/down/in/out: which way the type's default move goes"
     )
@@ -384,8 +396,8 @@ class BlockingMove(Model):
     character: Identifier
     to: Ground = Field(description="[x, z] metres on the ground")
     start: Seconds = Field(default=0.0, ge=0, description="seconds from the start of the shot")
-    end: Annotated[Seconds, Field(gt=0)] | None = Field(default=None, description="seconds; default: end of the shot")
-    facing: number(ge=-360, le=360) | None = Field(default=None, description="degrees at arrival; default: walk direction")
+    end: bounded_seconds(gt=0) | None = Field(default=None, description="seconds; default: end of the shot")
+    facing: bounded(ge=-360, le=360) | None = Field(default=None, description="degrees at arrival; default: walk direction")
 
     @model_validator(mode="after")
     def _order(self) -> "BlockingMove":
@@ -398,7 +410,7 @@ class Transition(Model):
     """How this shot joins the previous one."""
 
     type: TransitionKindField = TransitionKind.cut
-    duration: Annotated[Seconds, Field(ge=0, le=10)] | None = Field(
+    duration: bounded_seconds(ge=0, le=10) | None = Field(
         default=None, description="seconds; default 0.5 for crossfade/fade"
     )
 
@@ -513,7 +525,7 @@ class Shot(Model):
     prompt: str = Field(default="", max_length=4000, description="extra words for the model prompt")
     negative_prompt: str = Field(default="", max_length=4000)
     transition: Annotated[Transition, BeforeValidator(_parse_transition)] = Transition()
-    seed: Annotated[Whole, Field(ge=0, le=2**32 - 1)] | None = None
+    seed: bounded_whole(ge=0, le=2**32 - 1) | None = None
     dialogue: tuple[DialogueLine, ...] = Field(
         default=(), max_length=64, validation_alias=_key_aliases("dialogue"),
         description="lines spoken in the shot, in order (alias: 对白, 台词)",
