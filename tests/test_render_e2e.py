@@ -43,8 +43,9 @@ def two_characters(tmp_path_factory):
     data = dict(
         SMALL,
         characters=[
-            {"id": "red", "colour": [0.9, 0.1, 0.1], "position": [-0.6, 0.0]},
-            {"id": "blue", "colour": [0.1, 0.2, 0.9], "position": [0.6, -2.0]},
+            # facing fixed: two characters left to the staging would turn to face each other
+            {"id": "red", "colour": [0.9, 0.1, 0.1], "position": [-0.6, 0.0], "facing": 0},
+            {"id": "blue", "colour": [0.1, 0.2, 0.9], "position": [0.6, -2.0], "facing": 0},
         ],
         shots=[
             {"shot_id": "wide", "duration": 1.0, "subject": "red", "framing": "wide", "camera": "static"},
@@ -76,7 +77,7 @@ def test_proxy_colour_at_projected_position(two_characters):
     plan, _, out = two_characters
     shot = plan.shot("wide")
     height = plan.characters[0].height
-    u, v, _ = _pixel(shot, 0, (-0.6, 0.55 * height, 0.0))  # red's torso
+    u, v, _ = _pixel(shot, 0, (-0.6, 0.70 * height, 0.0))  # red's chest (the shirt takes the colour)
     frame = next(iter(decode_frames(out / "shots" / "wide.mp4")))
     patch = frame[v - 1 : v + 2, u - 1 : u + 2].reshape(-1, 3).mean(axis=0)
     assert patch[0] > 1.6 * patch[1] and patch[0] > 1.6 * patch[2], patch  # reads as red
@@ -88,8 +89,8 @@ def test_depth_ordering_and_masks(two_characters):
     heights = {c.id: c.height for c in plan.characters}
     depth = next(iter(decode_gray(out / "control" / "wide_depth.mkv")))  # (H, W) uint16 mm
     mask = next(iter(decode_gray(out / "control" / "wide_mask.mkv")))  # (H, W) uint8 ids
-    ur, vr, dr = _pixel(shot, 0, (-0.6, 0.55 * heights["red"], 0.0))
-    ub, vb, db = _pixel(shot, 0, (0.6, 0.55 * heights["blue"], -2.0))
+    ur, vr, dr = _pixel(shot, 0, (-0.6, 0.70 * heights["red"], 0.0))
+    ub, vb, db = _pixel(shot, 0, (0.6, 0.70 * heights["blue"], -2.0))
     assert dr < db
     assert depth[vr, ur] < depth[vb, ub]
     assert abs(depth[vr, ur] / 1000.0 - dr) < 0.4  # the surface is a little nearer than the axis
