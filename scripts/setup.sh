@@ -76,6 +76,13 @@ if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && [ ! -x /usr/bin/chromium
   fi
 fi
 
+# The console's storyboard test renders the printed PDF with poppler's pdftoppm/pdftotext.
+if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && ! command -v pdftoppm >/dev/null 2>&1 && on_debian; then
+  echo "setup: installing poppler-utils (storyboard PDF test)" >&2
+  (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils >/dev/null) ||
+    echo "setup: could not install poppler-utils; the board PDF is checked without rendering it" >&2
+fi
+
 # The previz tests also render through GLX on a virtual X display (the non-EGL context path a
 # Mac or a desktop Linux session takes).
 if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && ! command -v Xvfb >/dev/null 2>&1 && on_debian; then
