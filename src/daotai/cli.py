@@ -498,19 +498,21 @@ app.command(name="draft")(draft_commands.draft)
 app.command(name="prompts")(draft_commands.prompts)
 
 
-models_app = typer.Typer(help="Video models: list, pull, verify, path, rm.", no_args_is_help=True)
+models_app = typer.Typer(help="Video models: list, pull, update, verify, path, rm, convert.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 
 
 @models_app.command("list")
 def models_list() -> None:
-    """Known models, their hub repos and whether they are downloaded."""
+    """Known models, their hub repos and whether they are downloaded (size on disk, upstream commit)."""
     from daotai import catalog
-    from daotai.runtime.models import cached_path
+    from daotai.runtime.models import pulled_model
 
     for spec in catalog.models().values():
-        where = cached_path(spec)
-        state = f"[green]downloaded[/green] {where}" if where else "not downloaded"
+        pulled = pulled_model(spec)
+        state = "not downloaded" if pulled is None else (
+            f"[green]downloaded[/green] {pulled.bytes / 1e9:.1f} GB on disk, commit "
+            f"{(pulled.commit or 'unknown')[:12]} {pulled.path}")
         out.print(f"{spec.name:28} {spec.family:9} {spec.repo_id}@{spec.revision or 'main'} ~{spec.size_gb:g} GB  "
                   f"{spec.licence}  {state}")
 
@@ -521,6 +523,24 @@ def models_pull(name: str = typer.Argument(..., help="registry name (see: daotai
     from daotai.runtime.models import pull
 
     out.print(f"[green]pulled[/green] {name} → {pull(name)}")
+
+
+@models_app.command("update")
+def models_update(
+    name: str = typer.Argument(..., help="registry name of a pulled model"),
+    prune: bool = typer.Option(False, "--prune", help="delete the previous snapshot once the new one is verified"),
+) -> None:
+    """Fetch the newest upstream commit of a pulled model, verify it and use it from now on."""
+    from daotai.runtime.models import update
+
+    result = update(name, prune=prune)
+    if result.before == result.after:
+        out.print(f"[green]up to date[/green] {name} at commit {result.after[:12]}")
+        return
+    kept = f"; {result.freed / 1e9:.1f} GB of the previous snapshot freed" if result.freed else (
+        f"; the previous commit {(result.before or '?')[:12]} stays in the cache (--prune removes it)")
+    out.print(f"[green]updated[/green] {name}: commit {(result.before or '?')[:12]} → {result.after[:12]}, "
+              f"verified → {result.path}{kept}")
 
 
 @models_app.command("verify")
@@ -572,11 +592,15 @@ def models_convert(
     from daotai.mlx import require_mlx
 
     require_mlx("daotai models convert --to mlx")
-    from daotai.mlx.convert import convert
+    from daotai.mlx.convert import COPIED, convert
+    from daotai.mlx.quantize import QuantSpec
     from daotai.render.wan_mlx import _resolve
+    from daotai.runtime.models import check_free_space, convert_bytes
 
     source = _resolve(model)
     dest = output or Path(f"{source.name}-mlx-{bits}bit-g{group_size}")
+    QuantSpec(bits, group_size)  # a bad --bits / --group-size is named before the space is estimated
+    check_free_space(dest, convert_bytes(source, bits, group_size, COPIED), f"models convert {model}")
     out.print(f"[green]converted[/green] {source} → {convert(source, dest, bits, group_size)}")
 
 

@@ -23,14 +23,23 @@ components a render needs must be present).
 
 Models whose licence must be accepted (``ModelRow.licence_gated``) are pulled and run only
 after an explicit acceptance, recorded in ``licences.json`` under the user's config folder.
+
+Disk space is checked before anything is written: ``pull`` and ``update`` need the bytes still
+to download (from the hub's file sizes, less what the cache already holds; the catalog's size
+when the hub gives none) plus a margin, ``models convert`` the folder it will write; a shortfall
+is refused with how much is missing. The commit a pull or an update fetched is recorded in
+``models.json`` under the user's config folder, and that is the snapshot a registry name loads;
+a newer upstream commit is fetched only by ``models update NAME``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -54,6 +63,13 @@ SAFE_DTYPES = frozenset(
     {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2", "U16", "U32", "U64"}
 )
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
+COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit hash: a revision that never moves
+# Free space wanted beyond a download or a conversion: 5 % of it, at least 1 GiB. Filesystems
+# slow down and other programs fail near 100 % full, and the estimate of a conversion is not
+# exact; a hub download writes each file once (a blob renamed into place, no second copy).
+SPACE_MARGIN_FRACTION = 0.05
+SPACE_MARGIN_MIN_BYTES = 1 << 30
+PULLS_NAME = "models.json"  # under config_dir(): the commit each registry model was pulled or updated to
 ALLOWED_LIBRARIES = frozenset({"diffusers", "transformers"})
 HASH_CHUNK = 8 * 1024 * 1024
 
@@ -90,15 +106,43 @@ def spec_for(name: str) -> ModelRow:
     return spec
 
 
+def hub_cache_dir() -> Path:
+    """The Hugging Face cache folder as it is set now: $HF_HUB_CACHE, $HF_HOME/hub, else the hub's default."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return Path(_hub().constants.HF_HUB_CACHE)
+
+
+def _storage(spec: ModelRow) -> Path:
+    """The cache folder of a registry model's repository (models--owner--name)."""
+    return hub_cache_dir() / ("models--" + spec.repo_id.replace("/", "--"))
+
+
 def cached_path(spec: ModelRow) -> Path | None:
-    """The local snapshot of a registry model (honours HF_HOME), or None when not downloaded."""
-    hub = _hub()
-    try:
-        folder = hub.snapshot_download(spec.repo_id, revision=spec.revision, local_files_only=True)
-    except Exception:  # not cached (the hub raises several kinds of LocalEntryNotFound)
-        return None
-    path = Path(folder)
-    return path if any((path / name).is_file() for name in (INDEX_NAME, MODULAR_INDEX_NAME)) else None
+    """The local snapshot of a registry model, or None when not downloaded.
+
+    The commit the catalog pins, else the one recorded by the last pull or update, else the
+    one the cache's ref of the catalog's revision (main) names. Read from the cache's layout
+    directly: the hub's own lookup refuses snapshots pulled without some files (pickles are
+    never pulled), and the files themselves are checked against the manifest on load.
+    """
+    storage = _storage(spec)
+    candidates = []
+    if spec.revision and COMMIT.fullmatch(spec.revision):
+        candidates.append(spec.revision)
+    record = pulled_record(spec)
+    if record is not None:
+        candidates.append(record["commit"])
+    ref = storage / "refs" / (spec.revision or "main")
+    if ref.is_file():
+        candidates.append(ref.read_text(encoding="utf-8").strip())
+    for commit in candidates:
+        path = storage / "snapshots" / commit
+        if any((path / name).is_file() for name in (INDEX_NAME, MODULAR_INDEX_NAME)):
+            return path
+    return None
 
 
 def resolve_model(name_or_path: str) -> ResolvedModel:
@@ -346,19 +390,197 @@ def check_manifest(folder: Path, full: bool = True) -> int:
 # ------------------------------------------------------------------ pull / rm
 
 
-def hub_sha256(spec: ModelRow) -> tuple[dict[str, str], str | None]:
-    """Expected sha256 per file (LFS files) and the commit, from the hub's metadata."""
+@dataclass(frozen=True)
+class HubSnapshot:
+    """What the hub says about one commit of a repository."""
+
+    commit: str | None
+    sha256: dict[str, str] = field(default_factory=dict)  # LFS files: their sha256 (also their blob name)
+    sizes: dict[str, int] = field(default_factory=dict)  # every file the hub gave a size for
+    blobs: dict[str, str] = field(default_factory=dict)  # every file: its blob name in the cache
+
+
+def hub_snapshot(spec: ModelRow, revision: str | None = None) -> HubSnapshot:
+    """The commit, file sizes and sha256 of ``revision`` (default: the catalog's), from the hub's metadata."""
     hub = _hub()
-    info = hub.HfApi().model_info(spec.repo_id, revision=spec.revision, files_metadata=True)
-    expected = {}
+    info = hub.HfApi().model_info(spec.repo_id, revision=revision or spec.revision, files_metadata=True)
+    sha256, sizes, blobs = {}, {}, {}
     for sibling in info.siblings or ():
         lfs = getattr(sibling, "lfs", None)
         sha = getattr(lfs, "sha256", None) if lfs is not None else None
         if sha is None and isinstance(lfs, dict):
             sha = lfs.get("sha256")
         if sha:
-            expected[sibling.rfilename] = sha
-    return expected, getattr(info, "sha", None)
+            sha256[sibling.rfilename] = sha
+        if isinstance(getattr(sibling, "size", None), int):
+            sizes[sibling.rfilename] = sibling.size
+        blob = sha or getattr(sibling, "blob_id", None)
+        if blob:
+            blobs[sibling.rfilename] = blob
+    return HubSnapshot(getattr(info, "sha", None), sha256, sizes, blobs)
+
+
+def hub_sha256(spec: ModelRow) -> tuple[dict[str, str], str | None]:
+    """Expected sha256 per file (LFS files) and the commit, from the hub's metadata."""
+    snapshot = hub_snapshot(spec)
+    return snapshot.sha256, snapshot.commit
+
+
+# ------------------------------------------------------------------ disk space
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes on the filesystem that holds ``path`` (or would: its nearest existing folder)."""
+    probe = Path(path).expanduser().absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def space_margin(needed: int) -> int:
+    """Bytes kept free beyond ``needed`` (see SPACE_MARGIN_FRACTION)."""
+    return max(int(needed * SPACE_MARGIN_FRACTION), SPACE_MARGIN_MIN_BYTES)
+
+
+def _gb(count: float) -> str:
+    return f"{count / 1e9:.2f} GB" if count < 1e10 else f"{count / 1e9:.1f} GB"
+
+
+def check_free_space(folder: Path, needed: int, what: str, free: Any = None) -> int:
+    """Refuse (BackendError) unless ``folder``'s filesystem has ``needed`` bytes plus the margin free.
+
+    ``free``: the probe (default free_bytes; tests inject one). Returns the free bytes seen.
+    """
+    available = (free or free_bytes)(folder)
+    margin = space_margin(needed)
+    if available < needed + margin:
+        raise BackendError(
+            f"{what}: needs {_gb(needed + margin)} free in {folder} ({_gb(needed)} to write + {_gb(margin)} margin) "
+            f"but {_gb(available)} is free: {_gb(needed + margin - available)} missing; free that much, or point "
+            "HF_HOME (downloads) or -o (conversions) at a larger disk"
+        )
+    return available
+
+
+def download_bytes(spec: ModelRow, snapshot: HubSnapshot, allow: list[str] | None, ignore: list[str]) -> int:
+    """Bytes a pull of ``snapshot`` still has to write: the files it fetches, less what the cache holds.
+
+    A file whose blob is in the cache costs nothing (unchanged files between commits share one);
+    a partial download (``.incomplete``) costs the rest. Without sizes from the hub: the catalog's size.
+    """
+    from fnmatch import fnmatch
+
+    def wanted(name: str) -> bool:
+        return (allow is None or any(fnmatch(name, p) for p in allow)) and not any(fnmatch(name, p) for p in ignore)
+
+    if not snapshot.sizes:
+        return int(spec.size_gb * 1e9)
+    blobs = _storage(spec) / "blobs"
+    needed = 0
+    for name, size in snapshot.sizes.items():
+        if not wanted(name):
+            continue
+        blob = snapshot.blobs.get(name)
+        done = blobs / blob if blob else None
+        if done is not None and done.is_file() and done.stat().st_size == size:
+            continue
+        partial = blobs / f"{blob}.incomplete" if blob else None
+        needed += size - (partial.stat().st_size if partial is not None and partial.is_file() else 0)
+    return needed
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of every file in a folder (links into the hub's blob store followed)."""
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+def convert_bytes(source: Path, bits: int, group_size: int, copied: Iterable[str]) -> int:
+    """Bytes a conversion writes (an upper estimate): the quantised transformer and the copied parts.
+
+    Two-dimensional weights become ``bits`` per weight plus a 16-bit scale and bias per group;
+    other tensors keep their size.
+    """
+    total = 0
+    for path in sorted((Path(source) / "transformer").glob("*.safetensors")):
+        for key, info in read_safetensors_header(path).items():
+            if key == "__metadata__":
+                continue
+            start, end = info["data_offsets"]
+            shape = info.get("shape") or []
+            if len(shape) == 2 and shape[-1] % group_size == 0:
+                total += int(shape[0] * shape[1] * (bits + 32 / group_size) / 8)
+            else:
+                total += int(end) - int(start)
+    for name in copied:
+        part = Path(source) / name
+        total += folder_bytes(part) if part.is_dir() else part.stat().st_size if part.is_file() else 0
+    return total
+
+
+# ------------------------------------------------------------------ what was pulled
+
+
+def _pulls_path() -> Path:
+    return config_dir() / PULLS_NAME
+
+
+def _read_pulls() -> dict[str, Any]:
+    path = _pulls_path()
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        raise BackendError(f"{path}: unreadable; delete it and pull the models again") from None
+    return data if isinstance(data, dict) else {}
+
+
+def pulled_record(spec: ModelRow) -> dict[str, Any] | None:
+    """What the last pull or update of a registry model recorded (commit, when, workflow), or None."""
+    record = _read_pulls().get(spec.name)
+    if isinstance(record, dict) and record.get("repo_id") == spec.repo_id and isinstance(record.get("commit"), str):
+        return record
+    return None
+
+
+def _record_pull(spec: ModelRow, commit: str, workflow: str | None, how: str) -> dict[str, Any]:
+    from datetime import datetime, timezone
+
+    records = _read_pulls()
+    before = records.get(spec.name) if isinstance(records.get(spec.name), dict) else {}
+    record = {"repo_id": spec.repo_id, "commit": commit, "revision": spec.revision or "main", "how": how,
+              "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    if workflow is not None:
+        record["workflow"] = workflow
+    if before.get("commit") and before.get("commit") != commit:
+        record["previous"] = before["commit"]
+    records[spec.name] = record
+    path = _pulls_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(records, indent=1, sort_keys=True) + "\n")
+    return record
+
+
+@dataclass(frozen=True)
+class PulledModel:
+    """A downloaded registry model as ``models list`` shows it."""
+
+    path: Path
+    bytes: int  # on disk, this snapshot's files
+    commit: str | None  # the upstream commit, from the folder's manifest
+
+
+def pulled_model(spec: ModelRow) -> PulledModel | None:
+    """Where a registry model is, its size on disk and the upstream commit pulled (None: not downloaded)."""
+    path = cached_path(spec)
+    if path is None:
+        return None
+    try:
+        manifest = read_manifest(path) or {}
+    except BackendError:
+        manifest = {}
+    commit = (manifest.get("source") or {}).get("commit") or (path.name if COMMIT.fullmatch(path.name) else None)
+    return PulledModel(path, folder_bytes(path), commit)
 
 
 def workflow_components(spec: ModelRow, workflow: str | None) -> tuple[str, ...] | None:
@@ -382,35 +604,109 @@ def pull(name: str, workflow: str | None = None, accept_licence: bool = False) -
     spec = spec_for(name)
     components = workflow_components(spec, workflow)
     require_licence(spec, accept_licence, option="--accept-licence", how="--accept-licence")
+    return _fetch(spec, None, workflow, components, f"models pull {spec.name}")
+
+
+def _fetch(spec: ModelRow, snapshot: HubSnapshot | None, workflow: str | None, components: tuple[str, ...] | None,
+           what: str) -> Path:
+    """Download one commit (``snapshot``, default the catalog's revision now) after checking disk space,
+    verify every file against the hub's sha256, record a manifest and the commit; returns the folder."""
     hub = _hub()
     allow = None
     if components is not None:
         allow = [INDEX_NAME, MODULAR_INDEX_NAME, "README.md", "LICENSE*", "LICENCE*", *(f"{c}/*" for c in components)]
+    ignore = [f"*{s}" for s in PICKLE_SUFFIXES + tuple(UNSUPPORTED_SUFFIXES)]
+    cache = hub_cache_dir()
     try:
-        expected, commit = hub_sha256(spec)
+        snapshot = snapshot or hub_snapshot(spec)
+        check_free_space(cache, download_bytes(spec, snapshot, allow, ignore), what)
         folder = Path(
             hub.snapshot_download(
                 spec.repo_id,
-                revision=commit or spec.revision,
+                revision=snapshot.commit or spec.revision,
                 allow_patterns=allow,
-                ignore_patterns=[f"*{s}" for s in PICKLE_SUFFIXES + tuple(UNSUPPORTED_SUFFIXES)],
+                ignore_patterns=ignore,
+                cache_dir=str(cache),
             )
         )
-    except DependencyMissing:
+    except BackendError:  # too little space (or DependencyMissing): already says what to do
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (the hub raises many kinds: each is a failed download, said in one line)
         endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
         raise BackendError(
-            f"models pull {spec.name}: could not download {spec.repo_id} from {endpoint} ({type(exc).__name__}); "
+            f"{what}: could not download {spec.repo_id} from {endpoint} ({type(exc).__name__}); "
             "check the network or set HF_ENDPOINT to a mirror, then run the command again (downloads resume)"
         ) from None
-    expected = {k: v for k, v in expected.items() if (folder / k).exists()}
-    source = {"kind": "hub", "repo_id": spec.repo_id, "commit": commit}
+    expected = {k: v for k, v in snapshot.sha256.items() if (folder / k).exists()}
+    source = {"kind": "hub", "repo_id": spec.repo_id, "commit": snapshot.commit}
     if workflow is not None:
         source["workflow"] = workflow
     write_folder_manifest(folder, expected, source)
     check_model_folder(folder, spec.family, components)
+    _record_pull(spec, snapshot.commit or folder.name, workflow, what.split(" ")[1])
     return folder
+
+
+@dataclass(frozen=True)
+class Update:
+    """What ``models update`` did: the commit before and after (equal: already up to date)."""
+
+    name: str
+    before: str | None
+    after: str
+    path: Path
+    freed: int = 0  # bytes of the previous snapshot removed (--prune)
+
+
+def update(name: str, prune: bool = False, accept_licence: bool = False) -> Update:
+    """Fetch the newest commit of a pulled model's branch, verify it and record it (only when asked).
+
+    A model the catalog pins to a commit is not updated. The previous snapshot stays in the cache
+    unless ``prune``; until the new one is verified, the previous one is the one that loads.
+    """
+    spec = spec_for(name)
+    if spec.revision and COMMIT.fullmatch(spec.revision):
+        raise BackendError(f"models update {spec.name}: the catalog pins it to commit {spec.revision[:12]}; "
+                           "a newer commit is not used")
+    current = pulled_model(spec)
+    if current is None:
+        raise BackendError(f"models update {spec.name}: it is not downloaded; run: daotai models pull {spec.name}")
+    record = pulled_record(spec) or {}
+    workflow = record.get("workflow")
+    components = workflow_components(spec, workflow)
+    require_licence(spec, accept_licence, option="--accept-licence", how="--accept-licence")
+    try:
+        snapshot = hub_snapshot(spec)
+    except DependencyMissing:
+        raise
+    except Exception as exc:  # noqa: BLE001  (the hub raises many kinds: each means it could not be asked)
+        endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+        raise BackendError(f"models update {spec.name}: could not ask {endpoint} for the newest commit of "
+                           f"{spec.repo_id} ({type(exc).__name__}); check the network") from None
+    if snapshot.commit is not None and snapshot.commit == current.commit:
+        return Update(spec.name, current.commit, current.commit, current.path)
+    folder = _fetch(spec, snapshot, workflow, components, f"models update {spec.name}")
+    freed = 0
+    if prune and current.commit and current.commit != snapshot.commit:
+        freed = _remove_revisions(spec, [current.commit])
+    return Update(spec.name, current.commit, snapshot.commit or folder.name, folder, freed)
+
+
+def _remove_revisions(spec: ModelRow, commits: list[str]) -> int:
+    """Delete cached snapshots of ``spec`` by commit; returns bytes freed."""
+    hub = _hub()
+    try:
+        cache = hub.scan_cache_dir(hub_cache_dir())
+    except Exception:  # noqa: BLE001  (no cache folder: nothing to delete)
+        return 0
+    present = {rev.commit_hash for repo in cache.repos if repo.repo_id == spec.repo_id for rev in repo.revisions}
+    wanted = [c for c in commits if c in present]
+    if not wanted:
+        return 0
+    strategy = cache.delete_revisions(*wanted)
+    freed = int(strategy.expected_freed_size)
+    strategy.execute()
+    return freed
 
 
 def remove(name: str) -> int:
@@ -418,8 +714,8 @@ def remove(name: str) -> int:
     spec = spec_for(name)
     hub = _hub()
     try:
-        cache = hub.scan_cache_dir()
-    except Exception:  # no cache folder yet
+        cache = hub.scan_cache_dir(hub_cache_dir())
+    except Exception:  # noqa: BLE001  (no cache folder yet)
         return 0
     hashes = [rev.commit_hash for repo in cache.repos if repo.repo_id == spec.repo_id for rev in repo.revisions]
     if not hashes:
