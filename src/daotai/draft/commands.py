@@ -18,6 +18,19 @@ _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _LLM_HELP = "language model: URL (OpenAI-compatible …/v1 or Ollama :11434), config profile name or a .gguf file"
+_TEMPERATURE_HELP = "sampling temperature, 0..2 (default: the config's, else 0.2)"
+_TOP_P_HELP = "nucleus sampling: keep the most likely tokens up to this probability mass, (0, 1] (default: the server's)"
+
+
+def _sampling(temperature: Optional[float], top_p: Optional[float]):
+    """This call's sampling, checked before anything is asked (OptionError names the flag)."""
+    from daotai.draft.llm import Sampling, sampling_issues
+    from daotai.errors import OptionError
+
+    issues = sampling_issues(temperature, top_p, prefix="--")
+    if issues:
+        raise OptionError(issues)
+    return Sampling(temperature=temperature, top_p=top_p)
 
 
 def _client(llm: Optional[str], llm_model: Optional[str], timeout: Optional[float], retries: Optional[int]):
@@ -40,6 +53,8 @@ def draft(
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, help="seconds to wait for the model"),
     retries: Optional[int] = typer.Option(None, "--retries", min=0, max=10, help="retries on transient errors"),
     show_tokens: bool = typer.Option(False, "--show-tokens", help="echo the model's answer as it streams"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help=_TEMPERATURE_HELP),
+    top_p: Optional[float] = typer.Option(None, "--top-p", help=_TOP_P_HELP),
 ) -> None:
     """Draft a valid script from a loose idea with a local language model."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -47,8 +62,9 @@ def draft(
     from daotai.draft.drafter import Drafted, DraftOptions, RoundFailed, RoundStarted, Token, draft_events
     from daotai.files import atomic_write_text
 
+    sampling = _sampling(temperature, top_p)
     client = _client(llm, llm_model, timeout, retries)
-    options = DraftOptions(shots=shots, duration_s=duration, style=style, rounds=rounds)
+    options = DraftOptions(shots=shots, duration_s=duration, style=style, rounds=rounds, sampling=sampling)
     result: Drafted | None = None
     try:
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
@@ -98,6 +114,8 @@ def prompts(
     llm_model: Optional[str] = typer.Option(None, "--llm-model", help="model name on the server"),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, help="seconds to wait for the model"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of text"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="--enhance: " + _TEMPERATURE_HELP),
+    top_p: Optional[float] = typer.Option(None, "--top-p", help="--enhance: " + _TOP_P_HELP),
 ) -> None:
     """Show the per-shot prompts and negative prompts the planner composes (optionally enriched)."""
     from daotai import catalog
@@ -109,16 +127,21 @@ def prompts(
     budgets = catalog.prompt_budgets()
     if model.lower() not in budgets:
         raise OptionError([Issue("--model", model, f"must be one of: {', '.join(budgets)}")])
+    if not enhance and (temperature is not None or top_p is not None):
+        raise OptionError([Issue("--temperature" if temperature is not None else "--top-p",
+                                 temperature if temperature is not None else top_p,
+                                 "sets how --enhance asks the language model; add --enhance")])
     plan = plan_script(load_script(script))
     budget = budget_for(model)
     enhanced: dict[str, str] = {}
     if enhance:
         from daotai.draft.enhance import enhance_plan
 
+        sampling = _sampling(temperature, top_p)
         client = _client(llm, llm_model, timeout, None)
         try:
             with _err.status("enriching prompts"):
-                enhanced = {e.shot_id: e.enhanced for e in enhance_plan(client, plan, model.lower())}
+                enhanced = {e.shot_id: e.enhanced for e in enhance_plan(client, plan, model.lower(), sampling)}
         finally:
             client.close()
     rows = []

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from daotai.draft.llm import ChatClient
+from daotai.draft.llm import ChatClient, Sampling
 from daotai.errors import NO_VALUE, Issue, ScriptError
 from daotai.script import vocab
 from daotai.script.jsonschema import script_json_schema
@@ -34,6 +34,7 @@ class DraftOptions:
     duration_s: float | None = None  # total length in seconds, or None
     style: str = ""  # e.g. "film noir, 35 mm, muted colours"
     rounds: int = 3  # answers the model may give in total (1 first try + repairs)
+    sampling: Sampling = Sampling()  # this draft's model, temperature and top_p (None each: the config's)
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,7 @@ def draft_events(idea: str, client: ChatClient, options: DraftOptions = DraftOpt
     for round_no in range(1, options.rounds + 1):
         yield RoundStarted(round_no, options.rounds)
         pieces: list[str] = []
-        for piece in client.chat(messages, schema):
+        for piece in client.chat(messages, schema, options.sampling):
             pieces.append(piece)
             yield Token(round_no, piece)
         answer = "".join(pieces)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from daotai.draft.llm import ChatClient, LLMError
+from daotai.draft.llm import ChatClient, LLMError, Sampling
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import budget_for, estimate_tokens, fit_prompt
 
@@ -52,9 +52,10 @@ def enhance_request(shot: ShotPlan, model: str) -> list[dict[str, str]]:
     ]
 
 
-def enhance_prompt(client: ChatClient, shot: ShotPlan, model: str = "wan") -> EnhancedPrompt:
+def enhance_prompt(client: ChatClient, shot: ShotPlan, model: str = "wan",
+                   sampling: Sampling | None = None) -> EnhancedPrompt:
     """Ask the model for a richer prompt for one shot, then enforce camera words and budget."""
-    text = "".join(client.chat(enhance_request(shot, model))).strip().strip('"').strip()
+    text = "".join(client.chat(enhance_request(shot, model), None, sampling)).strip().strip('"').strip()
     if not text:
         raise LLMError(f"shot {shot.shot_id}: the language model returned an empty prompt")
     text = " ".join(text.split())
@@ -66,7 +67,8 @@ def enhance_prompt(client: ChatClient, shot: ShotPlan, model: str = "wan") -> En
     return EnhancedPrompt(shot.shot_id, shot.prompt, fitted, estimate_tokens(fitted, budget), budget.max_tokens)
 
 
-def enhance_plan(client: ChatClient, plan: Plan, model: str = "wan") -> Iterator[EnhancedPrompt]:
-    """Enhanced prompts for every shot of a plan, one at a time."""
+def enhance_plan(client: ChatClient, plan: Plan, model: str = "wan",
+                 sampling: Sampling | None = None) -> Iterator[EnhancedPrompt]:
+    """Enhanced prompts for every shot of a plan, one at a time (``sampling``: the language model's settings)."""
     for shot in plan.shots:
-        yield enhance_prompt(client, shot, model)
+        yield enhance_prompt(client, shot, model, sampling)

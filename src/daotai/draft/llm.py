@@ -14,6 +14,10 @@ the ``--llm`` flag, the environment (``DAOTAI_LLM_URL``, ``DAOTAI_LLM_MODEL``,
     api = "ollama"
     model = "qwen2.5:7b"
 
+The config file may also set ``temperature`` and ``top_p``. Each call may choose its own
+model and sampling (:class:`Sampling`: ``--llm-model``, ``--temperature``, ``--top-p``), so
+one client serves requests for several models of a server.
+
 There is no cloud default and nothing touches the network at import. Clients stream
 tokens (``chat`` is a generator of text pieces), apply timeouts and retry transient
 failures (connection refused, timeouts, HTTP 429/5xx) a bounded number of times with
@@ -31,10 +35,11 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol
 from urllib.parse import urlsplit
 
-from daotai.errors import BackendError, DependencyMissing
+from daotai.errors import BackendError, DependencyMissing, Issue, OptionError
 
 APIS = ("openai", "ollama", "llamacpp")
 OLLAMA_PORT = 11434
+MAX_TEMPERATURE = 2.0  # the OpenAI API's range, which local servers follow
 CONFIGURE_HINT = (
     "configure a local language model with --llm <url | profile | model.gguf>, or set DAOTAI_LLM_URL "
     "(e.g. http://127.0.0.1:8080/v1 for llama.cpp / LM Studio / vLLM, http://127.0.0.1:11434 for Ollama) "
@@ -60,11 +65,42 @@ class LLMConfig:
     backoff_s: float = 1.0  # first wait between attempts; doubles each time
     temperature: float = 0.2
     structured: bool = True  # ask for JSON-schema constrained output where the API has it
+    top_p: float | None = None  # nucleus sampling; None: the server's default
 
     def describe(self) -> str:
         """One-line description for messages, e.g. 'openai API at http://…/v1 (model x)'."""
         model = f" (model {self.model})" if self.model else ""
         return f"{self.api} API at {self.url}{model}"
+
+
+def sampling_issues(temperature: float | None, top_p: float | None, prefix: str = "") -> list[Issue]:
+    """Problems with sampling settings; ``prefix`` names them as the user wrote them ('--' for flags)."""
+    issues = []
+    if temperature is not None and not 0.0 <= temperature <= MAX_TEMPERATURE:
+        issues.append(Issue(f"{prefix}temperature", temperature, f"must be between 0 and {MAX_TEMPERATURE:g}"))
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        issues.append(Issue(f"{prefix}top{'-' if prefix == '--' else '_'}p", top_p,
+                            "must be greater than 0 and at most 1"))
+    return issues
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """One call's model and sampling; None keeps the config's (the server's default for top_p)."""
+
+    model: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+
+    def __post_init__(self) -> None:
+        issues = sampling_issues(self.temperature, self.top_p)
+        if issues:
+            raise OptionError(issues)
+
+    def settings(self, config: "LLMConfig") -> tuple[str, float, float | None]:
+        """(model, temperature, top_p) for a call under ``config``."""
+        return (self.model or config.model, config.temperature if self.temperature is None else self.temperature,
+                config.top_p if self.top_p is None else self.top_p)
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -154,10 +190,16 @@ def _build(settings: Mapping[str, Any], source: Path, overrides: Mapping[str, An
     try:
         timeout = float(settings.get("timeout", 120.0))
         retries = int(settings.get("retries", 2))
+        temperature = float(settings.get("temperature", 0.2))
+        top_p = None if settings.get("top_p") is None else float(settings["top_p"])
     except (TypeError, ValueError):
-        raise LLMError(f"llm timeout / retries in {source} or the environment must be numbers") from None
+        raise LLMError(f"llm timeout / retries / temperature / top_p in {source} or the environment must be "
+                       "numbers") from None
     if not timeout > 0 or retries < 0:
         raise LLMError(f"llm timeout {timeout:g} must be > 0 and retries {retries} must be >= 0")
+    bad = sampling_issues(temperature, top_p, prefix="llm.")
+    if bad:
+        raise LLMError(f"{source}: " + "; ".join(str(issue) for issue in bad))
     config = LLMConfig(
         api=api,
         url=url.rstrip("/"),
@@ -165,6 +207,8 @@ def _build(settings: Mapping[str, Any], source: Path, overrides: Mapping[str, An
         api_key=str(settings.get("api_key") or ""),
         timeout_s=timeout,
         retries=retries,
+        temperature=temperature,
+        top_p=top_p,
         structured=bool(settings.get("structured", True)),
     )
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
@@ -175,8 +219,10 @@ class ChatClient(Protocol):
 
     config: LLMConfig
 
-    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> Iterator[str]:
-        """Stream the answer to ``messages``; ``schema`` constrains it to JSON where supported."""
+    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None,
+             sampling: Sampling | None = None) -> Iterator[str]:
+        """Stream the answer to ``messages``; ``schema`` constrains it to JSON where supported;
+        ``sampling`` chooses this call's model, temperature and top_p."""
         ...
 
     def close(self) -> None:
@@ -193,9 +239,10 @@ def create_client(config: LLMConfig) -> ChatClient:
     return LlamaCppClient(config)
 
 
-def chat_text(client: ChatClient, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
+def chat_text(client: ChatClient, messages: list[dict[str, str]], schema: dict[str, Any] | None = None,
+              sampling: Sampling | None = None) -> str:
     """The whole answer as one string (no streaming display)."""
-    return "".join(client.chat(messages, schema))
+    return "".join(client.chat(messages, schema, sampling))
 
 
 class _HttpClient:
@@ -294,14 +341,18 @@ class OpenAIChatClient(_HttpClient):
         """The chat-completions URL."""
         return openai_endpoint(self.config.url)
 
-    def request_body(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> dict[str, Any]:
+    def request_body(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
+                     sampling: Sampling | None = None) -> dict[str, Any]:
         """The JSON body of one streaming chat request."""
+        model, temperature, top_p = (sampling or Sampling()).settings(self.config)
         body: dict[str, Any] = {
-            "model": self.config.model or "local-model",  # most local servers ignore the name
+            "model": model or "local-model",  # most local servers ignore the name
             "messages": messages,
-            "temperature": self.config.temperature,
+            "temperature": temperature,
             "stream": True,
         }
+        if top_p is not None:
+            body["top_p"] = top_p
         if schema is not None and self.structured_ok:
             body["response_format"] = {
                 "type": "json_schema",
@@ -309,16 +360,17 @@ class OpenAIChatClient(_HttpClient):
             }
         return body
 
-    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> Iterator[str]:
+    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None,
+             sampling: Sampling | None = None) -> Iterator[str]:
         """Stream the answer; fall back to plain JSON when response_format is refused."""
-        body = self.request_body(messages, schema)
+        body = self.request_body(messages, schema, sampling)
         try:
             yield from self._parse(self._stream_lines(body))
         except _HttpStatus as exc:
             # Servers without structured output answer 400/422 (or 501) naming the field.
             if "response_format" in body and exc.status in (400, 404, 415, 422, 500, 501):
                 self.structured_ok = False
-                yield from self._parse(self._stream_lines(self.request_body(messages, schema)))
+                yield from self._parse(self._stream_lines(self.request_body(messages, schema, sampling)))
             else:
                 raise
 
@@ -358,26 +410,29 @@ class OllamaChatClient(_HttpClient):
         url = self.config.url.rstrip("/")
         return url if url.endswith("/api/chat") else url + "/api/chat"
 
-    def request_body(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> dict[str, Any]:
+    def request_body(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
+                     sampling: Sampling | None = None) -> dict[str, Any]:
         """The JSON body of one streaming chat request."""
-        if not self.config.model:
+        model, temperature, top_p = (sampling or Sampling()).settings(self.config)
+        if not model:
             raise LLMError(
                 f"Ollama at {self.config.url} needs a model name: set DAOTAI_LLM_MODEL (e.g. qwen2.5:7b), "
                 "--llm-model, or model = … in the config file"
             )
         body: dict[str, Any] = {
-            "model": self.config.model,
+            "model": model,
             "messages": messages,
             "stream": True,
-            "options": {"temperature": self.config.temperature},
+            "options": {"temperature": temperature, **({"top_p": top_p} if top_p is not None else {})},
         }
         if schema is not None and self.config.structured:
             body["format"] = schema
         return body
 
-    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> Iterator[str]:
+    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None,
+             sampling: Sampling | None = None) -> Iterator[str]:
         """Stream the answer; Ollama versions without schema formats get format 'json' instead."""
-        body = self.request_body(messages, schema)
+        body = self.request_body(messages, schema, sampling)
         try:
             yield from self._parse(self._stream_lines(body))
         except _HttpStatus as exc:
@@ -415,11 +470,18 @@ class LlamaCppClient:
         self.config = config
         self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=16384, verbose=False)
 
-    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> Iterator[str]:
+    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None,
+             sampling: Sampling | None = None) -> Iterator[str]:
         """Stream the answer; the schema becomes a grammar-constrained JSON response format."""
-        extra = {"response_format": {"type": "json_object", "schema": schema}} if schema is not None else {}
+        model, temperature, top_p = (sampling or Sampling()).settings(self.config)
+        if sampling is not None and sampling.model and sampling.model != self.config.model:
+            raise LLMError(f"--llm-model {sampling.model!r}: the in-process model is the file {self.config.url}; "
+                           "choose another model with --llm <file.gguf>")
+        extra: dict[str, Any] = {"response_format": {"type": "json_object", "schema": schema}} if schema is not None else {}
+        if top_p is not None:
+            extra["top_p"] = top_p
         for chunk in self._llm.create_chat_completion(
-            messages=messages, temperature=self.config.temperature, stream=True, **extra
+            messages=messages, temperature=temperature, stream=True, **extra
         ):
             piece = chunk["choices"][0].get("delta", {}).get("content")
             if piece:
