@@ -351,10 +351,36 @@ _METHOD_HELP = ("upscale method: classical | lanczos | spandrel (needs --model a
                 "(classical, then a Wan video-to-video re-render; --model, --strength, --steps, --prompt)")
 
 
+def _image_steps(upscale, interpolate, deflicker, match_colour, method, model, sha256, denoise, denoise_strength):
+    """Step configs for a still image (OptionError names a bad value or a step that needs video)."""
+    from daotai.errors import NO_VALUE, EncodeError, OptionError
+    from daotai.post.colour import MatchColourConfig
+    from daotai.post.enhance import DenoiseConfig, parse_upscale
+
+    for flag, given in (("--interpolate", interpolate), ("--deflicker", deflicker)):
+        if given:
+            raise OptionError.at(flag, given, "works on video (it needs frames over time); a still image takes "
+                                 "--match-colour, --denoise and --upscale")
+    steps = []
+    if match_colour is not None:
+        steps.append(MatchColourConfig(reference=str(match_colour)))
+    if denoise:
+        try:
+            steps.append(DenoiseConfig(strength=denoise_strength))
+        except EncodeError as exc:  # the config's own check: the flag's value is wrong
+            rule = str(exc).partition(": ")[2].removeprefix(f"{denoise_strength!r} ")
+            raise OptionError.at("--denoise-strength", denoise_strength, rule) from None
+    if upscale:
+        steps.append(parse_upscale(upscale, method, str(model) if model else None, sha256))
+    if not steps:
+        raise OptionError.at("enhance", NO_VALUE, "no step given; use --upscale, --denoise or --match-colour")
+    return steps
+
+
 @app.command()
 def enhance(
-    source: Path = typer.Argument(..., help="video to restore"),
-    output: Path = typer.Option(..., "-o", "--output", help="video to write (.mp4)"),
+    source: Path = typer.Argument(..., help="video or still image to restore"),
+    output: Path = typer.Option(..., "-o", "--output", help="file to write (.mp4 for a video, .png/.jpg/… for an image)"),
     upscale: Optional[str] = typer.Option(None, "--upscale", help=_UPSCALE_HELP),
     interpolate: Optional[str] = typer.Option(None, "--interpolate", help=_INTERP_HELP),
     deflicker: bool = typer.Option(False, "--deflicker", help="remove fast brightness flicker"),
@@ -373,13 +399,36 @@ def enhance(
     prompt: Optional[str] = typer.Option(None, "--prompt", help="diffusion: what the clip shows (optional)"),
     seed: Optional[int] = typer.Option(None, "--seed", help="diffusion: noise seed (default 0)"),
     device: Optional[str] = typer.Option(None, "--device", help="diffusion: auto | cuda | cuda:N | mps | cpu"),
+    denoise: bool = typer.Option(False, "--denoise", help="still images: remove noise (non-local means)"),
+    denoise_strength: float = typer.Option(5.0, "--denoise-strength", help="still images: denoise strength, 1..30"),
 ) -> None:
-    """Restore a clip: upscale, interpolate frames, deflicker, match colour to a reference."""
+    """Restore a clip (upscale, interpolate frames, deflicker, match colour) or a still image (match colour,
+    denoise, upscale)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from daotai.encode.video import probe
-    from daotai.post.enhance import enhance_iter
+    from daotai.post.enhance import enhance_image, enhance_iter, image_steps, is_image
     from daotai.render.base import Progress as ProgressEvent
+
+    if is_image(source):
+        from daotai.errors import NO_VALUE, EncodeError, OptionError
+
+        chosen = _image_steps(upscale, interpolate, deflicker, match_colour, method, model, sha256, denoise,
+                              denoise_strength)
+        try:
+            image_steps(chosen)
+        except EncodeError as exc:  # a step this picture cannot take: the flag's fault (exit 2)
+            path, _, rule = str(exc).partition(": ")
+            raise OptionError.at(path, NO_VALUE, rule) from None
+        with err.status("enhance"):
+            result = enhance_image(source, output, chosen)
+        out.print(f"[green]enhanced[/green] {output}: {result.width}x{result.height} "
+                  f"({', '.join(s['step'] for s in result.manifest['steps'])})")
+        return
+    if denoise:
+        from daotai.errors import OptionError
+
+        raise OptionError.at("--denoise", True, "works on still images; for a clip use --deflicker or --method diffusion")
 
     steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256,
                        strength=strength, steps=schedule, prompt=prompt, seed=seed, device=device)

@@ -1,4 +1,5 @@
-"""Restoration of a finished clip: colour match, deflicker, frame interpolation, upscale.
+"""Restoration of a finished clip: colour match, deflicker, frame interpolation, upscale
+(and of a still image: colour match, denoise, upscale; see ``enhance_image``).
 
 Steps are frozen configs (``MatchColourConfig``, ``DeflickerConfig``, ``InterpolateConfig``,
 ``UpscaleConfig``) and always run in that order, whatever order they were given in: colour
@@ -43,13 +44,17 @@ from daotai.post.upscale import UpscaleConfig, upscale_frames
 from daotai.render.base import Output, Progress, RunContext
 
 __all__ = [
+    "DenoiseConfig",
     "EnhanceResult",
     "Step",
     "apply_to_shot",
     "enhance",
+    "enhance_image",
     "enhance_iter",
     "enhance_render",
     "enhanced_name",
+    "image_steps",
+    "is_image",
     "parse_steps",
     "plan_output",
 ]
@@ -455,3 +460,165 @@ def enhance_render(
     atomic_write_text(out_dir / "enhance.json", json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     yield Output("enhance_manifest", str(out_dir / "enhance.json"))
     return record
+
+
+# --------------------------------------------------------------------------- still images
+#
+# A still (a storyboard frame, a character reference, a poster) takes the steps that make sense
+# for one picture: colour match to a reference (an image or a clip), denoise, upscale — in that
+# order, for the reasons the video order has. Deflicker and interpolation need time; the
+# diffusion upscale is a video-to-video re-render: each is refused for a still.
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp")
+DENOISE_TEMPLATE = 7  # OpenCV non-local means: patch side in pixels (its documented default)
+DENOISE_SEARCH = 21  # … and search window side (its documented default)
+
+
+@dataclass(frozen=True)
+class DenoiseConfig:
+    """Still-image denoise step: OpenCV non-local means; ``strength`` is its filter strength h (1..30)."""
+
+    strength: float = 5.0
+
+    def __post_init__(self) -> None:
+        s = self.strength
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 1.0 <= s <= 30.0:
+            raise EncodeError(f"denoise.strength: {s!r} must be a number in [1, 30]")
+
+
+ImageStep = Union[MatchColourConfig, DenoiseConfig, UpscaleConfig]
+IMAGE_ORDER = (MatchColourConfig, DenoiseConfig, UpscaleConfig)
+IMAGE_STEP_NAMES = {MatchColourConfig: "match_colour", DenoiseConfig: "denoise", UpscaleConfig: "upscale"}
+
+
+def is_image(path: str | Path) -> bool:
+    """Whether a file name is a still image daotai enhances (by its suffix)."""
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES
+
+
+def image_steps(steps: Sequence[Any]) -> tuple[ImageStep, ...]:
+    """Steps for a still in their fixed order; video-only steps are refused (EncodeError names them)."""
+    seen: dict[type, Any] = {}
+    for step in steps:
+        kind = type(step)
+        if kind in (DeflickerConfig, InterpolateConfig):
+            raise EncodeError(f"enhance.steps: {STEP_NAMES[kind]} works on video (it needs frames over time); "
+                              "a still image takes match colour, denoise and upscale")
+        if kind not in IMAGE_STEP_NAMES:
+            raise TypeError(f"enhance.steps: {step!r} is not an image enhancement step")
+        if kind in seen:
+            raise EncodeError(f"enhance.steps: {IMAGE_STEP_NAMES[kind]} given twice; give each step once")
+        if kind is UpscaleConfig and step.method == "diffusion":
+            raise EncodeError("upscale.method: 'diffusion' re-renders video; for a still use classical, lanczos "
+                              "or spandrel")
+        seen[kind] = step
+    if not seen:
+        raise EncodeError("enhance.steps: empty; give at least one of match colour, denoise, upscale")
+    return tuple(seen[kind] for kind in IMAGE_ORDER if kind in seen)
+
+
+def _read_image(path: Path) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+    """(RGB (H, W, 3) uint8, alpha (H, W) uint8 or None, the info worth keeping: ICC profile)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            image.load()
+            alpha = np.asarray(image.getchannel("A")) if "A" in image.getbands() else None  # (H, W) uint8
+            rgb = np.asarray(image.convert("RGB"))  # (H, W, 3) uint8
+            keep = {k: image.info[k] for k in ("icc_profile",) if image.info.get(k)}
+    except FileNotFoundError:
+        raise EncodeError(f"input: {str(path)!r} does not exist") from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise EncodeError(f"input: {str(path)!r} is not an image Pillow can read ({exc})") from None
+    return np.ascontiguousarray(rgb), alpha, keep
+
+
+def _reference_frames(path: Path) -> list[np.ndarray]:
+    """A colour reference as frames: an image is one, a clip gives its decoded thumbnails."""
+    if is_image(path):
+        return [_read_image(path)[0]]
+    return list(decode_frames(path, max_side=STATS_SIDE))
+
+
+def _denoise(frame: np.ndarray, step: DenoiseConfig) -> np.ndarray:
+    """Non-local means on colour; OpenCV reads BGR, so the channels are swapped around it."""
+    import cv2
+
+    bgr = np.ascontiguousarray(frame[..., ::-1])
+    h = float(step.strength)
+    clean = cv2.fastNlMeansDenoisingColored(bgr, None, h, h, DENOISE_TEMPLATE, DENOISE_SEARCH)
+    return np.ascontiguousarray(clean[..., ::-1])
+
+
+def _encode_image(rgb: np.ndarray, alpha: np.ndarray | None, suffix: str, keep: dict[str, Any]) -> bytes:
+    """The picture in the format its suffix names (JPEG at quality 95; alpha kept where the format has it)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    image = Image.fromarray(rgb, "RGB")
+    fmt = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".tif": "TIFF", ".tiff": "TIFF",
+           ".bmp": "BMP"}[suffix]
+    if alpha is not None and fmt in ("PNG", "WEBP", "TIFF"):
+        image.putalpha(Image.fromarray(alpha, "L"))
+    options: dict[str, Any] = dict(keep)
+    if fmt == "JPEG":
+        options.update(quality=95, subsampling=0)
+    elif fmt == "WEBP":
+        options.update(quality=95)
+    buffer = BytesIO()
+    image.save(buffer, fmt, **options)
+    return buffer.getvalue()
+
+
+def enhance_image(src: str | Path, dst: str | Path, steps: Sequence[Any], write_manifest: bool = True) -> EnhanceResult:
+    """Enhance a still image into ``dst`` (match colour → denoise → upscale); writes it atomically.
+
+    Alpha is kept (resized with the picture) where the output format has it; the ICC profile is
+    carried over. Like a clip, the run writes ``<output stem>.enhance.json`` unless asked not to.
+    """
+    import cv2
+
+    from daotai import __version__
+    from daotai.files import atomic_write_bytes, atomic_write_text, sha256_file
+
+    src, dst = Path(src), Path(dst)
+    steps = image_steps(steps)
+    if not is_image(dst):
+        raise EncodeError(f"output: {str(dst)!r} must be an image file ({', '.join(IMAGE_SUFFIXES)}) for an image input")
+    _check_paths(src, dst, steps)
+    started = time.perf_counter()
+    frame, alpha, keep = _read_image(src)  # (H, W, 3) uint8, (H, W) uint8 | None
+    height, width = frame.shape[:2]
+    stats: dict[str, Any] = {}
+    for step in steps:
+        if isinstance(step, MatchColourConfig):
+            target = lab_stats(_reference_frames(Path(step.reference)))
+            transfer = fit_transfer([frame], target)
+            stats["match_colour"] = {"source": asdict(lab_stats([frame])), "reference": asdict(target),
+                                     "transfer": asdict(transfer)}
+            frame = next(match_colour_frames([frame], transfer, step.strength))
+        elif isinstance(step, DenoiseConfig):
+            frame = _denoise(frame, step)
+        else:
+            frame = list(upscale_frames(iter([frame]), step, None, 1))[0]  # run to the end: frees a model
+            if alpha is not None:
+                alpha = cv2.resize(alpha, (frame.shape[1], frame.shape[0]), interpolation=cv2.INTER_CUBIC)
+    atomic_write_bytes(dst, _encode_image(frame, alpha, dst.suffix.lower(), keep))
+    out_height, out_width = frame.shape[:2]
+    records = [{"step": IMAGE_STEP_NAMES[type(s)], **asdict(s)} for s in steps]
+    manifest = {
+        "daotai": __version__,
+        "input": {"path": src.name, "width": width, "height": height, "alpha": alpha is not None,
+                  "sha256": sha256_file(src)},
+        "output": {"path": dst.name, "width": out_width, "height": out_height, "sha256": sha256_file(dst)},
+        "steps": records,
+        "seconds": round(time.perf_counter() - started, 3),
+        **({"statistics": stats} if stats else {}),
+    }
+    manifest_file = None
+    if write_manifest:
+        manifest_file = manifest_path_for(dst)
+        atomic_write_text(manifest_file, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return EnhanceResult(dst, out_width, out_height, Fraction(0), 1, manifest, manifest_file)
