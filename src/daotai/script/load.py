@@ -170,7 +170,7 @@ def validate_script(data: Any, source: str | None = None) -> Script:
     try:
         script = Script.model_validate(data)
     except ValidationError as exc:
-        issues.extend(_issues_from_pydantic(exc))
+        issues.extend(_issues_from_pydantic(exc, data))
     issues.extend(cross_reference_issues(data))
     if issues:
         raise ScriptError(_dedupe(issues), source)
@@ -217,7 +217,20 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-def _issues_from_pydantic(exc: ValidationError) -> list[Issue]:
+def _written(data: Any, loc: tuple[Any, ...]) -> Any:
+    """The value as the script wrote it at a location (NO_VALUE when the path leads nowhere)."""
+    node = data
+    for part in loc:
+        if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return NO_VALUE
+    return node
+
+
+def _issues_from_pydantic(exc: ValidationError, data: Any = None) -> list[Issue]:
     errors = exc.errors(include_url=False)
     locs = [_clean_loc(tuple(error["loc"])) for error in errors]
     issues = []
@@ -226,7 +239,11 @@ def _issues_from_pydantic(exc: ValidationError) -> list[Issue]:
         if error["type"] == "too_short" and any(other[: len(loc)] == loc and other != loc for other in locs):
             continue
         rule = _range_rule(loc, error) or _spelling_rule(loc, error) or _rule_text(error)
-        issues.append(Issue(format_loc(loc), error.get("input", NO_VALUE), rule))
+        value = error.get("input", NO_VALUE)
+        written = _written(data, loc)
+        if isinstance(written, str) and not isinstance(value, str):  # '200s' read as 200.0: show what was written
+            value = written
+        issues.append(Issue(format_loc(loc), value, rule))
     return _prefer_specific(issues)
 
 
