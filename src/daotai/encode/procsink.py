@@ -146,7 +146,7 @@ def _run_job(link: _ChildLink, job: StreamJob, ring: np.ndarray) -> None:
     except _Abort:
         link.send(("aborted",))
         return
-    except Exception as exc:  # reported to the parent, which raises EncodeError naming the stream
+    except Exception as exc:  # noqa: BLE001  (reported to the parent, which raises EncodeError naming the stream)
         link.send(("error", f"{type(exc).__name__}: {exc}"))
         # Hand back slots still in flight until the parent ends the stream.
         while True:

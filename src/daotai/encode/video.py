@@ -594,7 +594,7 @@ class VideoWriter:
         else:
             y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), self._sub_y, self._bits)
         av_frame = self._out.new_frame()
-        for plane, values in zip(av_frame.planes, (y, cb, cr)):
+        for plane, values in zip(av_frame.planes, (y, cb, cr), strict=True):
             _fill_plane(plane, values, self._plane_dtype)
         self._out.encode(av_frame)
 

@@ -246,9 +246,9 @@ def fit_prompt(text: str, model: str | PromptBudget = "wan") -> str:
         if keep[index]:
             continue
         keep[index] = True
-        if estimate_tokens(" ".join(s for s, k in zip(sentences, keep) if k), budget) > budget.max_tokens:
+        if estimate_tokens(" ".join(s for s, k in zip(sentences, keep, strict=True) if k), budget) > budget.max_tokens:
             keep[index] = False
-    kept = " ".join(s for s, k in zip(sentences, keep) if k)
+    kept = " ".join(s for s, k in zip(sentences, keep, strict=True) if k)
     return _cut_words(kept, budget)
 
 

@@ -151,9 +151,8 @@ class DiffusersShotRunner:
         elif tier == "model":
             pipe.enable_model_cpu_offload(device=device)
         elif tier == "group":
-            from diffusers.hooks import apply_group_offloading
-
             import torch
+            from diffusers.hooks import apply_group_offloading
 
             streams = self.runtime.kind == "cuda"  # overlap weight copies with compute
             for name in ("transformer", "transformer_2"):
@@ -187,7 +186,7 @@ class DiffusersShotRunner:
             self.pipe.to("cpu")
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-        except Exception:  # best effort: hooks of some tiers cannot be removed cleanly
+        except Exception:  # noqa: BLE001  (best effort: hooks of some tiers cannot be removed cleanly)
             pass
         self._place(TIERS[index + 1])
         return self.tier
@@ -240,7 +239,7 @@ class DiffusersShotRunner:
 
         try:
             return dict((self.health or health_sample)(self.runtime) or {})
-        except Exception:
+        except Exception:  # noqa: BLE001  (telemetry never fails a render; an injected sampler may raise anything)
             return {}
 
     def pay_owed_step(self, shot_id: str) -> Iterator[Event]:

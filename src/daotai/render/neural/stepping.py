@@ -35,7 +35,7 @@ def run_steps(call: Callable[[Callable], Any], shot_id: str, total: int, ctx: Ru
     def worker() -> None:
         try:
             events.put(("result", call(on_step_end)))
-        except BaseException as exc:  # re-raised in the consumer's thread
+        except BaseException as exc:  # noqa: BLE001  (re-raised in the consumer's thread)
             events.put(("error", exc))
         events.put(_FINISHED)
 
