@@ -333,3 +333,12 @@ def test_the_convert_command_refuses_before_converting(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli.app, ["models", "convert", str(source), "-o", str(tmp_path / "out")])
     assert isinstance(result.exception, BackendError) and "missing" in str(result.exception)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_default_hub_cache_folder_is_found_without_hf_environment(monkeypatch):
+    """With neither HF_HUB_CACHE nor HF_HOME set, the hub's own default is used (models list, /v1/models)."""
+    from daotai.runtime.models import hub_cache_dir
+
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HF_HOME", raising=False)
+    assert hub_cache_dir().name == "hub"

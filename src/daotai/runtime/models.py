@@ -112,7 +112,10 @@ def hub_cache_dir() -> Path:
         return Path(os.environ["HF_HUB_CACHE"]).expanduser()
     if os.environ.get("HF_HOME"):
         return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    return Path(_hub().constants.HF_HUB_CACHE)
+    _hub()  # DependencyMissing when huggingface_hub is absent
+    from huggingface_hub import constants  # a submodule: the package's lazy attributes do not include it
+
+    return Path(constants.HF_HUB_CACHE)
 
 
 def _storage(spec: ModelRow) -> Path:
