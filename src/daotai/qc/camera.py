@@ -45,8 +45,8 @@ frame b. Steps 2 and 3 above then become:
     sides move apart, or a curved silhouette that slides over its surface); an edge with no
     parallax between its sides (pure rotation or zoom) excludes nothing;
 3'. tracks within ``depth_edge_radius_px`` of a pixel marked in ``DepthMap.exclude`` (what
-    moves on its own: walking characters, overlays drawn over the picture) — with the same
-    close-up fallback as for characters.
+    moves on its own: walking characters, overlays drawn over the picture), with no close-up
+    fallback: a pair left with too few other tracks is skipped.
 
 ``DEPTH_MAP_CONFIG`` is the configuration meant for DepthMap scenes (weaker corners kept).
 
@@ -80,12 +80,14 @@ __all__ = [
     "TrackedPair",
     "Solid",
     "TrackerConfig",
+    "Visibility",
     "agreeing_tracks",
     "cast_rays",
     "check_camera",
     "expected_flow",
     "fit_similarity",
     "focal_px",
+    "subject_visibility",
     "track_pairs",
 ]
 
@@ -105,12 +107,20 @@ _EPS_T = 1e-6  # metres: hits closer than this to the ray origin are ignored (se
 
 @dataclass(frozen=True)
 class Cylinder:
-    """A vertical cylinder standing on the ground (a character proxy), in metres."""
+    """A vertical cylinder standing on the ground (a character proxy), in metres.
+
+    The cylinder is where the character may be (arms swinging included): tracks that start on
+    it are not trusted to follow the camera. ``body``, when given, is the surface rays stop at
+    instead (a slimmer solid, e.g. the torso's elliptic section turned the way the character
+    faces): in a close-up, where the character's own tracks have to be used, the wide
+    cylinder would put the body several centimetres too near the lens.
+    """
 
     center_x: float
     center_z: float
     radius: float
     height: float
+    body: Solid | None = None
 
     def __post_init__(self) -> None:
         for name in ("center_x", "center_z", "radius", "height"):
@@ -120,6 +130,8 @@ class Cylinder:
             raise PlanError(f"Cylinder.radius: {self.radius!r} must be > 0 metres")
         if self.height <= 0:
             raise PlanError(f"Cylinder.height: {self.height!r} must be > 0 metres")
+        if self.body is not None and not isinstance(self.body, Solid):
+            raise PlanError(f"Cylinder.body: {self.body!r} must be a Solid or None")
 
 
 @dataclass(frozen=True)
@@ -305,6 +317,8 @@ def cast_rays(origin: np.ndarray, dirs: np.ndarray, model: DepthModel) -> np.nda
     dirs = np.asarray(dirs, dtype=np.float64).reshape(-1, 3)  # (N, 3) unit vectors
     t = _ground_hits(origin, dirs, model.ground_y)  # (N,) metres
     for occluder in model.occluders:
+        if isinstance(occluder, Cylinder) and occluder.body is not None:
+            occluder = occluder.body
         if isinstance(occluder, Solid):
             t = np.minimum(t, _solid_hits(origin, dirs, occluder))
         else:
@@ -457,6 +471,92 @@ def expected_flow(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: flo
     return _reproject(cam_a, fov_a, cam_b, fov_b, uv, width, height, depth_model) - uv
 
 
+# --------------------------------------------------------------------------- subject visibility
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """How much of a subject one frame shows, sampled on a pixel grid.
+
+    ``region``: grid pixels whose ray meets the subject's cylinder (its proxy, a little wider
+    than the body); of those, ``visible`` show the subject and ``covered`` show something in
+    front of it. The rest show what is behind (the gap between an arm and the body) and count
+    for neither. ``share`` = visible / (visible + covered), None when the subject is out of
+    the frame. ``blocker``: who covers most of it (a character id, "scenery"), or None.
+    """
+
+    region: int
+    visible: int
+    covered: int
+    blocker: str | None
+
+    @property
+    def share(self) -> float | None:
+        seen = self.visible + self.covered
+        return self.visible / seen if seen else None
+
+
+def _subject_grid(width: int, height: int, step: int) -> np.ndarray:
+    """(N, 2) pixel centres every ``step`` px, conventions' pixel coordinates."""
+    us = np.arange(step / 2.0, width, step)
+    vs = np.arange(step / 2.0, height, step)
+    grid = np.stack(np.meshgrid(us, vs), -1).reshape(-1, 2)
+    return grid
+
+
+def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, subject: Cylinder,
+                       others: Sequence[tuple[str, Cylinder | Solid]] = (),
+                       mask: tuple[np.ndarray, int, Sequence[str]] | None = None,
+                       depth_m: np.ndarray | None = None, step: int = 4,
+                       ground_y: float = 0.0) -> Visibility:
+    """How much of ``subject`` the camera sees, from a character mask or from geometry.
+
+    With ``mask`` = (index map (h, w) uint8, the subject's value, names of values 1, 2, …) and
+    ``depth_m`` (h, w) the rendered view-axis depth, a grid pixel in the subject's region shows
+    the subject when the mask says so, and something in front when its depth is nearer than the
+    subject's cylinder there. Without them, the ``others`` (id, occluder) are ray-cast: a pixel
+    is covered when one of them is hit before the subject's cylinder.
+    """
+    cam = _check_cam(cam, "cam")
+    uv = _subject_grid(width, height, step)  # (N, 2) px
+    local = geometry.camera_rays(uv, geometry.intrinsics_from_fov(fov, width, height))  # (N, 3)
+    dirs = local @ cam[:3, :3].T  # (N, 3) unit, world
+    origin = cam[:3, 3]
+    t_subject = _cylinder_hits(origin, dirs, subject, ground_y)  # (N,) m, inf where missed
+    region = np.isfinite(t_subject)
+    if not region.any():
+        return Visibility(0, 0, 0, None)
+    uv, dirs, local, t_subject = uv[region], dirs[region], local[region], t_subject[region]
+    if mask is not None and depth_m is not None:
+        index_map, value, names = mask
+        h, w = index_map.shape
+        cols = np.clip((uv[:, 0] * w / width).astype(np.int64), 0, w - 1)
+        rows = np.clip((uv[:, 1] * h / height).astype(np.int64), 0, h - 1)
+        labels = index_map[rows, cols]  # (K,) mask values
+        dh, dw = depth_m.shape
+        depth = depth_m[np.clip((uv[:, 1] * dh / height).astype(np.int64), 0, dh - 1),
+                        np.clip((uv[:, 0] * dw / width).astype(np.int64), 0, dw - 1)]
+        front = t_subject * -local[:, 2]  # (K,) view-axis depth of the cylinder's near side
+        visible = labels == value
+        covered = ~visible & (depth < front)
+        blockers = [names[v - 1] if 0 < v <= len(names) else "scenery" for v in labels[covered]]
+    else:
+        nearest = np.full(len(dirs), np.inf)
+        who = np.full(len(dirs), -1)
+        for i, (_, occluder) in enumerate(others):
+            if isinstance(occluder, Solid):
+                t = _solid_hits(origin, dirs, occluder)
+            else:
+                t = _cylinder_hits(origin, dirs, occluder, ground_y)
+            closer = t < nearest
+            nearest, who = np.where(closer, t, nearest), np.where(closer, i, who)
+        covered = nearest < t_subject
+        visible = ~covered
+        blockers = [others[i][0] for i in who[covered]]
+    blocker = max(set(blockers), key=blockers.count) if blockers else None
+    return Visibility(int(region.sum()), int(visible.sum()), int(covered.sum()), blocker)
+
+
 # --------------------------------------------------------------------------- measurement
 
 
@@ -473,6 +573,13 @@ class TrackerConfig:
     levels: int = 3  # pyramid levels above the base image
     fb_max_px: float = 0.5  # forward-backward round-trip error allowed, px
     min_tracks: int = 20  # fewer usable tracks than this: the pair is skipped
+    # Smallest / largest eigenvalue of the image's structure tensor over the tracking window:
+    # below this the window holds one straight edge and Lucas-Kanade cannot tell motion along
+    # it (the aperture problem). Measured on previz renders (low-angle push-in, orbit): tracks
+    # on edges (a building's slanted side, a lamp post) sit under 0.03 and miss the planned
+    # motion by 1.1-1.2 px a frame (median), sliding along the edge; from 0.03 up the median
+    # miss is 0.01-0.34 px.
+    min_corner_ratio: float = 0.03
 
 
 @dataclass(frozen=True)
@@ -511,14 +618,45 @@ def _analysis_grey(frame: np.ndarray, max_width: int) -> np.ndarray:
     return cv2.resize(grey, small, interpolation=cv2.INTER_AREA)
 
 
+def _corner_ratio(grey: np.ndarray, points: np.ndarray, window: int) -> np.ndarray:
+    """(K,) smallest / largest eigenvalue of the structure tensor in the window around each point.
+
+    Near 0 on a straight edge (motion along it is unobservable), up to 1 on a corner or blob.
+    """
+    gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0, ksize=3)  # (h, w)
+    gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1, ksize=3)
+    products = np.stack([gx * gx, gx * gy, gy * gy], axis=-1)  # (h, w, 3)
+    summed = cv2.boxFilter(products, -1, (window, window), normalize=False,
+                           borderType=cv2.BORDER_REFLECT)  # (h, w, 3) tensor sums per window
+    h, w = grey.shape
+    cols = np.clip(np.rint(points[:, 0]).astype(np.int64), 0, w - 1)
+    rows = np.clip(np.rint(points[:, 1]).astype(np.int64), 0, h - 1)
+    sxx, sxy, syy = summed[rows, cols].astype(np.float64).T  # (K,) each
+    half_trace = 0.5 * (sxx + syy)
+    root = np.sqrt(np.maximum(0.25 * (sxx - syy) ** 2 + sxy * sxy, 0.0))
+    large, small = half_trace + root, half_trace - root
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(large > 0, small / large, 0.0)
+
+
 def _track(grey_a: np.ndarray, grey_b: np.ndarray,
            cfg: TrackerConfig) -> tuple[np.ndarray, np.ndarray, int]:
-    """Forward-backward checked LK tracks a -> b: starts, ends (K, 2) float32, corners found."""
+    """Forward-backward checked LK tracks a -> b: starts, ends (K, 2) float32, corners found.
+
+    Corners whose tracking window holds a single straight edge (``min_corner_ratio``) are
+    dropped before tracking: their motion along the edge is a guess.
+    """
     corners = cv2.goodFeaturesToTrack(grey_a, cfg.max_corners, cfg.quality, cfg.min_distance,
                                       blockSize=cfg.block_size)
     if corners is None or len(corners) == 0:
         empty = np.zeros((0, 2), np.float32)
         return empty, empty, 0
+    found = len(corners)
+    corners = corners.reshape(-1, 2)
+    corners = corners[_corner_ratio(grey_a, corners, cfg.window) >= cfg.min_corner_ratio]
+    if len(corners) == 0:
+        empty = np.zeros((0, 2), np.float32)
+        return empty, empty, found
     p0 = corners.reshape(-1, 1, 2).astype(np.float32)  # (K, 1, 2)
     lk = dict(winSize=(cfg.window, cfg.window), maxLevel=cfg.levels,
               criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
@@ -529,7 +667,7 @@ def _track(grey_a: np.ndarray, grey_b: np.ndarray,
     inside = (p1[:, 0] >= 0) & (p1[:, 0] <= w - 1) & (p1[:, 1] >= 0) & (p1[:, 1] <= h - 1)
     round_trip = np.linalg.norm(p0 - p0_back, axis=1)
     keep = (st1.ravel() == 1) & (st2.ravel() == 1) & inside & (round_trip < cfg.fb_max_px)
-    return p0[keep], p1[keep], len(p0)
+    return p0[keep], p1[keep], found
 
 
 def track_pairs(frames: Iterable[np.ndarray], stride: int = 1,
@@ -731,8 +869,9 @@ class ComponentCheck:
     ratio: float | None  # measured / expected when significant
     words: str  # the planned move in camera language, e.g. "pan right"; "hold still"
     cause: str  # what drives the planned move: "rotation" (pan/tilt/roll/zoom), "translation"
-    #             (truck/pedestal/dolly), "other" (picture turns without camera roll, e.g. a
-    #             down-tilted camera panning) or "none" when the plan keeps it still
+    #             (truck/pedestal/dolly), "other" (a side effect of another move: the picture
+    #             of a down-tilted camera turns as it pans, the picture of a low-angle push-in
+    #             slides down) or "none" when the plan keeps it still; see _cause
 
 
 @dataclass(frozen=True)
@@ -868,13 +1007,13 @@ _WORDS = {
                  ("move up", "move down")),
     "roll": (("roll clockwise", "roll counter-clockwise"),)
     + (("turn the picture counter-clockwise", "turn the picture clockwise"),) * 2,
-    "scale": (("zoom in", "zoom out"), ("dolly in", "dolly out"), ("push in", "pull out")),
+    "scale": (("zoom in", "zoom out"), ("dolly in", "dolly out"), ("grow", "shrink")),
 }
 
 
 def _words(name: str, value: float, cause: str) -> str:
     """Camera-language verb (base form) for a component total given what drives it."""
-    kind = {"rotation": 0, "translation": 1, "other": 1}.get(cause, 2)
+    kind = {"rotation": 0, "translation": 1}.get(cause, 2)
     return _WORDS[name][kind][0 if value >= 0 else 1]
 
 
@@ -908,26 +1047,44 @@ def _as_px(name: str, value: float, half_diag: float) -> float:
     return abs(value)
 
 
+# The camera-local translation axis whose move is named after each component (truck along x,
+# pedestal along y, dolly along z); see _cause.
+_OWN_AXIS = {"horizontal": "x", "vertical": "y", "scale": "z"}
+
+
+def _cause(name: str, expected: float, causes: dict[str, dict[str, float]]) -> str:
+    """What drives a component's planned total: "rotation", "translation" or "other".
+
+    ``causes`` holds, per driver, the part of the planned total it explains: "turn" (the
+    camera's rotation: pixels at infinity move by it too), "zoom" (its change of field of
+    view), "x", "y", "z" (its travel along its own axes). The driver explaining most of the
+    planned direction names it: a pan or a truck, a tilt or a pedestal, a zoom or a dolly; any
+    other driver is "other" (the picture of a low-angle push-in also slides down: parallax of
+    the dolly, no pedestal; the picture of a pan grows on one side: perspective, no zoom).
+    For roll the "turn" part is the camera's own roll against the horizon: the picture of a
+    down-tilted camera also turns when it pans or orbits, which is no roll.
+    """
+    if name == "roll":
+        share = causes["turn"][name] / expected if expected != 0 else 0.0
+        return "rotation" if share >= 0.5 else "other"
+    sign = 1.0 if expected >= 0 else -1.0
+    parts = {driver: sign * part[name] for driver, part in causes.items()}
+    driver = max(parts, key=parts.__getitem__)
+    if driver == ("zoom" if name == "scale" else "turn"):
+        return "rotation"
+    return "translation" if driver == _OWN_AXIS[name] else "other"
+
+
 def _component_checks(expected: dict[str, float], measured: dict[str, float],
-                      rotation: dict[str, float], half_diag: float, significant_px: float,
-                      unplanned_factor: float) -> tuple[ComponentCheck, ...]:
+                      causes: dict[str, dict[str, float]], half_diag: float,
+                      significant_px: float, unplanned_factor: float) -> tuple[ComponentCheck, ...]:
     """Compare shot totals per component."""
     checks = []
     for name in COMPONENTS:
         exp_v, meas_v = expected[name], measured[name]
         exp_px, meas_px = _as_px(name, exp_v, half_diag), _as_px(name, meas_v, half_diag)
         significant = exp_px > significant_px
-        # Rotation and zoom move pixels at infinity too; the share of the planned motion they
-        # explain says whether this is a pan or a truck, a zoom or a dolly. For roll the
-        # share is the camera's own roll against the horizon: the picture of a camera
-        # tilted down also turns when it pans or orbits, which is no roll.
-        share = rotation[name] / exp_v if exp_v != 0 else 0.0
-        if not significant:
-            cause = "none"
-        elif share >= 0.5:
-            cause = "rotation"
-        else:
-            cause = "other" if name == "roll" else "translation"
+        cause = _cause(name, exp_v, causes) if significant else "none"
         checks.append(ComponentCheck(
             name=name,
             unit=_UNITS[name],
@@ -958,33 +1115,52 @@ def _describe(c: ComponentCheck) -> str:
 
 
 def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, stride: int,
-             evaluated: int, skipped: int) -> str:
-    """One line in plain words for the report."""
+             evaluated: int, skipped: int, small_move: str | None = None) -> str:
+    """One line in plain words for the report: what is wrong first, then what went as planned.
+
+    ``small_move``: the plan's largest motion in words when the plan moves the camera but no
+    component reaches the significance threshold (never "holds still" for a planned move).
+    """
     if evaluated + skipped == 0:
         return "camera not checked: the video has fewer than two frames to compare"
     if evaluated == 0:
         return f"camera not checked: none of {skipped} frame pairs had enough texture to track"
-    # Side effects of the main move (the picture of a down-tilted camera turns as it pans)
-    # are checked like any component, but named only when they are the only thing wrong.
-    notable = [c for c in checks if c.significant or c.unplanned]
-    size = {c.name: max(c.expected_px, c.measured_px if c.unplanned else 0.0) for c in notable}
-    main_px = max(size.values(), default=0.0)
-    # A picture that turns without camera roll is named only when it is the main effect
-    # (an orbit around a point on the ground), not beside the pan that causes it.
-    shown = [c for c in notable if size[c.name] >= (main_px if c.cause == "other"
-                                                    else 0.5 * main_px)]
-    failed = [c for c in notable if c.direction_ok is False or c.unplanned]
-    if failed and not any(c in failed for c in shown):
-        shown += failed
-    parts = [_describe(c) for c in checks if c in shown] or ["holds still as planned"]
     per = "px/frame" if stride == 1 else f"px/frame (checked every {stride} frames)"
-    verdict = f"error {error:.2f} {per}"
+    failed = [c for c in checks if c.direction_ok is False or c.unplanned]
+    parts = [_describe(c) for c in failed]
     if error > limit:
-        verdict += f", over the {limit:.2f} limit"
-    text = "; ".join(parts + [verdict])
+        parts.append(f"error {error:.2f} {per}, over the {limit:.2f} limit")
+    # Side effects of the main move (the picture of a down-tilted camera turns as it pans, the
+    # picture of a low-angle push-in slides down) are checked like any component, but named
+    # only when they are the main effect (an orbit around a point on the ground).
+    planned = [c for c in checks if c.significant and c not in failed]
+    main_px = max((c.expected_px for c in checks if c.significant), default=0.0)
+    shown = [c for c in planned if c.expected_px >= (main_px if c.cause == "other" else 0.5 * main_px)]
+    parts += [_describe(c) for c in shown]
+    if not failed and not shown:
+        parts.append(small_move or "holds still as planned")
+    if error <= limit:
+        parts.append(f"error {error:.2f} {per}")
+    text = "; ".join(parts)
     if skipped:
         text += f"; {skipped} of {evaluated + skipped} frame pairs skipped (too little texture)"
     return text
+
+
+def _small_move(checks: tuple[ComponentCheck, ...], causes: dict[str, dict[str, float]],
+                significant_px: float, partial: bool) -> str | None:
+    """The largest planned component in words when the plan moves but none is significant.
+
+    ``partial``: some frame pairs were skipped, so the totals cover only the pairs checked.
+    """
+    largest = max(checks, key=lambda c: c.expected_px)
+    if largest.significant or largest.expected_px <= 0.0:
+        return None
+    words = _words(largest.name, largest.expected_total,
+                   _cause(largest.name, largest.expected_total, causes))
+    where = " over the frame pairs checked" if partial else ""
+    return (f"planned to {words} {_amount(largest.name, largest.expected_total)}{where}, too "
+            f"small a move to check its direction (under {significant_px:.0f} px)")
 
 
 @dataclass(frozen=True)
@@ -995,7 +1171,7 @@ class _PairResult:
     excluded: int  # tracks found but not kept
     measured: Similarity
     expected: Similarity
-    rotation_only: Similarity | None  # expected motion with every pixel at infinity
+    causes: dict[str, Similarity] | None  # planned motion explained by each driver (_cause)
 
 
 def _planned_depth_map(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: DepthMap,
@@ -1030,10 +1206,13 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
         on_chars = _on_characters(cams[a], fovs[a], start, width, height, model,
                                   config.character_margin)
     usable = np.all(np.isfinite(planned), axis=1)
-    # Characters move on their own, so their tracks say nothing about the camera; a close-up
-    # may have nothing else, then they stay in.
+    # Characters move on their own, so their tracks say nothing about the camera; with the
+    # geometric model a close-up may have nothing else, then they stay in (a standing
+    # subject's cylinder only approximates the body). A depth map's excluded pixels never
+    # stay in: the map already holds every surface that follows the camera, and what it
+    # excludes (a walker, a name label snapped to whole pixels) does not.
     off_chars = usable & ~on_chars
-    if int(off_chars.sum()) >= min_tracks:
+    if isinstance(model, DepthMap) or int(off_chars.sum()) >= min_tracks:
         usable = off_chars
     start, moved, planned = start[usable], moved[usable], planned[usable]
     if len(start) < min_tracks:
@@ -1051,18 +1230,53 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     if fit is None or int(fit[1].sum()) < min_tracks:
         return None
     common = fit[1]
-    far = _reproject(cams[a], fovs[a], cams[b], fovs[b], s[common], width, height, None) \
-        - s[common]
-    rotation_only = None
-    if np.all(np.isfinite(far)):
-        rotation_only = _components(_least_squares_similarity(s[common], s[common] + far, centre))
+    causes = _planned_causes(cams[a], fovs[a], cams[b], fovs[b], s[common], width, height,
+                             model, centre)
     return _PairResult(
         errors=np.linalg.norm(m - e, axis=1) / stride,
         excluded=pair.detected - len(s),
         measured=_components(_least_squares_similarity(s[common], (s + m)[common], centre)),
         expected=_components(_least_squares_similarity(s[common], (s + e)[common], centre)),
-        rotation_only=rotation_only,
+        causes=causes,
     )
+
+
+def _planned_causes(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
+                    points: np.ndarray, width: int, height: int, model: SceneModel,
+                    centre: tuple[float, float]) -> dict[str, Similarity] | None:
+    """Planned similarity explained by each driver of the move from camera a to b.
+
+    "turn": camera b's rotation with every pixel at infinity; "zoom": what b's field of view
+    adds to that; "x", "y", "z": what b's travel along one of camera a's own axes adds to
+    turn and zoom (each fitted on the same tracks; for the small steps between frames the
+    parts add up to the planned motion). None when a part is undefined (a point falls behind
+    a camera).
+    """
+    def fitted(cam: np.ndarray, fov: float, scene: SceneModel | None) -> Similarity | None:
+        if isinstance(scene, DepthMap):
+            end = _depth_map_reproject(cam_a, fov_a, cam, fov, points, width, height, scene)
+        else:
+            end = _reproject(cam_a, fov_a, cam, fov, points, width, height, scene)
+        if not np.all(np.isfinite(end)):
+            return None
+        return _components(_least_squares_similarity(points, end, centre))
+
+    def minus(x: Similarity, y: Similarity) -> Similarity:
+        return Similarity(*(getattr(x, c) - getattr(y, c) for c in COMPONENTS))
+
+    turn, rotation = fitted(cam_b, fov_a, None), fitted(cam_b, fov_b, None)
+    if turn is None or rotation is None:
+        return None
+    parts = {"turn": turn, "zoom": minus(rotation, turn)}
+    travel = cam_a[:3, :3].T @ (cam_b[:3, 3] - cam_a[:3, 3])  # (3,) in camera a's axes
+    for axis, name in enumerate("xyz"):
+        cam = cam_b.copy()
+        cam[:3, 3] = cam_a[:3, 3] + cam_a[:3, axis] * travel[axis]
+        moved = fitted(cam, fov_b, model)
+        if moved is None:
+            return None
+        parts[name] = minus(moved, rotation)
+    return parts
 
 
 def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarray,
@@ -1082,7 +1296,8 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
     errors: list[np.ndarray] = []  # per evaluated pair: (K,) inlier endpoint errors, px/frame
     expected = dict.fromkeys(COMPONENTS, 0.0)
     measured = dict.fromkeys(COMPONENTS, 0.0)
-    rotation = dict.fromkeys(COMPONENTS, 0.0)  # part of `expected` from rotation and zoom alone
+    # part of `expected` explained by each driver (see _cause): turn, zoom, travel along x, y, z
+    causes = {driver: dict.fromkeys(COMPONENTS, 0.0) for driver in ("turn", "zoom", "x", "y", "z")}
     camera_roll = 0.0  # degrees the planned camera rolls against the horizon
     skipped = used = excluded = 0
     worst: tuple[int, int, float] | None = None
@@ -1101,8 +1316,8 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
             for name in COMPONENTS:
                 measured[name] += getattr(result.measured, name)
                 expected[name] += getattr(result.expected, name)
-                if result.rotation_only is not None:
-                    rotation[name] += getattr(result.rotation_only, name)
+                for driver, part in (result.causes or {}).items():
+                    causes[driver][name] += getattr(part, name)
             camera_roll += _roll_change(cams[pair.index_a], cams[pair.index_b])
             pair_error = float(result.errors.mean())
             if worst is None or pair_error > worst[2]:
@@ -1118,14 +1333,17 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
     limit = config.max_mean_error_px / analysis_scale
     significant_px = config.significant_frac * width
     half_diag = 0.5 * math.hypot(width, height)
-    rotation["roll"] = camera_roll
-    checks = _component_checks(expected, measured, rotation, half_diag, significant_px,
+    causes["turn"]["roll"] = camera_roll
+    camera_moves = bool(np.any(np.abs(cams - cams[0]) > 1e-9) or np.any(fovs != fovs[0]))
+    checks = _component_checks(expected, measured, causes, half_diag, significant_px,
                                config.unplanned_factor)
     ok = (evaluated > 0 and error_mean <= limit
           and all(c.direction_ok is not False and not c.unplanned for c in checks))
     return CameraAdherence(
         ok=bool(ok),
-        summary=_summary(checks, error_mean, limit, stride, evaluated, skipped),
+        summary=_summary(checks, error_mean, limit, stride, evaluated, skipped,
+                         _small_move(checks, causes, significant_px, skipped > 0)
+                         if camera_moves else None),
         pairs_evaluated=evaluated,
         pairs_skipped=skipped,
         stride=stride,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -46,7 +46,8 @@ BLACK_MAX_BRIGHT_FRACTION = 0.01
 GREEN_MIN_G = 48  # a "broken green" pixel: G at least this …
 GREEN_MAX_RATIO = 1 / 3  # … and R, B at most this fraction of G
 GREEN_MIN_FRACTION = 0.6  # fraction of such pixels that makes the frame green
-FROZEN_MAX_DIFF = 0.5  # mean |a - b| per sample below this: the frames are "the same"
+FROZEN_MAX_DIFF = 0.5  # mean |a - b| per sample from the frame before below this: "the same" …
+FROZEN_MAX_DRIFT = 1.0  # … as long as the run's first frame stays within this (see _StillRuns)
 FROZEN_MIN_LENGTH = 12  # frames (half a second at 24 fps)
 FLICKER_WINDOW = 9  # frames of the moving average that is the "smooth trend"
 
@@ -136,52 +137,69 @@ def mean_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(ta.astype(np.int16) - tb.astype(np.int16)).mean(dtype=np.float64))
 
 
-def _runs_below(
-    diffs: Iterable[float], max_diff: float, min_length: int
-) -> list[tuple[int, int]]:
-    """(start, length) of runs of frames whose successive differences stay below max_diff.
+class _StillRuns:
+    """Runs of still frames, fed one thumbnail at a time.
 
-    ``diffs[i]`` compares frame i and frame i + 1; a run of L frames has L − 1 small diffs.
+    A frame continues the run when it is within ``max_diff`` of the frame before it *and*
+    within ``max_drift`` of the run's first frame. The first condition alone takes a slow move
+    over flat-shaded content for a freeze (each step changes a few edge pixels, the picture
+    drifts far over a dozen frames); a lossy encode of a held picture drifts too, but only
+    while the encoder refines it, and settles (measured: below 0.7 over 25 frames at the
+    default quality, where an eased start or a small walker passes 1.0 within 10 frames).
     """
-    runs: list[tuple[int, int]] = []
-    start: int | None = None
-    index = -1
-    for index, diff in enumerate(diffs):
-        if diff < max_diff:
-            if start is None:
-                start = index
-        elif start is not None:
-            if index - start + 1 >= min_length:
-                runs.append((start, index - start + 1))
-            start = None
-    if start is not None and index - start + 2 >= min_length:
-        runs.append((start, index - start + 2))
-    return runs
 
+    def __init__(self, max_diff: float, min_length: int, max_drift: float):
+        self.max_diff, self.max_drift, self.min_length = max_diff, max_drift, min_length
+        self.runs: list[tuple[int, int]] = []
+        self._anchor: np.ndarray | None = None
+        self._previous: np.ndarray | None = None
+        self._start = 0
+        self._count = 0
 
-def _successive_diffs(frames: Iterable[np.ndarray]) -> Iterator[float]:
-    """Mean absolute difference between each frame and the next, streamed."""
-    previous: np.ndarray | None = None
-    for frame in frames:
-        small = thumbnail(frame)
+    def add(self, small: np.ndarray) -> None:
+        """Take the next frame's thumbnail (H, W, 3) uint8."""
+        index = self._count
+        self._count += 1
+        previous, self._previous = self._previous, small
         if previous is not None:
             if previous.shape != small.shape:
                 raise DaotaiError(f"frames: shapes change from {previous.shape} to {small.shape}")
-            yield float(
-                np.abs(small.astype(np.int16) - previous.astype(np.int16)).mean(dtype=np.float64)
-            )
-        previous = small
+            if _mad(small, previous) < self.max_diff and _mad(small, self._anchor) < self.max_drift:
+                return
+            self._close(index)
+        self._anchor, self._start = small, index
+
+    def _close(self, end: int) -> None:
+        if end - self._start >= self.min_length:
+            self.runs.append((self._start, end - self._start))
+
+    def finish(self) -> list[tuple[int, int]]:
+        """(start, length) of every run of at least ``min_length`` frames."""
+        if self._anchor is not None:
+            self._close(self._count)
+            self._anchor = self._previous = None
+        return self.runs
+
+
+def _mad(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean absolute difference per sample of two equally shaped uint8 arrays."""
+    return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean(dtype=np.float64))
 
 
 def frozen_runs(
     frames: Iterable[np.ndarray],
     max_diff: float = FROZEN_MAX_DIFF,
     min_length: int = FROZEN_MIN_LENGTH,
+    max_drift: float = FROZEN_MAX_DRIFT,
 ) -> list[tuple[int, int]]:
-    """(start, length) of every run of at least min_length (near-)identical frames."""
+    """(start, length) of every run of at least min_length frames, each within max_diff (mean
+    |a - b| per sample) of the one before and within max_drift of the run's first frame."""
     if isinstance(min_length, bool) or not isinstance(min_length, int) or min_length < 2:
         raise DaotaiError(f"min_length: {min_length!r} must be an integer >= 2")
-    return _runs_below(_successive_diffs(frames), max_diff, min_length)
+    runs = _StillRuns(max_diff, min_length, max_drift)
+    for frame in frames:
+        runs.add(thumbnail(frame))
+    return runs.finish()
 
 
 def _flicker_from_means(means: np.ndarray, window: int = FLICKER_WINDOW) -> float:
@@ -259,6 +277,7 @@ def scan_video(
     frozen_max_diff: float = FROZEN_MAX_DIFF,
     frozen_min_length: int = FROZEN_MIN_LENGTH,
     flicker_window: int = FLICKER_WINDOW,
+    frozen_max_drift: float = FROZEN_MAX_DRIFT,
 ) -> VideoScan:
     """Decode a file once (as thumbnails) and collect stats, black/green frames, frozen runs
     and the flicker score."""
@@ -273,23 +292,20 @@ def scan_video(
     stats: list[FrameStats] = []
     black: list[int] = []
     green: list[int] = []
-    diffs: list[float] = []
-    previous: np.ndarray | None = None
+    still = _StillRuns(frozen_max_diff, frozen_min_length, frozen_max_drift)
     for index, small in enumerate(decode_frames(path, max_side=THUMB_SIDE)):
         stats.append(frame_stats(small))
         if is_black(small):
             black.append(index)
         if is_green(small):
             green.append(index)
-        if previous is not None:
-            diffs.append(mean_abs_diff(previous, small))
-        previous = small
+        still.add(thumbnail(small))
     means = np.array([s.mean_luma for s in stats])
     return VideoScan(
         frames=len(stats),
         stats=tuple(stats),
         black_frames=tuple(black),
         green_frames=tuple(green),
-        frozen_runs=tuple(_runs_below(diffs, frozen_max_diff, frozen_min_length)),
+        frozen_runs=tuple(still.finish()),
         flicker=_flicker_from_means(means, flicker_window),
     )

@@ -1,9 +1,15 @@
 """qc.json: does each delivered file match the plan, survive encoding, and move as planned?
 
 Per shot: size / fps / frame count / colour tags against the plan; black, green and frozen
-frames; encode fidelity (PSNR of decoded frames against the rendered ones: mean ≥ 38.5 dB,
-std ≤ 1.2 dB); camera adherence (motion measured from the pixels vs the planned camera).
+frames (a freeze is a fault where the plan moves the picture); camera adherence (motion
+measured from the pixels vs the planned camera); the subject in view (from the mask control,
+else the plan's geometry); encode fidelity (PSNR of decoded frames against the rendered ones:
+mean ≥ 38.5 dB and no frame starved; a spread over 1.2 dB is a warning); sound.
 For the sequence: frame count and duration against the plan (transitions included).
+
+Each shot entry carries ``verdicts`` (one per check: check, ok, text), ``failures`` (the
+failing verdicts' texts), ``warnings`` and ``summary``: one line, failing checks first, that
+the CLI and the console show; the numbers for engineers stay under each check's own key.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from daotai.errors import DaotaiError, EncodeError, QualityError
+from daotai.errors import EncodeError, QualityError
 from daotai.files import atomic_write_text
 from daotai.plan import geometry
 from daotai.plan.layout import RenderLayout
@@ -26,7 +32,21 @@ from daotai.render.base import Progress
 
 PSNR_MEAN_MIN_DB = 38.5
 PSNR_STD_MAX_DB = 1.2
+# Encode fidelity fails on what a user can act on: a mean below PSNR_MEAN_MIN_DB, or one frame
+# more than three allowed spreads below it (a frame the encoder starved). The spread itself is
+# a warning: across a shot it follows the picture's detail far more than the encoder (a push-in
+# that ends on a plain shirt, a crash zoom from a busy wide frame to a face), and no setting
+# evens it out. Frames whose rendered luma varies less than FLAT_LUMA_STD code values (a wall or
+# a shirt filling the frame, a fade's black) are left out: there PSNR measures nothing but the
+# encoder's noise floor and runs to 50 dB or infinity.
+PSNR_FRAME_MIN_DB = PSNR_MEAN_MIN_DB - 3 * PSNR_STD_MAX_DB
+FLAT_LUMA_STD = 10.0
+FIDELITY_ADVICE = "re-render with --codec prores (near-lossless) or --codec hevc"
 FIGURE_RADIUS_M = 0.32  # proxy body plus swinging arms, for a 1.75 m figure
+# The figure's torso as an elliptic cylinder, in figure heights: previz's chest section is
+# 0.097 wide and 0.066 deep each side of the axis (render/previz/meshes.py CHEST_RINGS).
+BODY_HALF_WIDTH = 0.10
+BODY_HALF_DEPTH = 0.07
 
 
 @dataclass
@@ -35,23 +55,29 @@ class QcReport:
     shots: list[dict[str, Any]]
     sequence: dict[str, Any] | None
     failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    files: dict[str, Any] | None = None  # the folder's files against manifest.json (daotai qc)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "failures": self.failures, "shots": self.shots, "sequence": self.sequence}
+        data = {"ok": self.ok, "failures": self.failures, "warnings": self.warnings,
+                "shots": self.shots, "sequence": self.sequence}
+        if self.files is not None:
+            data["files"] = self.files
+        return data
 
     def summary_text(self) -> str:
-        """A few plain lines for the terminal."""
+        """A few plain lines for the terminal: per shot its verdict, what failed first."""
         lines = [f"qc {'passed' if self.ok else 'FAILED'}: {len(self.shots)} shots"]
         for shot in self.shots:
-            cam = shot.get("camera") or {}
-            fidelity = shot.get("fidelity") or {}
-            psnr = fidelity.get("psnr_mean_db")
-            lines.append(
-                f"  {shot['shot_id']}: {'ok' if shot['ok'] else 'FAIL'}"
-                + (f"; PSNR {psnr:.1f} dB" if isinstance(psnr, (int, float)) else "")
-                + (f"; camera: {cam.get('summary')}" if cam else "")
-            )
-        lines.extend(f"  failure: {f}" for f in self.failures)
+            text = shot.get("summary") or "; ".join(shot.get("failures") or []) or "checked"
+            lines.append(f"  {shot['shot_id']}: {'ok' if shot['ok'] else 'FAIL'}: {text}")
+            lines.extend(f"    note: {w}" for w in shot.get("warnings") or [])
+        if self.sequence is not None and not self.sequence.get("ok", True):
+            lines.append(f"  sequence: FAIL: {'; '.join(self.sequence['failures'])}")
+        if self.files is not None and not self.files.get("ok", True):
+            lines.extend(f"  files: {problem}" for problem in self.files["problems"])
+        if self.sequence is None:
+            lines.append("  sequence: missing")
         return "\n".join(lines)
 
 
@@ -59,26 +85,65 @@ class QcReport:
 # inside it: consecutive-frame differences cannot tell an eased start (sub-pixel steps)
 # from a freeze, the plan can.
 FROZEN_MOTION_PX_PER_FRAME = 1.0
+MOTION_GRID = 24  # points across the frame where the planned motion is measured (x 24 * H / W down)
+
+
+def planned_motion(plan: Plan, shot: ShotPlan, first: int, last: int) -> tuple[float, float]:
+    """How far (px) the plan moves the picture between two frames: (camera, walkers).
+
+    camera: the 75th percentile of the planned displacement over a grid of the frame, with the
+    plan's scene (ground, set pieces, people; the sky at infinity), so a truck over an empty sky
+    moves nothing and a pan moves everything. walkers: the largest on-screen displacement of a
+    walking character in view at either frame (someone walking out of shot moves no pixel)."""
+    from daotai.qc.camera import expected_flow
+
+    if last <= first:
+        return 0.0, 0.0
+    a, b = shot.cameras[first], shot.cameras[last]
+    cam_a = np.array(a.cam_to_world, dtype=np.float64).reshape(4, 4)
+    cam_b = np.array(b.cam_to_world, dtype=np.float64).reshape(4, 4)
+    rows = max(2, round(MOTION_GRID * plan.height / plan.width))
+    us = (np.arange(MOTION_GRID) + 0.5) * plan.width / MOTION_GRID
+    vs = (np.arange(rows) + 0.5) * plan.height / rows
+    grid = np.stack(np.meshgrid(us, vs), -1).reshape(-1, 2)  # (N, 2) px
+    flow = expected_flow(cam_a, a.fov, cam_b, b.fov, grid, plan.width, plan.height,
+                         _depth_models(plan, shot, frames=(first,))[0])
+    moved = np.linalg.norm(flow, axis=1)
+    moved = np.where(np.isfinite(moved), moved, plan.width)  # behind the camera: it left the frame
+    camera = float(np.percentile(moved, 75))
+    heights = {c.id: c.height for c in plan.characters}
+    walkers = 0.0
+    ends = {p.id: p for p in shot.character_frames[last]}
+    for person in shot.character_frames[first]:
+        other = ends.get(person.id)
+        if other is None or not (person.walking or other.walking):
+            continue
+        y = 0.5 * heights[person.id]  # the body's middle
+        ua = _on_screen(plan, cam_a, a.fov, (person.position[0], y, person.position[1]))
+        ub = _on_screen(plan, cam_b, b.fov, (other.position[0], y, other.position[1]))
+        if ua is not None and ub is not None:
+            walkers = max(walkers, float(np.hypot(*(ub - ua))))
+        elif ua is not None or ub is not None:
+            walkers = max(walkers, FROZEN_MOTION_PX_PER_FRAME * (last - first))  # walks into or out of view
+    return camera, walkers
+
+
+def _on_screen(plan: Plan, cam: np.ndarray, fov: float, point: tuple[float, float, float],
+               margin: float = 0.25) -> np.ndarray | None:
+    """Pixel (2,) of a world point when it is in front of the camera and within the frame grown by
+    ``margin`` of its size on each side (a body's middle just outside still shows its half)."""
+    uv, depth = geometry.project(np.array([point]), cam, geometry.intrinsics_from_fov(fov, plan.width, plan.height))
+    u, v = uv[0]
+    if not (depth[0] > 0 and np.isfinite(u) and np.isfinite(v)):
+        return None
+    inside = (-margin * plan.width <= u <= (1 + margin) * plan.width
+              and -margin * plan.height <= v <= (1 + margin) * plan.height)
+    return uv[0] if inside else None
 
 
 def planned_motion_px(plan: Plan, shot: ShotPlan, first: int, last: int) -> float:
-    """How far (px) the plan moves the picture between two frames: camera turn, travel
-    relative to the subject distance, zoom, and walking characters (an upper-bound sketch,
-    enough to tell an eased start, which barely moves, from a real freeze)."""
-    if last <= first:
-        return 0.0
-    a = np.array(shot.cameras[first].cam_to_world).reshape(4, 4)
-    b = np.array(shot.cameras[last].cam_to_world).reshape(4, 4)
-    focal = geometry.focal_from_fov(shot.cameras[first].fov, plan.height)  # px
-    relative = a[:3, :3].T @ b[:3, :3]
-    turn = math.acos(max(-1.0, min(1.0, (np.trace(relative) - 1.0) / 2.0)))
-    travel = float(np.linalg.norm(b[:3, 3] - a[:3, 3])) / max(shot.subject_distance, 0.5)
-    zoom = abs(geometry.focal_from_fov(shot.cameras[last].fov, plan.height) - focal)  # px: change of focal length
-    walked = max(
-        (math.dist(p.position, q.position) for p, q in zip(shot.character_frames[first], shot.character_frames[last])),
-        default=0.0,
-    ) / max(shot.subject_distance, 0.5)
-    return focal * (turn + travel + walked) + zoom
+    """How far (px) the plan moves the picture between two frames (see planned_motion)."""
+    return max(planned_motion(plan, shot, first, last))
 
 
 def shot_expects_motion(shot: ShotPlan) -> bool:
@@ -89,19 +154,30 @@ def shot_expects_motion(shot: ShotPlan) -> bool:
     return bool(camera_moves or walking)
 
 
-def _depth_models(plan: Plan, shot: ShotPlan):
+def _body(position: tuple[float, float], facing: float, height: float):
+    """The torso as a Solid: an elliptic cylinder turned the way the character faces."""
+    from daotai.qc.camera import Solid
+
+    size = (2 * BODY_HALF_WIDTH * height, height, 2 * BODY_HALF_DEPTH * height)
+    return Solid.placed("cylinder", (position[0], 0.0, position[1]), size, facing)
+
+
+def _depth_models(plan: Plan, shot: ShotPlan, frames: tuple[int, ...] | None = None):
+    """The geometric scene model of every frame (or of ``frames``): ground, set pieces, people."""
     from daotai.qc.camera import Cylinder, DepthModel, Solid
 
     heights = {c.id: c.height for c in plan.characters}
     pieces = tuple(Solid.placed(p.kind, p.position, p.size, p.yaw) for p in plan.scene.set_pieces)
     models = []
-    for frame in shot.character_frames:
+    chosen = shot.character_frames if frames is None else [shot.character_frames[i] for i in frames]
+    for frame in chosen:
         cylinders = tuple(
             Cylinder(
                 center_x=c.position[0],
                 center_z=c.position[1],
                 radius=FIGURE_RADIUS_M * heights[c.id] / 1.75,
                 height=heights[c.id],
+                body=_body(c.position, c.facing, heights[c.id]),
             )
             for c in frame
         )
@@ -203,6 +279,110 @@ def _control_paths(path: Path, shot: ShotPlan,
     return Path(depth), (Path(mask) if mask is not None and Path(mask).is_file() else None)
 
 
+# The subject is "hidden" in a frame where less than this share of what the camera would see
+# of it is visible (the rest covered by someone or something in front), and the check fails
+# when that is so for more than SUBJECT_HIDDEN_MAX_SHARE of the shot's frames: long enough
+# to be a staging problem, not a passer-by crossing the lens.
+SUBJECT_VISIBLE_MIN_SHARE = 0.2
+SUBJECT_HIDDEN_MAX_SHARE = 0.25
+SUBJECT_CHECK_FRAMES = 48  # frames sampled per shot (evenly), first and last included
+
+
+def _occluders(plan: Plan, shot: ShotPlan, frame: int) -> tuple[object, list[tuple[str, object]]]:
+    """The subject's cylinder and every other occluder (id, Cylinder | Solid) at one frame."""
+    from daotai.qc.camera import Cylinder, Solid
+
+    heights = {c.id: c.height for c in plan.characters}
+    subject = None
+    others: list[tuple[str, object]] = []
+    for person in shot.character_frames[frame]:
+        cylinder = Cylinder(person.position[0], person.position[1],
+                            FIGURE_RADIUS_M * heights[person.id] / 1.75, heights[person.id])
+        if person.id == shot.subject:
+            subject = cylinder
+        else:
+            others.append((person.id, cylinder))
+    others += [("scenery", Solid.placed(p.kind, p.position, p.size, p.yaw)) for p in plan.scene.set_pieces]
+    return subject, others
+
+
+def check_subject(plan: Plan, shot: ShotPlan, depth_path: Path | None = None,
+                  mask_path: Path | None = None) -> dict[str, Any] | None:
+    """Is the shot's subject visible? From the mask and depth controls when given, else from the
+    plan's geometry (characters as cylinders, set pieces as solids). None: no subject to check."""
+    from daotai.qc.camera import subject_visibility
+
+    if shot.subject is None or shot.subject not in shot.characters or shot.frames < 1:
+        return None
+    wanted = sorted({int(round(i)) for i in np.linspace(0, shot.frames - 1,
+                                                        min(shot.frames, SUBJECT_CHECK_FRAMES))})
+    controls = depth_path is not None and mask_path is not None
+    value = shot.characters.index(shot.subject) + 1
+    shares: list[float | None] = []
+    blockers: list[str] = []
+    hidden: list[int] = []
+    pending = iter(wanted)
+    target = next(pending)
+    layers = zip(_decode_gray(depth_path), _decode_gray(mask_path), strict=False) if controls else \
+        ((None, None) for _ in range(shot.frames))
+    for index, (depth_mm, mask) in enumerate(layers):
+        if index != target:
+            continue
+        camera = shot.cameras[index]
+        cam = np.array(camera.cam_to_world, dtype=np.float64).reshape(4, 4)
+        subject, others = _occluders(plan, shot, index)
+        depth = None
+        if depth_mm is not None:
+            depth = np.maximum(depth_mm, 1).astype(np.float32) * np.float32(1e-3)
+            depth[depth_mm == 65535] = np.inf
+        seen = subject_visibility(cam, camera.fov, plan.width, plan.height, subject, others,
+                                  mask=(mask, value, shot.characters) if controls else None,
+                                  depth_m=depth)
+        shares.append(seen.share)
+        if seen.share is not None and seen.share < SUBJECT_VISIBLE_MIN_SHARE:
+            hidden.append(index)
+            if cam[1, 3] <= 0.0:  # the lens is under the floor: the ground hides everything
+                blockers.append("ground")
+            elif seen.blocker:
+                blockers.append(seen.blocker)
+        target = next(pending, None)
+        if target is None:
+            break
+    in_frame = [v for v in shares if v is not None]
+    entry: dict[str, Any] = {
+        "id": shot.subject,
+        "source": "mask" if controls else "scene_model",
+        "frames_checked": len(shares),
+        "frames_out_of_frame": len(shares) - len(in_frame),
+        "frames_hidden": len(hidden),
+        "hidden_frames": hidden,
+        "visible_share_min": round(min(in_frame), 3) if in_frame else None,
+        "blocked_by": max(set(blockers), key=blockers.count) if blockers else None,
+        "rule": (f"hidden (under {SUBJECT_VISIBLE_MIN_SHARE:.0%} visible) in at most "
+                 f"{SUBJECT_HIDDEN_MAX_SHARE:.0%} of the frames"),
+    }
+    entry["ok"] = not shares or len(hidden) <= SUBJECT_HIDDEN_MAX_SHARE * len(shares)
+    return entry
+
+
+def _decode_gray(path: Path | None):
+    from daotai.encode.video import decode_gray
+
+    return decode_gray(path)
+
+
+def subject_failure(entry: dict[str, Any], shot: ShotPlan, fps: float) -> str:
+    """The subject check's failure in words."""
+    share = entry["frames_hidden"] / max(entry["frames_checked"], 1)
+    first, last = entry["hidden_frames"][0], entry["hidden_frames"][-1]
+    blocker = entry["blocked_by"]
+    behind = {None: "", "scenery": " behind the set", "ground": " by the ground"}.get(blocker, f" behind {blocker}")
+    fix = ("the camera goes below the ground; keep it above" if blocker == "ground"
+           else "restage the people or move the camera")
+    return (f"subject {entry['id']} hidden{behind} for {share:.0%} of the shot "
+            f"(from {first / fps:.1f} s to {(last + 1) / fps:.1f} s): {fix}")
+
+
 def _check_format(shot: ShotPlan, plan: Plan, info) -> list[str]:
     problems = []
     if (info.width, info.height) != (plan.width, plan.height):
@@ -231,20 +411,27 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     """
     from daotai.encode.video import decode_frames, probe
     from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraCheckConfig, check_camera
-    from daotai.qc.metrics import psnr, scan_video
+    from daotai.qc.metrics import scan_video
 
     entry: dict[str, Any] = {"shot_id": shot.shot_id, "file": path.name}
-    failures: list[str] = []
+    verdicts: list[dict[str, Any]] = []  # one per check: {"check", "ok", "text"}
+    warnings: list[str] = []  # what a user should know but need not act on
+
+    def verdict(check: str, problems: list[str], fine: str | None = None) -> None:
+        if problems or fine:
+            verdicts.append({"check": check, "ok": not problems, "text": "; ".join(problems) or fine})
+
     try:
         info = probe(path)
     except EncodeError as exc:
-        return {**entry, "ok": False, "failures": [f"cannot read the file: {exc}"]}
+        verdict("file", [f"cannot read the file: {exc}"])
+        return _finish_shot(entry, verdicts, [])
     entry["format"] = {
         "width": info.width, "height": info.height, "fps": str(info.fps), "frames": info.frames,
         "duration_s": info.duration_s, "codec": info.codec, "pix_fmt": info.pix_fmt,
         "colorspace": info.colorspace, "faststart": info.faststart,
     }
-    failures += _check_format(shot, plan, info)
+    verdict("format", _check_format(shot, plan, info))
 
     scan = scan_video(path)
     expects_motion = shot_expects_motion(shot)
@@ -255,17 +442,21 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         "frozen_expected": not expects_motion,
         "flicker": round(float(scan.flicker), 4),
     }
+    picture: list[str] = []
     if scan.black_frames:
-        failures.append(f"{len(scan.black_frames)} black frame(s), first at {scan.black_frames[0]}")
+        picture.append(f"{len(scan.black_frames)} black frame(s), first at {scan.black_frames[0]}")
     if scan.green_frames:
-        failures.append(f"{len(scan.green_frames)} green frame(s), first at {scan.green_frames[0]}")
+        picture.append(f"{len(scan.green_frames)} green frame(s), first at {scan.green_frames[0]}")
     faulty_runs = [(start, length) for start, length in scan.frozen_runs
                    if planned_motion_px(plan, shot, start, start + length - 1) / max(length - 1, 1)
                    >= FROZEN_MOTION_PX_PER_FRAME]
     entry["frames"]["frozen_faulty"] = [list(r) for r in faulty_runs]
+    frozen = None
     if faulty_runs:
         start, length = faulty_runs[0]
-        failures.append(f"picture frozen for {length} frames from frame {start} while the plan moves")
+        frozen = f"picture frozen for {length} frames from frame {start} while the plan moves"
+        picture.append(frozen)
+    verdict("frames", picture)
 
     decoded_samples: dict[int, np.ndarray] = {}
     wanted = set(samples or {})
@@ -278,8 +469,8 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
 
     cams = np.array([c.cam_to_world for c in shot.cameras], dtype=np.float64).reshape(-1, 4, 4)
     fovs = np.array([c.fov for c in shot.cameras], dtype=np.float64)
+    depth_path, mask_path = _control_paths(path, shot, controls)
     if camera and shot.frames >= 2:
-        depth_path, mask_path = _control_paths(path, shot, controls)
         if depth_path is not None:
             names = _label_names(plan, shot) if labels else None
             models = _ControlDepthMaps(shot, depth_path, mask_path, names)
@@ -287,36 +478,112 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         else:
             models, source, config = _depth_models(plan, shot), "scene_model", CameraCheckConfig()
         adherence = check_camera(frames_with_capture(), cams, fovs, models, config=config)
-        entry["camera"] = {**adherence.to_dict(), "depth_source": source,
-                           "depth_file": depth_path.name if depth_path is not None else None,
-                           "mask_file": mask_path.name if mask_path is not None else None}
-        if not adherence.ok:
-            failures.append(f"camera: {adherence.summary}")
+        camera_entry = {**adherence.to_dict(), "depth_source": source,
+                        "depth_file": depth_path.name if depth_path is not None else None,
+                        "mask_file": mask_path.name if mask_path is not None else None}
+        camera_entry["checked"] = adherence.pairs_evaluated > 0
+        camera_froze = any(planned_motion(plan, shot, start, start + length - 1)[0] / max(length - 1, 1)
+                           >= FROZEN_MOTION_PX_PER_FRAME for start, length in faulty_runs)
+        if not camera_entry["checked"]:
+            # Too little texture to track (a worm's-eye close-up against the sky): nothing is
+            # known about the camera, which is neither a pass nor a fault.
+            camera_entry["ok"] = None
+            warnings.append(f"camera: {adherence.summary}")
+        elif camera_froze and adherence.ok:
+            # The totals can come out right around a freeze; the camera still stood still
+            # where the plan moves it, so the camera verdict cannot be "as planned".
+            camera_entry["ok"] = False
+            camera_entry["summary"] = f"stands still where the plan moves ({frozen}); {adherence.summary}"
+        entry["camera"] = camera_entry
+        verdict("camera", [f"camera: {camera_entry['summary']}"] if camera_entry["ok"] is False else [],
+                f"camera: {camera_entry['summary']}")
     elif wanted:
         for _ in frames_with_capture():
             pass
 
+    subject = check_subject(plan, shot, depth_path, mask_path) if mask_path is not None else \
+        check_subject(plan, shot)
+    if subject is not None:
+        entry["subject"] = subject
+        fps = float(Fraction(*plan.fps_fraction))
+        verdict("subject", [] if subject["ok"] else [subject_failure(subject, shot, fps)],
+                _subject_fine(subject))
+        out = subject["frames_out_of_frame"]
+        if 0 < out < subject["frames_checked"] and out > SUBJECT_HIDDEN_MAX_SHARE * subject["frames_checked"]:
+            warnings.append(f"subject {subject['id']} is out of frame for {out / subject['frames_checked']:.0%} "
+                            "of the shot; if that is not meant, change the move or the framing")
+
     if samples:
-        values = [psnr(samples[i], decoded_samples[i]) for i in sorted(samples) if i in decoded_samples]
-        finite = [v for v in values if math.isfinite(v)]
-        mean = float(np.mean(finite)) if finite else math.inf
-        std = float(np.std(finite)) if len(finite) > 1 else 0.0
-        entry["fidelity"] = {
-            "frames_compared": len(values),
-            "psnr_mean_db": round(mean, 3) if math.isfinite(mean) else None,
-            "psnr_std_db": round(std, 3),
-            "psnr_min_db": round(min(finite), 3) if finite else None,
-            "rule": f"mean >= {PSNR_MEAN_MIN_DB} dB and std <= {PSNR_STD_MAX_DB} dB",
-        }
-        if len(values) != len(samples):
-            failures.append(f"only {len(values)} of {len(samples)} sampled frames could be decoded")
-        elif math.isfinite(mean) and (mean < PSNR_MEAN_MIN_DB or std > PSNR_STD_MAX_DB):
-            failures.append(f"encode fidelity: PSNR mean {mean:.2f} dB, std {std:.2f} dB (needs ≥ {PSNR_MEAN_MIN_DB}, ≤ {PSNR_STD_MAX_DB})")
-    failures += _audio_checks(entry, path, shot.frames / float(Fraction(*plan.fps_fraction)),
-                              plan.soundtrack is not None if audio is None else audio)
-    entry["ok"] = not failures
-    entry["failures"] = failures
+        fidelity, problems, notes = _fidelity(samples, decoded_samples)
+        entry["fidelity"] = fidelity
+        mean = fidelity["psnr_mean_db"]
+        verdict("fidelity", problems, f"encode PSNR {mean:.1f} dB" if mean is not None else "encode lossless")
+        warnings += notes
+    verdict("audio", _audio_checks(entry, path, shot.frames / float(Fraction(*plan.fps_fraction)),
+                                   plan.soundtrack is not None if audio is None else audio))
+    return _finish_shot(entry, verdicts, warnings)
+
+
+def _subject_fine(subject: dict[str, Any]) -> str:
+    """The subject check's passing verdict in words."""
+    if subject["frames_out_of_frame"] == subject["frames_checked"]:
+        return f"subject {subject['id']} out of frame (as planned)"
+    return f"subject {subject['id']} in view"
+
+
+def _finish_shot(entry: dict[str, Any], verdicts: list[dict[str, Any]],
+                 warnings: list[str]) -> dict[str, Any]:
+    """Close a shot entry: ok, failures (failing verdicts' texts), one summary line, warnings.
+
+    The summary says one thing per check, failing checks first (console and CLI show it)."""
+    ordered = [v for v in verdicts if not v["ok"]] + [v for v in verdicts if v["ok"]]
+    entry["ok"] = all(v["ok"] for v in verdicts)
+    entry["failures"] = [v["text"] for v in ordered if not v["ok"]]
+    entry["verdicts"] = ordered
+    entry["summary"] = "; ".join(v["text"] for v in ordered) or "checked"
+    entry["warnings"] = warnings
     return entry
+
+
+def _fidelity(samples: dict[int, np.ndarray],
+              decoded: dict[int, np.ndarray]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The "fidelity" entry of rendered frames against their decoded copies, its failures and
+    warnings (see PSNR_FRAME_MIN_DB and FLAT_LUMA_STD for what is judged and why)."""
+    from daotai.qc.metrics import frame_stats, psnr
+
+    compared = [i for i in sorted(samples) if i in decoded]
+    flat = [i for i in compared if frame_stats(samples[i]).std_luma < FLAT_LUMA_STD]
+    values = {i: psnr(samples[i], decoded[i]) for i in compared if i not in flat}
+    finite = {i: v for i, v in values.items() if math.isfinite(v)}  # inf: decoded exactly
+    mean = float(np.mean(list(finite.values()))) if finite else math.inf
+    std = float(np.std(list(finite.values()))) if len(finite) > 1 else 0.0
+    worst = min(finite, key=finite.__getitem__) if finite else None
+    entry = {
+        "frames_compared": len(compared),
+        "frames_flat_excluded": flat,
+        "psnr_mean_db": round(mean, 3) if math.isfinite(mean) else None,
+        "psnr_std_db": round(std, 3),
+        "psnr_min_db": round(finite[worst], 3) if worst is not None else None,
+        "psnr_min_frame": worst,
+        "rule": (f"mean >= {PSNR_MEAN_MIN_DB} dB and every frame >= {PSNR_FRAME_MIN_DB:.1f} dB; "
+                 f"std <= {PSNR_STD_MAX_DB} dB is a warning; frames with luma std under "
+                 f"{FLAT_LUMA_STD:g} are left out"),
+    }
+    failures: list[str] = []
+    warnings: list[str] = []
+    if len(compared) != len(samples):
+        failures.append(f"only {len(compared)} of {len(samples)} sampled frames could be decoded")
+    elif math.isfinite(mean) and mean < PSNR_MEAN_MIN_DB:
+        failures.append(f"encode fidelity: PSNR {mean:.1f} dB on average, under {PSNR_MEAN_MIN_DB} dB: "
+                        f"the encode loses visible detail; {FIDELITY_ADVICE}")
+    elif worst is not None and finite[worst] < PSNR_FRAME_MIN_DB:
+        failures.append(f"encode fidelity: frame {worst} at {finite[worst]:.1f} dB, under "
+                        f"{PSNR_FRAME_MIN_DB:.1f} dB: the encoder starved it; {FIDELITY_ADVICE}")
+    elif std > PSNR_STD_MAX_DB:
+        warnings.append(f"encode fidelity varies {std:.1f} dB across the shot (over {PSNR_STD_MAX_DB} dB), "
+                        f"every frame at {finite[worst]:.1f} dB or better: the picture's detail changes "
+                        f"along the shot; nothing to fix unless frame {worst} looks soft")
+    return entry, failures, warnings
 
 
 def _audio_checks(entry: dict[str, Any], path: Path, picture_s: float, planned: bool) -> list[str]:
@@ -372,7 +639,7 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
     ``layout``: the run's file names (its container); by default read from the folder."""
     layout = layout or RenderLayout.find(out_dir)
     shots = []
-    for i, (shot, record) in enumerate(zip(plan.shots, records)):
+    for i, (shot, record) in enumerate(zip(plan.shots, records, strict=False)):
         yield Progress("qc", shot.shot_id, i, len(plan.shots))
         controls = {k: out_dir / record.files[k] for k in ("depth", "mask") if k in record.files}
         sound = getattr(record, "audio", None) or {}
@@ -387,17 +654,24 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
     return _finish(layout, shots, sequence)
 
 
-def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None) -> QcReport:
+def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None,
+            files: dict[str, Any] | None = None) -> QcReport:
     failures = [f"{s['shot_id']}: {f}" for s in shots for f in s["failures"]]
     if sequence is None:
         failures.append("sequence: missing")
     else:
         failures += [f"sequence: {f}" for f in sequence["failures"]]
-    report = QcReport(ok=not failures, shots=shots, sequence=sequence, failures=failures)
+    if files is not None:
+        failures += [f"files: {problem}" for problem in files["problems"]]
+    warnings = [f"{s['shot_id']}: {w}" for s in shots for w in s.get("warnings") or []]
+    report = QcReport(ok=not failures, shots=shots, sequence=sequence, failures=failures,
+                      warnings=warnings, files=files)
     atomic_write_text(layout.qc, json.dumps(report.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     return report
 
 
-def finish_report(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None) -> QcReport:
-    """Gather shot and sequence results into a report and write qc.json (atomically)."""
-    return _finish(layout, shots, sequence)
+def finish_report(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None,
+                  files: dict[str, Any] | None = None) -> QcReport:
+    """Gather shot and sequence results (and, for ``daotai qc``, the folder's files against its
+    manifest) into a report and write qc.json (atomically)."""
+    return _finish(layout, shots, sequence, files)

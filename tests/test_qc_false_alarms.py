@@ -1,0 +1,255 @@
+"""QC on previz renders, whose cameras are exact: a correct shot must pass, a broken one must fail.
+
+The correct shots are the false alarms reported against the QC (issue 27): a low-angle close-up
+push-in read as frozen and dollying out, the README's smallest script failing on a frozen
+start and (without controls) on camera error, a walking subject read as frozen. The broken ones
+are made from correct renders: the frames reversed (a pan the wrong way), a run of frames held
+(a freeze while the plan moves), a zoom's video checked against a dolly's plan.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from daotai.encode.video import VideoWriter, decode_frames
+from daotai.pipeline import Finished, PipelineSettings, run
+from daotai.plan.planner import plan_script
+from daotai.qc.report import check_shot
+from daotai.script.load import validate_script
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The issue's script, verbatim: a default 推镜头 on a low-angle 近景 at night.
+LOW_ANGLE_PUSH = {"size": "preview", "scene": {"name": "老街夜市", "time_of_day": "夜晚"},
+                  "characters": [{"id": "cop", "height": 1.8}],
+                  "shots": [{"shot_id": "push", "duration": 2.5, "subject": "cop", "framing": "近景",
+                             "angle": "仰拍", "camera": "推镜头"}]}
+# The README's smallest script.
+README_SMALLEST = {"scene": "office",
+                   "characters": [{"id": "char_001", "appearance": "wearing glasses, blue shirt"}],
+                   "shots": [{"shot_id": "s01", "camera": {"type": "dolly", "motion": [0.1, 0.0, -0.3]},
+                              "subject": "char_001", "framing": "medium_shot"}]}
+
+
+def _render(data: dict, out: Path, **settings):
+    plan = plan_script(validate_script(data))
+    finished = [e for e in run(plan, out, PipelineSettings(**settings)) if isinstance(e, Finished)]
+    assert finished
+    return plan, json.loads((out / "qc.json").read_text(encoding="utf-8"))
+
+
+def _entry(qc: dict, shot_id: str) -> dict:
+    return next(s for s in qc["shots"] if s["shot_id"] == shot_id)
+
+
+def _component(entry: dict, name: str) -> dict:
+    return next(c for c in entry["camera"]["components"] if c["name"] == name)
+
+
+def _rewrite(src: Path, dst: Path, frames: list[np.ndarray], fps: int) -> Path:
+    height, width = frames[0].shape[:2]
+    with VideoWriter(dst, width, height, fps) as writer:
+        for frame in frames:
+            writer.write(frame)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def low_push(tmp_path_factory):
+    out = tmp_path_factory.mktemp("low_push")
+    plan, qc = _render(LOW_ANGLE_PUSH, out)
+    return plan, qc, out
+
+
+def test_low_angle_close_up_push_in_passes(low_push):
+    _, qc, _ = low_push
+    entry = _entry(qc, "push")
+    assert entry["ok"], entry["failures"]
+    assert entry["frames"]["frozen_faulty"] == []  # the subject grows in every frame: no freeze
+    scale = _component(entry, "scale")
+    assert scale["significant"] and scale["direction_ok"] is True and scale["words"] == "dolly in"
+    summary = entry["camera"]["summary"]
+    assert summary.startswith("dollies in") and "unplanned" not in summary and "dollies out" not in summary
+    # the picture of a push-in with the camera looking up also slides down; that is no pedestal
+    assert "pedestal" not in summary
+
+
+def test_low_angle_push_in_passes_without_controls(low_push):
+    plan, _, out = low_push
+    entry = check_shot(plan, plan.shots[0], out / "shots" / "push.mp4", None, controls={})
+    assert entry["camera"]["depth_source"] == "scene_model"
+    assert entry["ok"], entry["failures"]
+
+
+@pytest.mark.parametrize("controls", [True, False], ids=["controls", "no-controls"])
+def test_readme_smallest_script_passes(tmp_path, controls):
+    _, qc = _render(README_SMALLEST, tmp_path / "out", controls=controls)
+    entry = _entry(qc, "s01")
+    assert qc["ok"], qc["failures"]
+    assert entry["camera"]["depth_source"] == ("control_depth" if controls else "scene_model")
+    assert _component(entry, "scale")["direction_ok"] is True
+
+
+def test_office_walk_and_orbit_pass_without_controls(tmp_path):
+    """office.json's s01 (Lin walks away from a static camera) and s04 (an orbit), no controls."""
+    data = json.loads((ROOT / "examples" / "office.json").read_text(encoding="utf-8"))
+    _, qc = _render(data, tmp_path / "out", controls=False, shots=("s01", "s04"))
+    for shot_id in ("s01", "s04"):
+        entry = _entry(qc, shot_id)
+        assert entry["ok"], (shot_id, entry["failures"])
+    assert _entry(qc, "s01")["frames"]["frozen_faulty"] == []
+
+
+# --------------------------------------------------------------------------- true failures
+
+
+PAN = {"size": "480x270", "scene": {"name": "office"}, "characters": [{"id": "a"}],
+       "shots": [{"shot_id": "pan", "duration": 1.5, "subject": "a", "framing": "medium",
+                  "camera": {"type": "pan", "rotate": [20, 0, 0]}},
+                 {"shot_id": "dolly", "duration": 1.5, "subject": "a", "framing": "medium",
+                  "camera": {"type": "dolly", "motion": [0, 0, -1.0], "easing": "linear"}},
+                 {"shot_id": "zoom", "duration": 1.5, "subject": "a", "framing": "medium",
+                  "camera": {"type": "zoom", "fov_end": 38, "easing": "linear"}}]}
+
+
+@pytest.fixture(scope="module")
+def moves(tmp_path_factory):
+    out = tmp_path_factory.mktemp("moves")
+    plan, qc = _render(PAN, out)
+    return plan, qc, out
+
+
+def test_correct_moves_pass(moves):
+    _, qc, _ = moves
+    assert qc["ok"], qc["failures"]
+
+
+@pytest.mark.parametrize("controls", [True, False], ids=["controls", "no-controls"])
+def test_reversed_pan_fails(moves, tmp_path, controls):
+    plan, _, out = moves
+    frames = list(decode_frames(out / "shots" / "pan.mp4"))[::-1]
+    reversed_pan = _rewrite(out / "shots" / "pan.mp4", tmp_path / "pan.mp4", frames, plan.fps)
+    shot = plan.shot("pan")
+    depth = {"depth": out / "control" / "pan_depth.mkv", "mask": out / "control" / "pan_mask.mkv"}
+    entry = check_shot(plan, shot, reversed_pan, None, controls=depth if controls else {})
+    assert not entry["ok"]
+    horizontal = _component(entry, "horizontal")
+    assert horizontal["direction_ok"] is False
+    assert entry["camera"]["summary"].startswith("planned to pan right")
+
+
+def test_frozen_picture_while_the_plan_moves_fails(moves, tmp_path):
+    plan, _, out = moves
+    frames = list(decode_frames(out / "shots" / "dolly.mp4"))
+    frames = frames[:10] + [frames[10]] * (len(frames) - 10)  # the picture stops at frame 10
+    frozen = _rewrite(out / "shots" / "dolly.mp4", tmp_path / "dolly.mp4", frames, plan.fps)
+    entry = check_shot(plan, plan.shot("dolly"), frozen, None,
+                       controls={"depth": out / "control" / "dolly_depth.mkv",
+                                 "mask": out / "control" / "dolly_mask.mkv"})
+    assert not entry["ok"]
+    assert entry["failures"][0].startswith("picture frozen for")
+    assert entry["frames"]["frozen_faulty"] and entry["frames"]["frozen_faulty"][0][0] <= 11
+
+
+@pytest.mark.parametrize("controls", [True, False], ids=["controls", "no-controls"])
+def test_zoom_where_a_dolly_was_asked_fails(moves, controls):
+    plan, _, out = moves
+    shot = plan.shot("dolly")
+    depth = {"depth": out / "control" / "dolly_depth.mkv", "mask": out / "control" / "dolly_mask.mkv"}
+    entry = check_shot(plan, shot, out / "shots" / "zoom.mp4", None, controls=depth if controls else {})
+    assert not entry["ok"], entry["camera"]["summary"]
+    assert any(f.startswith("camera:") for f in entry["failures"])
+
+
+# --------------------------------------------------------------------------- encode fidelity
+
+
+def test_fidelity_spread_is_a_warning_and_bad_frames_fail():
+    """PSNR's spread follows content (a push-in ending on a plain shirt), so it only warns; a low
+    mean or one starved frame fails with what to do; near-flat frames are left out."""
+    from daotai.qc.report import _fidelity
+
+    rng = np.random.default_rng(3)
+    busy = rng.integers(0, 256, (90, 160, 3), dtype=np.uint8)
+    flat = np.full((90, 160, 3), 120, np.uint8)
+
+    def noisy(frame, sigma):
+        return np.clip(frame + rng.normal(0, sigma, frame.shape), 0, 255).astype(np.uint8)
+
+    # every frame fine (38.9 to 43 dB), spread 1.5 dB: a warning, not a failure
+    samples = {i: busy for i in range(8)}
+    decoded = {i: noisy(busy, 1.8 if i % 2 else 2.9) for i in range(8)}
+    entry, failures, warnings = _fidelity(samples, decoded)
+    assert failures == [] and entry["psnr_std_db"] > 1.2
+    assert len(warnings) == 1 and "nothing to fix" in warnings[0]
+    # a flat frame's PSNR says nothing: left out, named in the entry
+    samples[8], decoded[8] = flat, noisy(flat, 0.3)
+    entry, failures, _ = _fidelity(samples, decoded)
+    assert entry["frames_flat_excluded"] == [8] and failures == []
+    # one starved frame fails, with the frame and the remedy
+    decoded[3] = noisy(busy, 6.0)
+    entry, failures, _ = _fidelity(samples, decoded)
+    assert entry["psnr_min_frame"] == 3
+    assert len(failures) == 1 and "frame 3" in failures[0] and "--codec prores" in failures[0]
+    # a low mean fails
+    decoded = {i: noisy(busy, 4.0) for i in range(8)}
+    _, failures, _ = _fidelity({i: busy for i in range(8)}, decoded)
+    assert len(failures) == 1 and "on average" in failures[0]
+
+
+def test_verdicts_agree_and_fail_first(moves, tmp_path):
+    """A picture frozen while the plan moves is never beside 'the camera moved as planned'."""
+    plan, _, out = moves
+    frames = list(decode_frames(out / "shots" / "pan.mp4"))
+    frames = frames[:6] + [frames[6]] * 14 + frames[20:]  # a 14-frame freeze inside a correct pan
+    held = _rewrite(out / "shots" / "pan.mp4", tmp_path / "pan.mp4", frames, plan.fps)
+    entry = check_shot(plan, plan.shot("pan"), held, None,
+                       controls={"depth": out / "control" / "pan_depth.mkv", "mask": out / "control" / "pan_mask.mkv"})
+    assert not entry["ok"]
+    assert entry["camera"]["ok"] is False and "as planned" not in entry["camera"]["summary"].split(";")[0]
+    checks = [v["check"] for v in entry["verdicts"]]
+    assert len(checks) == len(set(checks))  # one verdict per check
+    oks = [v["ok"] for v in entry["verdicts"]]
+    assert oks == sorted(oks)  # failing verdicts first
+    assert entry["summary"].startswith("picture frozen for")
+
+
+def test_a_planned_move_is_never_summarised_as_holding_still(tmp_path):
+    data = {"size": "480x270", "scene": {"name": "office"}, "characters": [{"id": "a"}],
+            "shots": [{"shot_id": "creep", "duration": 1, "subject": "a", "framing": "wide",
+                       "camera": {"type": "dolly", "motion": [0, 0, -0.1]}}]}
+    _, qc = _render(data, tmp_path / "out")
+    entry = _entry(qc, "creep")
+    assert entry["ok"], entry["failures"]
+    assert "holds still" not in entry["camera"]["summary"]
+    assert entry["camera"]["summary"].startswith("planned to dolly in")
+
+
+# --------------------------------------------------------------------------- subject visibility
+
+
+FACE_TO_FACE = {"size": "480x270", "scene": {"name": "office"},
+                "characters": [{"id": "a", "position": [0, 0], "facing": 90},
+                               {"id": "b", "position": [1.2, 0], "facing": -90}],
+                "shots": [{"shot_id": "clear", "duration": 1.5, "subject": "a", "framing": "wide",
+                           "camera": {"type": "orbit", "orbit": -90}},
+                          {"shot_id": "hidden", "duration": 1.5, "subject": "a", "framing": "wide",
+                           "camera": {"type": "orbit", "orbit": 90}}]}
+
+
+@pytest.mark.parametrize("controls", [True, False], ids=["mask", "scene-model"])
+def test_subject_hidden_in_a_face_to_face_master_fails(tmp_path, controls):
+    """The master arcs onto the line between them: b ends up in front of a, the subject."""
+    _, qc = _render(FACE_TO_FACE, tmp_path / "out", controls=controls)
+    clear, hidden = _entry(qc, "clear"), _entry(qc, "hidden")
+    assert clear["ok"], clear["failures"]
+    assert clear["subject"]["frames_hidden"] == 0
+    assert not hidden["ok"]
+    subject = hidden["subject"]
+    assert subject["source"] == ("mask" if controls else "scene_model")
+    assert subject["blocked_by"] == "b" and subject["frames_hidden"] > 0.25 * subject["frames_checked"]
+    assert [f for f in hidden["failures"] if not f.startswith("subject a hidden behind b")] == []
