@@ -67,4 +67,24 @@ def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, 
                 result = event.result
     if result is None:
         raise DaotaiError("the render ended without a result")
+    qc_lines(Path(result.qc_path), console)
     return result
+
+
+def qc_lines(qc_path: Path, console: Console) -> None:
+    """One line per shot that failed a check or has a note: its verdicts, what failed first."""
+    import json
+
+    try:
+        report = json.loads(qc_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for shot in report.get("shots") or []:
+        text = shot.get("summary") or "; ".join(shot.get("failures") or [])
+        if not shot.get("ok", True):
+            console.print(f"[red]qc FAIL[/red] {escape(shot['shot_id'])}: {escape(text)}")
+        for note in shot.get("warnings") or []:
+            console.print(f"[yellow]qc note[/yellow] {escape(shot['shot_id'])}: {escape(note)}")
+    sequence = report.get("sequence") or {}
+    if sequence and not sequence.get("ok", True):
+        console.print(f"[red]qc FAIL[/red] sequence: {escape('; '.join(sequence.get('failures') or []))}")
