@@ -14,8 +14,9 @@ from daotai.encode.video import decode_frames, decode_gray, probe
 from daotai.errors import Cancelled
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.camera import project
+from daotai.plan.layout import IN_PROGRESS
 from daotai.plan.planner import plan_script
-from daotai.render.base import Progress, RunContext
+from daotai.render.base import Notice, Progress, RunContext
 from daotai.script.load import validate_script
 
 SMALL = {"fps": 24, "size": "480x270", "scene": {"name": "test stage", "set_pieces": []}}
@@ -159,8 +160,9 @@ def test_cancel_mid_shot_leaves_no_partial_files(tmp_path):
         for event in run(plan, out, PipelineSettings(), ctx):
             if isinstance(event, Progress) and event.stage == "render" and event.done >= 16:
                 ctx.cancel.set()
-    leftovers = [p for p in out.rglob("*") if p.is_file() and p.name != "plan.json"]
+    leftovers = [p for p in out.rglob("*") if p.is_file() and p.name not in ("plan.json", IN_PROGRESS)]
     assert leftovers == []
+    assert (out / IN_PROGRESS).is_file()  # `daotai qc` can tell the render did not finish
 
 
 def test_keyboard_interrupt_leaves_no_partial_files(tmp_path):
@@ -171,7 +173,7 @@ def test_keyboard_interrupt_leaves_no_partial_files(tmp_path):
         for event in run(plan, out, PipelineSettings()):
             if isinstance(event, Progress) and event.stage == "render" and event.done >= 8:
                 raise KeyboardInterrupt
-    assert [p for p in out.rglob("*") if p.is_file() and p.name != "plan.json"] == []
+    assert [p for p in out.rglob("*") if p.is_file() and p.name not in ("plan.json", IN_PROGRESS)] == []
     assert threading.active_count() < 5  # encoder threads were joined
 
 
@@ -197,3 +199,79 @@ def test_qc_flags_black_and_frozen_clips(tmp_path):
             writer.write(still)
     entry = check_shot(plan, shot, frozen, None, camera=False)
     assert any("frozen" in f for f in entry["failures"])
+
+
+# --------------------------------------------------------------------------- output folders
+
+
+TINY = {"fps": 12, "size": "320x180", "scene": {"name": "test stage", "set_pieces": []},
+        "characters": [{"id": "a"}]}
+
+
+def _tiny(*shot_ids: str) -> dict:
+    moves = ("pan_right", "pan_left", "tilt_up")
+    return dict(TINY, shots=[{"shot_id": sid, "duration": 0.75, "subject": "a", "camera": moves[i % 3]}
+                             for i, sid in enumerate(shot_ids)])
+
+
+def _files(out: Path) -> set[str]:
+    return {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and "cameras" not in p.parts}
+
+
+def test_rendering_over_another_render_leaves_no_stale_files(tmp_path):
+    out = tmp_path / "out"
+    _render(_tiny("old1", "old2"), out)
+    (out / "notes.txt").write_text("the director's notes")  # not daotai's: never touched
+    (out / "shots" / "keep.txt").write_text("also not daotai's")
+    plan = plan_script(validate_script(_tiny("new")))
+    notices = [e.text for e in run(plan, out, PipelineSettings(controls=False)) if isinstance(e, Notice)]
+    files = _files(out)
+    assert not any("old1" in f or "old2" in f for f in files), files  # shots and their controls
+    assert "control/index.json" not in files  # this run wrote no controls
+    assert {"shots/new.mp4", "notes.txt", "shots/keep.txt"} <= files
+    assert any("removed" in text and "shots/old1.mp4" in text for text in notices)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not any("old" in f for f in manifest["files"])
+    assert not (out / IN_PROGRESS).exists()
+    from daotai.recheck import check_folder
+
+    report = check_folder(out)
+    assert report.ok, report.failures
+    assert report.files is not None and report.files["ok"]
+
+
+def test_interrupted_rerender_is_reported_by_qc(tmp_path):
+    from daotai.recheck import check_folder
+
+    out = tmp_path / "out"
+    _render(_tiny("s1", "s2"), out)
+    plan = plan_script(validate_script(_tiny("s1", "s3")))
+    with pytest.raises(KeyboardInterrupt):
+        for event in run(plan, out, PipelineSettings()):
+            if isinstance(event, Progress) and event.stage == "render" and event.shot_id == "s3":
+                raise KeyboardInterrupt  # s1 written anew, s3 half done, sequence and manifest old
+    assert (out / IN_PROGRESS).is_file()
+    report = check_folder(out)
+    assert not report.ok
+    problems = report.files["problems"]
+    assert problems[0].startswith("a render into this folder started") and "did not finish" in problems[0]
+    assert "plan.json" in report.files["changed"]
+    assert any(f.startswith("files: ") for f in report.failures)
+    # rendering again finishes the job: one whole render, nothing mixed
+    _render(_tiny("s1", "s3"), out)
+    report = check_folder(out)
+    assert report.ok and report.files["ok"], report.failures
+    assert "shots/s2.mp4" not in _files(out)
+
+
+def test_qc_flags_a_replaced_shot(tmp_path):
+    from daotai.recheck import check_folder
+
+    out = tmp_path / "out"
+    _render(_tiny("s1", "s2"), out)
+    (out / "shots" / "s2.mp4").write_bytes((out / "shots" / "s1.mp4").read_bytes())
+    (out / "shots" / "stray.mp4").write_bytes((out / "shots" / "s1.mp4").read_bytes())
+    report = check_folder(out)
+    assert not report.ok
+    assert report.files["changed"] == ["shots/s2.mp4"] and report.files["unlisted"] == ["shots/stray.mp4"]
+    assert "s2" in report.summary_text() and "changed since manifest.json" in report.summary_text()

@@ -299,6 +299,64 @@ def control_index(plan: Plan) -> str:
     return json.dumps(index, indent=1, ensure_ascii=False) + "\n"
 
 
+def mark_in_progress(layout: RenderLayout, plan_text: str) -> None:
+    """Mark the folder as being rendered into until the manifest is written (``daotai qc``
+    reports a marked folder: its files may belong to two runs)."""
+    import hashlib
+    from datetime import datetime, timezone
+
+    from daotai.files import atomic_write_text
+
+    previous = layout.manifest.is_file()
+    atomic_write_text(layout.in_progress, json.dumps({
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "plan_sha256": hashlib.sha256(plan_text.encode("utf-8")).hexdigest(),
+        "over_previous_render": previous,
+    }, indent=1) + "\n")
+
+
+def run_files(layout: RenderLayout, records: list[ShotRecord], settings: PipelineSettings) -> set[str]:
+    """Relative paths of every deliverable this run writes (its shots' files and the run's own)."""
+    written = {rel for record in records for rel in record.files.values()}
+    if settings.enhance:
+        from daotai.post.enhance import enhanced_name
+
+        written |= {enhanced_name(record.files["shot"]).as_posix() for record in records}
+    kinds = ("plan", "sequence", "qc", "contact_sheet", "timeline", "manifest")
+    written |= {layout.relative(kind) for kind in kinds}
+    if settings.controls:
+        written.add(layout.relative("control_index"))
+    return written
+
+
+# Camera files (deliver/cameras.py) an earlier render may have left in cameras/: a shot's pose
+# file, camera-to-world JSON and USD camera.
+_CAMERA_FILE_ENDINGS = (".pose.txt", ".c2w.json", ".usda")
+
+
+def remove_stale_deliverables(layout: RenderLayout, keep: set[str],
+                              cameras: list[Path] | tuple[Path, ...] = ()) -> list[str]:
+    """Delete the deliverables of an earlier render into this folder that this run did not write
+    (shots no longer in the script, controls of a run with them, the other container's videos,
+    their camera files): only files :meth:`RenderLayout.present_deliverables` recognises and
+    camera files in cameras/ beside the ``cameras`` this run wrote, never anything else, and not
+    the server's previews (made from the sequence after the run). Returns what was deleted."""
+    removed = []
+    for rel, (kind, _) in layout.present_deliverables().items():
+        if rel not in keep and kind not in ("thumbnail", "spritesheet"):
+            (layout.root / rel).unlink(missing_ok=True)
+            removed.append(rel)
+    written = {Path(path).resolve() for path in cameras}
+    folder = layout.root / "cameras"
+    if written and folder.is_dir():
+        for path in sorted(folder.iterdir()):
+            if (path.is_file() and not path.is_symlink() and path.name.endswith(_CAMERA_FILE_ENDINGS)
+                    and path.resolve() not in written):
+                path.unlink(missing_ok=True)
+                removed.append(path.relative_to(layout.root).as_posix())
+    return removed
+
+
 def fidelity_sample_indexes(frames: int) -> set[int]:
     """Evenly spaced frames (first and last included) kept for the encode-fidelity check."""
     count = min(frames, FIDELITY_SAMPLES_PER_SHOT)
@@ -616,6 +674,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     run_started = time.perf_counter()
     soundtrack = load_soundtrack(plan, source)  # checked and decoded before any render
     plan_text = plan_to_json(plan)
+    mark_in_progress(layout, plan_text)  # before the first file changes, until the manifest is written
     atomic_write_text(layout.plan, plan_text)
     for shot in plan.shots:
         for warning in shot.warnings:
@@ -686,11 +745,16 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables: an
     # interrupted run leaves nothing but its plan
-    write_cameras(plan, out_dir / "cameras")
+    cameras = write_cameras(plan, out_dir / "cameras")
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started
+    stale = remove_stale_deliverables(layout, run_files(layout, records, settings), cameras)
     write_manifest(plan, plan_text, out_dir, settings, records, timings, source, encode=enc, sound=sound)
+    layout.in_progress.unlink(missing_ok=True)  # the folder holds one whole render again
     yield Output("manifest", str(layout.manifest))
+    if stale:
+        yield Notice("info", f"removed {len(stale)} file(s) of an earlier render that this one does not "
+                             f"deliver: {', '.join(stale[:6])}{' …' if len(stale) > 6 else ''}")
 
     summary = (
         f"{len(plan.shots)} shot{'s' if len(plan.shots) != 1 else ''}, {plan.total_duration_s:g} s, "

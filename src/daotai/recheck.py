@@ -3,6 +3,10 @@
 It sits at the pipeline's level because it may render again: a backend whose spec says it is
 ``reproducible`` (previz) draws the sampled frames anew from plan.json for the encode-fidelity
 check, instead of trusting frames read back from the files under test.
+
+Before the shots are checked, the folder's files are checked against manifest.json
+(:func:`check_files`): a file changed since the render, one missing, a deliverable the manifest
+does not list (left from another render), or a render that started and never finished.
 """
 
 from __future__ import annotations
@@ -12,9 +16,60 @@ from pathlib import Path
 from typing import Any
 
 from daotai.errors import DaotaiError
+from daotai.files import sha256_file
 from daotai.pipeline import fidelity_sample_indexes
 from daotai.plan.layout import RenderLayout
 from daotai.qc.report import QcReport, check_sequence, check_shot, finish_report
+
+# Files a render lists in its manifest that change afterwards by design: qc.json (``daotai qc``
+# rewrites it) and the server's previews of the sequence (made after the manifest).
+_REWRITTEN_KINDS = ("qc", "thumbnail", "spritesheet", "manifest")
+
+
+def check_files(layout: RenderLayout, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The folder's files against the manifest's sha256 list: {"ok", "problems", counts}.
+
+    Problems, each one line: an unfinished render (its in-progress marker is still there), a
+    listed file missing or changed since the render, a deliverable the manifest does not list.
+    Files daotai does not write (a user's notes) are not judged.
+    """
+    problems: list[str] = []
+    marker = layout.in_progress
+    if marker.is_file():
+        try:
+            started = json.loads(marker.read_text(encoding="utf-8")).get("started", "?")
+        except (OSError, ValueError):
+            started = "?"
+        problems.append(f"a render into this folder started {started} and did not finish: its files may be "
+                        "mixed with an earlier render's; render again into it (or a new folder) to finish")
+    listed: dict[str, str] = manifest.get("files") or {}
+    if not layout.manifest.is_file():
+        problems.append("manifest.json is missing: nothing to check the files against")
+    missing, changed = [], []
+    for rel, digest in sorted(listed.items()):
+        path = layout.root / rel
+        try:
+            kind = layout.classify_any(rel)[0]
+        except ValueError:
+            kind = None
+        if kind in _REWRITTEN_KINDS:
+            continue
+        if not path.is_file():
+            missing.append(rel)
+        elif sha256_file(path) != digest:
+            changed.append(rel)
+    unlisted = [rel for rel, (kind, _) in layout.present_deliverables().items()
+                if rel not in listed and kind not in _REWRITTEN_KINDS]
+    if changed:
+        problems.append(f"{len(changed)} file(s) changed since manifest.json was written: {', '.join(changed)}")
+    if missing:
+        problems.append(f"{len(missing)} file(s) listed in manifest.json are missing: {', '.join(missing)}")
+    if unlisted:
+        problems.append(f"{len(unlisted)} file(s) not from this render (manifest.json does not list them): "
+                        f"{', '.join(unlisted)}")
+    return {"ok": not problems, "problems": problems, "checked": len(listed), "changed": changed,
+            "missing": missing, "unlisted": unlisted, "in_progress": marker.is_file()}
+
 
 
 def check_folder(folder: Path, console: Any = None) -> QcReport:
@@ -28,6 +83,7 @@ def check_folder(folder: Path, console: Any = None) -> QcReport:
         raise DaotaiError(f"{folder}: has no plan.json; is it a daotai render folder?")
     plan = plan_from_json(layout.plan.read_text(encoding="utf-8"))
     manifest = json.loads(layout.manifest.read_text(encoding="utf-8")) if layout.manifest.is_file() else {}
+    folder_files = check_files(layout, manifest)
     settings = manifest.get("settings", {})
     spec = spec_for(settings.get("backend", "previz"))
     options = settings.get("options") or {}
@@ -55,4 +111,4 @@ def check_folder(folder: Path, console: Any = None) -> QcReport:
         if backend is not None:
             backend.close()
     sequence = check_sequence(plan, layout.sequence) if layout.sequence.is_file() else None
-    return finish_report(layout, shots, sequence)
+    return finish_report(layout, shots, sequence, folder_files)

@@ -19,7 +19,8 @@ is unambiguous for every shot id the script allows (letters, digits, ``_`` and `
 dot): the extension tells a depth preview (``.mp4``) from depth and mask (``.mkv``), and
 ``_depth.mkv`` / ``_mask.mkv`` cannot both end one name, so a shot called ``a_depth`` or
 ``x_depth_preview`` reads back as itself. Pure path arithmetic: no file is touched except
-by :meth:`RenderLayout.find` and :meth:`RenderLayout.make_folders`.
+by :meth:`RenderLayout.find`, :meth:`RenderLayout.present_deliverables` (reads the folder) and
+:meth:`RenderLayout.make_folders`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ RUN_KINDS = ("sequence", *RUN_FILES)
 # Control files: the ending after the shot id (the extension is fixed, whatever the container).
 CONTROL_ENDINGS = {"depth": "_depth.mkv", "depth_preview": "_depth_preview.mp4", "mask": "_mask.mkv"}
 PUBLIC_NAMES = {"sequence": "video"}  # kinds published under another name; the rest keep their kind
+# Written when a render into the folder starts and removed once its manifest is written: while it
+# is there the folder may mix files of two runs (hidden, so no manifest or listing takes it for
+# a deliverable).
+IN_PROGRESS = ".daotai-render-in-progress.json"
 
 _SHOT_ID = re.compile(ID_PATTERN)
 
@@ -162,6 +167,16 @@ class RenderLayout:
                         return kind, shot_id
         raise ValueError(f"{rel!r} is not a deliverable of a render folder")
 
+    def classify_any(self, relative_path: str | PurePath) -> tuple[str, str | None]:
+        """:meth:`classify` under either container (a ProRes render's ``.mov`` files are
+        deliverables of an H.264 render's folder too); ValueError if it is no deliverable."""
+        for container in (self.container, *(c for c in CONTAINERS if c != self.container)):
+            try:
+                return RenderLayout(self.root, container).classify(relative_path)
+            except ValueError:
+                continue
+        raise ValueError(f"{relative_path!s} is not a deliverable of a render folder")
+
     def name_of(self, relative_path: str | PurePath) -> str:
         """The public name of a deliverable from its relative path; ValueError if it is none."""
         return public_name(*self.classify(relative_path))
@@ -224,6 +239,29 @@ class RenderLayout:
     def spritesheet(self) -> Path:
         return self.path("spritesheet")
 
+    @property
+    def in_progress(self) -> Path:
+        """The marker of a render that started here and has not written its manifest yet."""
+        return self.root / IN_PROGRESS
+
+    def present_deliverables(self) -> dict[str, tuple[str, str | None]]:
+        """Relative path → (kind, shot id) of every file in the folder that a render writes
+        (:meth:`classify_any`); other files (a user's notes, another tool's output) are not
+        listed. Reads the folder (its top level, shots/ and control/), touches nothing."""
+        found: dict[str, tuple[str, str | None]] = {}
+        for folder in (self.root, self.shots_dir, self.control_dir):
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.iterdir()):
+                if not path.is_file() or path.is_symlink():
+                    continue
+                rel = path.relative_to(self.root).as_posix()
+                try:
+                    found[rel] = self.classify_any(rel)
+                except ValueError:
+                    continue
+        return found
+
     def make_folders(self, controls: bool) -> None:
         """Create the render folder's sub-folders (shots/, and control/ with controls)."""
         for folder in (self.shots_dir, self.control_dir) if controls else (self.shots_dir,):
@@ -231,5 +269,6 @@ class RenderLayout:
 
 
 __all__ = [
-    "CONTAINERS", "CONTROL_KINDS", "RUN_KINDS", "SHOT_KINDS", "RenderLayout", "public_name", "valid_shot_id",
+    "CONTAINERS", "CONTROL_KINDS", "IN_PROGRESS", "RUN_KINDS", "SHOT_KINDS", "RenderLayout", "public_name",
+    "valid_shot_id",
 ]
