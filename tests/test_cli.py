@@ -50,6 +50,34 @@ def test_validate_json_output(tmp_path):
     assert payload["ok"] is False and payload["issues"][0]["path"] == "shots[0].duration"
 
 
+def test_validate_plans_too_and_exits_like_render(tmp_path):
+    """A script validate passes also plans: a plan problem fails validate with its path, exit 3."""
+    script = tmp_path / "xfade.json"
+    script.write_text(json.dumps({"characters": [{"id": "a"}],
+                                  "shots": [{"shot_id": "s1", "duration": 1, "transition": {"type": "crossfade",
+                                                                                           "duration": 0.5}},
+                                            {"shot_id": "s2", "duration": 1}]}))
+    result = daotai("validate", str(script))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "shots[0].transition.type: 'crossfade' needs a previous shot" in result.stderr
+    assert "Traceback" not in result.stderr
+    as_json = daotai("validate", "--json", str(script))
+    payload = json.loads(as_json.stdout)
+    assert as_json.returncode == 3 and payload["ok"] is False and payload["stage"] == "plan"
+    assert payload["issues"][0]["path"] == "shots[0].transition.type"
+    rendered = daotai("render", str(script), "-o", str(tmp_path / "out"))
+    assert rendered.returncode == 3 and "shots[0].transition.type" in rendered.stderr
+
+
+def test_validate_loads_no_torch():
+    code = ("import sys; from daotai.cli import main; sys.argv = ['daotai', 'validate', 'examples/office.json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'diffusers', 'cv2', 'av') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_missing_file_and_unknown_backend_are_clear(tmp_path):
     missing = daotai("validate", str(tmp_path / "nope.json"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr

@@ -69,16 +69,29 @@ def validate(
         "shorthand written out, defaults filled in) as JSON"
     ),
 ) -> None:
-    """Check a script; list every problem with its JSON path, value and rule."""
+    """Check a script and plan it; list every problem with its JSON path, value and rule.
+
+    It plans as render does (timing, transitions, staging, cameras), so a script validate
+    passes also starts to render; the exit codes are render's (2 script, 3 plan)."""
+    from daotai.errors import PlanError
+
     try:
         parsed = _load(script)
-    except ScriptError as exc:
+        from daotai.plan.planner import plan_script
+
+        planned = plan_script(parsed)
+    except (ScriptError, PlanError) as exc:
         if as_json:
-            out.print_json(
-                data={"ok": False, "issues": [{"path": i.path, "value": repr(i.value), "rule": i.rule} for i in exc.issues]}
-            )
+            issues = [{"path": i.path, "value": repr(i.value), "rule": i.rule} for i in exc.issues]
+            if not issues:  # a plan problem without a JSON path
+                issues = [{"path": None, "value": None, "rule": str(exc)}]
+            stage = "script" if isinstance(exc, ScriptError) else "plan"
+            out.print_json(data={"ok": False, "stage": stage, "issues": issues})
             raise typer.Exit(exc.exit_code) from None
         raise
+    for shot in planned.shots:
+        for warning in shot.warnings:
+            err.print(f"[yellow]warning[/yellow] {shot.shot_id}: {escape(warning)}")
     total = sum(s.duration for s in parsed.shots)
     canonical = parsed.model_dump(mode="json") if normalised else None
     if as_json:
