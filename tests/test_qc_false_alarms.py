@@ -111,7 +111,7 @@ PAN = {"size": "480x270", "scene": {"name": "office"}, "characters": [{"id": "a"
        "shots": [{"shot_id": "pan", "duration": 1.5, "subject": "a", "framing": "medium",
                   "camera": {"type": "pan", "rotate": [20, 0, 0]}},
                  {"shot_id": "dolly", "duration": 1.5, "subject": "a", "framing": "medium",
-                  "camera": {"type": "dolly", "motion": [0, 0, -1.0], "easing": "linear"}},
+                  "camera": {"type": "dolly", "motion": [0, 0, -0.5], "easing": "linear"}},
                  {"shot_id": "zoom", "duration": 1.5, "subject": "a", "framing": "medium",
                   "camera": {"type": "zoom", "fov_end": 38, "easing": "linear"}}]}
 
@@ -124,8 +124,34 @@ def moves(tmp_path_factory):
 
 
 def test_correct_moves_pass(moves):
-    _, qc, _ = moves
+    plan, qc, out = moves
     assert qc["ok"], qc["failures"]
+    for shot in plan.shots:  # and from the plan's geometry alone, as with --no-controls
+        entry = check_shot(plan, shot, out / "shots" / f"{shot.shot_id}.mp4", None, controls={})
+        assert entry["ok"], (shot.shot_id, entry["failures"])
+
+
+def test_tracks_on_a_straight_edge_are_not_used():
+    """A lone straight edge (a building against the sky) says nothing about motion along it:
+    Lucas-Kanade slides there (the aperture problem). Its corners are kept, its middle is not."""
+    import cv2
+
+    from daotai.qc.camera import TrackerConfig, _corner_ratio, _track
+
+    grey = np.full((180, 320), 40, np.uint8)
+    cv2.fillPoly(grey, [np.array([[60, 179], [140, 0], [319, 0], [319, 179]], np.int32)], 200)  # one long edge
+    cv2.rectangle(grey, (230, 70), (270, 110), 90, -1)  # a patch with four corners
+    moved = np.roll(grey, 2, axis=0)  # the picture moves down 2 px (a tilt up)
+    start, end, found = _track(grey, moved, TrackerConfig(quality=0.001, min_distance=4.0))
+    assert found > len(start) > 0
+    along_edge = np.abs((start[:, 0] - 60) * 179 - (start[:, 1] - 179) * (140 - 60)) / np.hypot(80, 179) < 3
+    inner = along_edge & (start[:, 1] > 20) & (start[:, 1] < 160)
+    assert not inner.any(), start[inner]
+    corners = np.array([[230, 70], [270, 70], [230, 110], [270, 110]], np.float32)
+    assert (_corner_ratio(grey, corners, 21) > 0.05).all()
+    near = np.linalg.norm(start[:, None] - corners[None], axis=2).min(axis=0) < 4
+    assert near.sum() >= 3
+    assert np.allclose(end - start, [0, 2], atol=0.3)  # what is kept follows the picture
 
 
 @pytest.mark.parametrize("controls", [True, False], ids=["controls", "no-controls"])

@@ -575,11 +575,11 @@ class TrackerConfig:
     min_tracks: int = 20  # fewer usable tracks than this: the pair is skipped
     # Smallest / largest eigenvalue of the image's structure tensor over the tracking window:
     # below this the window holds one straight edge and Lucas-Kanade cannot tell motion along
-    # it (the aperture problem). Measured on previz renders (low-angle push-in, orbit): tracks
-    # on edges (a building's slanted side, a lamp post) sit under 0.03 and miss the planned
-    # motion by 1.1-1.2 px a frame (median), sliding along the edge; from 0.03 up the median
-    # miss is 0.01-0.34 px.
-    min_corner_ratio: float = 0.03
+    # it (the aperture problem). Measured on previz renders (a low-angle push-in, a tilt at
+    # night, an orbit; 1225 tracks against the exact depth): under 0.05, tracks on edges (a
+    # building against the sky, a lamp post) slide along them and 36-66% miss the planned
+    # motion by more than 1 px a frame; from 0.05 up, 10% (0.05-0.1) down to 1% (over 0.2).
+    min_corner_ratio: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -849,8 +849,10 @@ class CameraCheckConfig:
 
 # For DepthMap scenes: the exact depth lets nearly every corner be checked, so weak corners
 # (flat-shaded renders have few strong ones, and bold overlay text would set the bar) are
-# detected too; edge and moving-pixel screening then removes the unreliable ones.
-DEPTH_MAP_CONFIG = CameraCheckConfig(tracker=TrackerConfig(quality=0.001))
+# detected too, and closer together (an orbit's parallax leaves few corners off depth edges:
+# at 6 px apart 4 of an orbit's 23 frame pairs kept too few to check); edge and moving-pixel
+# screening then removes the unreliable ones.
+DEPTH_MAP_CONFIG = CameraCheckConfig(tracker=TrackerConfig(quality=0.001, min_distance=4.0))
 
 
 @dataclass(frozen=True)
