@@ -104,6 +104,33 @@ def test_office_walk_and_orbit_pass_without_controls(tmp_path):
     assert _entry(qc, "s01")["frames"]["frozen_faulty"] == []
 
 
+CLOSE_UPS = {"size": "preview", "seed": 3, "scene": {"name": "office"},
+             "characters": [{"id": "a", "height": 1.75, "position": [0, 0]}],
+             "shots": [{"shot_id": sid, "duration": 2, "subject": "a", "framing": "close_up", "angle": angle,
+                        "camera": camera}
+                       for sid, angle, camera in (("truck", "low", {"type": "truck", "direction": "right"}),
+                                                  ("orbit", "eye_level", {"type": "orbit"}),
+                                                  ("dolly", "birds_eye", {"type": "dolly", "direction": "in"}),
+                                                  ("pedestal", "low", {"type": "pedestal", "direction": "up"}))]}
+
+
+def test_close_ups_pass_without_controls(tmp_path):
+    """Without a depth map a close-up's tracks are on the subject, whose surface the plan only
+    knows to lie inside its cylinder: the orbit read as an unplanned move, the bird's-eye
+    dolly and the low pedestal as over the error limit."""
+    plan, qc = _render(CLOSE_UPS, tmp_path / "out", controls=False)
+    for entry in qc["shots"]:
+        assert entry["camera"]["depth_source"] == "scene_model"
+        assert entry["ok"], (entry["shot_id"], entry["failures"])
+        assert entry["camera"]["checked"] and entry["camera"]["error_mean_px"] < 0.8
+    # the band of depths does not hide a move the wrong way
+    for shot_id, component in (("truck", "horizontal"), ("pedestal", "vertical")):
+        frames = list(decode_frames(tmp_path / "out" / "shots" / f"{shot_id}.mp4"))[::-1]
+        backwards = _rewrite(tmp_path / "x.mp4", tmp_path / f"{shot_id}_reversed.mp4", frames, plan.fps)
+        entry = check_shot(plan, plan.shot(shot_id), backwards, None, controls={})
+        assert not entry["ok"] and _component(entry, component)["direction_ok"] is False, entry["summary"]
+
+
 # --------------------------------------------------------------------------- true failures
 
 

@@ -1216,6 +1216,12 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     off_chars = usable & ~on_chars
     if isinstance(model, DepthMap) or int(off_chars.sum()) >= min_tracks:
         usable = off_chars
+    elif on_chars.any():
+        # The body's surface lies somewhere inside its cylinder: a character's track follows
+        # the plan if it lands anywhere between where the cylinder's near and far sides would.
+        band = usable & on_chars
+        planned[band] = _within_depth_band(cams[a], fovs[a], cams[b], fovs[b], start[band],
+                                           moved[band], width, height, model, planned[band])
     start, moved, planned = start[usable], moved[usable], planned[usable]
     if len(start) < min_tracks:
         return None
@@ -1241,6 +1247,66 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
         expected=_components(_least_squares_similarity(s[common], (s + e)[common], centre)),
         causes=causes,
     )
+
+
+def _cylinder_span(origin: np.ndarray, dirs: np.ndarray, cyl: Cylinder,
+                   ground_y: float) -> tuple[np.ndarray, np.ndarray]:
+    """Distances (N,) along unit rays where they enter and leave a cylinder's volume (side,
+    top and ground); inf where they miss it."""
+    ox, oz = origin[0] - cyl.center_x, origin[2] - cyl.center_z
+    dx, dy, dz = dirs[:, 0], dirs[:, 1], dirs[:, 2]
+    a = dx * dx + dz * dz
+    b = 2.0 * (ox * dx + oz * dz)
+    c = ox * ox + oz * oz - cyl.radius**2
+    disc = b * b - 4.0 * a * c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = np.sqrt(np.maximum(disc, 0.0))
+        vertical = a < 1e-12  # a ray along y: inside the side for its whole length, or never
+        side_in = np.where(vertical, np.where(c <= 0, -np.inf, np.inf), (-b - root) / (2.0 * a))
+        side_out = np.where(vertical, np.where(c <= 0, np.inf, -np.inf), (-b + root) / (2.0 * a))
+        side_in = np.where(vertical | (disc >= 0), side_in, np.inf)
+        side_out = np.where(vertical | (disc >= 0), side_out, -np.inf)
+        low, high = (ground_y - origin[1]) / dy, (ground_y + cyl.height - origin[1]) / dy
+        flat = dy == 0
+        inside_y = (ground_y <= origin[1]) & (origin[1] <= ground_y + cyl.height)
+        slab_in = np.where(flat, np.where(inside_y, -np.inf, np.inf), np.minimum(low, high))
+        slab_out = np.where(flat, np.where(inside_y, np.inf, -np.inf), np.maximum(low, high))
+    t_in = np.maximum(np.maximum(side_in, slab_in), _EPS_T)
+    t_out = np.minimum(side_out, slab_out)
+    hit = t_out > t_in
+    return np.where(hit, t_in, np.inf), np.where(hit, t_out, np.inf)
+
+
+def _within_depth_band(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
+                       start: np.ndarray, moved: np.ndarray, width: int, height: int,
+                       model: DepthModel, planned: np.ndarray) -> np.ndarray:
+    """Planned motion (K, 2) of tracks on characters, their depth only known to a band.
+
+    A track starting on a character's cylinder may lie anywhere between the cylinder's near
+    and far sides; the planned end is the point of the segment those two depths project to in
+    frame b that is nearest the measured end (a move the wrong way, or of another kind, still
+    misses the whole segment). Tracks on no cylinder keep ``planned``.
+    """
+    intr = geometry.intrinsics_from_fov(fov_a, width, height)
+    dirs = geometry.camera_rays(start, intr) @ cam_a[:3, :3].T  # (K, 3) unit, world
+    origin = cam_a[:3, 3]
+    near = np.full(len(start), np.inf)
+    far = np.full(len(start), np.inf)
+    for cyl in (c for c in model.occluders if isinstance(c, Cylinder)):
+        t_in, t_out = _cylinder_span(origin, dirs, cyl, model.ground_y)
+        closer = t_in < near
+        near, far = np.where(closer, t_in, near), np.where(closer, t_out, far)
+    found = np.isfinite(near) & np.isfinite(far)
+    ones = np.ones(len(start))
+    ends = [_project(cam_b, fov_b, origin + np.where(found, t, 0.0)[:, None] * dirs, ones, width, height)
+            for t in (near, far)]  # (K, 2) each: the ends of the band in frame b
+    seg = ends[1] - ends[0]
+    target = start + moved
+    with np.errstate(divide="ignore", invalid="ignore"):
+        along = np.clip(np.einsum("ij,ij->i", target - ends[0], seg) / np.einsum("ij,ij->i", seg, seg), 0.0, 1.0)
+    closest = ends[0] + np.nan_to_num(along)[:, None] * seg
+    usable = found & np.all(np.isfinite(closest), axis=1)
+    return np.where(usable[:, None], closest - start, planned)
 
 
 def _planned_causes(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
