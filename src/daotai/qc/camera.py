@@ -14,12 +14,15 @@ tracker shifts them by half a pixel before anything is compared.
 What is excluded from the error statistics, per frame pair, in this order (``T`` is
 ``CameraCheckConfig.inlier_px`` converted to full-resolution pixels, 3 px by default):
 
+0. corners whose tracking window holds one straight edge (``TrackerConfig.min_corner_ratio``):
+   motion along an edge cannot be measured (the aperture problem);
 1. tracks that Lucas-Kanade loses in either direction, that land outside the image, or whose
    forward-backward round trip misses the start by more than ``TrackerConfig.fb_max_px``;
 2. tracks whose planned position is undefined (the point falls behind camera b);
 3. tracks that start on a character of the depth model (its cylinder grown by
    ``character_margin``), because characters move on their own — unless fewer than
-   ``min_tracks`` other tracks remain (a close-up), then they stay in;
+   ``min_tracks`` other tracks remain (a close-up), then they stay in, planned anywhere
+   between the depths of their cylinder's near and far sides (the body lies inside it);
 4. tracks that do not share the shot-wide plan-vs-video disagreement (``agreeing_tracks``):
    "the video follows the plan" competes with a RANSAC similarity fitted from planned to
    measured end points; the winner's misses set a noise level and tracks missing it by more
@@ -30,6 +33,9 @@ What is excluded from the error statistics, per frame pair, in this order (``T``
 
 The measured and planned components are least-squares similarities on the same tracks: the
 inliers (threshold T) of a RANSAC similarity fitted to the measured motion of the kept tracks.
+Each planned component is named after what drives it (_cause): the camera's turn, its zoom,
+or its travel along one of its own axes; a component another driver causes (the picture of a
+low-angle push-in slides down) is checked but named only when it is the main effect.
 A frame pair left with fewer than ``TrackerConfig.min_tracks`` tracks (too little texture) is
 skipped and counted.
 
