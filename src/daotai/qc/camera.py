@@ -22,7 +22,8 @@ What is excluded from the error statistics, per frame pair, in this order (``T``
 3. tracks that start on a character of the depth model (its cylinder grown by
    ``character_margin``), because characters move on their own — unless fewer than
    ``min_tracks`` other tracks remain (a close-up), then they stay in, planned anywhere
-   between the depths of their cylinder's near and far sides (the body lies inside it);
+   between the depths of their cylinder's near side and the scene behind it (the body lies
+   somewhere in between);
 4. tracks that do not share the shot-wide plan-vs-video disagreement (``agreeing_tracks``):
    "the video follows the plan" competes with a RANSAC similarity fitted from planned to
    measured end points; the winner's misses set a noise level and tracks missing it by more
@@ -547,9 +548,11 @@ def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, sub
         covered = ~visible & (depth < front)
         blockers = [names[v - 1] if 0 < v <= len(names) else "scenery" for v in labels[covered]]
     else:
-        nearest = np.full(len(dirs), np.inf)
-        who = np.full(len(dirs), -1)
-        for i, (_, occluder) in enumerate(others):
+        # The ground hides the subject only from below it (a camera that sank under the floor).
+        nearest = _ground_hits(origin, dirs, ground_y) if origin[1] < ground_y else np.full(len(dirs), np.inf)
+        who = np.full(len(dirs), len(others))  # index len(others): the ground
+        others = [*others, ("ground", None)]
+        for i, (_, occluder) in enumerate(others[:-1]):
             if isinstance(occluder, Solid):
                 t = _solid_hits(origin, dirs, occluder)
             else:
@@ -1220,22 +1223,24 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     # stay in: the map already holds every surface that follows the camera, and what it
     # excludes (a walker, a name label snapped to whole pixels) does not.
     off_chars = usable & ~on_chars
+    nominal = planned  # where the plan's motion is taken from for the components
     if isinstance(model, DepthMap) or int(off_chars.sum()) >= min_tracks:
         usable = off_chars
     elif on_chars.any():
-        # The body's surface lies somewhere inside its cylinder: a character's track follows
-        # the plan if it lands anywhere between where the cylinder's near and far sides would.
+        # A character's track follows the plan if it lands anywhere in its depth band.
         band = usable & on_chars
-        planned[band] = _within_depth_band(cams[a], fovs[a], cams[b], fovs[b], start[band],
-                                           moved[band], width, height, model, planned[band])
-    start, moved, planned = start[usable], moved[usable], planned[usable]
+        planned, nominal = planned.copy(), planned.copy()
+        planned[band], nominal[band] = _within_depth_band(
+            cams[a], fovs[a], cams[b], fovs[b], start[band], moved[band], width, height, model, planned[band],
+            threshold)
+    start, moved, planned, nominal = start[usable], moved[usable], planned[usable], nominal[usable]
     if len(start) < min_tracks:
         return None
     keep = agreeing_tracks(start, moved, planned, threshold, centre, min_tracks,
                            config.plan_preference)
     if keep is None:
         return None
-    s, m, e = start[keep], moved[keep], planned[keep]
+    s, m, e, nominal = start[keep], moved[keep], planned[keep], nominal[keep]
     # The measured similarity (RANSAC, generous threshold) names the tracks that move
     # together in the video; measured, planned and rotation-only motion are then fitted on
     # exactly those tracks by least squares, so the three stay comparable even where
@@ -1250,7 +1255,7 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
         errors=np.linalg.norm(m - e, axis=1) / stride,
         excluded=pair.detected - len(s),
         measured=_components(_least_squares_similarity(s[common], (s + m)[common], centre)),
-        expected=_components(_least_squares_similarity(s[common], (s + e)[common], centre)),
+        expected=_components(_least_squares_similarity(s[common], (s + nominal)[common], centre)),
         causes=causes,
     )
 
@@ -1285,34 +1290,45 @@ def _cylinder_span(origin: np.ndarray, dirs: np.ndarray, cyl: Cylinder,
 
 def _within_depth_band(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
                        start: np.ndarray, moved: np.ndarray, width: int, height: int,
-                       model: DepthModel, planned: np.ndarray) -> np.ndarray:
-    """Planned motion (K, 2) of tracks on characters, their depth only known to a band.
+                       model: DepthModel, planned: np.ndarray,
+                       tolerance_px: float) -> tuple[np.ndarray, np.ndarray]:
+    """Planned motion (K, 2) of tracks on characters, their depth only known to a band: the
+    band's point nearest the measured end, and the same for the components unless the measured
+    end misses the band by more than ``tolerance_px`` (then the band's near end).
 
-    A track starting on a character's cylinder may lie anywhere between the cylinder's near
-    and far sides; the planned end is the point of the segment those two depths project to in
-    frame b that is nearest the measured end (a move the wrong way, or of another kind, still
-    misses the whole segment). Tracks on no cylinder keep ``planned``.
+    A track starting inside a character's cylinder may be on the body anywhere between the
+    cylinder's near side and its far side, or on what lies behind where the body does not
+    fill the cylinder (between an arm and the torso, beside a narrow waist): its depth lies
+    between the cylinder's near side and the scene behind it (the sky: at infinity). The
+    planned end is the point of the segment those two depths project to in frame b that is
+    nearest the measured end; a move the wrong way still misses the whole segment. Tracks on
+    no cylinder keep ``planned`` for both.
     """
     intr = geometry.intrinsics_from_fov(fov_a, width, height)
     dirs = geometry.camera_rays(start, intr) @ cam_a[:3, :3].T  # (K, 3) unit, world
     origin = cam_a[:3, 3]
     near = np.full(len(start), np.inf)
-    far = np.full(len(start), np.inf)
     for cyl in (c for c in model.occluders if isinstance(c, Cylinder)):
-        t_in, t_out = _cylinder_span(origin, dirs, cyl, model.ground_y)
-        closer = t_in < near
-        near, far = np.where(closer, t_in, near), np.where(closer, t_out, far)
-    found = np.isfinite(near) & np.isfinite(far)
-    ones = np.ones(len(start))
-    ends = [_project(cam_b, fov_b, origin + np.where(found, t, 0.0)[:, None] * dirs, ones, width, height)
-            for t in (near, far)]  # (K, 2) each: the ends of the band in frame b
+        near = np.minimum(near, _cylinder_span(origin, dirs, cyl, model.ground_y)[0])
+    scenery = DepthModel(model.ground_y, model.far_m, tuple(o for o in model.occluders if isinstance(o, Solid)))
+    behind = cast_rays(origin, dirs, scenery)  # (K,) m, inf for the sky
+    found = np.isfinite(near)
+    sky = ~np.isfinite(behind)
+    far_points = np.where(sky[:, None], dirs, origin + np.where(sky, 0.0, behind)[:, None] * dirs)
+    ends = (_project(cam_b, fov_b, origin + np.where(found, near, 0.0)[:, None] * dirs,
+                     np.ones(len(start)), width, height),
+            _project(cam_b, fov_b, far_points, (~sky).astype(np.float64), width, height))
     seg = ends[1] - ends[0]
     target = start + moved
     with np.errstate(divide="ignore", invalid="ignore"):
-        along = np.clip(np.einsum("ij,ij->i", target - ends[0], seg) / np.einsum("ij,ij->i", seg, seg), 0.0, 1.0)
-    closest = ends[0] + np.nan_to_num(along)[:, None] * seg
-    usable = found & np.all(np.isfinite(closest), axis=1)
-    return np.where(usable[:, None], closest - start, planned)
+        along = np.nan_to_num(np.einsum("ij,ij->i", target - ends[0], seg) / np.einsum("ij,ij->i", seg, seg))
+    closest = ends[0] + np.clip(along, 0.0, 1.0)[:, None] * seg
+    # Beyond the band the body's front stands for the plan: a move the wrong way then reads as
+    # the planned direction missed, not as a move the plan never asked for.
+    beyond = np.linalg.norm(target - closest, axis=1) > tolerance_px
+    nominal = np.where(beyond[:, None], ends[0], closest)
+    usable = (found & np.all(np.isfinite(closest), axis=1) & np.all(np.isfinite(nominal), axis=1))[:, None]
+    return np.where(usable, closest - start, planned), np.where(usable, nominal - start, planned)
 
 
 def _planned_causes(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
