@@ -562,7 +562,7 @@ def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, sub
         covered = nearest < t_subject
         visible = ~covered
         blockers = [others[i][0] for i in who[covered]]
-    blocker = max(set(blockers), key=blockers.count) if blockers else None
+    blocker = min(set(blockers), key=lambda name: (-blockers.count(name), name)) if blockers else None
     return Visibility(int(region.sum()), int(visible.sum()), int(covered.sum()), blocker)
 
 

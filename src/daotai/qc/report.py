@@ -357,7 +357,7 @@ def check_subject(plan: Plan, shot: ShotPlan, depth_path: Path | None = None,
         "frames_hidden": len(hidden),
         "hidden_frames": hidden,
         "visible_share_min": round(min(in_frame), 3) if in_frame else None,
-        "blocked_by": max(set(blockers), key=blockers.count) if blockers else None,
+        "blocked_by": min(set(blockers), key=lambda name: (-blockers.count(name), name)) if blockers else None,
         "rule": (f"hidden (under {SUBJECT_VISIBLE_MIN_SHARE:.0%} visible) in at most "
                  f"{SUBJECT_HIDDEN_MAX_SHARE:.0%} of the frames"),
     }
