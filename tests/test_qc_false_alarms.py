@@ -306,3 +306,27 @@ def test_subject_hidden_in_a_face_to_face_master_fails(tmp_path, controls):
     assert subject["source"] == ("mask" if controls else "scene_model")
     assert subject["blocked_by"] == "b" and subject["frames_hidden"] > 0.25 * subject["frames_checked"]
     assert [f for f in hidden["failures"] if not f.startswith("subject a hidden behind b")] == []
+
+
+WIDE_DOLLY_AND_ZOOM = {"size": "preview", "seed": 3, "scene": {"name": "office"},
+                       "characters": [{"id": "a", "height": 1.75, "position": [0, 0]}],
+                       "shots": [{"shot_id": "dolly", "duration": 2, "subject": "a", "framing": "wide",
+                                  "camera": {"type": "dolly", "direction": "in"}},
+                                 {"shot_id": "zoom", "duration": 2, "subject": "a", "framing": "wide",
+                                  "camera": {"type": "zoom", "direction": "in"}}]}
+
+
+def test_a_zoom_is_told_from_a_dolly_by_its_missing_depth(tmp_path):
+    """A wide zoom's picture grows much like the wide dolly's, within the error limit; what it
+    lacks is the dolly's parallax: one image-wide zoom fits it far better than the plan does."""
+    plan, qc = _render(WIDE_DOLLY_AND_ZOOM, tmp_path / "out")
+    assert qc["ok"], qc["failures"]
+    dolly = _entry(qc, "dolly")["camera"]
+    assert dolly["parallax_missing"] is False and dolly["plan_fit_px"] < dolly["plain_fit_px"]
+    out = tmp_path / "out"
+    entry = check_shot(plan, plan.shot("dolly"), out / "shots" / "zoom.mp4", None,
+                       controls={"depth": out / "control" / "dolly_depth.mkv", "mask": out / "control" / "dolly_mask.mkv"})
+    assert not entry["ok"] and entry["camera"]["parallax_missing"]
+    assert entry["camera"]["summary"].startswith("moves like one image-wide zoom or pan, without the depth")
+    assert "dollies" not in entry["camera"]["summary"]
+

@@ -850,6 +850,15 @@ class CameraCheckConfig:
     unplanned_factor: float = 2.0  # still-planned component moving > factor x significance
     character_margin: float = 0.15  # cylinders grow by this fraction when excluding their tracks
     plan_preference: float = 0.5  # "video follows the plan" wins with this share of RANSAC's count
+    # With exact depth, the picture lacks the plan's parallax (a zoom or pan where a dolly,
+    # truck or pedestal was planned) when the plan fits the measured motion worse than one
+    # image-wide similarity by this factor and by at least plain_fit_min_px per frame.
+    # Measured on previz (office, eye level, close-up to wide): a correct move fits the plan
+    # 1.6-12 times better than a similarity (a zoom or pan about equally well); a zoom's video
+    # under a dolly's plan, a pan's under a truck's, a tilt's under a pedestal's fit the
+    # similarity 2-4.4 times better.
+    plain_fit_ratio: float = 1.5
+    plain_fit_min_px: float = 0.4
     # DepthMap scenes: a track is on a depth edge when the planned flow within this radius
     # departs from an affine field by more than depth_edge_flow_px.
     depth_edge_radius_px: float = 6.0
@@ -904,6 +913,11 @@ class CameraAdherence:
     tracks_excluded: int
     components: tuple[ComponentCheck, ...]
     worst_pair: tuple[int, int, float] | None  # (frame a, frame b, mean error px per frame)
+    # With exact depth: how well the plan, and one image-wide zoom/pan/roll (a similarity), fit
+    # the measured motion (mean px per frame on the same tracks); NaN without exact depth.
+    plan_fit_px: float = math.nan
+    plain_fit_px: float = math.nan
+    parallax_missing: bool = False  # the plain similarity fits much better: no planned parallax
 
     def component(self, name: str) -> ComponentCheck:
         """The check of one component by name."""
@@ -1113,8 +1127,12 @@ def _component_checks(expected: dict[str, float], measured: dict[str, float],
     return tuple(checks)
 
 
-def _describe(c: ComponentCheck) -> str:
-    """One component's outcome in words."""
+def _describe(c: ComponentCheck, flat: bool = False) -> str:
+    """One component's outcome in words. ``flat``: the picture lacks the plan's parallax, so a
+    component the camera's travel drives is told as what the picture did, not as that travel."""
+    if c.significant and c.direction_ok and flat and c.cause == "translation":
+        picture = _third_person(_words(c.name, c.measured_total, "other"))
+        return f"the picture {picture} {_amount(c.name, c.measured_total)} as planned"
     if c.significant and c.direction_ok:
         return f"{_third_person(c.words)} {_amount(c.name, c.measured_total)} as planned"
     if c.significant:
@@ -1126,11 +1144,13 @@ def _describe(c: ComponentCheck) -> str:
 
 
 def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, stride: int,
-             evaluated: int, skipped: int, small_move: str | None = None) -> str:
+             evaluated: int, skipped: int, small_move: str | None = None,
+             flat: str | None = None) -> str:
     """One line in plain words for the report: what is wrong first, then what went as planned.
 
     ``small_move``: the plan's largest motion in words when the plan moves the camera but no
     component reaches the significance threshold (never "holds still" for a planned move).
+    ``flat``: why the picture lacks the plan's parallax, when it does.
     """
     if evaluated + skipped == 0:
         return "camera not checked: the video has fewer than two frames to compare"
@@ -1138,7 +1158,7 @@ def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, str
         return f"camera not checked: none of {skipped} frame pairs had enough texture to track"
     per = "px/frame" if stride == 1 else f"px/frame (checked every {stride} frames)"
     failed = [c for c in checks if c.direction_ok is False or c.unplanned]
-    parts = [_describe(c) for c in failed]
+    parts = [_describe(c) for c in failed] + ([flat] if flat else [])
     if error > limit:
         parts.append(f"error {error:.2f} {per}, over the {limit:.2f} limit")
     # Side effects of the main move (the picture of a down-tilted camera turns as it pans, the
@@ -1147,7 +1167,7 @@ def _summary(checks: tuple[ComponentCheck, ...], error: float, limit: float, str
     planned = [c for c in checks if c.significant and c not in failed]
     main_px = max((c.expected_px for c in checks if c.significant), default=0.0)
     shown = [c for c in planned if c.expected_px >= (main_px if c.cause == "other" else 0.5 * main_px)]
-    parts += [_describe(c) for c in shown]
+    parts += [_describe(c, flat is not None) for c in shown]
     if not failed and not shown:
         parts.append(small_move or "holds still as planned")
     if error <= limit:
@@ -1183,6 +1203,10 @@ class _PairResult:
     measured: Similarity
     expected: Similarity
     causes: dict[str, Similarity] | None  # planned motion explained by each driver (_cause)
+    plan_fit: np.ndarray  # (C,) |measured - planned| on the tracks the components use, px/frame
+    plain_fit: np.ndarray  # (C,) |measured - best single similarity| on the same tracks, px/frame
+    plan_depth: np.ndarray  # (C,) |planned - its own best similarity|: parallax and perspective
+    exact_depth: bool  # the scene was a DepthMap
 
 
 def _planned_depth_map(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: DepthMap,
@@ -1251,12 +1275,19 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     common = fit[1]
     causes = _planned_causes(cams[a], fovs[a], cams[b], fovs[b], s[common], width, height,
                              model, centre)
+    measured = _least_squares_similarity(s[common], (s + m)[common], centre)
+    planned_similarity = _least_squares_similarity(s[common], (s + nominal)[common], centre)
     return _PairResult(
         errors=np.linalg.norm(m - e, axis=1) / stride,
         excluded=pair.detected - len(s),
-        measured=_components(_least_squares_similarity(s[common], (s + m)[common], centre)),
+        measured=_components(measured),
         expected=_components(_least_squares_similarity(s[common], (s + nominal)[common], centre)),
         causes=causes,
+        plan_fit=np.linalg.norm((m - e)[common], axis=1) / stride,
+        plain_fit=np.linalg.norm(_apply(measured, s[common], centre) - (s + m)[common], axis=1) / stride,
+        plan_depth=np.linalg.norm(_apply(planned_similarity, s[common], centre) - (s + nominal)[common],
+                                  axis=1) / stride,
+        exact_depth=isinstance(model, DepthMap),
     )
 
 
@@ -1384,6 +1415,9 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
 
     seen = [0]
     errors: list[np.ndarray] = []  # per evaluated pair: (K,) inlier endpoint errors, px/frame
+    plan_fit: list[np.ndarray] = []  # per pair on exact depth: plan vs the best plain similarity
+    plain_fit: list[np.ndarray] = []
+    plan_depth: list[np.ndarray] = []
     expected = dict.fromkeys(COMPONENTS, 0.0)
     measured = dict.fromkeys(COMPONENTS, 0.0)
     # part of `expected` explained by each driver (see _cause): turn, zoom, travel along x, y, z
@@ -1401,6 +1435,10 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
             skipped += 1
         else:
             errors.append(result.errors)
+            if result.exact_depth:
+                plan_fit.append(result.plan_fit)
+                plain_fit.append(result.plain_fit)
+                plan_depth.append(result.plan_depth)
             used += len(result.errors)
             excluded += result.excluded
             for name in COMPONENTS:
@@ -1427,13 +1465,27 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
     camera_moves = bool(np.any(np.abs(cams - cams[0]) > 1e-9) or np.any(fovs != fovs[0]))
     checks = _component_checks(expected, measured, causes, half_diag, significant_px,
                                config.unplanned_factor)
-    ok = (evaluated > 0 and error_mean <= limit
+    plan_px = float(np.concatenate(plan_fit).mean()) if plan_fit else math.nan
+    plain_px = float(np.concatenate(plain_fit).mean()) if plain_fit else math.nan
+    depth_px = float(np.concatenate(plan_depth).mean()) if plan_depth else math.nan
+    flat = bool(plan_px > max(config.plain_fit_ratio * plain_px, config.plain_fit_min_px / analysis_scale))
+    if not flat:
+        flat_text = None
+    elif depth_px >= config.plain_fit_min_px / (2 * analysis_scale):
+        flat_text = (f"moves like one image-wide zoom or pan, without the depth of the planned move (such a "
+                     f"zoom or pan fits the picture within {plain_px:.2f} px/frame, the plan only within "
+                     f"{plan_px:.2f}): a zoom or pan where the camera should travel?")
+    else:
+        flat_text = (f"moves unlike the planned zoom, pan or roll (another one fits the picture within "
+                     f"{plain_px:.2f} px/frame, the plan only within {plan_px:.2f})")
+    ok = (evaluated > 0 and error_mean <= limit and not flat
           and all(c.direction_ok is not False and not c.unplanned for c in checks))
     return CameraAdherence(
         ok=bool(ok),
         summary=_summary(checks, error_mean, limit, stride, evaluated, skipped,
                          _small_move(checks, causes, significant_px, skipped > 0)
-                         if camera_moves else None),
+                         if camera_moves else None,
+                         flat_text),
         pairs_evaluated=evaluated,
         pairs_skipped=skipped,
         stride=stride,
@@ -1447,4 +1499,7 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
         tracks_excluded=excluded,
         components=checks,
         worst_pair=worst,
+        plan_fit_px=plan_px,
+        plain_fit_px=plain_px,
+        parallax_missing=flat,
     )
