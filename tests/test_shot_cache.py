@@ -33,10 +33,15 @@ def changed_script() -> dict:
     return script
 
 
-def render(script: dict, out: Path, cache: Path | None) -> dict:
+def render(script: dict, out: Path, cache: Path | None, checked: list[str] | None = None) -> dict:
+    """Render into ``out``; ``checked`` collects the shots QC checked (from its progress events)."""
+    from daotai.render.base import Progress
+
     plan = plan_script(validate_script(script))
     events = list(run(plan, out, PipelineSettings(cache=str(cache) if cache else None)))
     assert isinstance(events[-1], Finished)
+    if checked is not None:
+        checked += [e.shot_id for e in events if isinstance(e, Progress) and e.stage == "qc" and e.shot_id]
     return json.loads((out / "manifest.json").read_text())
 
 
@@ -48,17 +53,18 @@ def test_one_changed_shot_renders_again_and_the_result_equals_a_full_render(tmp_
     cache = tmp_path / "cache"
     first = render(SCRIPT, tmp_path / "first", cache)
     assert {s["render"] for s in first["shots"]} == {"rendered"}
-    again = render(changed_script(), tmp_path / "again", cache)
+    checked: list[str] = []
+    again = render(changed_script(), tmp_path / "again", cache, checked)
     rendered = [s["shot_id"] for s in again["shots"] if s["render"] == "rendered"]
     assert rendered == ["s5"]
+    assert checked == ["s5"]
     assert all(s["render"] == "reused" for s in again["shots"] if s["shot_id"] != "s5")
     fresh = tmp_path / "fresh"
     render(changed_script(), fresh, None)
     for rel in COMPARED:
         assert digest(tmp_path / "again" / rel) == digest(fresh / rel), rel
-    qc_again = json.loads((tmp_path / "again" / "qc.json").read_text())
-    qc_fresh = json.loads((fresh / "qc.json").read_text())
-    assert qc_again["ok"] == qc_fresh["ok"] and qc_again["failures"] == qc_fresh["failures"]
+    # QC checked only the changed shot; the reused ones kept their verdicts, and qc.json reads as a full check's
+    assert (tmp_path / "again" / "qc.json").read_bytes() == (fresh / "qc.json").read_bytes()
 
 
 def test_a_damaged_entry_is_found_and_rendered_again(tmp_path):
@@ -171,3 +177,18 @@ def test_the_server_reuses_unchanged_shots_of_a_resubmitted_script(tmp_path, mon
         assert store.get(job.id).status == "completed"
         manifests.append(json.loads((store.job_dir(job.id) / "out" / "manifest.json").read_text()))
     assert [s["shot_id"] for s in manifests[1]["shots"] if s["render"] == "rendered"] == ["s5"]
+
+
+def test_reused_shots_are_checked_again_when_the_qc_code_changes(tmp_path, monkeypatch):
+    import daotai.shotcache as shotcache
+
+    script = {**SCRIPT, "shots": SCRIPT["shots"][:2]}
+    cache = tmp_path / "cache"
+    render(script, tmp_path / "first", cache)
+    checked: list[str] = []
+    render(script, tmp_path / "same", cache, checked)
+    assert checked == []  # nothing changed: every verdict kept
+    monkeypatch.setattr(shotcache, "qc_code_fingerprint", lambda: "other checks")
+    render(script, tmp_path / "new-qc", cache, checked)
+    assert checked == ["s0", "s1"]  # the files are reused, the verdicts are not
+    assert (tmp_path / "new-qc" / "qc.json").read_bytes() == (tmp_path / "first" / "qc.json").read_bytes()

@@ -725,9 +725,10 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     ctx.check()
     tick = time.perf_counter()
-    from daotai.qc.report import check_render
+    from daotai.shotcache import check_render_reusing
 
-    report = yield from check_render(plan, out_dir, records, camera=settings.camera_qc, layout=layout)
+    # shots reused from the cache keep their stored qc entries: only the rest (and the sequence) are checked
+    report = yield from check_render_reusing(plan, out_dir, records, cache, settings.camera_qc, layout)
     timings["qc_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()

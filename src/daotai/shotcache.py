@@ -13,10 +13,16 @@ An entry holds the shot's files, the frames the pipeline keeps for QC and the co
 record with each file's sha256 (a damaged entry is found and rendered again). Entries are
 written whole (a temp folder renamed into place); the least recently used go first when the
 cache outgrows its cap.
+
+An entry also keeps the shot's qc.json entry once it has been checked, under the QC variant
+that made it (whether the camera was checked, and a fingerprint of the QC code): a render that
+reuses a shot reuses its verdicts too, so only changed shots (and the sequence) are checked
+again, and qc.json reads as a full check would write it.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -24,6 +30,7 @@ import platform
 import shutil
 import sys
 import time
+from collections.abc import Generator
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -42,6 +49,7 @@ PIXEL_LIBRARIES = ("numpy", "av", "moderngl", "opencv-python-headless", "pillow"
 RECORD = "record.json"
 FRAMES = "frames.npz"
 ENTRIES = "entries"
+QC_FOLDER = "qc"  # inside an entry: <variant>.json, the shot's qc.json entry
 
 
 def default_cache_dir() -> Path:
@@ -142,6 +150,25 @@ def shot_key(fields: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def qc_code_fingerprint() -> str:
+    """sha256 of the QC package's source: a change to any check invalidates stored verdicts
+    (QC evolves between releases more often than the version number does)."""
+    import daotai.qc
+
+    folder = Path(daotai.qc.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.py")):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def qc_variant(camera: bool) -> str:
+    """What besides the shot's files decides its qc.json entry: the checks run and the QC code."""
+    text = json.dumps({"camera": bool(camera), "qc": qc_code_fingerprint()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
 class ShotCache:
     """Finished shots by key under ``root/entries/<key>/``, capped at ``cap_bytes`` (least recently used go)."""
 
@@ -199,6 +226,23 @@ class ShotCache:
             (temp / RECORD).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         self.evict()
 
+    def get_qc(self, key: str, variant: str) -> dict[str, Any] | None:
+        """The qc.json entry stored for a shot under a QC variant; None when there is none (or unreadable)."""
+        path = self._entry(key) / QC_FOLDER / f"{variant}.json"
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def put_qc(self, key: str, variant: str, entry: dict[str, Any]) -> None:
+        """Keep a shot's qc.json entry beside its files (nothing when the shot is not cached)."""
+        folder = self._entry(key)
+        if not (folder / RECORD).is_file():
+            return
+        with atomic_path(folder / QC_FOLDER / f"{variant}.json") as temp:
+            temp.write_text(json.dumps(entry, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+
     def size_bytes(self) -> int:
         """Bytes held by all entries."""
         return sum(p.stat().st_size for p in (self.root / ENTRIES).rglob("*") if p.is_file()) \
@@ -223,3 +267,31 @@ class ShotCache:
             total -= size
             removed.append(name)
         return removed
+
+
+def check_render_reusing(plan: Any, out_dir: Path, records: list[Any], cache: ShotCache | None, camera: bool,
+                         layout: Any) -> Generator[Any, None, Any]:
+    """QC of a render where reused shots keep their stored qc.json entries: only the shots
+    rendered now (and the sequence) are checked; their entries are stored for the next render.
+    Without a cache, every shot is checked. Yields progress (and one notice); returns the report."""
+    from daotai.qc.report import check_render
+    from daotai.render.base import Notice
+
+    variant = qc_variant(camera)
+    known: dict[str, dict[str, Any]] = {}
+    if cache is not None:
+        for record in records:
+            if record.reused and record.key:
+                entry = cache.get_qc(record.key, variant)
+                if entry is not None and entry.get("shot_id") == record.shot_id:
+                    known[record.shot_id] = entry
+    report = yield from check_render(plan, out_dir, records, camera=camera, layout=layout, known=known)
+    if cache is not None:
+        keys = {record.shot_id: record.key for record in records if record.key}
+        for entry in report.shots:
+            if entry["shot_id"] in keys and entry["shot_id"] not in known:
+                cache.put_qc(keys[entry["shot_id"]], variant, entry)
+    if known:
+        yield Notice("info", f"qc: {len(known)} unchanged shot(s) keep their verdicts from an earlier check "
+                             f"({', '.join(known)}); {len(records) - len(known)} checked now")
+    return report

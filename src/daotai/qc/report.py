@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -633,13 +633,20 @@ def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[st
 
 
 def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
-                 layout: RenderLayout | None = None) -> Iterator[Progress]:
+                 layout: RenderLayout | None = None,
+                 known: Mapping[str, dict[str, Any]] | None = None) -> Iterator[Progress]:
     """Check a finished render (samples kept while rendering); writes qc.json; returns the report.
 
-    ``layout``: the run's file names (its container); by default read from the folder."""
+    ``layout``: the run's file names (its container); by default read from the folder.
+    ``known``: shot id → the qc.json entry of a shot whose files are unchanged since it was
+    checked (an incremental render's reused shots); taken as it is, not checked again."""
     layout = layout or RenderLayout.find(out_dir)
+    known = known or {}
     shots = []
     for i, (shot, record) in enumerate(zip(plan.shots, records, strict=False)):
+        if shot.shot_id in known:
+            shots.append(known[shot.shot_id])
+            continue
         yield Progress("qc", shot.shot_id, i, len(plan.shots))
         controls = {k: out_dir / record.files[k] for k in ("depth", "mask") if k in record.files}
         sound = getattr(record, "audio", None) or {}
