@@ -111,12 +111,12 @@ def check_converted(folder: Path, verify_source: bool = False) -> dict:
 
 def load_converted_transformer(folder: Path, verify_source: bool = False):
     """The quantised WanTransformer of a converted folder, after the manifest checks."""
+    from daotai.mlx.pipeline import build_transformer
     from daotai.mlx.quantize import QuantSpec, quantize_transformer
-    from daotai.mlx.transformer import WanTransformer, WanTransformerConfig
     from daotai.mlx.weights import load_into, read_config, read_safetensors
 
     manifest = check_converted(folder, verify_source)
-    model = WanTransformer(WanTransformerConfig.from_dict(read_config(Path(folder) / "transformer")))
+    model = build_transformer(read_config(Path(folder) / "transformer"))
     layers = quantize_transformer(model, QuantSpec(manifest["bits"], manifest["group_size"]))
     if layers != manifest["quantized_layers"]:
         raise BackendError(f"{folder}: quantised layers differ from {MANIFEST}; convert again")

@@ -1,4 +1,4 @@
-"""Peak-memory planning for wan-mlx on Apple Silicon (unified memory), and on Linux CPU.
+"""Peak-memory planning for wan-mlx and wan-vace-mlx on Apple Silicon (unified memory), and on Linux CPU.
 
 macOS lets the GPU wire only part of unified memory (its "recommended max working set");
 past that, Metal allocations page and a render slows by orders of magnitude, so a plan that
@@ -90,6 +90,7 @@ class Footprint:
     other_bytes: float
     dim: int
     ffn_dim: int
+    control_blocks: int = 0  # Wan-VACE's control blocks (0: text-to-video)
 
     @classmethod
     def from_size(cls, size: WanSize, bits: int | None, group_size: int = 64) -> "Footprint":
@@ -114,7 +115,12 @@ def footprint_peak(fp: Footprint, width: int, height: int, frames: int) -> float
     # chunked VAE decode: ~4 output frames of the widest full-size stage (96 ch), 3 live buffers,
     # plus the decoded float32 video itself
     vae_acts = 4.0 * 4 * width * height * 96 * 3 + 4.0 * frames * width * height * 3
-    return fp.transformer_bytes + fp.other_bytes + block_acts + vae_acts
+    # Wan-VACE: every control block's hint waits for its main block, beside the control stream itself;
+    # the control video and its masked copy are float32 while they are encoded (chunked like the decode)
+    control = 0.0
+    if fp.control_blocks:
+        control = 4.0 * n * fp.dim * (fp.control_blocks + 2) + 4.0 * frames * width * height * 3 * 2
+    return fp.transformer_bytes + fp.other_bytes + block_acts + vae_acts + control
 
 
 def peak_bytes(size: WanSize, width: int, height: int, frames: int, bits: int | None, group_size: int = 64) -> float:
@@ -211,7 +217,7 @@ def folder_footprint(folder: Path) -> Footprint:
     for sub, drop in (("text_encoder", "encoder.embed_tokens.weight"), ("vae", None)):
         if (folder / sub).is_dir():
             other += 4.0 * sum(_numel(i) for n, i in _tensors(folder / sub).items() if n != drop)
-    return Footprint(folder.name, params, bits, group, tr_bytes, other, dim, ffn)
+    return Footprint(folder.name, params, bits, group, tr_bytes, other, dim, ffn, len(cfg.get("vace_layers") or ()))
 
 
 # ---- the budget a plan must fit in ----
@@ -316,7 +322,7 @@ def alternatives(fp: Footprint, width: int, height: int, frames: int, budget: in
 
 
 def check_plan(fp: Footprint, width: int, height: int, frames: int, budget: Budget,
-               fps: float = NATIVE_FPS) -> float:
+               fps: float = NATIVE_FPS, backend: str = "wan-mlx") -> float:
     """The estimated peak in bytes, or BackendError naming need, budget and settings that would fit."""
     need = footprint_peak(fp, width, height, frames)
     if need <= budget.bytes:
@@ -325,7 +331,7 @@ def check_plan(fp: Footprint, width: int, height: int, frames: int, budget: Budg
     fits = ("would fit: " + "; or ".join(options)) if options else (
         f"nothing smaller fits: the weights alone need ~{fmt_bytes(fp.transformer_bytes + fp.other_bytes)}")
     raise BackendError(
-        f"wan-mlx: {fp.name} at {width}x{height}, {frames} frames, transformer {fp.precision} needs "
+        f"{backend}: {fp.name} at {width}x{height}, {frames} frames, transformer {fp.precision} needs "
         f"~{fmt_bytes(need)} but the budget is {fmt_bytes(budget.bytes)} ({budget.source}); "
         f"rule: estimated peak <= budget; {fits}"
     )

@@ -33,9 +33,18 @@ class SampleSettings:
     compute: tuple[bool, ...] | None = None
 
 
+def build_transformer(config: dict) -> WanTransformer:
+    """An unloaded transformer for a diffusers transformer config: Wan-VACE when it names VACE layers."""
+    if config.get("vace_layers"):
+        from daotai.mlx.vace import WanVACEConfig, WanVACETransformer
+
+        return WanVACETransformer(WanVACEConfig.from_dict(config))
+    return WanTransformer(WanTransformerConfig.from_dict(config))
+
+
 def load_transformer(folder: Path, dtype=mx.float32) -> WanTransformer:
-    """A WanTransformer with the weights of a diffusers transformer/ folder."""
-    model = WanTransformer(WanTransformerConfig.from_dict(read_config(folder)))
+    """A WanTransformer (or WanVACETransformer) with the weights of a diffusers transformer/ folder."""
+    model = build_transformer(read_config(folder))
     load_into(model, mapped_weights(folder, "transformer", dtype), f"{folder}")
     return model
 

@@ -1,7 +1,7 @@
 """Weight quantisation of the Wan transformer for MLX (affine 4/8-bit, per-group scales).
 
-Only the transformer blocks' linear layers are quantised: they hold >95 % of the
-parameters of a Wan DiT. Kept at full precision by default, and why:
+Only the transformer blocks' linear layers are quantised (with Wan-VACE, the control blocks'
+too, their input and output projections included): they hold >95 % of the parameters of a Wan DiT. Kept at full precision by default, and why:
 - the UMT5 text encoder runs once per prompt (its cost is load time, not steps), and
   its embeddings condition every step, so quantisation error there is paid everywhere;
 - the VAE is convolutional, small (~0.5 GB), runs once, and its errors land directly
@@ -37,12 +37,13 @@ class QuantSpec:
 
 
 def quantizable(path: str, module, group_size: int) -> bool:
-    """True for a Linear inside transformer blocks whose input width divides into groups."""
+    """True for a Linear inside the transformer's blocks (main or VACE control) whose input width divides
+    into groups."""
     import mlx.nn as nn
 
     return (
         isinstance(module, nn.Linear)
-        and path.startswith("blocks.")
+        and path.startswith(("blocks.", "vace_blocks."))
         and module.weight.shape[-1] % group_size == 0
     )
 

@@ -219,18 +219,33 @@ class WanTransformer(nn.Module):
 
     def __call__(self, latents: mx.array, timestep: mx.array, text: mx.array) -> mx.array:
         """latents (B, C, F, H, W), timestep (B,), text (B, S, text_dim) -> velocity (B, C_out, F, H, W)."""
-        cfg = self.cfg
-        b, c, f, h, w = latents.shape
-        pt, ph, pw = cfg.patch_size
-        gf, gh, gw = f // pt, h // ph, w // pw
-        # (B, C, gf, pt, gh, ph, gw, pw) -> (B, gf, gh, gw, C, pt, ph, pw): patch vectors in Conv3d weight order
-        p = latents.reshape(b, c, gf, pt, gh, ph, gw, pw).transpose(0, 2, 4, 6, 1, 3, 5, 7)
-        x = self.patch_embedding(p.reshape(b, gf * gh * gw, c * pt * ph * pw))  # (B, L, D)
-        rope = rope_tables(cfg.attention_head_dim, cfg.rope_max_seq_len, (gf, gh, gw))
-        temb, tproj, context = self.condition_embedder(timestep, text)
-        tproj = tproj.reshape(b, 6, cfg.inner_dim)
+        x, grid = self.patchify(latents, self.patch_embedding)
+        rope = rope_tables(self.cfg.attention_head_dim, self.cfg.rope_max_seq_len, grid)
+        temb, tproj, context = self.embed_conditions(timestep, text)
         for blk in self.blocks:
             x = blk(x, context, tproj, rope)
+        return self.unpatchify(x, temb, latents.shape)
+
+    def patchify(self, video: mx.array, embedding: nn.Linear) -> tuple[mx.array, tuple[int, int, int]]:
+        """(B, C, F, H, W) -> patch tokens (B, L, D) through ``embedding``, and the patch grid (F', H', W')."""
+        b, c, f, h, w = video.shape
+        pt, ph, pw = self.cfg.patch_size
+        gf, gh, gw = f // pt, h // ph, w // pw
+        # (B, C, gf, pt, gh, ph, gw, pw) -> (B, gf, gh, gw, C, pt, ph, pw): patch vectors in Conv3d weight order
+        p = video.reshape(b, c, gf, pt, gh, ph, gw, pw).transpose(0, 2, 4, 6, 1, 3, 5, 7)
+        return embedding(p.reshape(b, gf * gh * gw, c * pt * ph * pw)), (gf, gh, gw)
+
+    def embed_conditions(self, timestep: mx.array, text: mx.array) -> tuple[mx.array, mx.array, mx.array]:
+        """timestep (B,), text (B, S, text_dim) -> temb (B, D), block modulation (B, 6, D), context (B, S, D)."""
+        temb, tproj, context = self.condition_embedder(timestep, text)
+        return temb, tproj.reshape(tproj.shape[0], 6, self.cfg.inner_dim), context
+
+    def unpatchify(self, x: mx.array, temb: mx.array, shape: tuple[int, ...]) -> mx.array:
+        """Output head: tokens (B, L, D) -> velocity (B, C_out, F, H, W) for latents of ``shape``."""
+        cfg = self.cfg
+        b, _, f, h, w = shape
+        pt, ph, pw = cfg.patch_size
+        gf, gh, gw = f // pt, h // ph, w // pw
         mod = self.scale_shift_table + temb[:, None, :]  # (B, 2, D)
         shift, scale = mod[:, 0:1], mod[:, 1:2]
         x = (self.norm_out(x.astype(mx.float32)) * (1 + scale) + shift).astype(x.dtype)

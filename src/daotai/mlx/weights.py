@@ -51,7 +51,7 @@ def read_safetensors(folder: Path) -> dict[str, mx.array]:
 
 def map_transformer_name(name: str, value: mx.array) -> tuple[str, mx.array] | None:
     """diffusers WanTransformer3DModel name/tensor -> MLX WanTransformer name/tensor (None = drop)."""
-    if name == "patch_embedding.weight":
+    if name in ("patch_embedding.weight", "vace_patch_embedding.weight"):
         # Conv3d (D, C, pt, ph, pw) -> Linear (D, C*pt*ph*pw); same flattening order as the patches
         return name, value.reshape(value.shape[0], -1)
     if ".norm_added_q." in name:  # legacy key diffusers also ignores

@@ -29,6 +29,7 @@ BUILTIN_MODULES = (
     "daotai.render.wan_camera",
     "daotai.render.ltx",
     "daotai.render.wan_mlx",
+    "daotai.render.wan_vace_mlx",
     "daotai.render.h3",
 )
 

@@ -61,6 +61,7 @@ class WanMLXBackend:
     """Wan2.1 in MLX; models are loaded at the first shot and kept for the next."""
 
     name = "wan-mlx"
+    family = "wan"  # the catalog family whose defaults (steps, guidance, shift, grid) apply
 
     def __init__(self, options: WanMLXOptions | None = None, *, env: BackendEnv | None = None, **fields: Any):
         from daotai.mlx import require_mlx
@@ -88,7 +89,7 @@ class WanMLXBackend:
 
         folder = _resolve(self.model)
         manifest = read_manifest(folder)
-        self.defaults = effective_defaults("wan", self.options, self.model if manifest is None else None)
+        self.defaults = effective_defaults(self.family, self.options, self.model if manifest is None else None)
         self.setup = {
             "folder": folder,
             "manifest": manifest,
@@ -120,7 +121,7 @@ class WanMLXBackend:
         }
         self._load_text_encoder = lambda: load_text_encoder(folder / "text_encoder")
         yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
-        yield Notice("info", f"wan-mlx: {folder.name}, transformer {what}, text encoder and VAE float32", shot_id)
+        yield Notice("info", f"{self.name}: {folder.name}, transformer {what}, text encoder and VAE float32", shot_id)
 
     def _embed(self, prompts: list[str]):
         """Prompts -> (B, max_len, d_model) embeddings with padding rows zeroed."""
@@ -146,9 +147,10 @@ class WanMLXBackend:
         d = self.defaults
         request = native_request(plan, shot, d)
         budget = self.setup["budget"]
+        extra = self._extra_latent_frames(job)  # conditioning frames in front of the video's latents
         # refuse before loading (first shot) or before sampling (later shots) when it would swap
-        need = check_plan(self.setup["footprint"], request.width, request.height, request.frames, budget,
-                          d.native_fps)
+        need = check_plan(self.setup["footprint"], request.width, request.height, request.frames + TEMPORAL * extra,
+                          budget, d.native_fps, self.name)
         if self.parts is None:
             yield from self._load(shot.shot_id)
         assert self.parts is not None
@@ -158,26 +160,28 @@ class WanMLXBackend:
             self.tier, self.owed_lean = "lean", None
         compute = self._computed_steps(d.steps)
         if compute is not None:
-            yield Notice("info", f"wan-mlx speed fast: the transformer runs on {sum(compute)} of {d.steps} steps "
+            yield Notice("info", f"{self.name} speed fast: the transformer runs on {sum(compute)} of {d.steps} steps "
                                  "(step cache)", shot.shot_id)
         sampler, shift = self.setup["sampler"], d.shift or 3.0
         # like the torch wan backend, daotai's per-model shift (or --shift) wins over the folder's
         differs = sampler.folder_shift is not None and abs(sampler.folder_shift - shift) > 1e-9
         note = f" (the folder's scheduler says {sampler.folder_shift:g})" if differs else ""
-        yield Notice("info", f"wan-mlx: sampler {sampler.describe()}; {d.steps} steps, shift {shift:g}{note}; "
+        yield Notice("info", f"{self.name}: sampler {sampler.describe()}; {d.steps} steps, shift {shift:g}{note}; "
                      f"estimated peak {fmt_bytes(need)} of {fmt_bytes(budget.bytes)} ({budget.source})", shot.shot_id)
         ctx.check()
+        model = yield from self._shot_model(job, ctx, request)
         cond = self._embed([request.prompt])
         uncond = self._embed([request.negative_prompt]) if d.guidance > 1.0 else None
         if self.tier == "lean":  # the embeddings are made: free the text encoder until the next shot
             self.parts["text_encoder"] = None
             mx.clear_cache()
-        shape = (1, 16, (request.frames - 1) // TEMPORAL + 1, request.height // SPATIAL, request.width // SPATIAL)
+        shape = (1, 16, extra + (request.frames - 1) // TEMPORAL + 1, request.height // SPATIAL,
+                 request.width // SPATIAL)
         latents = initial_latents(request.seed, shape)
         settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=shift, sampler=sampler, compute=compute)
         last = time.perf_counter()
         samples: list[tuple[str, dict]] = []
-        for i, stepped in denoise(self.parts["transformer"], latents, cond, uncond, settings):
+        for i, stepped in denoise(model, latents, cond, uncond, settings):
             latents = stepped
             if i + 1 == (d.steps + 1) // 2:  # halfway through denoising the machine is at full load
                 samples.append(("mid-denoise", self._sample_health()))
@@ -186,7 +190,7 @@ class WanMLXBackend:
             last = now
             ctx.check()  # cancellation between steps
         yield Progress("decode", shot.shot_id, 0, 1, "decoding")
-        native = decode_to_uint8(self.parts["vae"], latents)  # (F, H, W, 3) uint8
+        native = decode_to_uint8(self.parts["vae"], latents[:, :, extra:])  # (F, H, W, 3) uint8
         mx.clear_cache()
         yield Progress("decode", shot.shot_id, 1, 1)
         samples.append(("after decode", self._sample_health()))
@@ -198,6 +202,17 @@ class WanMLXBackend:
             yield notice
         yield from plan_frames(native, request, plan, shot)
         yield Progress("render", shot.shot_id, shot.frames, shot.frames)
+
+    def _extra_latent_frames(self, job: RenderJob) -> int:
+        """Latent frames the model is given in front of the video's (none here; VACE's reference images)."""
+        return 0
+
+    def _shot_model(self, job: RenderJob, ctx: RunContext, request) -> Iterator[Event]:
+        """Yield events of preparing the shot's conditioning; return the callable the sampler steps with
+        (latents, timestep, text) -> velocity. Here: the text-to-video transformer itself."""
+        yield from ()
+        assert self.parts is not None
+        return self.parts["transformer"]
 
     def _computed_steps(self, steps: int) -> tuple[bool, ...] | None:
         """Which steps run the transformer in this speed mode (None: every step)."""

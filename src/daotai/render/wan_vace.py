@@ -47,23 +47,46 @@ class WanVACEBackend:
         self.options = options
         self.runner = DiffusersShotRunner(SPEC.family or "", options, SPEC.default_model or "", env.health_sampler)
         self.conditioning_scale = options.conditioning_scale
-        self.reference_root = env.reference_root or Path.cwd()
-        self._previz: Any = None
+        self.controls = VACEControls(env.reference_root or Path.cwd())
 
     def _extra(self, job: RenderJob, ctx: RunContext):
         """The control video and reference images of this shot."""
 
         def extra(request: NativeRequest) -> Iterator[Event | dict]:
-            yield Progress("control", job.shot.shot_id, 0, request.frames, "rendering previz depth")
-            video = yield from self._depth_video(job, ctx, request)
-            references, swatches = reference_images(job.plan, job.shot, self.reference_root)
-            if swatches:
-                yield Notice("info", f"no reference image for {', '.join(swatches)}: using a colour swatch",
-                             job.shot.shot_id)
+            video, references = yield from self.controls.prepare(job, ctx, request)
             yield {"video": video, "reference_images": references or None,
                    "conditioning_scale": self.conditioning_scale}
 
         return extra
+
+    def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
+        """Yield load/control/denoise progress, then exactly ``job.shot.frames`` frames."""
+        yield from render_shot(self.runner, job, ctx, self._extra(job, ctx))
+
+    def close(self) -> None:
+        """Release the pipeline and the previz GL context."""
+        self.runner.close()
+        self.controls.close()
+
+
+class VACEControls:
+    """A shot's VACE inputs, the same for every VACE backend (diffusers `wan-vace`, MLX `wan-vace-mlx`):
+    the previz depth preview as the control video and one reference image per character."""
+
+    def __init__(self, reference_root: Path):
+        self.reference_root = reference_root
+        self._previz: Any = None
+
+    def prepare(self, job: RenderJob, ctx: RunContext, request: NativeRequest) -> Iterator[Event]:
+        """Yield control progress and notices; return (video: PIL RGB frames at the native frame times and
+        size, references: one PIL RGB image per character of the shot, possibly none)."""
+        yield Progress("control", job.shot.shot_id, 0, request.frames, "rendering previz depth")
+        video = yield from self._depth_video(job, ctx, request)
+        references, swatches = reference_images(job.plan, job.shot, self.reference_root)
+        if swatches:
+            yield Notice("info", f"no reference image for {', '.join(swatches)}: using a colour swatch",
+                         job.shot.shot_id)
+        return video, references
 
     def _depth_video(self, job: RenderJob, ctx: RunContext, request: NativeRequest) -> Iterator[Event]:
         """Previz depth previews at the native frame times and size, as PIL RGB images."""
@@ -85,13 +108,8 @@ class WanVACEBackend:
         yield Progress("control", job.shot.shot_id, request.frames, request.frames, "previz depth ready")
         return [Image.fromarray(previews[i]) for i in wanted]
 
-    def render(self, job: RenderJob, ctx: RunContext) -> Iterator[Event]:
-        """Yield load/control/denoise progress, then exactly ``job.shot.frames`` frames."""
-        yield from render_shot(self.runner, job, ctx, self._extra(job, ctx))
-
     def close(self) -> None:
-        """Release the pipeline and the previz GL context."""
-        self.runner.close()
+        """Release the previz GL context."""
         if self._previz is not None:
             self._previz.close()
             self._previz = None
