@@ -45,6 +45,12 @@ class ResolvedMove(PlanModel):
     easing: str
     shake: float
     follow: bool
+    pan_follow: bool = Field(default=False, description="the lens turns to keep the moving subject in frame (摇跟)")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return data if data.get("pan_follow") else {k: v for k, v in data.items() if k != "pan_follow"}
 
 
 class MotionCodeJSON(PlanModel):

@@ -35,27 +35,39 @@ from daotai.plan.model import (
 )
 from daotai.plan.motion_code import encode_motion
 from daotai.plan.staging import (
+    DUTCH_ROLL_DEG,
+    FRAMING_RULES,
     FRAMING_SIZE,
     Body,
+    CameraPlace,
     PieceSpec,
     Sightline,
     default_character_positions,
     dress_set,
+    fully_hidden,
     hidden_by,
+    horizontal_fov_to_vertical,
+    inside_figure,
     place_camera,
+    place_explicitly,
     stage_camera,
     wardrobe_from_appearance,
     yaw_toward,
 )
 from daotai.plan.timing import frames_for, snap_for
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Character, Script, Shot
-from daotai.script.vocab import DIRECTION_SIGNS
+from daotai.script.vocab import CAMERA_SIDE_DEG, DIRECTION_SIGNS, SENSOR_WIDTH_MM
 
 FLOAT_DIGITS = 9  # plan JSON keeps 1e-9 precision: stable text, far below a pixel
 STRIDE_M = 0.75  # one walk cycle per 2 strides of a 1.75 m person
 ZOOM_IN_RATIO = 0.6
 _SHOT_TYPE_WORDS = {"over_the_shoulder": "Over-the-shoulder", "two_shot": "Two-shot,"}
 TOO_CLOSE_M = 0.25
+# Default amounts that grow with the framing distance, so a move reads on a wide as on a close-up:
+# a crane rises at least this share of the distance to the subject, a truck travels at least this share.
+CRANE_RISE_PER_M = 0.35
+TRUCK_PER_M = 0.25
+DEFAULT_SENSOR = "super35"
 
 # Type defaults: what a move does when the script only names it. Amounts that depend on
 # the subject distance (dolly) are filled in by `resolve_move`.
@@ -124,6 +136,11 @@ def resolve_move(spec: CameraSpec, subject_distance: float) -> ResolvedMove:
         # A push-in covers a third of the way to the subject: framing changes visibly
         # without the lens passing through anyone.
         motion = (0.0, 0.0, -round(subject_distance / 3.0, 3))
+    if spec.motion is None and kind == "crane":
+        rise = max(motion[1], round(CRANE_RISE_PER_M * subject_distance, 3))
+        motion = (0.0, rise, 0.0)
+    if spec.motion is None and kind == "truck":
+        motion = (max(motion[0], round(TRUCK_PER_M * subject_distance, 3)), 0.0, 0.0)
     rotate = spec.rotate if spec.rotate is not None else defaults.get("rotate", (0.0, 0.0, 0.0))
     orbit = spec.orbit if spec.orbit is not None else defaults.get("orbit", 0.0)
     if spec.direction is not None:
@@ -311,27 +328,41 @@ def plan_script(script: Script) -> Plan:
         framing = shot.framing.value
         bodies = {c: stage.body(c) for c in present}  # where they stand as the shot starts
         character_frames = _character_frames(shot, present, stage, n_frames, fps)
+        lens_fov = _lens_fov(shot.camera, width / height)
+        fov_given = "fov" in shot.camera.model_fields_set or shot.camera.focal_length_mm is not None
         if subject is not None:
             others = tuple(bodies[c] for c in present if c != subject)
             path = np.array([p.position for frame in character_frames for p in frame], np.float64)
             try:
                 placement, fov, _ = stage_camera(
-                    framing, shot.angle.value, shot.camera.fov, width / height, bodies[subject], others,
-                    fov_given="fov" in shot.camera.model_fields_set, path=path,
+                    framing, shot.angle.value, lens_fov, width / height, bodies[subject], others,
+                    fov_given=fov_given, path=path,
                 )
             except ValueError:
                 raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
                                    "(list both in shots[].characters)") from None
+            place = _camera_place(shot, index, framing, bodies)
+            if shot.camera.follow and not place.moves_the_camera:
+                place = _beside_the_path(place, bodies[subject], character_frames, present.index(subject))
+            if place.moves_the_camera or place.aim is not None:
+                placement = place_explicitly(placement, bodies[subject], place, shot.angle.value)
+            if _place_given(shot):  # where the planner chose, the warning below says what it found instead
+                _refuse_a_blocked_start(shot, index, placement, bodies, subject)
             if fov != shot.camera.fov:
                 camera_spec = shot.camera.model_copy(update={"fov": fov})
-            if framing != "over_the_shoulder":
+            if framing != "over_the_shoulder" and not _place_given(shot):
                 hidden = hidden_by(placement, bodies[subject], others)
                 if hidden:
                     warnings.append(f"{', '.join(hidden)} stands between the camera and {subject} at the start of the shot")
         elif framing in ("over_the_shoulder", "two_shot"):
             raise PlanError.at(f"shots[{index}].framing", framing, "needs two characters in the shot")
         else:
-            placement = place_camera(framing, shot.angle.value, shot.camera.fov, (0.0, 0.0), 1.75, 0.0)
+            placement = place_camera(framing, shot.angle.value, lens_fov, (0.0, 0.0), 1.75, 0.0)
+            place = _camera_place(shot, index, framing, bodies)
+            if place.moves_the_camera or place.aim is not None:
+                placement = place_explicitly(placement, Body("", (0.0, 0.0), 1.75, 0.0), place, shot.angle.value)
+            if lens_fov != shot.camera.fov:
+                camera_spec = shot.camera.model_copy(update={"fov": lens_fov})
         move = resolve_move(camera_spec, placement.distance)
         traj = cam.trajectory(
             placement.cam_to_world,
@@ -363,6 +394,11 @@ def plan_script(script: Script) -> Plan:
                 now = np.array(frame[present.index(subject)].position)
                 poses[i, 0, 3] += now[0] - start[0]
                 poses[i, 2, 3] += now[1] - start[1]
+        if shot.camera.follow and subject is not None:
+            track = np.array([frame[present.index(subject)].position for frame in character_frames], np.float64)
+            poses = _turn_to_follow(poses, np.array(placement.aim_point), track - track[0],
+                                    DUTCH_ROLL_DEG if shot.angle.value == "dutch" else 0.0)
+            move = move.model_copy(update={"rotate": _turns_over_shot(poses), "pan_follow": True})
         if subject is not None:
             aim = np.array(placement.aim_point)
             closest = float(np.min(np.linalg.norm(poses[:, :3, 3] - aim, axis=1)))
@@ -488,6 +524,96 @@ def plan_script(script: Script) -> Plan:
             if script.soundtrack is not None else None
         ),
     )
+
+
+
+
+def _lens_fov(camera: CameraSpec, aspect: float) -> float:
+    """The vertical fov the script asks for: from focal_length_mm on the sensor's width, else fov."""
+    if camera.focal_length_mm is None:
+        return float(camera.fov)
+    sensor = camera.sensor.value if camera.sensor is not None else DEFAULT_SENSOR
+    return round(horizontal_fov_to_vertical(SENSOR_WIDTH_MM[sensor], camera.focal_length_mm, aspect), 6)
+
+
+def _camera_place(shot: Shot, index: int, framing: str, bodies: dict[str, Body]) -> CameraPlace:
+    """The shot camera's place fields in world terms; an aim at someone not in the shot is refused."""
+    cam = shot.camera
+    side = cam.side
+    side_deg = None if side is None else (CAMERA_SIDE_DEG[side.value] if hasattr(side, "value") else float(side))
+    aim = None
+    if isinstance(cam.aim, str) and cam.aim != "subject":
+        if cam.aim not in bodies:
+            raise PlanError.at(f"shots[{index}].camera.aim", cam.aim, "must be 'subject' or the id of a character "
+                               f"in the shot ({', '.join(bodies) or 'none'})")
+        body = bodies[cam.aim]
+        rule = FRAMING_RULES[framing]
+        aim = (body.xz[0], body.height * rule.aim_fraction, body.xz[1])
+    elif isinstance(cam.aim, tuple):
+        aim = tuple(float(v) for v in cam.aim)
+    return CameraPlace(side_deg=side_deg, distance_m=cam.distance_m, height_m=cam.height_m,
+                       position=tuple(cam.position) if cam.position is not None else None, aim=aim)
+
+
+def _place_given(shot: Shot) -> bool:
+    """Whether the script itself places the camera (side, distance_m, height_m or position)."""
+    return any(getattr(shot.camera, name) is not None for name in ("side", "distance_m", "height_m", "position"))
+
+
+def _beside_the_path(place: CameraPlace, subject: Body, frames: list, slot: int) -> CameraPlace:
+    """A following pan without a side given watches from beside the subject's path, on the audience side
+    (in front of a runner it would stand in their way)."""
+    start, end = np.array(frames[0][slot].position), np.array(frames[-1][slot].position)
+    if float(np.linalg.norm(end - start)) < 0.5:
+        return place
+    heading = math.degrees(math.atan2(end[0] - start[0], end[1] - start[1]))
+    sides = [heading + 90.0, heading - 90.0]
+    best = max(sides, key=lambda yaw: math.cos(math.radians(yaw)))  # the side toward +z, the audience
+    return CameraPlace(side_deg=best - subject.facing, distance_m=place.distance_m, height_m=place.height_m,
+                       position=None, aim=place.aim)
+
+
+def _place_path(shot: Shot, index: int) -> tuple[str, object]:
+    """The JSON path and value of the place field that put the camera where it is (for errors)."""
+    cam = shot.camera
+    for name in ("position", "distance_m", "side", "height_m"):
+        value = getattr(cam, name)
+        if value is not None:
+            shown = value.value if hasattr(value, "value") else list(value) if isinstance(value, tuple) else value
+            return f"shots[{index}].camera.{name}", shown
+    return f"shots[{index}].camera", None
+
+
+def _refuse_a_blocked_start(shot: Shot, index: int, placement, bodies: dict[str, Body], subject: str) -> None:
+    """A camera placed by the script must not start inside someone, nor with the subject wholly hidden."""
+    eye = np.asarray(placement.cam_to_world)[:3, 3]
+    path, value = _place_path(shot, index)
+    inside = inside_figure(eye, tuple(bodies.values()))
+    if inside is not None:
+        raise PlanError.at(path, value, f"puts the lens inside {inside} (at {list(_rt(eye))} m); move it clear of "
+                           "their body")
+    others = tuple(b for c, b in bodies.items() if c != subject)
+    blockers = fully_hidden(eye, bodies[subject], others)
+    if blockers:
+        raise PlanError.at(path, value, f"puts {', '.join(blockers)} between the lens and {subject}, who is wholly "
+                           "hidden at the start of the shot; choose another side or raise the camera")
+
+
+def _turn_to_follow(poses: np.ndarray, aim: np.ndarray, shift: np.ndarray, roll: float) -> np.ndarray:
+    """Poses turned each frame toward ``aim`` moved by the subject's ground shift (n, 2): a pan that follows."""
+    out = poses.copy()
+    for i in range(len(out)):
+        target = aim + np.array([shift[i, 0], 0.0, shift[i, 1]])
+        out[i, :3, :3] = cam.look_at(out[i, :3, 3], target, roll_deg=roll)
+    return out
+
+
+def _turns_over_shot(poses: np.ndarray) -> tuple[float, float, float]:
+    """(pan, tilt, 0) degrees from the first frame's view to the last's, summed frame by frame (pan unwrapped)."""
+    forward = -poses[:, :3, 2]  # (n, 3) view directions
+    yaw = np.unwrap(np.arctan2(forward[:, 0], -forward[:, 2]))  # + = view turned right
+    pitch = np.arcsin(np.clip(forward[:, 1], -1.0, 1.0))
+    return (_r(math.degrees(yaw[-1] - yaw[0])), _r(math.degrees(pitch[-1] - pitch[0])), 0.0)
 
 
 def _dressed_set(script: Script, shots: list[ShotPlan]) -> tuple[PieceSpec, ...]:

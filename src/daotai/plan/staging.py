@@ -1028,3 +1028,90 @@ def wardrobe_from_appearance(text: str) -> Wardrobe:
         glasses="dark" if "sunglasses" in named else "clear" if "glasses" in named else None,
         hair_style=style, build=build,
     )
+
+
+# ---------------------------------------------------------------- the camera's place, as crews say it
+
+
+@dataclass(frozen=True)
+class CameraPlace:
+    """Explicit place fields of a shot's camera (None = left to the framing and angle)."""
+
+    side_deg: float | None = None  # around the subject from its front, + toward its own left
+    distance_m: float | None = None  # on the ground, subject to lens
+    height_m: float | None = None  # lens above the ground
+    position: tuple[float, float, float] | None = None  # world metres
+    aim: tuple[float, float, float] | None = None  # world point the lens looks at
+
+    @property
+    def moves_the_camera(self) -> bool:
+        return any(v is not None for v in (self.side_deg, self.distance_m, self.height_m, self.position))
+
+
+def horizontal_fov_to_vertical(sensor_width_mm: float, focal_length_mm: float, aspect: float) -> float:
+    """Vertical fov (degrees) of a lens on a sensor whose width spans the frame's width (W / H = ``aspect``)."""
+    half_w = sensor_width_mm / (2.0 * focal_length_mm)  # tan of half the horizontal view
+    return math.degrees(2.0 * math.atan(half_w / aspect))
+
+
+def place_explicitly(default: Placement, subject: Body, place: CameraPlace, angle: str) -> Placement:
+    """The start camera moved to the script's place fields; what is not given keeps ``default``'s.
+
+    Side: the ground direction from the subject, ``side_deg`` from its facing (0 = in front).
+    Without a side the default's direction is kept. Without a distance, the default's ground
+    distance; without a height, the angle's elevation over that distance (never below the floor
+    line). ``position`` replaces all three. The lens looks at ``place.aim`` or the default's aim.
+    """
+    aim = np.array(place.aim if place.aim is not None else default.aim_point, np.float64)  # (3,) m
+    default_eye = np.asarray(default.cam_to_world)[:3, 3]
+    if place.position is not None:
+        eye = np.array(place.position, np.float64)
+    else:
+        centre = np.array(subject.xz, np.float64)
+        if place.side_deg is not None:
+            yaw = math.radians(subject.facing + place.side_deg)
+            toward = np.array([math.sin(yaw), math.cos(yaw)])
+        else:
+            toward = _unit(default_eye[[0, 2]] - centre)
+        ground = place.distance_m if place.distance_m is not None else float(np.linalg.norm(default_eye[[0, 2]] - centre))
+        if place.height_m is not None:
+            height = place.height_m
+        elif place.distance_m is None and place.side_deg is None:
+            height = float(default_eye[1])
+        else:
+            elevation = math.radians(ANGLE_ELEVATION[angle])
+            height = max(MIN_CAMERA_HEIGHT_M, float(aim[1]) + ground * math.tan(min(elevation, math.radians(80.0))))
+        eye = np.array([centre[0] + toward[0] * ground, height, centre[1] + toward[1] * ground])
+    roll = DUTCH_ROLL_DEG if angle == "dutch" else 0.0
+    rotation = look_at(eye, aim, roll_deg=roll)
+    return Placement(make_pose(rotation, eye), (float(aim[0]), float(aim[1]), float(aim[2])),
+                     float(np.linalg.norm(aim - eye)))
+
+
+def inside_figure(eye: np.ndarray, bodies: tuple[Body, ...]) -> str | None:
+    """Id of the person whose body (a vertical cylinder) holds the point ``eye``, else None."""
+    for body in bodies:
+        radius = BODY_RADIUS_M * body.height / REFERENCE_HEIGHT_M
+        if float(np.hypot(eye[0] - body.xz[0], eye[2] - body.xz[1])) < radius and 0.0 <= eye[1] <= body.height:
+            return body.id
+    return None
+
+
+def fully_hidden(eye: np.ndarray, subject: Body, others: tuple[Body, ...]) -> tuple[str, ...]:
+    """Who hides the subject when every point of it the lens could see is behind someone (else ``()``).
+
+    Points: head, chest, hips and knees on the body's axis and at both sides of it, across the view.
+    """
+    centre = np.array(subject.xz, np.float64)
+    across = _unit(np.array([-(centre[1] - eye[2]), centre[0] - eye[0]]))  # ground, square to the view
+    radius = 0.8 * BODY_RADIUS_M * subject.height / REFERENCE_HEIGHT_M
+    blockers: set[str] = set()
+    for share in (0.93, 0.72, 0.52, 0.28):
+        for sideways in (-radius, 0.0, radius):
+            x, z = centre + across * sideways
+            target = np.array([x, share * subject.height, z])
+            hit = [o.id for o in others if _blocks(eye, target, o)]
+            if not hit:
+                return ()
+            blockers.update(hit)
+    return tuple(sorted(blockers))

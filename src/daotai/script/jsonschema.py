@@ -81,6 +81,8 @@ _ALIAS_TABLES = {
     "TransitionKind": vocab.TRANSITION_ALIASES,
     "Direction": vocab.DIRECTION_ALIASES,
     "SetPieceKind": vocab.SET_PIECE_ALIASES,
+    "CameraSide": vocab.CAMERA_SIDE_ALIASES,
+    "Sensor": vocab.SENSOR_ALIASES,
 }
 
 

@@ -116,6 +116,10 @@ DirectionField = Annotated[
     vocab.Direction, _alias_validator(vocab.DIRECTION_ALIASES, vocab.Direction, "direction")
 ]
 SetPieceKindField = Annotated[SetPieceKind, _alias_validator(vocab.SET_PIECE_ALIASES, SetPieceKind, "set piece kind")]
+CameraSideField = Annotated[
+    vocab.CameraSide, _alias_validator(vocab.CAMERA_SIDE_ALIASES, vocab.CameraSide, "camera side")
+]
+SensorField = Annotated[vocab.Sensor, _alias_validator(vocab.SENSOR_ALIASES, vocab.Sensor, "camera sensor")]
 
 
 def _finite(value: float) -> float:
@@ -281,6 +285,40 @@ class CameraSpec(Model):
     direction: DirectionField | None = Field(
         default=None, description="left/right/up/down/in/out: which way the type's default move goes"
     )
+    # Where the camera stands and what it looks at, the way crews say it (all optional; the
+    # framing and angle place it otherwise). Left out of the dump when unset, so scripts that
+    # do not use them hash as before.
+    side: CameraSideField | bounded(ge=-360, le=360) | None = Field(
+        default=None,
+        description="where the camera stands around the subject, seen from the subject: front, left, right, "
+        "back, or degrees from its front (+ toward the subject's left)",
+    )
+    distance_m: bounded(gt=0, le=WORLD_LIMIT_M) | None = Field(
+        default=None, description="metres on the ground from the subject to the camera; default: the framing's"
+    )
+    height_m: bounded(ge=0.01, le=WORLD_LIMIT_M) | None = Field(
+        default=None, description="lens height above the ground, metres; default: the angle's"
+    )
+    position: tuple[WorldCoordinate, WorldCoordinate, WorldCoordinate] | None = Field(
+        default=None, description="[x, y, z] world metres of the lens (instead of side, distance_m and height_m)"
+    )
+    focal_length_mm: bounded(ge=4, le=2000) | None = Field(
+        default=None, description="lens focal length in mm on `sensor` (instead of fov)"
+    )
+    sensor: SensorField | None = Field(
+        default=None, description="the sensor a focal length is read on (its width): super35 (default), "
+        "full_frame, aps_c, micro_four_thirds, super16, large_format",
+    )
+    aim: Annotated[str, Field(pattern=ID_PATTERN)] | tuple[WorldCoordinate, WorldCoordinate, WorldCoordinate] | None = Field(
+        default=None, description="what the lens looks at: 'subject' (default), a character id, or [x, y, z] world metres"
+    )
+    follow: Annotated[bool, Field(strict=True)] | None = Field(
+        default=None, description="true: the lens turns to keep the moving subject in frame (a pan that follows, 摇跟)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_unused(handler(self), CAMERA_PLACE_FIELDS)
 
     @model_validator(mode="before")
     @classmethod
@@ -294,6 +332,8 @@ class CameraSpec(Model):
         if not isinstance(value, dict):
             return value
         key = next((k for k in ("type", *spellings.alternatives("CameraSpec", "type")) if k in value), None)
+        if key is None and value.get("follow") is True:
+            return {**value, "type": CameraType.pan}  # a camera told to follow with a turn is a pan (摇跟)
         if key is None or isinstance(value[key], CameraType):
             return value
         raw_type = value[key]
@@ -314,9 +354,33 @@ class CameraSpec(Model):
         return self
 
 
+CAMERA_PLACE_FIELDS = ("side", "distance_m", "height_m", "position", "focal_length_mm", "sensor", "aim", "follow")
+
+
+def _place_contradictions(cam: CameraSpec) -> list[str]:
+    """Place and lens fields that say the same thing twice."""
+    problems: list[str] = []
+    if cam.position is not None:
+        both = [name for name in ("side", "distance_m", "height_m") if getattr(cam, name) is not None]
+        if both:
+            problems.append(f"position contradicts {', '.join(both)} (give an absolute position or a place "
+                            "around the subject, not both)")
+    if cam.focal_length_mm is not None and "fov" in cam.model_fields_set:
+        problems.append("focal_length_mm contradicts fov (give the lens one way)")
+    if cam.sensor is not None and cam.focal_length_mm is None:
+        problems.append("sensor contradicts a lens given as fov (a sensor only reads focal_length_mm)")
+    if cam.follow and cam.type in (CameraType.orbit, CameraType.follow):
+        problems.append(f"follow contradicts type '{cam.type.value}' (it moves the camera itself; follow turns it)")
+    if cam.follow and cam.rotate is not None and any(cam.rotate):
+        problems.append("follow contradicts rotate (the moving subject sets how far the camera turns)")
+    if cam.follow and cam.type == CameraType.static:
+        problems.append("follow contradicts type 'static' (a camera that turns with the subject is a pan)")
+    return problems
+
+
 def camera_contradictions(cam: CameraSpec) -> list[str]:
     """Rules a camera's explicit fields must keep with its type (empty list = consistent)."""
-    problems: list[str] = []
+    problems: list[str] = _place_contradictions(cam)
     motion = cam.motion or (0.0, 0.0, 0.0)
     rotate = cam.rotate or (0.0, 0.0, 0.0)
     t = cam.type
@@ -335,7 +399,8 @@ def camera_contradictions(cam: CameraSpec) -> list[str]:
         if moving:
             problems.append(f"type 'static' contradicts non-zero {', '.join(moving)} (a static camera does not move)")
     checks = {
-        CameraType.pan: (cam.rotate is not None and rotate[0] == 0, "type 'pan' needs a non-zero rotate[0] (pan)"),
+        CameraType.pan: (cam.rotate is not None and rotate[0] == 0 and not cam.follow,
+                         "type 'pan' needs a non-zero rotate[0] (pan)"),
         CameraType.tilt: (cam.rotate is not None and rotate[1] == 0, "type 'tilt' needs a non-zero rotate[1] (tilt)"),
         CameraType.roll: (cam.rotate is not None and rotate[2] == 0, "type 'roll' needs a non-zero rotate[2] (roll)"),
         CameraType.dolly: (cam.motion is not None and motion[2] == 0, "type 'dolly' needs a non-zero motion[2] (z)"),

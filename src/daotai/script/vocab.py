@@ -223,6 +223,8 @@ def _camera_table() -> Mapping[str, CameraPreset]:
         "shaky": ("handheld", {}), "hand_held": ("handheld", {}), "手持": ("handheld", {}),
         "晃动": ("handheld", {}),
         "follow_shot": ("follow", {}), "跟": ("follow", {}), "跟拍": ("follow", {}), "跟随": ("follow", {}),
+        "pan_follow": ("pan", {"follow": True}), "follow_pan": ("pan", {"follow": True}),
+        "panning_follow": ("pan", {"follow": True}), "摇跟": ("pan", {"follow": True}), "跟摇": ("pan", {"follow": True}),
     }
     table: dict[str, CameraPreset] = {}
     for spelling, preset in {**plain, **presets}.items():
@@ -262,6 +264,48 @@ DIRECTION_SIGNS: Mapping[str, Mapping[str, int]] = MappingProxyType(
 
 DIRECTION_ALIASES = _table(
     {"left": ["左"], "right": ["右"], "up": ["上"], "down": ["下"], "in": ["in_", "forward", "进", "推"], "out": ["back", "backward", "出", "拉"]}
+)
+
+
+class CameraSide(str, Enum):
+    """Where the camera stands around its subject, seen from the subject (its own left and right)."""
+
+    front = "front"
+    left = "left"
+    right = "right"
+    back = "back"
+
+
+# Degrees around the subject from its front, positive toward the subject's own left (about +y).
+CAMERA_SIDE_DEG: Mapping[str, float] = MappingProxyType({"front": 0.0, "left": 90.0, "right": -90.0, "back": 180.0})
+
+CAMERA_SIDE_ALIASES = _table(
+    {"front": ["前", "前面", "正面", "frontal"], "left": ["左", "左边", "左侧"], "right": ["右", "右边", "右侧"],
+     "back": ["behind", "rear", "后", "后面", "背面", "背后"]}
+)
+
+
+class Sensor(str, Enum):
+    """Camera sensor (film gate) a focal length is read on; its width sets the horizontal view."""
+
+    super35 = "super35"
+    full_frame = "full_frame"
+    aps_c = "aps_c"
+    micro_four_thirds = "micro_four_thirds"
+    super16 = "super16"
+    large_format = "large_format"
+
+
+# Sensor widths in millimetres (Super 35: 24.89 mm; large format: a 65 mm camera's 54.12 mm gate).
+SENSOR_WIDTH_MM: Mapping[str, float] = MappingProxyType(
+    {"super35": 24.89, "full_frame": 36.0, "aps_c": 23.6, "micro_four_thirds": 17.3, "super16": 12.52,
+     "large_format": 54.12}
+)
+
+SENSOR_ALIASES = _table(
+    {"super35": ["s35", "super_35", "super35mm", "35mm"], "full_frame": ["ff", "fullframe", "vista_vision", "全画幅"],
+     "aps_c": ["apsc", "aps", "半画幅"], "micro_four_thirds": ["m43", "mft", "micro_4/3", "4/3"],
+     "super16": ["s16", "super_16", "16mm"], "large_format": ["lf", "65mm", "alexa_65", "大画幅"]}
 )
 
 
