@@ -21,8 +21,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "daotai"
 ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "pipeline", "front")
 BOTTOM = {"errors", "catalog", "files", "__init__"}
-FRONT = {"cli", "cli_progress", "doctor", "server", "cluster", "draft", "comfy"}
-PIPELINE = {"pipeline", "recheck", "shotcache"}  # recheck: `daotai qc DIR` (may render again); shotcache: reused shots
+FRONT = {"cli", "cli_progress", "doctor", "maccheck", "server", "cluster", "draft", "comfy"}
+PIPELINE = {"pipeline", "recheck", "shotcache", "encoder_choice"}  # recheck: `daotai qc DIR` (may render again); shotcache: reused shots; encoder_choice: the fidelity-gated encoder
 SIDE = {"runtime": {"bottom", "script", "plan"}, "mlx": {"bottom", "script", "plan", "runtime"}}
 
 

@@ -26,13 +26,16 @@ from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import av
 import numpy as np
 
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly, temp_path
+
+if TYPE_CHECKING:
+    from daotai.encode.hardware import HardwareEncoder
 
 __all__ = [
     "CODECS",
@@ -110,8 +113,15 @@ class EncodeSettings:
     # encode faster on many cores but x264's threaded output can vary from run to run
     threads: int = 1
     tune: str | None = None  # x264/x265 tune, e.g. "psnr" for flat synthetic content
+    # A hardware encoder (VideoToolbox, NVENC; daotai.encode.hardware) in place of the software
+    # one; crf, preset and tune then do not apply (the encoder's own quality settings do).
+    # None: libx264 / libx265 / prores_ks, byte-identical from run to run.
+    hardware: HardwareEncoder | None = None
 
     def __post_init__(self) -> None:
+        if self.hardware is not None and self.hardware.codec != self.codec:
+            raise EncodeError(f"settings.hardware: {self.hardware.name!r} encodes {self.hardware.codec}, "
+                              f"not the codec asked, {self.codec}")
         if self.tune is not None and self.tune not in TUNES:
             raise EncodeError(f"settings.tune: {self.tune!r} must be one of {', '.join(TUNES)} (or None)")
         if self.codec not in CODECS:
@@ -157,8 +167,20 @@ class EncodeSettings:
             return None
         return self.crf if self.crf is not None else DEFAULT_CRF[self.codec]
 
+    @property
+    def encoder_name(self) -> str:
+        """The FFmpeg encoder that writes the video: the hardware one when set, else the software one."""
+        return self.hardware.name if self.hardware is not None else _ENCODERS[self.codec]
+
+    def stream_options(self, width: int, height: int, fps: Fraction) -> dict[str, str]:
+        """Options the encoder is opened with for this frame size and rate (hardware encoders may
+        need a bit rate, which follows from both)."""
+        if self.hardware is not None:
+            return self.hardware.stream_options(width, height, fps)
+        return self.codec_options()
+
     def codec_options(self) -> dict[str, str]:
-        """Encoder private options for PyAV."""
+        """Software encoder private options for PyAV."""
         if self.codec == "prores":
             return {"profile": str(self.prores_profile)}
         options = {"crf": str(self.effective_crf), "preset": self.preset}
@@ -560,12 +582,12 @@ class VideoWriter:
         self._sub_y = 2 if self.settings.pix_fmt.startswith("yuv420") else 1
         self._plane_dtype = np.uint16 if self._bits > 8 else np.uint8
         spec = _StreamSpec(
-            codec=_ENCODERS[self.settings.codec],
+            codec=self.settings.encoder_name,
             pix_fmt=self.settings.pix_fmt,
             width=self.width,
             height=self.height,
             fps=self.fps,
-            options=tuple(self.settings.codec_options().items()),
+            options=tuple(self.settings.stream_options(self.width, self.height, self.fps).items()),
             color_range=RANGE_LIMITED,
             threads=self.settings.threads,
             # hvc1 (parameter sets out of band) is what Apple players require for HEVC in MP4.
@@ -719,6 +741,9 @@ def write_preview_h264(
     ``settings`` None means ``PREVIEW_SETTINGS``. Returns the number of frames written.
     """
     chosen = settings or PREVIEW_SETTINGS
+    if chosen.hardware is not None:  # a control channel: always the reproducible software encoder
+        chosen = EncodeSettings(codec=chosen.codec, crf=chosen.crf, preset=chosen.preset, threads=chosen.threads,
+                                tune=chosen.tune)
     if chosen.codec == "prores":
         raise EncodeError("settings.codec: 'prores' must be h264 or hevc for a gray preview")
     target = _check_target(path, _ALLOWED_SUFFIXES[chosen.codec])
