@@ -232,6 +232,11 @@ def render(
     preset: Optional[str] = typer.Option(None, "--preset", help="preview | draft | final: override the size"),
     shots: Optional[str] = typer.Option(None, "--shots", help="comma-separated shot ids to render"),
     codec: str = typer.Option("h264", "--codec", help="h264 | hevc | prores"),
+    encoder: str = typer.Option(
+        "software", "--encoder", help="software (default: the same bytes on every run) | hardware (VideoToolbox on "
+        "macOS, NVENC where it opens; software, with a notice, when it fails or misses the fidelity gate) | auto "
+        "(hardware for final deliveries, 1920x1080 and larger)"
+    ),
     controls: bool = typer.Option(True, "--controls/--no-controls", help="write depth and mask channels"),
     strict: bool = typer.Option(False, "--strict", help="exit non-zero when quality checks fail"),
     enhance_spec: Optional[str] = typer.Option(
@@ -287,9 +292,12 @@ def render(
 
         raise PlanError(f"--resolution: {resolution!r} cannot resize an existing plan; plan the script again "
                         "with --resolution")
+    from daotai.encode.hardware import check_mode
+
     settings = PipelineSettings(
         backend=backend,
         codec=codec,
+        encoder=check_mode(encoder),
         controls=controls,
         shots=tuple(s.strip() for s in shots.split(",") if s.strip()) if shots else (),
         strict=strict,

@@ -29,6 +29,7 @@ from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Audio, Event, Frame, Notice, Output, Progress, RenderJob, RunContext
 
 if TYPE_CHECKING:
+    from daotai.encode.hardware import HardwareEncoder
     from daotai.encode.video import EncodeSettings
 
 FIDELITY_SAMPLES_PER_SHOT = 12  # rendered frames kept to measure encode PSNR after encoding
@@ -47,6 +48,12 @@ class PipelineSettings:
     shots: tuple[str, ...] = ()
     strict: bool = False
     camera_qc: bool = True
+    # --encoder auto | software | hardware (daotai.encode.hardware). run() decides hardware_encoder
+    # (None: the software encoder) after the fidelity gate, and notes why hardware, when wanted, is
+    # not used (daotai.encoder_choice); the manifest records all three.
+    encoder: str = "software"
+    hardware_encoder: HardwareEncoder | None = None
+    encoder_notes: tuple[str, ...] = ()
     # The backend's options (its Options type says which; checked before any work): model,
     # device, steps, speed, adaptive, offload, … for neural backends.
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -180,8 +187,9 @@ def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int 
     from daotai.encode.policy import encode_settings
     from daotai.render.registry import spec_for
 
-    return encode_settings(settings.codec, settings.crf, settings.preset, spec_for(settings.backend).encode,
-                           width, height)
+    enc = encode_settings(settings.codec, settings.crf, settings.preset, spec_for(settings.backend).encode,
+                          width, height)
+    return replace(enc, hardware=settings.hardware_encoder) if settings.hardware_encoder is not None else enc
 
 
 def layout_for(out_dir: Path, settings: PipelineSettings) -> RenderLayout:
@@ -528,6 +536,20 @@ def shot_sound(plan: Plan, shot: ShotPlan, audio: Audio) -> np.ndarray:
 
 def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings,
                 ctx: RunContext, record: ShotRecord, encoders: Any = None) -> Iterator[Event]:
+    """Render one shot through the backend into its encoded files; yields progress. With a hardware
+    encoder the shot file is held to the fidelity gate and rendered again in software when it misses
+    (daotai.encoder_choice)."""
+    if settings.hardware_encoder is None:
+        return (yield from _render_shot_once(backend, plan, shot, out_dir, settings, ctx, record, encoders))
+    from daotai.encoder_choice import render_shot_gated
+
+    shot_path = layout_for(out_dir, settings).shot(shot.shot_id)
+    yield from render_shot_gated(_render_shot_once, shot_path, backend, plan, shot, out_dir, settings, ctx, record,
+                                 encoders)
+
+
+def _render_shot_once(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: PipelineSettings,
+                      ctx: RunContext, record: ShotRecord, encoders: Any = None) -> Iterator[Event]:
     """Render one shot through the backend into its encoded files; yields progress.
 
     ``encoders`` is an :class:`daotai.encode.procsink.EncoderPool` whose processes encode
@@ -668,6 +690,10 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         settings = replace(settings, controls=False)
         yield Notice("info", f"backend {settings.backend!r} makes no control channels: rendering without controls")
     enc = encode_settings_for(settings, plan.width, plan.height)  # codec/crf/preset checked before any work
+    from daotai.encoder_choice import resolve_encoder
+
+    settings = yield from resolve_encoder(settings, plan.width, plan.height, Fraction(*plan.fps_fraction), enc.codec)
+    enc = encode_settings_for(settings, plan.width, plan.height)
     layout = layout_for(out_dir, settings)
     layout.make_folders(settings.controls)
     timings: dict[str, float] = {}
@@ -712,7 +738,15 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     ctx.check()
     tick = time.perf_counter()
-    sequence = yield from _assemble(plan, layout, enc, records, soundtrack)
+    try:
+        sequence = yield from _assemble(plan, layout, enc, records, soundtrack)
+    except EncodeError as exc:
+        if enc.hardware is None:
+            raise
+        yield Notice("warning", f"hardware encoder {enc.hardware.name} failed on the sequence ({exc}); "
+                                "assembling it with the software encoder")
+        enc = replace(enc, hardware=None)
+        sequence = yield from _assemble(plan, layout, enc, records, soundtrack)
     timings["assemble_s"] = time.perf_counter() - tick
 
     if settings.enhance:
