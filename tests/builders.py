@@ -206,14 +206,15 @@ def build_wan_camera_i2v(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def build_wan_vace(folder: Path) -> Path:
-    """A 3-layer random WanVACEPipeline (VACE blocks on layers 0 and 2) saved to ``folder``."""
+def build_wan_vace(folder: Path, **transformer_overrides) -> Path:
+    """A 3-layer random WanVACEPipeline (VACE blocks on layers 0 and 2) saved to ``folder``; overrides are
+    WanVACETransformer3DModel arguments (e.g. ``attention_head_dim=32, ffn_dim=128`` for 64-wide groups)."""
     import torch
     from diffusers import WanVACEPipeline, WanVACETransformer3DModel
 
     torch.manual_seed(0)
     transformer = WanVACETransformer3DModel(**{**WAN_TRANSFORMER, "num_layers": 3, "vace_layers": [0, 2],
-                                               "vace_in_channels": 96})
+                                               "vace_in_channels": 96, **transformer_overrides})
     pipe = WanVACEPipeline(tokenizer=word_tokenizer(), text_encoder=umt5(), vae=wan_vae(),
                            scheduler=flow_scheduler(), transformer=transformer)
     pipe.save_pretrained(folder)
