@@ -513,6 +513,14 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
             warnings.append(f"subject {subject['id']} is out of frame for {out / subject['frames_checked']:.0%} "
                             "of the shot; if that is not meant, change the move or the framing")
 
+    if depth_path is not None and mask_path is not None:
+        from daotai.qc.framing import check_framing, framing_text
+
+        framing = check_framing(plan, shot, depth_path, mask_path)
+        if framing is not None:
+            entry["framing"] = framing
+            verdict("framing", [] if framing["ok"] else [framing_text(framing)], framing_text(framing))
+
     if samples:
         fidelity, problems, notes = _fidelity(samples, decoded_samples)
         entry["fidelity"] = fidelity

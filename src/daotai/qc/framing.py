@@ -1,0 +1,181 @@
+"""Framing QC: does the first frame frame the shot as the script asks? Measured from the masks.
+
+Per shot, at its first frame (the framing names where a shot starts; a push-in changes it on
+purpose), from the character mask (value j + 1 for the shot's j-th character) and the depth
+control (metres along the view axis):
+
+* **size**: the subject's on-screen height, the whole figure's height as a share of the frame
+  height. When the subject's mask touches neither the top nor the bottom edge and the view is
+  near level, it is the mask's own extent (crown of the hair to the soles). When the frame cuts
+  the figure (close sizes) or the camera looks steeply up or down (the figure is foreshortened),
+  it is the character's height in metres over the frame height at the subject's distance: the
+  median depth of the subject's mask pixels, plus half a body's depth (the mask sees the near
+  surface, framing distances run to the body's axis), times ``H / fy``. The share must lie in
+  the band of the asked framing: bands meet halfway (geometric mean) between the nominal shares
+  of neighbouring sizes, the nominal share being height / the metres the framing shows
+  (``daotai.plan.staging.FRAMING_RULES``; tight sizes scale with the person, wide sizes with the
+  set). Two-person shot types have bands of ×/÷ ``SHOT_TYPE_TOLERANCE`` around their own nominal
+  share. Table for a 1.75 m person in docs/conventions.md.
+* **characters**: every character the framing names is visible (at least ``MIN_VISIBLE_PX``
+  mask pixels): the subject always; both people of a two-shot or an over-the-shoulder; everyone
+  present in a wide or extreme wide with several people (a master).
+* **over the shoulder**: the foreground person (the other person nearest the lens) is in the
+  frame, nearer than the subject, and cut by a frame edge (left, right or bottom).
+
+The same measurement checks a neural render through the masks and depth the previz predicts.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from daotai.plan.model import Plan, ShotPlan
+from daotai.plan.staging import FRAMING_RULES, REFERENCE_HEIGHT_M
+
+# Sizes from tightest to widest; bands meet between neighbours.
+SIZES = ("extreme_close_up", "close_up", "medium_close_up", "medium", "medium_full", "full", "wide", "extreme_wide")
+SHOT_TYPE_TOLERANCE = 1.3  # a two-person shot type's band: its nominal share ×/÷ this
+BODY_HALF_DEPTH_M = 0.10  # from the body's near surface to its axis, for a 1.75 m figure
+MIN_VISIBLE_PX = 20  # fewer mask pixels than this is not "visible" (a hand at the edge, a sliver)
+STEEP_VIEW_DEG = 35.0  # beyond this pitch the mask's extent is foreshortened: use the depth
+GROUP_FRAMINGS = ("wide", "extreme_wide")
+
+
+def nominal_share(framing: str, height_m: float) -> float:
+    """The whole figure's height as a share of the frame height that ``framing`` asks for."""
+    rule = FRAMING_RULES[framing]
+    visible = rule.visible_m * (height_m / REFERENCE_HEIGHT_M if rule.scale_with_height else 1.0)
+    return height_m / visible
+
+
+def band(framing: str, height_m: float) -> tuple[float, float]:
+    """(low, high) share of the frame height the figure's height may take in ``framing`` (high may be inf)."""
+    if framing not in SIZES:
+        centre = nominal_share(framing, height_m)
+        return centre / SHOT_TYPE_TOLERANCE, centre * SHOT_TYPE_TOLERANCE
+    i = SIZES.index(framing)
+    here = nominal_share(framing, height_m)
+    high = math.inf if i == 0 else math.sqrt(here * nominal_share(SIZES[i - 1], height_m))
+    low = 0.0 if i == len(SIZES) - 1 else math.sqrt(here * nominal_share(SIZES[i + 1], height_m))
+    return low, high
+
+
+def size_of(share: float, height_m: float) -> str:
+    """The size whose band holds ``share`` (for saying what a wrong framing measured as)."""
+    return next(f for f in SIZES if band(f, height_m)[0] <= share < band(f, height_m)[1])
+
+
+def named_characters(plan: Plan, shot: ShotPlan) -> tuple[str, ...]:
+    """Who the framing says is in the picture: the subject, both people of a two-person shot type,
+    everyone present in a master (a wide with several people)."""
+    if shot.subject is None:
+        return ()
+    if shot.framing in ("two_shot", "over_the_shoulder"):
+        return (shot.subject, _foreground(shot))
+    if shot.framing in GROUP_FRAMINGS and len(shot.characters) > 1:
+        return tuple(shot.characters)
+    return (shot.subject,)
+
+
+def _foreground(shot: ShotPlan) -> str:
+    """The other person nearest the lens at the first frame (the shoulder of an OTS, the partner of a two-shot)."""
+    eye = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)[:3, 3]
+    others = [p for p in shot.character_frames[0] if p.id != shot.subject]
+    return min(others, key=lambda p: (math.hypot(p.position[0] - eye[0], p.position[1] - eye[2]), p.id)).id
+
+
+def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.ndarray) -> dict[str, Any] | None:
+    """The framing entry of one shot from its first frame's mask (H, W) uint8 and depth (H, W) metres.
+
+    None when the shot has no subject. ``ok`` is whether size, characters and (OTS) foreground pass.
+    """
+    if shot.subject is None or shot.subject not in shot.characters:
+        return None
+    height, width = mask.shape
+    heights = {c.id: c.height for c in plan.characters}
+    counts = {c: int(np.count_nonzero(mask == j + 1)) for j, c in enumerate(shot.characters)}
+    entry: dict[str, Any] = {"framing": shot.framing, "frame": 0}
+    problems: list[str] = []
+
+    subject_px = mask == shot.characters.index(shot.subject) + 1  # (H, W) bool
+    h_m = heights[shot.subject]
+    low, high = band(shot.framing, h_m)
+    entry["band"] = [round(low, 3), None if math.isinf(high) else round(high, 3)]
+    if counts[shot.subject] < MIN_VISIBLE_PX:
+        entry.update(share=None, method=None, measured_as=None, size_ok=False)
+        problems.append(f"subject {shot.subject} not in the picture at the start, so its framing cannot be seen")
+    else:
+        share, method = _share(shot, subject_px, depth_m, h_m)
+        measured = size_of(share, h_m)
+        ok = low <= share < high
+        entry.update(share=round(share, 3), method=method, measured_as=measured, size_ok=ok)
+        if not ok:
+            top = "open" if math.isinf(high) else f"{high:.2f}"
+            problems.append(f"asked {shot.framing} but subject {shot.subject} is {share:.2f} frame heights tall, "
+                            f"a {measured} (band {low:.2f}–{top})")
+
+    wanted = named_characters(plan, shot)
+    missing = [c for c in wanted if counts.get(c, 0) < MIN_VISIBLE_PX]
+    entry["characters"] = {"named": list(wanted), "missing": missing}
+    if [c for c in missing if c != shot.subject]:
+        problems.append(f"{', '.join(c for c in missing if c != shot.subject)} not in the picture, "
+                        f"which a {shot.framing} of {shot.subject} should show")
+
+    if shot.framing == "over_the_shoulder":
+        near = wanted[1]
+        near_px = mask == shot.characters.index(near) + 1
+        edges = [name for name, edge in (("left", near_px[:, 0]), ("right", near_px[:, -1]), ("bottom", near_px[-1]),
+                                          ("top", near_px[0])) if edge.any()]
+        closer = (counts[near] >= MIN_VISIBLE_PX and counts[shot.subject] >= MIN_VISIBLE_PX
+                  and float(np.median(depth_m[near_px])) < float(np.median(depth_m[subject_px])))
+        fg_ok = counts[near] >= MIN_VISIBLE_PX and bool(edges) and closer
+        entry["foreground"] = {"id": near, "pixels": counts[near], "cut_by": edges, "nearer_than_subject": closer,
+                               "ok": fg_ok}
+        if not fg_ok:
+            why = ("not in the picture" if counts[near] < MIN_VISIBLE_PX else
+                   "not cut by the frame (a whole figure, not a shoulder)" if not edges else "behind the subject")
+            problems.append(f"over-the-shoulder foreground {near} {why}")
+    entry["ok"] = not problems
+    entry["problems"] = problems
+    entry["frame_size"] = [width, height]
+    return entry
+
+
+def _share(shot: ShotPlan, subject_px: np.ndarray, depth_m: np.ndarray, h_m: float) -> tuple[float, str]:
+    """The subject's whole-figure height over the frame height, and how it was measured."""
+    height = subject_px.shape[0]
+    rows = np.flatnonzero(subject_px.any(axis=1))
+    cam = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)
+    pitch = math.degrees(math.asin(float(np.clip(-cam[1, 2], -1.0, 1.0))))  # view direction's elevation
+    cut = rows[0] == 0 or rows[-1] == height - 1
+    if not cut and abs(pitch) < STEEP_VIEW_DEG:
+        return float(rows[-1] - rows[0] + 1) / height, "mask_extent"
+    fy = float(np.array(shot.cameras[0].K).reshape(3, 3)[1, 1])
+    near = depth_m[subject_px]
+    distance = float(np.median(near[np.isfinite(near)])) + BODY_HALF_DEPTH_M * h_m / REFERENCE_HEIGHT_M
+    return h_m * fy / (distance * height), "mask_depth"
+
+
+def check_framing(plan: Plan, shot: ShotPlan, depth_path: Path, mask_path: Path) -> dict[str, Any] | None:
+    """:func:`measure_framing` on the first frame of a shot's depth (uint16 mm) and mask control files."""
+    from daotai.encode.video import decode_gray
+
+    depth_mm = next(iter(decode_gray(depth_path)), None)
+    mask = next(iter(decode_gray(mask_path)), None)
+    if depth_mm is None or mask is None:
+        return None
+    depth = depth_mm.astype(np.float32) * np.float32(1e-3)
+    depth[depth_mm == 65535] = np.inf
+    return measure_framing(plan, shot, mask, depth)
+
+
+def framing_text(entry: dict[str, Any]) -> str:
+    """The framing verdict in words (passing or the first problems)."""
+    if not entry["ok"]:
+        return "framing: " + "; ".join(entry["problems"])
+    share = entry["share"]
+    return f"framing: {entry['framing']} as asked ({share:.2f} frame heights)"
