@@ -31,6 +31,15 @@ class CharacterFrame(PlanModel):
     facing: float = Field(description="degrees about +y; 0 faces +z")
     walk_phase: float = Field(description="radians of the walk cycle; 0 when standing")
     walking: bool
+    pose: str | None = Field(default=None, description="run, sit, talk or point; None: stand, or walk when walking")
+    pose_phase: float = Field(default=0.0, description="radians of a talking figure's gesture cycle")
+    head_turn: float = Field(default=0.0, description="degrees the head turns from the body's facing, + to its left")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        unused = {"pose": None, "pose_phase": 0.0, "head_turn": 0.0}
+        return {k: v for k, v in data.items() if not (k in unused and v == unused[k])}
 
 
 class ResolvedMove(PlanModel):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -56,7 +58,14 @@ from daotai.plan.staging import (
 )
 from daotai.plan.timing import frames_for, snap_for
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Character, Script, Shot
-from daotai.script.vocab import CAMERA_SIDE_DEG, DIRECTION_SIGNS, SENSOR_WIDTH_MM
+from daotai.script.vocab import (
+    ACTION_POSE_WORDS,
+    CAMERA_SIDE_DEG,
+    DIRECTION_SIGNS,
+    LOOK_WORDS,
+    SENSOR_WIDTH_MM,
+    TURN_WORDS,
+)
 
 FLOAT_DIGITS = 9  # plan JSON keeps 1e-9 precision: stable text, far below a pixel
 STRIDE_M = 0.75  # one walk cycle per 2 strides of a 1.75 m person
@@ -226,24 +235,34 @@ def character_colour(character: Character, index: int) -> tuple[float, float, fl
 
 
 def _character_frames(
-    shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float
+    shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float,
+    subject: str | None = None, names: dict[str, str] | None = None, where: str = "shots[0]",
 ) -> list[tuple[CharacterFrame, ...]]:
-    """Per-frame position/facing/walk phase of every present character; updates the stage."""
+    """Per-frame position/facing/walk phase/pose of every present character; updates the stage."""
     # Shot time of each frame: the last frame shows the end of the shot, as the camera's
     # easing does (t = i / (n - 1)), so a walk that ends with the shot arrives on screen.
     times = np.linspace(0.0, shot.duration, n_frames) if n_frames > 1 else np.zeros(1)  # (n,) seconds
+    intent = read_intent(shot, present, subject, names or {}, where)
     tracks: dict[str, dict[str, np.ndarray]] = {}
     for char_id in present:
         x0, z0 = stage.position[char_id]
+        scale = stage.heights[char_id] / 1.75
         track = {
             "x": np.full(n_frames, x0),
             "z": np.full(n_frames, z0),
             "facing": np.full(n_frames, stage.facing[char_id]),
             "phase": np.zeros(n_frames),
             "walking": np.zeros(n_frames, dtype=bool),
+            "running": np.zeros(n_frames, dtype=bool),
         }
+        turn = intent.turn_to.get(char_id)
+        if turn is not None:  # turns on the spot before anything else: toward someone, or half a turn
+            target = stage.facing[char_id] + 180.0 if turn == "half" else _facing_toward(stage, char_id, turn)
+            turned = _ease_angle(stage.facing[char_id], target, np.clip(times / min(TURN_S, shot.duration / 2), 0, 1))
+            track["facing"] = turned
+            stage.auto_facing.discard(char_id)
         moves = sorted((m for m in shot.blocking if m.character == char_id), key=lambda m: m.start)
-        walked = 0.0
+        phase_so_far = 0.0
         for move in moves:
             start, end = move.start, shot.duration if move.end is None else move.end
             first = int(np.searchsorted(times, start))  # frame where this walk begins
@@ -260,10 +279,15 @@ def _character_frames(
             arrived = times >= end
             final_facing = move.facing if move.facing is not None else heading
             track["facing"] = np.where(arrived, final_facing, track["facing"])
-            distance = math.hypot(tx - sx, tz - sz) * u  # (n,) metres walked on this move
-            stride = STRIDE_M * stage.heights[char_id] / 1.75
-            track["phase"] = np.where(active, (walked + distance) / stride * math.pi, track["phase"])
-            walked += math.hypot(tx - sx, tz - sz)
+            length = math.hypot(tx - sx, tz - sz)
+            # a run: asked for, or a pace no walk keeps up with; its stride is longer, and the cycle
+            # advances with the ground covered (so the feet do not slide at either pace)
+            runs = intent.poses.get(char_id) == "run" or length / (end - start) > RUN_SPEED_MPS * scale
+            track["running"] |= walking_now & runs
+            stride = (RUN_STRIDE_M if runs else STRIDE_M) * scale
+            distance = length * u  # (n,) metres covered on this move
+            track["phase"] = np.where(active, phase_so_far + distance / stride * math.pi, track["phase"])
+            phase_so_far += length / stride * math.pi
         if moves:
             stage.auto_facing.discard(char_id)  # the walk set where they face
         tracks[char_id] = track
@@ -271,19 +295,149 @@ def _character_frames(
         stage.facing[char_id] = float(track["facing"][-1])
     frames = []
     for i in range(n_frames):
-        frames.append(
-            tuple(
-                CharacterFrame(
-                    id=char_id,
-                    position=(_r(tracks[char_id]["x"][i]), _r(tracks[char_id]["z"][i])),
-                    facing=_r(tracks[char_id]["facing"][i]),
-                    walk_phase=_r(tracks[char_id]["phase"][i] if tracks[char_id]["walking"][i] else 0.0),
-                    walking=bool(tracks[char_id]["walking"][i]),
-                )
-                for char_id in present
-            )
-        )
+        people = []
+        for char_id in present:
+            track = tracks[char_id]
+            walking = bool(track["walking"][i])
+            held = intent.poses.get(char_id)
+            pose = ("run" if track["running"][i] else None) if walking else (
+                held if held in ("sit", "talk", "point") else None)
+            head = 0.0
+            look = intent.look_at.get(char_id)
+            if look is not None:
+                here = (float(track["x"][i]), float(track["z"][i]))
+                there = _ground_point(look, tracks, i, stage)
+                if there is not None and math.dist(here, there) > 1e-6:
+                    head = _wrap(yaw_toward(here, there) - float(track["facing"][i]))
+                    head = max(-HEAD_TURN_MAX_DEG, min(HEAD_TURN_MAX_DEG, head))
+            people.append(CharacterFrame(
+                id=char_id,
+                position=(_r(track["x"][i]), _r(track["z"][i])),
+                facing=_r(track["facing"][i]),
+                walk_phase=_r(track["phase"][i] if walking else 0.0),
+                walking=walking,
+                pose=pose,
+                pose_phase=_r(2.0 * math.pi * TALK_GESTURE_HZ * times[i]) if pose == "talk" else 0.0,
+                head_turn=_r(head),
+            ))
+        frames.append(tuple(people))
     return frames
+
+
+RUN_SPEED_MPS = 2.2  # a blocking move faster than this (1.75 m person) is a run
+RUN_STRIDE_M = 1.35  # one running step of a 1.75 m person
+TALK_GESTURE_HZ = 0.9  # a talking figure's hands go round this often
+TURN_S = 0.8  # a turn on the spot takes this long (or half the shot)
+HEAD_TURN_MAX_DEG = 70.0  # the head turns this far from the body's facing, no further
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the shot asks the characters' bodies to do: held poses, where they look, whom they turn to."""
+
+    poses: dict[str, str]
+    look_at: dict[str, str | tuple[float, float, float]]
+    turn_to: dict[str, str]  # character id or "half"
+
+
+def _words(text: str) -> list[tuple[int, str]]:
+    """(position, word) of the English words (lower case) and the Chinese characters of ``text``."""
+    return [(m.start(), m.group()) for m in re.finditer(r"[a-z]+|[^\x00-\x7f]", text.lower())]
+
+
+def _mentions(text: str, words: tuple[str, ...]) -> int | None:
+    """Where the first of ``words`` occurs in ``text`` (English whole words, Chinese as written), else None."""
+    lowered = text.lower()
+    found = [pos for pos, w in _words(text) if w in words and w.isascii()]
+    found += [lowered.find(w) for w in words if not w.isascii() and w in lowered]
+    return min(found) if found else None
+
+
+def _named_after(text: str, at: int, candidates: dict[str, str]) -> str | None:
+    """The character whose id or name occurs first in ``text`` after position ``at``, else the first anywhere."""
+    lowered = text.lower()
+    hits = []
+    for char_id, name in candidates.items():
+        for word in {char_id.lower(), name.lower()}:
+            if not word:
+                continue
+            pattern = rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])" if word.isascii() else re.escape(word)
+            hits += [(m.start() < at, m.start(), char_id) for m in re.finditer(pattern, lowered)]
+    return min(hits)[2] if hits else None
+
+
+def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names: dict[str, str],
+                where: str) -> Intent:
+    """Poses, looks and turns from the shot's explicit `pose`/`look_at`, else from its `action` verbs
+    (for the subject) and its dialogue (speakers talk)."""
+    poses: dict[str, str] = {}
+    for line in shot.dialogue:
+        poses.setdefault(line.character, "talk")
+    look_at: dict[str, str | tuple[float, float, float]] = {}
+    turn_to: dict[str, str] = {}
+    if subject is not None:
+        others = {c: names.get(c, c) for c in present if c != subject}
+        text = shot.action
+        for pose, words in ACTION_POSE_WORDS.items():
+            if _mentions(text, words) is not None:
+                poses[subject] = pose
+                break
+        look = _mentions(text, LOOK_WORDS)
+        if look is not None:
+            target = _named_after(text, look, others)
+            if target is not None:
+                look_at[subject] = target
+        turn = _mentions(text, TURN_WORDS)
+        if turn is not None:
+            turn_to[subject] = _named_after(text, turn, others) or "half"
+        if poses.get(subject) == "point" and subject not in look_at:
+            target = _named_after(text, 0, others)
+            if target is not None:
+                look_at[subject] = target
+    if isinstance(shot.pose, dict):
+        for char_id, pose in shot.pose.items():
+            if char_id not in present:
+                raise PlanError.at(f"{where}.pose.{char_id}", pose.value, "names no character of the shot "
+                                   f"({', '.join(present) or 'none'})")
+            poses[char_id] = pose.value
+    elif shot.pose is not None:
+        if subject is None:
+            raise PlanError.at(f"{where}.pose", shot.pose.value, "needs a subject in the shot")
+        poses[subject] = shot.pose.value
+    if shot.look_at is not None:
+        if subject is None:
+            raise PlanError.at(f"{where}.look_at", shot.look_at, "needs a subject in the shot")
+        if isinstance(shot.look_at, str) and shot.look_at not in present:
+            raise PlanError.at(f"{where}.look_at", shot.look_at, "must be a character in the shot "
+                               f"({', '.join(present)}) or [x, y, z]")
+        look_at[subject] = shot.look_at if isinstance(shot.look_at, str) else tuple(shot.look_at)
+    return Intent(poses, look_at, turn_to)
+
+
+def _wrap(deg: float) -> float:
+    """An angle in (-180, 180]."""
+    return -((-deg + 180.0) % 360.0 - 180.0)
+
+
+def _facing_toward(stage: _Stage, me: str, other: str) -> float:
+    """My facing turned the short way toward ``other``, as a continuous angle from my facing now."""
+    target = yaw_toward(stage.position[me], stage.position[other])
+    return stage.facing[me] + _wrap(target - stage.facing[me])
+
+
+def _ease_angle(start: float, end: float, u: np.ndarray) -> np.ndarray:
+    """Angles from ``start`` to ``end`` degrees along ``u`` in [0, 1], eased in and out."""
+    return start + (end - start) * u * u * (3.0 - 2.0 * u)
+
+
+def _ground_point(look: str | tuple[float, float, float], tracks: dict[str, dict[str, np.ndarray]], i: int,
+                  stage: _Stage) -> tuple[float, float] | None:
+    """Where on the ground a look goes this frame: a character's place now, or the point's (x, z)."""
+    if isinstance(look, str):
+        if look in tracks:
+            return float(tracks[look]["x"][i]), float(tracks[look]["z"][i])
+        return stage.position.get(look)
+    return float(look[0]), float(look[2])
 
 
 def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, frames: int) -> TransitionPlan:
@@ -327,7 +481,7 @@ def plan_script(script: Script) -> Plan:
         camera_spec = shot.camera
         framing = shot.framing.value
         bodies = {c: stage.body(c) for c in present}  # where they stand as the shot starts
-        character_frames = _character_frames(shot, present, stage, n_frames, fps)
+        character_frames = _character_frames(shot, present, stage, n_frames, fps, subject, names, f"shots[{index}]")
         lens_fov = _lens_fov(shot.camera, width / height)
         fov_given = "fov" in shot.camera.model_fields_set or shot.camera.focal_length_mm is not None
         if subject is not None:

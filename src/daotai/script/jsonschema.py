@@ -83,6 +83,7 @@ _ALIAS_TABLES = {
     "SetPieceKind": vocab.SET_PIECE_ALIASES,
     "CameraSide": vocab.CAMERA_SIDE_ALIASES,
     "Sensor": vocab.SENSOR_ALIASES,
+    "Pose": vocab.POSE_ALIASES,
 }
 
 

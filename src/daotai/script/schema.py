@@ -120,6 +120,7 @@ CameraSideField = Annotated[
     vocab.CameraSide, _alias_validator(vocab.CAMERA_SIDE_ALIASES, vocab.CameraSide, "camera side")
 ]
 SensorField = Annotated[vocab.Sensor, _alias_validator(vocab.SENSOR_ALIASES, vocab.Sensor, "camera sensor")]
+PoseField = Annotated[vocab.Pose, _alias_validator(vocab.POSE_ALIASES, vocab.Pose, "pose")]
 
 
 def _finite(value: float) -> float:
@@ -600,10 +601,19 @@ class Shot(Model):
         description="ambience and effects in words, e.g. 'rain on a tin roof, distant traffic' (alias: 音效)",
     )
     audio: ShotAudio | None = Field(default=None, description="the shot's level in the sequence mix")
+    pose: PoseField | dict[Identifier, PoseField] | None = Field(
+        default=None,
+        description="what the subject does (stand, walk, run, sit, talk, point; 跑, 坐, 说话, 指), or "
+        "{character id: pose}; default: read from the action's verbs, talk for whoever speaks",
+    )
+    look_at: Identifier | tuple[WorldCoordinate, WorldCoordinate, WorldCoordinate] | None = Field(
+        default=None, description="where the subject looks: a character id or [x, y, z] world metres "
+        "(the head turns, up to 70° either side)",
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _omit_unused(handler(self), ("dialogue", "sound", "audio"))
+        return _omit_unused(handler(self), ("dialogue", "sound", "audio", "pose", "look_at"))
 
     @property
     def uses_sound(self) -> bool:

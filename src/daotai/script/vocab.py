@@ -309,6 +309,43 @@ SENSOR_ALIASES = _table(
 )
 
 
+class Pose(str, Enum):
+    """What a character's body does in a shot (walking is set by blocking; run by a fast walk or asked)."""
+
+    stand = "stand"
+    walk = "walk"
+    run = "run"
+    sit = "sit"
+    talk = "talk"
+    point = "point"
+
+
+POSE_ALIASES = _table(
+    {"stand": ["standing", "stands", "站", "站着", "站立"], "walk": ["walking", "walks", "走", "走路", "步行"],
+     "run": ["running", "runs", "sprint", "跑", "奔跑", "跑步"], "sit": ["sitting", "sits", "seated", "坐", "坐着", "坐下"],
+     "talk": ["talking", "talks", "speak", "speaking", "说话", "讲话", "交谈"],
+     "point": ["pointing", "points", "指", "指着"]}
+)
+
+# Verbs in a shot's `action` that choose the subject's pose, English as whole words, Chinese as
+# written; tried in this order (a runner who talks runs). "look"/"turn" words aim the head or
+# turn the body toward the character named after them (else a look holds, a turn is half a turn).
+ACTION_POSE_WORDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "run": ("run", "runs", "running", "ran", "sprint", "sprints", "sprinting", "dash", "dashes", "chase",
+                "chases", "chasing", "flee", "flees", "races", "跑", "奔", "冲", "追", "逃"),
+        "sit": ("sit", "sits", "sitting", "seated", "sat", "坐"),
+        "point": ("point", "points", "pointing", "指"),
+        "talk": ("talk", "talks", "talking", "say", "says", "saying", "speak", "speaks", "speaking", "tell", "tells",
+                 "chat", "chats", "argue", "argues", "arguing", "explain", "explains", "asks", "answers", "replies",
+                 "whispers", "shouts", "说", "讲", "聊", "谈", "问", "答", "喊", "吵", "解释", "告诉"),
+    }
+)
+LOOK_WORDS: tuple[str, ...] = ("look", "looks", "looking", "watch", "watches", "watching", "glance", "glances",
+                               "stare", "stares", "staring", "gaze", "gazes", "看", "望", "盯", "瞧", "注视")
+TURN_WORDS: tuple[str, ...] = ("turn", "turns", "turning", "turned", "spin", "spins", "转身", "回头", "转向", "转过")
+
+
 # Field names that may also be written another way (the schema accepts either, never both).
 KEY_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {"dialogue": ("对白", "台词"), "sound": ("音效",), "soundtrack": ("配乐", "音乐")}

@@ -95,6 +95,9 @@ def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
                 facing_deg=p.facing,
                 walk_phase=p.walk_phase,
                 walking=p.walking,
+                pose=p.pose,
+                pose_phase=p.pose_phase,
+                head_turn_deg=p.head_turn,
                 look=looks[p.id],
             )
             for p in people

@@ -51,6 +51,7 @@ from daotai.render.previz.meshes import (
     PRIMITIVES,
     figure_head_top,
     figure_instances,
+    head_drop,
     primitive_meshes,
     set_piece_parts,
 )
@@ -757,7 +758,7 @@ def _head_hidden(state: FrameState, masks: np.ndarray) -> list[bool]:
     out = []
     for i, f in enumerate(state.figures):
         # the head from the chin to the top of the hair, as wide as the hair, in a plane through its centre
-        centre = np.array([f.position[0], HEAD_C[1] * f.height_m, f.position[1]])
+        centre = np.array([f.position[0], (HEAD_C[1] - head_drop(f)) * f.height_m, f.position[1]])
         lo, hi, side = -0.055 * f.height_m, 0.075 * f.height_m, 0.052 * f.height_m
         right = state.cam_to_world[:3, 0]  # the box faces the camera
         corners = centre + np.array([s * side * right + [0.0, dy, 0.0] for s in (-1, 1) for dy in (lo, hi)])

@@ -16,6 +16,7 @@ hair …) from the figure's ``Look``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -289,7 +290,7 @@ ARM_OUT_RAD = math.radians(6.0)
 # bones, each a (4, 4) transform in height units: the root, then per side (left, right)
 # hip, knee, foot (flat, at the ankle), shoulder and elbow
 _BONES = ("root", "hip_l", "knee_l", "foot_l", "shoulder_l", "elbow_l",
-          "hip_r", "knee_r", "foot_r", "shoulder_r", "elbow_r")
+          "hip_r", "knee_r", "foot_r", "shoulder_r", "elbow_r", "head")
 _ROLES = ("top", "bottom", "shoes", "skin", "hair", "eyes", "lips", "hat", "lens")
 
 
@@ -310,32 +311,32 @@ def _parts(look: Look) -> list[tuple[str, str, np.ndarray, str]]:
         ("hips", "root", scale(b, 1.0, b), lower),
         ("chest", "root", scale(b, 1.0, b), "top"),
         ("limb", "root", translate(0, 0.862, -0.004) @ scale(0.056, 0.06, 0.056), "skin"),  # neck
-        ("head", "root", translate(hx, hy, hz) @ scale(2 * rx, 2 * ry, 2 * rz), "skin"),
-        ("box", "root", translate(0, 0.917, _face_z(0, 0.917) + 0.002) @ rot_x(-0.25) @ scale(0.016, 0.026, 0.016),
+        ("head", "head", translate(hx, hy, hz) @ scale(2 * rx, 2 * ry, 2 * rz), "skin"),
+        ("box", "head", translate(0, 0.917, _face_z(0, 0.917) + 0.002) @ rot_x(-0.25) @ scale(0.016, 0.026, 0.016),
          "skin"),  # nose
-        ("box", "root", translate(0, 0.893, _face_z(0, 0.893) - 0.001) @ scale(0.022, 0.005, 0.006), "lips"),
+        ("box", "head", translate(0, 0.893, _face_z(0, 0.893) - 0.001) @ scale(0.022, 0.005, 0.006), "lips"),
     ]
     eye_z = _face_z(EYE_X, EYE_Y)
     for side in (1.0, -1.0):
-        parts.append(("joint", "root", translate(side * EYE_X, EYE_Y, eye_z - 0.001) @ scale(0.014, 0.008, 0.008),
+        parts.append(("joint", "head", translate(side * EYE_X, EYE_Y, eye_z - 0.001) @ scale(0.014, 0.008, 0.008),
                       "eyes"))
     if look.glasses is not None:
         lens_z = eye_z + 0.004
         for side in (1.0, -1.0):
-            parts.append(("box", "root", translate(side * EYE_X, EYE_Y, lens_z) @ scale(0.027, 0.019, 0.003), "lens"))
+            parts.append(("box", "head", translate(side * EYE_X, EYE_Y, lens_z) @ scale(0.027, 0.019, 0.003), "lens"))
             if sum(look.glasses) >= 1.2:  # clear lenses: the eye shows through
-                parts.append(("joint", "root", translate(side * EYE_X, EYE_Y, lens_z + 0.002)
+                parts.append(("joint", "head", translate(side * EYE_X, EYE_Y, lens_z + 0.002)
                               @ scale(0.012, 0.007, 0.003), "eyes"))
-        parts.append(("box", "root", translate(0, EYE_Y + 0.004, lens_z) @ scale(0.012, 0.004, 0.003), "lens"))
+        parts.append(("box", "head", translate(0, EYE_Y + 0.004, lens_z) @ scale(0.012, 0.004, 0.003), "lens"))
     if look.hair_style != "bald":
         # a cap over the crown and the back of the head leaves the face clear
-        parts.append(("head", "root", translate(hx, hy + 0.006, hz - 0.008) @ scale(2.14 * rx, 2.13 * ry, 2.14 * rz),
+        parts.append(("head", "head", translate(hx, hy + 0.006, hz - 0.008) @ scale(2.14 * rx, 2.13 * ry, 2.14 * rz),
                       "hair"))
     if look.hair_style == "long":
-        parts.append(("limb", "root", translate(0, 0.872, -0.036) @ scale(0.104, 0.15, 0.06), "hair"))
+        parts.append(("limb", "head", translate(0, 0.872, -0.036) @ scale(0.104, 0.15, 0.06), "hair"))
     if look.hat is not None:
-        parts.append(("cylinder", "root", translate(0, 0.978, 0.004) @ scale(0.16, 0.008, 0.15), "hat"))  # brim
-        parts.append(("cylinder", "root", translate(0, 1.004, -0.004) @ scale(0.104, 0.052, 0.118), "hat"))
+        parts.append(("cylinder", "head", translate(0, 0.978, 0.004) @ scale(0.16, 0.008, 0.15), "hat"))  # brim
+        parts.append(("cylinder", "head", translate(0, 1.004, -0.004) @ scale(0.104, 0.052, 0.118), "hat"))
     if look.silhouette == "dress":
         parts.append(("hem", "root", translate(0, 0.45, 0.0) @ scale(0.26 * b, 0.30, 0.20 * b), "top"))
     elif look.silhouette == "coat":
@@ -394,6 +395,7 @@ class Pose:
     shoulder: tuple[float, float] = (0.0, 0.0)
     elbow: tuple[float, float] = (ELBOW_REST_RAD, ELBOW_REST_RAD)
     arm_out: float = ARM_OUT_RAD
+    head_turn: float = 0.0  # radians about +y from the body's facing, + to the figure's left
 
 
 STANDING = Pose()
@@ -409,6 +411,44 @@ def walk_pose(phase: float) -> Pose:
     return Pose(
         hip=(hip, -hip), knee=(knee_l, knee_r), shoulder=(-arm, arm),
         elbow=(ELBOW_REST_RAD + 0.8 * max(0.0, -arm), ELBOW_REST_RAD + 0.8 * max(0.0, arm)),
+    )
+
+
+# A sitter's seat, height units: its top just under the pelvis of SITTING, reaching under the thighs.
+SEAT_H = 0.235
+SEAT_W = 0.26
+SEAT_D = 0.24
+SEAT_FWD = 0.05
+SEAT_COLOUR = (0.42, 0.30, 0.22)
+RUN_LEG_SWING_RAD = math.radians(42.0)
+RUN_KNEE_RAD = math.radians(100.0)  # the leg swinging through folds high at a run
+RUN_ARM_SWING_RAD = math.radians(38.0)
+RUN_ELBOW_RAD = math.radians(85.0)
+
+
+def run_pose(phase: float) -> Pose:
+    """The run cycle at ``phase`` radians: longer swings, knees folded through, arms bent and pumping."""
+    s, c = math.sin(phase), math.cos(phase)
+    hip = RUN_LEG_SWING_RAD * s
+    arm = RUN_ARM_SWING_RAD * s
+    return Pose(
+        hip=(hip, -hip), knee=(RUN_KNEE_RAD * max(0.0, c) ** 2 + 0.2, RUN_KNEE_RAD * max(0.0, -c) ** 2 + 0.2),
+        shoulder=(-arm, arm), elbow=(RUN_ELBOW_RAD, RUN_ELBOW_RAD), arm_out=math.radians(10.0),
+    )
+
+
+# Held poses: sitting on a seat (thighs level, shins down, hands on the thighs), talking (forearms up,
+# hands going round in small turns, out of step with each other), pointing ahead with the right arm.
+SITTING = Pose(hip=(math.pi / 2, math.pi / 2), knee=(math.pi / 2, math.pi / 2), shoulder=(0.35, 0.35),
+               elbow=(0.75, 0.75))
+POINTING = Pose(shoulder=(0.0, math.radians(84.0)), elbow=(ELBOW_REST_RAD, math.radians(4.0)))
+
+
+def talk_pose(phase: float) -> Pose:
+    """Small gestures at ``phase`` radians: both forearms raised, each hand circling a little."""
+    return Pose(
+        shoulder=(0.30 + 0.10 * math.sin(phase), 0.26 + 0.12 * math.sin(phase + 2.1)),
+        elbow=(1.15 + 0.22 * math.cos(phase), 1.05 + 0.25 * math.cos(phase + 2.1)),
     )
 
 
@@ -428,6 +468,7 @@ def _bone_matrices(pose: Pose, shoulder_x: float) -> np.ndarray:
         out[base + 2] = translate(ankle[0], ankle[1], ankle[2])  # feet stay flat
         out[base + 3] = shoulder
         out[base + 4] = elbow
+    out[_BONES.index("head")] = rot_y(pose.head_turn)  # about the body's vertical axis through the neck
     # lower the whole body so the lowest sole rests on the ground (a compass gait dips at
     # double support and rises as the legs pass)
     drop = min(out[3, 1, 3], out[8, 1, 3]) - FOOT_H
@@ -453,8 +494,16 @@ def figure_root(fig: Figure) -> np.ndarray:
 
 
 def figure_pose(fig: Figure) -> Pose:
-    """The pose a figure holds this frame."""
-    return walk_pose(fig.walk_phase) if fig.walking else STANDING
+    """The pose a figure holds this frame (its head turned as the figure says)."""
+    if fig.walking:
+        pose = run_pose(fig.walk_phase) if fig.pose == "run" else walk_pose(fig.walk_phase)
+    else:
+        pose = {"sit": SITTING, "point": POINTING}.get(fig.pose or "", STANDING)
+        if fig.pose == "talk":
+            pose = talk_pose(fig.pose_phase)
+    if fig.head_turn_deg:
+        pose = dataclasses.replace(pose, head_turn=math.radians(fig.head_turn_deg))
+    return pose
 
 
 @functools.lru_cache(maxsize=256)
@@ -474,17 +523,35 @@ def role_colours(look: Look, colour: tuple[float, float, float]) -> np.ndarray:
 def figure_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """World models (P, 4, 4), colours (P, 3) and primitive indexes (P,) of a figure's parts."""
     rig = _rig(fig.look)
-    if fig.walking:
-        local = _bone_matrices(walk_pose(fig.walk_phase), rig.shoulder_x)[rig.bones] @ rig.local
+    if fig.walking or fig.pose or fig.head_turn_deg:
+        local = _bone_matrices(figure_pose(fig), rig.shoulder_x)[rig.bones] @ rig.local
     else:
         local = _standing_local(fig.look)
     models = figure_root(fig) @ local  # (P, 4, 4) metres
-    return models, role_colours(fig.look, tuple(fig.colour))[rig.roles], rig.prims
+    colours = role_colours(fig.look, tuple(fig.colour))[rig.roles]
+    if fig.pose == "sit" and not fig.walking:
+        # the seat goes with the sitter: it is there while they sit, not in the shots before or after
+        seat = figure_root(fig) @ translate(0.0, SEAT_H / 2.0, SEAT_FWD) @ scale(SEAT_W, SEAT_H, SEAT_D)
+        models = np.concatenate([models, seat[None]])
+        colours = np.concatenate([colours, np.array([SEAT_COLOUR])])
+        return models, colours, np.concatenate([rig.prims, [PRIMITIVES.index("box")]])
+    return models, colours, rig.prims
+
+
+@functools.lru_cache(maxsize=1)
+def _sitting_drop() -> float:
+    """How far (height units) sitting lowers the head: the rig's root sinks as the legs fold."""
+    return float(-_bone_matrices(SITTING, SHOULDER_X)[0, 1, 3])
+
+
+def head_drop(fig: Figure) -> float:
+    """How far below a standing figure's the head is this frame, in height units (sitting lowers it)."""
+    return _sitting_drop() if fig.pose == "sit" and not fig.walking else 0.0
 
 
 def figure_head_top(fig: Figure) -> np.ndarray:
     """World point (x, y, z) just above the head (or hat), where the label is anchored."""
-    top = 1.05 if fig.look.hat is not None else 1.02
+    top = (1.05 if fig.look.hat is not None else 1.02) - head_drop(fig)
     return np.array([fig.position[0], fig.height_m * top, fig.position[1]])
 
 

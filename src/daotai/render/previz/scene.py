@@ -111,6 +111,9 @@ class Figure:
     walk_phase: float = 0.0  # radians of the gait cycle; 0 = legs together
     walking: bool = False  # when False the figure stands still whatever walk_phase says
     look: Look = Look()  # garments, hair, skin; the top defaults to ``colour``
+    pose: str | None = None  # "run" (with walking), "sit", "talk" or "point"; None: stand or walk
+    pose_phase: float = 0.0  # radians of the talking gesture cycle
+    head_turn_deg: float = 0.0  # the head turned from the facing, + to the figure's left
 
     def __post_init__(self) -> None:
         if not self.char_id:
