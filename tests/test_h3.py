@@ -160,8 +160,8 @@ def test_options_refuse_what_h3_does_not_take():
 
     spec = spec_for("h3")
     assert spec.family == "h3" and spec.default_model == "minimax-h3"
-    for bad in ({"guidance": 5}, {"max_sequence_length": 64}, {"speed": "fast"}, {"workflow": "i2v"},
-                {"lora": "fast.safetensors"}, {"steps": 1}):
+    for bad in ({"guidance": 5}, {"max_sequence_length": 64}, {"speed": "turbo"}, {"workflow": "i2v"},
+                {"lora": "missing.safetensors"}, {"weights": "int4"}, {"lora_scale": 9}, {"steps": 1}):
         with pytest.raises(OptionError):
             spec.validate_options(bad)
     assert spec.validate_options({"workflow": "fl2va", "accept_licence": "true"}).workflow == "fl2va"

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from daotai import catalog
 from daotai.errors import BackendError
@@ -83,8 +83,29 @@ class H3Options(DiffusersOptions):
     # MiniMax-H3 is guidance-distilled and reads its prompt whole: these inherited options do not apply.
     guidance: None = Field(None, description="not used: MiniMax-H3 is guidance-distilled (one forward per step)")
     max_sequence_length: None = Field(None, description="not used: MiniMax-H3's prompt budget is the h3 family's")
-    speed: Literal["off", "exact"] | None = Field(
-        None, description="exact (default) | off: diffusers' own kernels (h3 has no approximate levers yet)")
+    speed: Literal["off", "exact", "fast"] | None = Field(
+        None, description="exact (default): attention kernel and compiled blocks | fast: also FP8 linears and a "
+                          "step cache (approximate) | off: diffusers' own kernels")
+    weights: Literal["bf16", "int8"] | None = Field(
+        None, description="int8: the transformer's block weights stored as int8 rows (half the memory, "
+                          "approximate, no faster) for cards that cannot hold bf16")
+    lora: str | None = Field(None, description="a LoRA .safetensors file (or a folder holding one), fused into "
+                                               "the weights when the partition loads")
+    @field_validator("lora")
+    @classmethod
+    def _lora_is_a_safetensors_file(cls, value: str | None) -> str | None:
+        """Refuse a missing or pickled LoRA when the options are read, not after the model has loaded."""
+        if value is not None:
+            path = Path(value).expanduser()
+            if not (path.is_dir() or (path.is_file() and path.suffix == ".safetensors")):
+                raise ValueError("must be an existing .safetensors file (pickled weights are never loaded) or a "
+                                 "folder holding one")
+        return value
+
+    lora_scale: float = Field(1.0, ge=-4.0, le=4.0, description="strength the LoRA is fused at")
+    lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
+        "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
+                                   "transformer_ref (ref2va) or both")
 
 
 @dataclass(frozen=True)
@@ -181,6 +202,8 @@ class H3Runner(DiffusersShotRunner):
         self.hooks: list[Any] = []  # accelerate offload hooks (model tier) and the conditioner's release hook
         self.placed: set[int] = set()  # ids of modules already group- or sequentially offloaded
         self.reference_frames = 0  # frame-equivalents the plan's largest ref2va request packs beside its own frames
+        self.adapted: set[int] = set()  # ids of transformer partitions whose LoRA / int8 / speed levers are applied
+        self.adaptations: list[str] = []  # what was done to the weights (notices → manifest)
 
     # -------------------------------------------------------------- loading
 
@@ -258,8 +281,6 @@ class H3Runner(DiffusersShotRunner):
 
     def _tier_for(self, request: NativeRequest) -> str:
         """Memory tier: the user's, cpu's, or the planner's (everything resident, then the conditioner released)."""
-        from dataclasses import replace
-
         from daotai.runtime.memory import GIB, choose_settings, plan_placement
 
         self.release_conditioner = False
@@ -272,6 +293,9 @@ class H3Runner(DiffusersShotRunner):
         row = catalog.model_row(self.model)
         footprint = row.footprint if row is not None else catalog.footprint("minimax-h3")
         assert footprint is not None
+        if self.options.weights == "int8":
+            # int8 rows hold the block linears (nearly all of a partition) in half the bf16 bytes.
+            footprint = replace(footprint, transformer_b=footprint.transformer_b / 2)
         # A ref2va request packs its video and picture references beside the generated frames: count them.
         frames = request.frames + self.reference_frames
         budget = self.runtime.memory_bytes
@@ -312,10 +336,69 @@ class H3Runner(DiffusersShotRunner):
                                      "workflow (shots grouped by workflow load fewer partitions)", shot_id)
         load_components(self.pipe, self.resolved, FAMILY, self.runtime, names)
         self.loaded_workflows |= workflows
+        fresh = self._fresh_partitions()
+        self._adapt_weights(fresh)  # on the host, before placement moves anything
         self._place(self.tier or "none")
+        self._speed_up(fresh)
         yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
         yield Notice("info", f"h3: {self.resolved.path.name} ({', '.join(sorted(self.loaded_workflows))}) on "
                              f"{self.runtime.device} ({self.runtime.transformer_dtype}), memory tier {self.tier}", shot_id)
+
+    # -------------------------------------------------------------- weights and speed
+
+    def forwards(self) -> int:
+        """Transformer forwards per generation: the schedule's ``steps`` sigma points end at 0."""
+        assert self.defaults is not None
+        return max(1, self.defaults.steps - 1)
+
+    def _fresh_partitions(self) -> list[tuple[str, Any]]:
+        """The transformer partitions loaded since the last adaptation: [(name, module)]."""
+        fresh = []
+        for name in ("transformer", "transformer_ref"):
+            module = getattr(self.pipe, name, None)
+            if module is not None and id(module) not in self.adapted:
+                fresh.append((name, module))
+        return fresh
+
+    def _adapt_weights(self, fresh: list[tuple[str, Any]]) -> None:
+        """Fuse the LoRA into the partitions it is for, then round block weights to int8 when asked."""
+        from daotai.render.neural.lora import fuse_lora, h3_lora_state, resolve_lora
+
+        options = self.options
+        lora = resolve_lora(options.lora) if options.lora else None
+        for name, module in fresh:
+            if lora is not None and options.lora_partition in (name, "both"):
+                state, prefix = h3_lora_state(lora, name)
+                changed = fuse_lora(module, state, prefix, options.lora_scale)
+                self.adaptations.append(f"{lora.describe(options.lora_scale, name)}: {changed} layers")
+            if options.weights == "int8":
+                from daotai.render.int8 import quantize_repeated_blocks_int8
+
+                self.adaptations.append(f"{name}: {quantize_repeated_blocks_int8(module)} block linears as int8 rows")
+
+    def _speed_up(self, fresh: list[tuple[str, Any]]) -> None:
+        """Apply the speed mode's levers to newly loaded partitions (kernel levers only when nothing is offloaded)."""
+        from daotai.render.speed import apply_transformer_levers, cache_only, levers_for, resolve_levers
+
+        if self.speed_config is None:
+            config = levers_for(self.speed, self.runtime.kind)
+            # Wan's attention rewrites and GELU epilogue do not apply to MiniMax-H3's SwiGLU blocks, and its VAE
+            # keeps the dtype the catalog gives it.
+            config = replace(config, lean_attention=False, cross_attention=None, gelu_epilogue=False,
+                             vae_bf16=False, vae_channels_last=False)
+            if self.options.weights == "int8":
+                config = replace(config, fp8=False)  # int8 rows are already rounded once; FP8 would round them again
+            config = resolve_levers(config, self.runtime.device)
+            if self.tier != "none":
+                config = cache_only(config)
+            self.speed_config = config
+        assert self.defaults is not None
+        for name, module in fresh:
+            self.adapted.add(id(module))
+            # MiniMax-H3's transformer is called with the share of denoising done: its timesteps rise.
+            done = apply_transformer_levers(module, self.speed_config, self.forwards(), timesteps_descending=False)
+            if done:
+                self.adaptations.append(f"{name}: {', '.join(done)}")
 
     # -------------------------------------------------------------- placement
 
@@ -411,7 +494,10 @@ class H3Runner(DiffusersShotRunner):
         self.pipe.set_progress_bar_config(disable=True)
         load_components(self.pipe, self.resolved, FAMILY, self.runtime, self.components_for(workflows))
         self.loaded_workflows = workflows
+        fresh = self._fresh_partitions()
+        self._adapt_weights(fresh)
         self._place(lower)
+        self._speed_up(fresh)
         return lower
 
     def _drop_pipeline(self) -> None:
@@ -420,6 +506,8 @@ class H3Runner(DiffusersShotRunner):
         self.pipe = None
         self.loaded_workflows = set()
         self.placed = set()
+        self.adapted = set()
+        self.speed_config = None
         gc.collect()
         try:
             import torch
@@ -437,11 +525,12 @@ class H3Runner(DiffusersShotRunner):
 
     def generate_h3(self, shot: ShotPlan, generation: Generation, ctx: RunContext) -> Iterator[Event | tuple]:
         """Run one generation (retrying once a tier lower on out-of-memory); ends with ("result", Result)."""
+        from daotai.render.speed import SpeedConfig, denoise_context
         from daotai.runtime.device import generator_for
 
         assert self.defaults is not None
         steps = self.defaults.steps
-        forwards = max(1, steps - 1)  # MiniMax-H3's schedule holds `steps` sigmas, the last one 0: steps-1 forwards
+        forwards = self.forwards()
 
         def call(callback: Callable) -> Any:
             transformer = self.pipe.transformer_ref if generation.workflow == "ref2va" else self.pipe.transformer
@@ -456,10 +545,11 @@ class H3Runner(DiffusersShotRunner):
 
             handle = transformer.register_forward_hook(after_forward)
             try:
-                out = self.pipe(prompt=generation.prompt, num_frames=generation.frames, height=generation.height,
-                                width=generation.width, num_inference_steps=steps,
-                                generator=generator_for(generation.seed), output_type="pt",
-                                output=["videos", "audio", "sampling_rate"], **generation.inputs)
+                with denoise_context(self.speed_config or SpeedConfig()):
+                        out = self.pipe(prompt=generation.prompt, num_frames=generation.frames,
+                                    height=generation.height, width=generation.width, num_inference_steps=steps,
+                                    generator=generator_for(generation.seed), output_type="pt",
+                                    output=["videos", "audio", "sampling_rate"], **generation.inputs)
             finally:
                 handle.remove()
                 for hook in self.hooks:  # model tier: leave nothing on the device between shots
@@ -622,6 +712,11 @@ class H3Backend:
         longest = max(self._segments(s)[0].frames for s in plan.shots)
         yield from runner.ensure(plan, self._plan_workflows(plan), needed, shot.shot_id, longest)
         yield from runner.pay_owed_step(shot.shot_id)
+        for text in runner.adaptations:  # LoRA, int8 and speed levers applied while loading (manifest)
+            yield Notice("info", f"h3: {text}", shot.shot_id)
+        runner.adaptations = []
+        if runner.speed_config is not None:
+            yield Notice("info", runner.speed_config.describe(), shot.shot_id)
         canvas = runner.canvas(plan)
         yield Notice("info", f"h3: workflow {workflow} ({reason})", shot.shot_id)
         native_total = frames_for(shot.duration_s, 24.0)

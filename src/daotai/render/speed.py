@@ -171,8 +171,8 @@ def computed_steps(steps: int, config: SpeedConfig) -> list[bool]:
 
 
 def _transformers(pipe: Any) -> Iterator[Any]:
-    """The pipeline's denoising transformers (Wan 2.2 has two)."""
-    for name in ("transformer", "transformer_2"):
+    """The pipeline's denoising transformers (Wan 2.2 has two; MiniMax-H3 one per workflow partition)."""
+    for name in ("transformer", "transformer_2", "transformer_ref"):
         module = getattr(pipe, name, None)
         if module is not None:
             yield module
@@ -288,46 +288,7 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
     check_config(config)
     done: list[str] = []
     for transformer in _transformers(pipe):
-        if config.fuse_qkv:  # before FP8, so the fused (wider) projections are the ones quantised
-            done.append(f"{fuse_attention_projections(transformer)} attention projections fused")
-        if config.fp8:
-            # Before compiling: the compiled block must trace the FP8 modules, not the bf16 ones.
-            from daotai.render.fp8 import quantize_repeated_blocks
-
-            done.append(f"{quantize_repeated_blocks(transformer)} linears fp8")
-        if config.gelu_epilogue:  # after FP8: an FP8 up-projection keeps its own (compiled) GELU fusion
-            from daotai.render.rewrites import fuse_gelu_epilogues
-
-            done.append(f"{fuse_gelu_epilogues(transformer)} GELU epilogues")
-        if config.lean_attention:
-            from daotai.render.rewrites import lean_wan_attention
-
-            done.append(f"{lean_wan_attention(transformer, config.cross_attention)} lean attention processors")
-        if config.attention == "fa4":
-            # Served below diffusers: its default (native SDPA) backend stays, and denoise_context
-            # points PyTorch's flash SDPA at the FA4 kernels and puts flash first.
-            done.append("attention fa4 (flash SDPA)")
-        elif config.attention not in (None, "auto") and hasattr(transformer, "set_attention_backend"):
-            transformer.set_attention_backend(config.attention)
-            done.append(f"attention backend {config.attention}")
-        if config.cache == "interval":
-            attach_interval_cache(transformer, computed_steps(steps, config), extrapolate=config.cache_extrapolate)
-            done.append("interval cache hook")
-        elif config.cache == "fbc":
-            from diffusers.hooks import FirstBlockCacheConfig, apply_first_block_cache
-
-            apply_first_block_cache(transformer, FirstBlockCacheConfig(threshold=config.fbc_threshold))
-            done.append("first-block cache hook")
-        if config.compile_blocks and getattr(transformer, "_repeated_blocks", None):
-            # Only the repeated block is compiled: one graph reused 30x compiles in about a minute,
-            # and the hook above stays outside the graph (it wraps the whole model's forward).
-            if config.cache == "fbc":
-                raise BackendError("speed: first-block cache hooks each block; it cannot be combined with compile")
-            # fullgraph only with PyTorch's own attention: an external kernel may need a graph break.
-            options = {"mode": config.compile_mode} if config.compile_mode else {}
-            transformer.compile_repeated_blocks(dynamic=False, fullgraph=config.attention in (None, "auto", "fa4"),
-                                                **options)
-            done.append("compiled repeated blocks" + (f" ({config.compile_mode})" if config.compile_mode else ""))
+        done += apply_transformer_levers(transformer, config, steps)
     vae = getattr(pipe, "vae", None)
     if vae is not None and config.vae_bf16:
         vae.to(torch.bfloat16)
@@ -335,6 +296,59 @@ def apply_levers(pipe: Any, config: SpeedConfig, steps: int) -> list[str]:
     if vae is not None and config.vae_channels_last:
         to_channels_last(vae)
         done.append("vae channels-last")
+    return done
+
+
+def apply_transformer_levers(transformer: Any, config: SpeedConfig, steps: int,
+                             timesteps_descending: bool = True) -> list[str]:
+    """Apply the levers that change one denoising transformer, in place; returns what was done.
+
+    Callers that load a pipeline's transformers one at a time (MiniMax-H3's workflow partitions)
+    call this once per transformer as it arrives; ``timesteps_descending``: see IntervalCacheState.
+    """
+    check_config(config)
+    done: list[str] = []
+    if config.fuse_qkv:  # before FP8, so the fused (wider) projections are the ones quantised
+        done.append(f"{fuse_attention_projections(transformer)} attention projections fused")
+    if config.fp8:
+        # Before compiling: the compiled block must trace the FP8 modules, not the bf16 ones.
+        from daotai.render.fp8 import quantize_repeated_blocks
+
+        done.append(f"{quantize_repeated_blocks(transformer)} linears fp8")
+    if config.gelu_epilogue:  # after FP8: an FP8 up-projection keeps its own (compiled) GELU fusion
+        from daotai.render.rewrites import fuse_gelu_epilogues
+
+        done.append(f"{fuse_gelu_epilogues(transformer)} GELU epilogues")
+    if config.lean_attention:
+        from daotai.render.rewrites import lean_wan_attention
+
+        done.append(f"{lean_wan_attention(transformer, config.cross_attention)} lean attention processors")
+    if config.attention == "fa4":
+        # Served below diffusers: its default (native SDPA) backend stays, and denoise_context
+        # points PyTorch's flash SDPA at the FA4 kernels and puts flash first.
+        done.append("attention fa4 (flash SDPA)")
+    elif config.attention not in (None, "auto") and hasattr(transformer, "set_attention_backend"):
+        transformer.set_attention_backend(config.attention)
+        done.append(f"attention backend {config.attention}")
+    if config.cache == "interval":
+        attach_interval_cache(transformer, computed_steps(steps, config), extrapolate=config.cache_extrapolate,
+                              descending=timesteps_descending)
+        done.append("interval cache hook")
+    elif config.cache == "fbc":
+        from diffusers.hooks import FirstBlockCacheConfig, apply_first_block_cache
+
+        apply_first_block_cache(transformer, FirstBlockCacheConfig(threshold=config.fbc_threshold))
+        done.append("first-block cache hook")
+    if config.compile_blocks and getattr(transformer, "_repeated_blocks", None):
+        # Only the repeated block is compiled: one graph reused 30x compiles in about a minute,
+        # and the hook above stays outside the graph (it wraps the whole model's forward).
+        if config.cache == "fbc":
+            raise BackendError("speed: first-block cache hooks each block; it cannot be combined with compile")
+        # fullgraph only with PyTorch's own attention: an external kernel may need a graph break.
+        options = {"mode": config.compile_mode} if config.compile_mode else {}
+        transformer.compile_repeated_blocks(dynamic=False, fullgraph=config.attention in (None, "auto", "fa4"),
+                                            **options)
+        done.append("compiled repeated blocks" + (f" ({config.compile_mode})" if config.compile_mode else ""))
     return done
 
 
@@ -459,9 +473,12 @@ def _noise_level(timestep: Any) -> float:
 class IntervalCacheState:
     """Which step the transformer is on, counted from the timesteps it sees, and the last outputs."""
 
-    def __init__(self, schedule: list[bool], extrapolate: bool = False):
+    def __init__(self, schedule: list[bool], extrapolate: bool = False, descending: bool = True):
         self.schedule = schedule
         self.extrapolate = extrapolate
+        # Flow-matching pipelines pass noise levels that fall step by step; MiniMax-H3 passes the
+        # share of denoising done, which rises. A step back against the direction starts a new video.
+        self.descending = descending
         self.computed = 0  # transformer passes run since attaching (kept across resets)
         self.reused = 0  # passes answered from the cache since attaching
         self.reset()
@@ -476,11 +493,12 @@ class IntervalCacheState:
         self.previous: dict[int, tuple[float, Any]] = {}  # branch → (timestep, output) computed before it
 
     def advance(self, t: float) -> None:
-        """Update step/branch from the call's timestep (flow-matching timesteps only decrease)."""
-        if self.last_t is None or t > self.last_t:
-            self.reset()  # a new video: timesteps restart high
+        """Update step/branch from the call's timestep (monotonic within one video, in ``descending``'s direction)."""
+        restarted = self.last_t is not None and (t > self.last_t if self.descending else t < self.last_t)
+        if self.last_t is None or restarted:
+            self.reset()  # a new video: timesteps restart
             self.step = 0
-        elif t < self.last_t:
+        elif t != self.last_t:
             self.step += 1
             self.branch = 0
         else:
@@ -525,12 +543,14 @@ def _combine_first(last: Any, previous: Any, combine: Any) -> Any:
     return combine(last, previous)
 
 
-def attach_interval_cache(transformer: Any, schedule: list[bool], extrapolate: bool = False) -> IntervalCacheState:
+def attach_interval_cache(transformer: Any, schedule: list[bool], extrapolate: bool = False,
+                          descending: bool = True) -> IntervalCacheState:
     """Register a diffusers hook that reuses the transformer's last output on unscheduled steps
-    (``extrapolate``: extrapolated from the last two computed outputs once there are two)."""
+    (``extrapolate``: extrapolated from the last two computed outputs once there are two;
+    ``descending``: whether the timesteps the transformer is called with fall during a video)."""
     from diffusers.hooks import HookRegistry, ModelHook
 
-    state = IntervalCacheState(schedule, extrapolate)
+    state = IntervalCacheState(schedule, extrapolate, descending)
 
     class IntervalCacheHook(ModelHook):
         """Skips the whole forward on steps the schedule marks False (per guidance branch)."""

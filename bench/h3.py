@@ -1,0 +1,378 @@
+"""MiniMax-H3 at its released size: our `h3` backend against diffusers' stock modular pipeline.
+
+The released transformer partition (diffusers' default MiniMaxH3Transformer3DModel config: 50 blocks,
+width 5376, 56 heads x 128, SwiGLU 14336; 33.1 B parameters, 66 GB in bf16) is built with random
+weights on the GPU, one fresh copy per contender from the same seed. It is not saved: the folder the
+contenders load (conditioner, tokenizer, processor, the full-size video and audio VAEs, schedulers)
+holds a tiny placeholder partition, and the full-size one replaces it as it loads. The Qwen3-VL
+conditioner keeps the released text width (5120) and the 51 layers MiniMax-H3 reads its
+conditioning from, but narrow attention and MLP, so its share here is small (the released one is
+a ~32 B model; daotai releases it from the GPU before denoising at this size either way).
+
+Contenders, each rendering the same request (one 5 s t2va generation: 124 frames at 1344x768, the
+same prompt and seed; the first forward of each run absorbs compilation and is reported apart):
+- ``stock``: ``MiniMaxH3ModularPipeline`` as diffusers ships it, everything on the GPU.
+- ``exact``: our backend, ``--speed exact`` (attention kernel choice, compiled repeated blocks).
+- ``fast``: our backend, ``--speed fast`` (adds FP8 block linears and the fixed-schedule step cache).
+
+Per contender: seconds per transformer forward (median of the warm ones), text encoding and VAE
+decode seconds, peak GPU memory, and PSNR of the decoded frames against stock's. The step cache
+makes a 50-step render compute only part of its forwards; that share is exact (the schedule does
+not depend on the weights), so the 50-step projection multiplies it out.
+
+    python bench/h3.py                  # one NVIDIA GPU with >= 100 GiB (H200): ~8 minutes
+    python bench/h3.py --tiny           # CPU smoke test: tiny random components, same code path
+    python bench/h3.py --ref2va         # adds a stock ref2va run (a 5 s video reference packed beside)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+FULL_CANVAS = (1344, 768)
+TINY_CANVAS = (128, 64)
+SECONDS = 5.0
+
+
+def conditioner(tiny: bool, tokenizer: Any) -> Any:
+    """A random Qwen3-VL conditioner with the 51 layers MiniMax-H3 reads layer 50 of."""
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+
+    ids = tokenizer.get_vocab()
+    width = 32 if tiny else 5120  # MiniMax-H3's text_dim
+    text = dict(vocab_size=len(ids) + 8, hidden_size=width, intermediate_size=32 if tiny else 512,
+                num_hidden_layers=51, num_attention_heads=2 if tiny else 8, num_key_value_heads=1,
+                head_dim=16 if tiny else 128,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                 "mrope_section": [4, 2, 2] if tiny else [24, 20, 20], "mrope_interleaved": True})
+    vision = dict(depth=1, hidden_size=16 if tiny else 64, intermediate_size=16 if tiny else 64, num_heads=2,
+                  out_hidden_size=width, patch_size=16, spatial_merge_size=2, temporal_patch_size=2,
+                  deepstack_visual_indexes=[0], num_position_embeddings=64)
+    return Qwen3VLForConditionalGeneration(Qwen3VLConfig(
+        text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"])).eval()
+
+
+def transformer_config(tiny: bool) -> dict:
+    """The partition's config: diffusers' defaults are the released model's."""
+    if not tiny:
+        return {}
+    return dict(num_attention_heads=2, attention_head_dim=16, hidden_size=32, num_layers=2, num_refiner_layers=1,
+                ffn_dim=32, in_channels=8, audio_in_channels=8, text_dim=32, freq_dim=32, time_embed_hidden_dim=32,
+                time_embed_dim=16, rope_freq_dim=2)
+
+
+def partition(tiny: bool, device: str, seed: int = 7) -> Any:
+    """A fresh random transformer partition on ``device`` in bf16 (built there: 66 GB never touch the host)."""
+    import torch
+    from diffusers import MiniMaxH3Transformer3DModel
+
+    torch.manual_seed(seed)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device(device):
+            model = MiniMaxH3Transformer3DModel(**transformer_config(tiny)).eval()
+    finally:
+        torch.set_default_dtype(previous)
+    for name in MiniMaxH3Transformer3DModel._keep_in_fp32_modules:  # the checkpoint's float32 modules
+        for module_name, module in model.named_modules():
+            if module_name.split(".")[0] == name:
+                module.float()
+    return model.requires_grad_(False)
+
+
+def build_folder(folder: Path, tiny: bool) -> Path:
+    """Everything but the transformer at its bench size, with tiny placeholder partitions, saved as a folder."""
+    import torch
+    from diffusers import AutoencoderKLMiniMaxH3, AutoencoderKLMiniMaxH3Audio, MiniMaxH3Scheduler
+    from diffusers.modular_pipelines import MiniMaxH3Blocks, MiniMaxH3ModularPipeline
+    from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor
+
+    sys.path.insert(0, str(TESTS))
+    import builders  # the tests' word-level tokenizer with Qwen3-VL's vision tokens
+
+    builders.qwen3vl_without_torchvision()
+    video_processing = __import__("importlib").import_module(
+        "transformers.models.qwen3_vl.video_processing_qwen3_vl")
+    tokenizer = builders.h3_tokenizer()
+    torch.manual_seed(0)
+    pixels = {"shortest_edge": 32 * 32, "longest_edge": 64 * 64}
+    image_processor = getattr(__import__("transformers"), "Qwen2VLImageProcessorPil", Qwen2VLImageProcessor)
+    processor = Qwen3VLProcessor(
+        image_processor=image_processor(patch_size=16, temporal_patch_size=2, merge_size=2,
+                                        min_pixels=pixels["shortest_edge"], max_pixels=pixels["longest_edge"]),
+        tokenizer=tokenizer,
+        video_processor=video_processing.Qwen3VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
+                                                               size=pixels),
+        chat_template="{{ '' }}")
+    if tiny:
+        vae = AutoencoderKLMiniMaxH3(
+            latent_channels=8, block_out_channels=(8, 8), layers_per_block=1, spatial_downsample_factors=(2, 2),
+            temporal_downsample_factors=(2, 2), norm_num_groups=4, decoder_num_layers=1,
+            decoder_num_attention_heads=2, decoder_attention_head_dim=8, decoder_num_register_tokens=1,
+            latents_mean=(0.0,) * 8, latents_std=(1.0,) * 8)
+        audio_vae = AutoencoderKLMiniMaxH3Audio(
+            encoder_dim=4, latent_dim=16, latent_channels=8, num_attention_heads=2, decoder_dim=128,
+            resblock_kernel_sizes=(3,), resblock_dilation_sizes=((1,),), latents_mean=[0.0] * 8,
+            latents_std=[1.0] * 8)
+    else:
+        vae, audio_vae = AutoencoderKLMiniMaxH3(), AutoencoderKLMiniMaxH3Audio()
+    placeholder = builders.h3_transformer(1)  # replaced by the bench-size partition as it loads
+    pipe = MiniMaxH3ModularPipeline(blocks=MiniMaxH3Blocks())
+    pipe.update_components(text_encoder=conditioner(tiny, tokenizer).to(torch.bfloat16), tokenizer=tokenizer,
+                           processor=processor, vae=vae.eval().to(torch.bfloat16),
+                           audio_vae=audio_vae.eval(), scheduler=MiniMaxH3Scheduler(shift=12.0),
+                           audio_scheduler=MiniMaxH3Scheduler(shift=3.0), transformer=placeholder,
+                           transformer_ref=builders.h3_transformer(2))
+    canvas = TINY_CANVAS if tiny else FULL_CANVAS
+    pipe.register_to_config(canvas_short_edge=canvas[1], canvas_max_pixels=canvas[0] * canvas[1])
+    pipe.save_pretrained(str(folder), overwrite_modular_index=True)
+    return folder
+
+
+class ForwardTimer:
+    """Seconds of every transformer forward (synchronised on CUDA), by hooks on the module."""
+
+    def __init__(self, sync: Any):
+        self.sync, self.seconds, self._started = sync, [], 0.0
+
+    def attach(self, module: Any) -> list:
+        def before(*_: Any, **__: Any) -> None:
+            self.sync()
+            self._started = time.perf_counter()
+
+        def after(*_: Any, **__: Any) -> None:
+            self.sync()
+            self.seconds.append(time.perf_counter() - self._started)
+
+        return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
+
+
+def _device_tools(device: str) -> tuple[Any, Any, Any]:
+    import torch
+
+    if device.startswith("cuda"):
+        return (torch.cuda.synchronize, torch.cuda.reset_peak_memory_stats,
+                lambda: torch.cuda.max_memory_allocated() / 1024**3)
+    return (lambda: None), (lambda: None), (lambda: 0.0)
+
+
+def _free() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def script_plan(work: Path, tiny: bool) -> Any:
+    """One static 5 s shot at the canvas size (t2va: no camera move, no reference images)."""
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import load_script
+
+    width, height = TINY_CANVAS if tiny else FULL_CANVAS
+    script = {"title": "h3 bench", "fps": 24, "size": [width, height], "seed": 11, "scene": "a quiet office",
+              "characters": [{"id": "mara", "appearance": "red coat"}],
+              "shots": [{"shot_id": "s1", "duration": SECONDS, "characters": ["mara"], "action": "mara reads"}]}
+    (work / "bench.json").write_text(json.dumps(script))
+    return plan_script(load_script(work / "bench.json"))
+
+
+def run_stock(folder: Path, tiny: bool, device: str, plan: Any, steps: int, workflow: str = "t2va") -> dict:
+    """diffusers' modular pipeline as shipped, every component on the device."""
+    import numpy as np
+    import torch
+    from diffusers.modular_pipelines import MiniMaxH3ModularPipeline
+
+    from daotai.plan.prompt import compose_h3_prompt
+    from daotai.plan.timing import snap_frames
+    from daotai.render.neural.retime import to_uint8
+    from daotai.runtime.device import generator_for
+
+    sync, reset, peak = _device_tools(device)
+    pipe = MiniMaxH3ModularPipeline.from_pretrained(str(folder))
+    names = ["text_encoder", "tokenizer", "processor", "vae", "audio_vae", "scheduler", "audio_scheduler"]
+    pipe.load_components(names=names, torch_dtype=torch.bfloat16)
+    name = "transformer_ref" if workflow == "ref2va" else "transformer"
+    pipe.update_components(**{name: partition(tiny, device)})
+    pipe.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    shot = plan.shots[0]
+    frames = snap_frames(int(round(SECONDS * 24)), 17, 5)
+    inputs: dict[str, Any] = {}
+    if workflow == "ref2va":
+        from diffusers.modular_pipelines.minimax_h3 import MiniMaxH3VideoReference
+
+        rng = np.random.default_rng(0)
+        video = rng.integers(0, 255, (frames, plan.height, plan.width, 3), dtype=np.uint8)
+        inputs["references"] = [MiniMaxH3VideoReference(frames=video, fps=24.0)]
+    prompt = compose_h3_prompt(plan, shot, workflow, (), video=workflow == "ref2va", keyframe=None)
+    timer = ForwardTimer(sync)
+    handles = timer.attach(getattr(pipe, name))
+    reset()
+    started = time.perf_counter()
+    out = pipe(prompt=prompt, num_frames=frames, height=plan.height, width=plan.width, num_inference_steps=steps,
+               generator=generator_for(shot.seed), output_type="pt", output=["videos", "audio", "sampling_rate"],
+               **inputs)
+    sync()
+    total = time.perf_counter() - started
+    for handle in handles:
+        handle.remove()
+    video = to_uint8(out["videos"])
+    result = {"contender": f"stock {workflow}", "forwards": timer.seconds, "total_s": total,
+              "peak_gib": peak(), "frames": video}
+    del pipe, out
+    _free()
+    return result
+
+
+def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed: str) -> dict:
+    """Our h3 backend; the folder's placeholder partition is replaced by the bench-size one as it loads."""
+    import numpy as np
+
+    import daotai.runtime.models as models
+    from daotai.render.base import Frame, Notice, RenderJob, RunContext
+    from daotai.render.h3 import H3Backend
+
+    sync, reset, peak = _device_tools(device)
+    original = models.load_components
+    timer = ForwardTimer(sync)
+
+    def load_with_bench_partition(pipe: Any, resolved: Any, family: str, runtime: Any, names: Any) -> Any:
+        loaded = original(pipe, resolved, family, runtime, [n for n in names if n != "transformer"])
+        if "transformer" in names:
+            pipe.update_components(transformer=partition(tiny, "cpu" if runtime.kind == "cpu" else device))
+            timer.attach(pipe.transformer)
+        return loaded
+
+    models.load_components = load_with_bench_partition
+    try:
+        backend = H3Backend(model=str(folder), device=device, steps=steps, speed=speed, accept_licence=True,
+                            workflow="t2va")
+        reset()
+        started = time.perf_counter()
+        events = list(backend.render(RenderJob(plan, plan.shots[0], controls=False), RunContext()))
+        sync()
+        total = time.perf_counter() - started
+    finally:
+        models.load_components = original
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    frames = np.stack([e.rgb for e in events if isinstance(e, Frame)])
+    cache = getattr(backend.runner.pipe.transformer, "_daotai_interval_cache", None)
+    result = {"contender": f"ours {speed}", "forwards": timer.seconds, "total_s": total, "peak_gib": peak(),
+              "frames": frames, "notices": [n for n in notices if "speed" in n or "tier" in n or "linears" in n
+                                            or "compiled" in n or "cache" in n],
+              "cache": (cache.computed, cache.reused) if cache is not None else None}
+    backend.close()
+    _free()
+    return result
+
+
+def psnr(a: Any, b: Any) -> float:
+    import numpy as np
+
+    count = min(len(a), len(b))
+    error = np.mean((a[:count].astype(np.float64) - b[:count].astype(np.float64)) ** 2)
+    return float("inf") if error == 0 else float(10 * np.log10(255.0**2 / error))
+
+
+def warm_forward(seconds: list) -> float:
+    """Median of the computed forwards after the first (which carries compilation and first-call costs).
+
+    A forward the step cache answers returns in microseconds; those are not forwards and are left out.
+    """
+    warm = seconds[1:] if len(seconds) > 1 else seconds
+    if not warm:
+        return float("nan")
+    computed = [s for s in warm if s > 0.1 * max(warm)]
+    return statistics.median(computed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiny", action="store_true", help="tiny random components on the CPU (smoke test)")
+    parser.add_argument("--steps", type=int, default=4, help="sigma points per render (steps - 1 forwards)")
+    parser.add_argument("--contenders", default="stock,exact,fast", help="comma-separated: stock, exact, fast")
+    parser.add_argument("--ref2va", action="store_true", help="also a stock ref2va run with a 5 s video reference")
+    parser.add_argument("--json", type=Path, help="write the table as JSON here")
+    parser.add_argument("--folder", type=Path, help="build the component folder here, or reuse it if it is there")
+    args = parser.parse_args(argv)
+    import torch
+
+    from daotai.render.speed import computed_steps, levers_for
+
+    device = "cpu" if args.tiny or not torch.cuda.is_available() else "cuda"
+    tiny = args.tiny or device == "cpu"
+    work = Path(tempfile.mkdtemp(prefix="h3bench-"))
+    started = time.perf_counter()
+    sys.path.insert(0, str(TESTS))
+    import builders
+
+    builders.qwen3vl_without_torchvision()  # only where torchvision is missing (the tests' CPU machines)
+    folder = args.folder or work / "h3"
+    if not (folder / "modular_model_index.json").is_file():
+        build_folder(folder, tiny)
+    print(f"folder built in {time.perf_counter() - started:.0f} s ({'tiny' if tiny else 'released-size'}; "
+          f"device {device}, torch {torch.__version__})", flush=True)
+    plan = script_plan(work, tiny)
+    rows = []
+    for name in [c.strip() for c in args.contenders.split(",") if c.strip()]:
+        print(f"-- {name}", flush=True)
+        try:
+            row = run_stock(folder, tiny, device, plan, args.steps) if name == "stock" else \
+                run_ours(folder, tiny, device, plan, args.steps, name)
+        except Exception as exc:  # noqa: BLE001 - one contender failing must not lose the others' numbers
+            print(f"   failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+            _free()
+            continue
+        rows.append(row)
+        print(f"   forwards {[round(s, 2) for s in row['forwards']]}, total {row['total_s']:.1f} s, "
+              f"peak {row['peak_gib']:.1f} GiB", flush=True)
+        for text in row.get("notices", []):
+            print(f"   {text[:160]}", flush=True)
+    if args.ref2va:
+        print("-- stock ref2va", flush=True)
+        row = run_stock(folder, tiny, device, plan, args.steps, workflow="ref2va")
+        rows.append(row)
+        print(f"   forwards {[round(s, 2) for s in row['forwards']]}, peak {row['peak_gib']:.1f} GiB", flush=True)
+    stock = next((r for r in rows if r["contender"] == "stock t2va"), None)
+    steps50 = {mode: sum(computed_steps(49, levers_for(mode, "cuda"))) for mode in ("exact", "fast")}
+    print(f"\n{'contender':<14} {'s/forward':>10} {'vs stock':>9} {'50-step denoise s':>18} {'peak GiB':>9} "
+          f"{'PSNR vs stock':>14}")
+    table = []
+    for row in rows:
+        per = warm_forward(row["forwards"])
+        speed = row["contender"].split()[-1]
+        computed = steps50.get(speed, 49)
+        ratio = warm_forward(stock["forwards"]) / per if stock and "t2va" in stock["contender"] \
+            and row["contender"] != "stock ref2va" else float("nan")
+        quality = psnr(row["frames"], stock["frames"]) if stock and row is not stock \
+            and row["contender"] != "stock ref2va" else float("nan")
+        print(f"{row['contender']:<14} {per:>10.3f} {ratio:>8.2f}x {per * computed:>18.1f} {row['peak_gib']:>9.1f} "
+              f"{quality:>14.1f}")
+        table.append({"contender": row["contender"], "s_per_forward": per, "first_forward_s": row["forwards"][0]
+                      if row["forwards"] else None, "forwards_of_49": computed, "ratio_vs_stock": ratio,
+                      "denoise_50_steps_s": per * computed, "peak_gib": row["peak_gib"], "psnr_vs_stock": quality,
+                      "total_s": row["total_s"], "cache": row.get("cache"), "notices": row.get("notices", [])})
+    print("\n50-step denoise: 49 forwards (the schedule's last sigma is 0); the fast mode's step cache computes "
+          f"{steps50['fast']} of them (exact, independent of the weights).")
+    if args.json:
+        args.json.write_text(json.dumps({"device": device, "tiny": tiny, "steps": args.steps, "rows": table},
+                                        indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

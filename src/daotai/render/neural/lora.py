@@ -1,0 +1,90 @@
+"""LoRA files folded into a transformer's weights (MiniMax-H3's two partitions routed explicitly).
+
+A LoRA is loaded through diffusers' own reader (which converts the community layouts), fused into
+the base weights at the asked scale and its adapter layers removed again: the transformer then
+runs at exactly its usual speed, and every later lever (int8 or FP8 weights, compile) sees plain
+linear layers. Only safetensors files are read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from daotai.errors import BackendError, OptionError
+
+ADAPTER = "daotai_lora"
+
+
+@dataclass(frozen=True)
+class LoraFile:
+    """A LoRA safetensors file, resolved and hashed (what the manifest records)."""
+
+    path: Path
+    sha256: str
+
+    def describe(self, scale: float, partition: str) -> str:
+        return f"LoRA {self.path.name} (sha256 {self.sha256[:12]}…) fused into {partition} at scale {scale:g}"
+
+
+def resolve_lora(value: str) -> LoraFile:
+    """The LoRA file ``value`` names (a .safetensors file, or a folder holding exactly one), hashed."""
+    path = Path(value).expanduser()
+    if path.is_dir():
+        found = sorted(path.glob("*.safetensors"))
+        if len(found) != 1:
+            raise OptionError.at("lora", value, f"a folder must hold exactly one .safetensors file; it holds "
+                                                f"{len(found)}")
+        path = found[0]
+    if not path.is_file():
+        raise OptionError.at("lora", value, "must be an existing .safetensors file or a folder holding one")
+    if path.suffix != ".safetensors":
+        raise OptionError.at("lora", value, "must be a .safetensors file (pickled weights are never loaded)")
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return LoraFile(path.resolve(), digest.hexdigest())
+
+
+def h3_lora_state(lora: LoraFile, partition: str) -> tuple[dict, str]:
+    """(state dict, key prefix) of ``lora`` for one MiniMax-H3 partition ("transformer" | "transformer_ref").
+
+    diffusers' reader converts community layouts to ``transformer.``-prefixed keys; a file saved for
+    the reference partition carries ``transformer_ref.`` keys. A file with keys for both partitions
+    gives each its own; a file for one partition is applied to the partition the user named.
+    """
+    from diffusers.modular_pipelines import MiniMaxH3ModularPipeline
+
+    try:
+        state, _ = MiniMaxH3ModularPipeline.lora_state_dict(str(lora.path), use_safetensors=True,
+                                                             return_lora_metadata=True)
+    except Exception as exc:  # diffusers raises ValueError/KeyError/OSError for files it cannot read
+        raise BackendError(f"lora: {lora.path.name} is not a LoRA diffusers can read for MiniMax-H3: "
+                           f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    prefixes = {key.split(".", 1)[0] for key in state}
+    if partition in prefixes:
+        return state, partition
+    if prefixes == {"transformer"}:  # one partition's file, routed where the user asked
+        return state, "transformer"
+    raise BackendError(f"lora: {lora.path.name} holds layers for {', '.join(sorted(prefixes))}, none for {partition}")
+
+
+def fuse_lora(transformer: Any, state: dict, prefix: str, scale: float) -> int:
+    """Load ``state`` (keys under ``prefix.``) into ``transformer``, fold it in at ``scale``, drop the adapter.
+
+    Returns how many linear layers the LoRA changed.
+    """
+    try:
+        transformer.load_lora_adapter(state, prefix=prefix, adapter_name=ADAPTER)
+    except Exception as exc:
+        raise BackendError(f"lora: does not fit the transformer: {type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    changed = sum(1 for module in transformer.modules() if isinstance(module, BaseTunerLayer))
+    transformer.fuse_lora(lora_scale=scale, adapter_names=[ADAPTER])
+    transformer.unload_lora()  # keeps the fused weights, removes the adapter layers
+    return changed
