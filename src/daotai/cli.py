@@ -271,8 +271,15 @@ def render(
     open_when_done: bool = typer.Option(
         False, "--open", help="open the sequence when done (macOS open, Linux xdg-open, Windows start)"
     ),
+    force: bool = typer.Option(
+        False, "--force", help="render into a folder that is not a render of this script: it is replaced "
+        "whole (a folder holding files daotai did not write is kept beside it as <folder>.replaced-<time>)"
+    ),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc.
+
+    The render fills a staging folder beside the output folder and replaces the folder whole
+    when it is done: a stopped render leaves the earlier one untouched and says how to resume.
 
     Shots whose inputs did not change since an earlier render (same shot plan, characters,
     backend, options, model files, encode settings and library versions) are reused from the
@@ -307,9 +314,22 @@ def render(
         cluster=_cluster_address(cluster),
         cache=_cache_folder(cache_dir, no_cache),
         cache_bytes=int(cache_gb * 1024**3),
+        force=force,
     )
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
-    result = run_with_progress(plan_obj, output, settings, source=script, console=err)
+    try:
+        result = run_with_progress(plan_obj, output, settings, source=script, console=err)
+    except BaseException as exc:
+        if getattr(exc, "__notes__", None):  # the render said what it finished: name the command that resumes
+            import shlex
+
+            exc.add_note(f"to resume: daotai {shlex.join(sys.argv[1:])}")
+        if isinstance(exc, KeyboardInterrupt):  # typer would turn Ctrl-C into a silent exit 130
+            stopped = Cancelled("interrupted (Ctrl-C)")
+            for note in getattr(exc, "__notes__", None) or ():
+                stopped.add_note(note)
+            raise stopped from None
+        raise
     out.print(f"[green]done[/green] {result.sequence} ({result.summary})")
     if open_when_done:
         problem = open_with_system(Path(result.sequence))
@@ -674,6 +694,12 @@ def models_convert(
     out.print(f"[green]converted[/green] {source} → {convert(source, dest, bits, group_size)}")
 
 
+def _print_notes(exc: BaseException) -> None:
+    """What a stopped command added to its error: what it finished, where, how to resume."""
+    for note in getattr(exc, "__notes__", None) or ():
+        err.print(f"  {escape(note)}")
+
+
 def main() -> None:
     """Entry point: run the app and turn errors into messages and exit codes."""
     try:
@@ -683,17 +709,20 @@ def main() -> None:
             sys.exit(code)
     except Cancelled as exc:
         err.print(f"[yellow]cancelled[/yellow] {escape(str(exc))}")
+        _print_notes(exc)
         sys.exit(exc.exit_code)
     except DaotaiError as exc:  # every class of the tree carries its exit code (see daotai.errors)
         err.print(f"[red]error[/red] {escape(str(exc))}")
+        _print_notes(exc)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
         err.print("[yellow]cancelled[/yellow]")
         sys.exit(130)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err.print("[yellow]cancelled[/yellow] interrupted; no partial files were left at output paths")
+        _print_notes(exc)
         sys.exit(130)
     except Exception as exc:  # the last line of defence: never a traceback for users
         # Usage errors from the command-line parser (click's ClickException, which typer may
@@ -709,6 +738,7 @@ def main() -> None:
             f"[red]internal error[/red] {type(exc).__name__}: {escape(first)} — this is a bug in daotai; "
             "rerun with DAOTAI_DEBUG=1 for details"
         )
+        _print_notes(exc)
         sys.exit(INTERNAL_ERROR_EXIT)
 
 

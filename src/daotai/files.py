@@ -10,15 +10,25 @@ The random part lets two writers of one target never share a temp file; the targ
 suffix is kept at the end so tools that choose a format from the file name (the muxer of
 :mod:`daotai.encode.video`) see the same suffix. A killed process cannot clean up; its
 leftovers are found again by :func:`temp_files_for` / :func:`remove_temp_files`.
+
+Whole folders are replaced the same way: a render fills a hidden staging sibling of its
+output folder (:func:`staging_folder`, ``.<name>.daotai-staging-<8 hex>``) and
+:func:`swap_folder` puts it in the folder's place at the end, so a reader sees the old folder
+or the new one, never a mix. On Linux the two are exchanged in one ``renameat2`` call; where
+the OS cannot exchange, the old folder is renamed aside first and the new one renamed in (a
+crash between the two leaves the old folder whole under its aside name).
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import os
 import re
 import secrets
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,6 +130,77 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+STAGING_MARK = ".daotai-staging-"  # a render's folder while it is being filled
+ASIDE_MARK = ".daotai-old-"  # the folder a render replaced, between the swap and its removal
+
+
+def staging_folder(target: str | os.PathLike[str]) -> Path:
+    """A fresh hidden sibling of the folder ``target`` (same file system, so it can be renamed
+    onto it): ``.<name>.daotai-staging-<8 hex>``; not created."""
+    path = Path(target)
+    return path.with_name(f".{path.name}{STAGING_MARK}{secrets.token_hex(4)}")
+
+
+def siblings_of(target: str | os.PathLike[str], mark: str) -> list[Path]:
+    """Hidden siblings of ``target`` named with ``mark`` (:data:`STAGING_MARK`, :data:`ASIDE_MARK`)."""
+    path = Path(target)
+    if not path.parent.is_dir():
+        return []
+    prefix = f".{path.name}{mark}"
+    return sorted(entry for entry in path.parent.iterdir()
+                  if entry.name.startswith(prefix) and re.fullmatch(r"[0-9a-f]{8}", entry.name[len(prefix):]))
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def exchange_paths(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> bool:
+    """Swap two existing paths in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``);
+    False where the OS or file system cannot, OSError when the exchange itself fails."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a C library without renameat2 (glibc < 2.28, musl)
+        return False
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def swap_folder(staging: str | os.PathLike[str], target: str | os.PathLike[str],
+                keep_old: str | os.PathLike[str] | None = None) -> None:
+    """Put the complete folder ``staging`` in the place of ``target``.
+
+    The folder that was at ``target`` (if any) is removed afterwards, or renamed to
+    ``keep_old`` when given (it holds files that are not ours to delete). A reader of
+    ``target`` sees the old folder or the new one, never a mix of the two.
+    """
+    new, final = Path(staging), Path(target)
+    if not final.exists() and not final.is_symlink():
+        os.replace(new, final)
+        return
+    if exchange_paths(new, final):
+        old = new  # the staging name now holds the replaced folder
+    else:
+        old = final.with_name(f".{final.name}{ASIDE_MARK}{secrets.token_hex(4)}")
+        os.replace(final, old)
+        try:
+            os.replace(new, final)
+        except BaseException:
+            os.replace(old, final)  # put the old folder back: the target is never left missing
+            raise
+    if keep_old is not None:
+        os.replace(old, keep_old)
+    else:
+        remove_quietly(old)
+
+
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     """Hex sha256 of a file, read in chunks."""
     digest = hashlib.sha256()
@@ -130,6 +211,7 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
 
 
 __all__ = [
-    "TEMP_MARK", "atomic_path", "atomic_write_bytes", "atomic_write_text", "is_temp_for", "publish",
-    "remove_quietly", "remove_temp_files", "sha256_file", "temp_path", "temp_files_for",
+    "ASIDE_MARK", "STAGING_MARK", "TEMP_MARK", "atomic_path", "atomic_write_bytes", "atomic_write_text",
+    "exchange_paths", "is_temp_for", "publish", "remove_quietly", "remove_temp_files", "sha256_file",
+    "siblings_of", "staging_folder", "swap_folder", "temp_path", "temp_files_for",
 ]

@@ -7,18 +7,27 @@ during GL calls, which slows encoder threads); short runs, which would not pay b
 processes' start-up, and ``render_shot`` called without a pool use one encoder thread per
 stream. Every file is written to a temp name in its folder and renamed when complete, so an
 interrupted run leaves nothing half-written at an output path.
+
+A render never writes into its output folder: it fills a hidden staging sibling
+(``.<name>.daotai-staging-<hex>``, daotai.files.staging_folder) and swaps it in whole once the
+manifest is written, so the folder holds the earlier render or the new one, never a mix; a
+stopped render removes its staging folder, leaves the output folder untouched and says what
+was finished (a note on the exception). Shots reused from the shot cache are copied into the
+staging folder from their checked cache entry. The folder must be empty, absent or a render
+of the same script (:func:`check_output_folder`); anything else needs ``force``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Literal, Mapping, Protocol
 
 import numpy as np
 
@@ -66,6 +75,9 @@ class PipelineSettings:
     # rendered again. None: no cache (the library's default; the CLI and the server set one).
     cache: str | None = None
     cache_bytes: int = 20 * 1024**3  # the cache's cap; least recently used shots go first
+    # Render into a folder that is not a render of this script (check_output_folder): the folder
+    # is replaced whole; one that held files daotai did not write is kept aside, never deleted.
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -308,61 +320,247 @@ def control_index(plan: Plan) -> str:
 
 
 def mark_in_progress(layout: RenderLayout, plan_text: str) -> None:
-    """Mark the folder as being rendered into until the manifest is written (``daotai qc``
-    reports a marked folder: its files may belong to two runs)."""
+    """Mark a staging folder as being rendered into until its manifest is written: by which
+    process on which host (:func:`open_staging` removes the staging folders of dead processes)."""
     import hashlib
+    import socket
     from datetime import datetime, timezone
 
     from daotai.files import atomic_write_text
 
-    previous = layout.manifest.is_file()
     atomic_write_text(layout.in_progress, json.dumps({
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "plan_sha256": hashlib.sha256(plan_text.encode("utf-8")).hexdigest(),
-        "over_previous_render": previous,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
     }, indent=1) + "\n")
 
 
-def run_files(layout: RenderLayout, records: list[ShotRecord], settings: PipelineSettings) -> set[str]:
-    """Relative paths of every deliverable this run writes (its shots' files and the run's own)."""
-    written = {rel for record in records for rel in record.files.values()}
-    if settings.enhance:
-        from daotai.post.enhance import enhanced_name
+# ------------------------------------------------------------------ the output folder
 
-        written |= {enhanced_name(record.files["shot"]).as_posix() for record in records}
-    kinds = ("plan", "sequence", "qc", "contact_sheet", "timeline", "manifest")
-    written |= {layout.relative(kind) for kind in kinds}
-    if settings.controls:
-        written.add(layout.relative("control_index"))
-    return written
+FolderState = Literal["absent", "empty", "same_script", "other_script", "not_a_render"]
+DEFAULT_TITLE = "Untitled"  # the script schema's default title: names no script
 
 
-# Camera files (deliver/cameras.py) an earlier render may have left in cameras/: a shot's pose
-# file, camera-to-world JSON and USD camera.
-_CAMERA_FILE_ENDINGS = (".pose.txt", ".c2w.json", ".usda")
+@dataclass(frozen=True)
+class OutputFolder:
+    """What a render's output folder holds now, and what the render does with it."""
+
+    path: Path
+    state: FolderState
+    foreign: tuple[str, ...] = ()  # files in it that no render wrote (relative paths)
+    previous: str = ""  # the earlier render's script, in words
+    keep_old: Path | None = None  # where the old folder goes instead of being deleted (it held foreign files)
+
+    def describe(self) -> str:
+        if self.state == "other_script":
+            return f"a render of another script, {self.previous}"
+        if self.state == "not_a_render":
+            return "not a daotai render: it has files but no manifest.json"
+        return self.state.replace("_", " ")
 
 
-def remove_stale_deliverables(layout: RenderLayout, keep: set[str],
-                              cameras: list[Path] | tuple[Path, ...] = ()) -> list[str]:
-    """Delete the deliverables of an earlier render into this folder that this run did not write
-    (shots no longer in the script, controls of a run with them, the other container's videos,
-    their camera files): only files :meth:`RenderLayout.present_deliverables` recognises and
-    camera files in cameras/ beside the ``cameras`` this run wrote, never anything else, and not
-    the server's previews (made from the sequence after the run). Returns what was deleted."""
-    removed = []
-    for rel, (kind, _) in layout.present_deliverables().items():
-        if rel not in keep and kind not in ("thumbnail", "spritesheet"):
-            (layout.root / rel).unlink(missing_ok=True)
-            removed.append(rel)
-    written = {Path(path).resolve() for path in cameras}
-    folder = layout.root / "cameras"
-    if written and folder.is_dir():
-        for path in sorted(folder.iterdir()):
-            if (path.is_file() and not path.is_symlink() and path.name.endswith(_CAMERA_FILE_ENDINGS)
-                    and path.resolve() not in written):
-                path.unlink(missing_ok=True)
-                removed.append(path.relative_to(layout.root).as_posix())
-    return removed
+def _script_identity(plan: Plan, source: Path | None) -> dict[str, Any]:
+    """What names a script: its content hash, its file and its title."""
+    resolved = str(Path(source).resolve()) if source is not None else None
+    return {"script_hash": plan.script_hash, "resolved": resolved, "title": plan.title}
+
+
+def _previous_identity(layout: RenderLayout, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The script identity an earlier render recorded (its manifest, its plan.json's title)."""
+    src = manifest.get("source") or {}
+    resolved = src.get("resolved") or (src.get("path") if src.get("path") and Path(src["path"]).is_absolute() else None)
+    try:
+        title = json.loads(layout.plan.read_text(encoding="utf-8")).get("title")
+    except (OSError, ValueError, AttributeError):
+        title = None
+    return {"script_hash": manifest.get("script_hash"), "resolved": resolved, "title": title}
+
+
+def same_script(before: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether an earlier render and this one are of one script: the same content, the same
+    script file, or the same title (not the default one). An edited script re-renders into
+    its folder; a different script file with a different title is another script."""
+    if before.get("script_hash") and before["script_hash"] == now["script_hash"]:
+        return True
+    if before.get("resolved") and now.get("resolved"):
+        if before["resolved"] == now["resolved"]:
+            return True
+    elif not before.get("resolved") and not now.get("resolved"):
+        return before.get("title") == now["title"]  # library calls and services name no file
+    return bool(before.get("title")) and before["title"] == now["title"] and now["title"] != DEFAULT_TITLE
+
+
+def check_output_folder(out_dir: Path, plan: Plan, source: Path | None, force: bool) -> OutputFolder:
+    """Whether a render of ``plan`` may replace ``out_dir``; OptionError (naming --output and
+    --force) when it is not empty, absent or a render of the same script and ``force`` is off.
+
+    A folder holding files daotai did not write (a user's notes, another tool's output) needs
+    ``force`` too, even a render of this script; with it the old folder is kept whole beside the
+    new one (``<name>.replaced-<UTC time>``), never deleted. The new render never shares its
+    folder with foreign files.
+    """
+    from daotai.errors import Issue, OptionError
+
+    out_dir = Path(out_dir)
+    if not out_dir.exists():
+        return OutputFolder(out_dir, "absent")
+    if not any(out_dir.iterdir()):
+        return OutputFolder(out_dir, "empty")
+    layout = RenderLayout.find(out_dir)
+    manifest: dict[str, Any] | None = None
+    if layout.manifest.is_file():
+        try:
+            manifest = json.loads(layout.manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = None
+    listed = frozenset((manifest or {}).get("files") or {}) if isinstance(manifest, dict) else frozenset()
+    foreign = tuple(layout.foreign_files(set(listed)))
+    if not isinstance(manifest, dict):
+        state: FolderState = "not_a_render"
+        previous = ""
+    else:
+        before = _previous_identity(layout, manifest)
+        same = same_script(before, _script_identity(plan, source))
+        state = "same_script" if same else "other_script"
+        previous = f"{before.get('title')!r}" + (f" ({before['resolved']})" if before.get("resolved") else "")
+    folder = OutputFolder(out_dir, state, foreign, previous)
+    if state == "same_script" and not foreign:
+        return folder
+    if not force:
+        what = folder.describe() if state != "same_script" else "a render of this script"
+        extra = (f"; it holds {len(foreign)} file(s) daotai did not write ({', '.join(foreign[:4])}"
+                 f"{' …' if len(foreign) > 4 else ''})") if foreign else ""
+        raise OptionError(Issue("--output", str(out_dir), f"is {what}{extra}; choose an empty or new folder, or "
+                                "pass --force to replace it (daotai deletes only files it wrote: a folder "
+                                "holding others is kept whole beside the new render)"))
+    if foreign:
+        from datetime import datetime, timezone
+
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        absolute = Path(os.path.abspath(out_dir))
+        folder = replace(folder, keep_old=absolute.with_name(f"{absolute.name}.replaced-{stamp}"))
+    return folder
+
+
+STALE_STAGING_S = 24 * 3600.0  # a staging folder without a readable marker this old is a dead run's
+
+
+def _staging_is_dead(folder: Path) -> bool:
+    """Whether a staging folder belongs to a render that is no longer running (on this host)."""
+    import socket
+
+    from daotai.plan.layout import IN_PROGRESS
+
+    try:
+        marker = json.loads((folder / IN_PROGRESS).read_text(encoding="utf-8"))
+        pid, host = int(marker["pid"]), str(marker["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return time.time() - folder.stat().st_mtime > STALE_STAGING_S
+    if host != socket.gethostname() or os.name == "nt":  # another host's, or no signal-0 probe
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def open_staging(out_dir: Path) -> Path:
+    """A fresh staging folder beside ``out_dir``, after removing those of renders that died there
+    (and a replaced folder whose removal a crash cut short)."""
+    from daotai.files import ASIDE_MARK, STAGING_MARK, remove_quietly, siblings_of, staging_folder
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in siblings_of(out_dir, STAGING_MARK):
+        if _staging_is_dead(leftover):
+            remove_quietly(leftover)
+    if out_dir.exists():
+        for leftover in siblings_of(out_dir, ASIDE_MARK):
+            remove_quietly(leftover)
+    staging = staging_folder(out_dir)
+    staging.mkdir()
+    return staging
+
+
+@dataclass
+class RunTrace:
+    """How far a run got: what a stopped run's note says."""
+
+    total: int = 0
+    existed: bool = False  # the output folder held something before the run
+    stage: str = "plan"
+    shot: str | None = None  # the shot being rendered
+    finished: list[str] = field(default_factory=list)  # shots whose files were complete
+    cached: list[str] = field(default_factory=list)  # shots kept in the shot cache
+
+
+def _final_paths(events: Generator[Event, None, RunResult], staging: Path, out_dir: Path,
+                 trace: RunTrace) -> Generator[Event, None, RunResult]:
+    """The run's events with output paths where the files will be once the staging folder is
+    swapped in; follows the shot being rendered and the shots finished into ``trace``."""
+    prefix = str(staging)
+    while True:
+        try:
+            event = next(events)
+        except StopIteration as stop:
+            result = stop.value
+            break
+        if isinstance(event, Progress) and event.stage == "render" and event.shot_id:
+            trace.shot = event.shot_id
+        elif isinstance(event, Output):
+            if event.kind == "shot" and event.shot_id and event.shot_id not in trace.finished:
+                trace.finished.append(event.shot_id)
+            if event.path.startswith(prefix):
+                event = replace(event, path=str(out_dir) + event.path[len(prefix):])
+        yield event
+    return result
+
+
+def stopped_note(out_dir: Path, trace: RunTrace, settings: PipelineSettings) -> str:
+    """What a stopped render finished, where it is, and how to go on (one paragraph)."""
+    where = {"plan": "before the first shot", "render": f"while rendering shot {trace.shot}" if trace.shot
+             else "before the first shot", "assemble": "while assembling the sequence", "enhance": "while enhancing",
+             "qc": "during the quality checks", "deliver": "while writing the deliverables",
+             "manifest": "while writing the manifest", "swap": "while putting the new render in place"}
+    done = f"{len(trace.finished)} of {trace.total} shot(s) finished" + \
+        (f" ({', '.join(trace.finished[:8])}{' …' if len(trace.finished) > 8 else ''})" if trace.finished else "")
+    folder = (f"{out_dir} is untouched: it still holds the earlier render" if trace.existed
+              else f"{out_dir} was not created")
+    if trace.cached:
+        resume = (f"The finished shots are kept in the shot cache ({settings.cache}): render again with the same "
+                  f"command to resume; only the {trace.total - len(trace.cached)} other shot(s) are drawn")
+    elif settings.cache:
+        resume = "No shot was finished to keep: rendering again starts from the first shot"
+    else:
+        resume = "Without a shot cache nothing was kept: rendering again draws every shot (a render with " \
+                 "the cache, without --no-cache or DAOTAI_NO_CACHE, keeps finished shots)"
+    return f"Render stopped {where.get(trace.stage, trace.stage)}; {done}. {folder}. {resume}."
+
+
+def keep_finished_shots(plan: Plan, layout: RenderLayout, finished: list[ShotRecord], soundtrack: np.ndarray | None,
+                        backend: str, cache: Any, keys: dict[str, str]) -> list[str]:
+    """Store the shots a stopped run finished in the shot cache (as a whole run would deliver
+    them, soundtrack slice included); returns their ids. Never raises over the run's error."""
+    kept: list[str] = []
+    try:
+        records = [r for r in finished if r.shot_id in keys and r.files]
+        if not records:
+            return kept
+        ids = {r.shot_id for r in records}
+        done = plan.model_copy(update={"shots": tuple(s for s in plan.shots if s.shot_id in ids)})
+        records.sort(key=lambda r: [s.shot_id for s in done.shots].index(r.shot_id))
+        for _ in add_soundtrack_to_shots(done, layout, records, soundtrack, backend):
+            pass
+        for record in records:
+            record.key = keys[record.shot_id]
+            cache.put(record.key, layout.root, record)
+            kept.append(record.shot_id)
+    except Exception:  # noqa: BLE001  (keeping is a favour; the run's own error is what the user must see)
+        pass
+    return kept
 
 
 def fidelity_sample_indexes(frames: int) -> set[int]:
@@ -631,6 +829,9 @@ class ShotExecutor(Protocol):
 class LocalExecutor:
     """Every shot in this process, one after another, through one warm backend."""
 
+    def __init__(self) -> None:
+        self.finished: list[ShotRecord] = []  # the shots done so far (kept in the cache if the run stops)
+
     def render_shots(self, plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext,
                      source: Path | None, health: Callable[[Any], dict] | None) -> Generator[Event, None, list]:
         """Yield events; return one ShotRecord per shot, in plan order."""
@@ -640,6 +841,7 @@ class LocalExecutor:
         from daotai.render.registry import create_backend
 
         records: list[ShotRecord] = []
+        self.finished = records
         # Encoder processes for the whole run when it is long enough to pay for their start-up,
         # started first so their imports overlap backend setup; otherwise encoder threads.
         with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
@@ -671,8 +873,8 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     (:func:`daotai.runtime.device.health_sample`) for a local run, e.g. for a front end that
     already polls the GPU; cluster workers always sample their own device.
     """
-    from daotai.files import atomic_write_text
-    from daotai.plan.planner import plan_to_json, select_shots
+    from daotai.files import remove_quietly, swap_folder
+    from daotai.plan.planner import select_shots
 
     ctx = ctx or RunContext()
     out_dir = Path(out_dir)
@@ -694,14 +896,48 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     settings = yield from resolve_encoder(settings, plan.width, plan.height, Fraction(*plan.fps_fraction), enc.codec)
     enc = encode_settings_for(settings, plan.width, plan.height)
+    if out_dir.is_symlink():
+        out_dir = out_dir.resolve()  # the folder it names is replaced, not the link
+    folder = check_output_folder(out_dir, plan, source, settings.force)  # refused here, before any work
+    staging = open_staging(Path(os.path.abspath(out_dir)))
+    trace = RunTrace(total=len(plan.shots), existed=folder.state not in ("absent", "empty"))
+    try:
+        result = yield from _final_paths(
+            _render_into(plan, staging, settings, ctx, source, health, executor, enc, trace), staging, out_dir, trace)
+        trace.stage = "swap"
+        swap_folder(staging, os.path.abspath(out_dir), keep_old=folder.keep_old)
+    except BaseException as exc:
+        remove_quietly(staging)
+        if not isinstance(exc, GeneratorExit):
+            exc.add_note(stopped_note(out_dir, trace, settings))
+        raise
+    if folder.keep_old is not None:
+        yield Notice("warning", f"{out_dir} held {len(folder.foreign)} file(s) daotai did not write "
+                                f"({', '.join(folder.foreign[:4])}{' …' if len(folder.foreign) > 4 else ''}): "
+                                f"the old folder was kept whole as {folder.keep_old}")
+    elif folder.state in ("other_script", "not_a_render"):
+        yield Notice("info", f"replaced the earlier contents of {out_dir} ({folder.describe()}), as --force asked")
+    yield Finished(replace(result, out_dir=out_dir, sequence=out_dir / result.sequence.relative_to(staging),
+                           qc_path=out_dir / result.qc_path.relative_to(staging)))
+
+
+def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext, source: Path | None,
+                 health: Callable[[Any], dict] | None, executor: ShotExecutor | None, enc: EncodeSettings,
+                 trace: RunTrace) -> Generator[Event, None, RunResult]:
+    """The run's work in its staging folder ``out_dir``: yields events, returns the RunResult;
+    ``trace`` follows the stage reached and the shots kept in the cache (for a stopped run's note)."""
+    from daotai.files import atomic_write_text
+    from daotai.plan.planner import plan_to_json
+
     layout = layout_for(out_dir, settings)
     layout.make_folders(settings.controls)
     timings: dict[str, float] = {}
     run_started = time.perf_counter()
     soundtrack = load_soundtrack(plan, source)  # checked and decoded before any render
     plan_text = plan_to_json(plan)
-    mark_in_progress(layout, plan_text)  # before the first file changes, until the manifest is written
+    mark_in_progress(layout, plan_text)  # says whose staging folder this is, until the manifest is written
     atomic_write_text(layout.plan, plan_text)
+    trace.stage = "render"
     for shot in plan.shots:
         for warning in shot.warnings:
             yield Notice("warning", warning, shot.shot_id)
@@ -718,8 +954,14 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         keys = shot_keys(plan, settings, enc, source)
         reused = yield from reuse_cached_shots(plan, cache, keys, out_dir)
     todo = tuple(shot for shot in plan.shots if shot.shot_id not in reused)
-    rendered = (yield from executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
-                                                 source, health)) if todo else []
+    try:
+        rendered = (yield from executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
+                                                     source, health)) if todo else []
+    except BaseException:
+        if cache is not None:  # the shots finished so far make the next render cheaper
+            trace.cached = keep_finished_shots(plan, layout, getattr(executor, "finished", []), soundtrack,
+                                               settings.backend, cache, keys)
+        raise
     by_id = {record.shot_id: record for record in rendered}
     records = [reused.get(shot.shot_id) or by_id[shot.shot_id] for shot in plan.shots]
     yield from add_soundtrack_to_shots(plan, layout, records, soundtrack, settings.backend)
@@ -727,6 +969,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         for record in rendered:  # stored as delivered (a soundtrack slice included)
             record.key = keys[record.shot_id]
             cache.put(record.key, out_dir, record)
+        trace.cached = [record.shot_id for record in records]
         if reused:
             yield Notice("info", f"{len(todo)} of {len(plan.shots)} shots rendered, {len(reused)} reused unchanged "
                                  f"({', '.join(reused)})")
@@ -737,6 +980,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     timings["render_only_s"] = sum(r.render_s for r in records)
 
     ctx.check()
+    trace.stage = "assemble"
     tick = time.perf_counter()
     try:
         sequence = yield from _assemble(plan, layout, enc, records, soundtrack)
@@ -752,12 +996,14 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     if settings.enhance:
         from daotai.post.enhance import enhance_render, parse_steps
 
+        trace.stage = "enhance"
         tick = time.perf_counter()
         files = {r.shot_id: r.files["shot"] for r in records}
         yield from enhance_render(plan, out_dir, files, parse_steps(settings.enhance), enc, ctx)
         timings["enhance_s"] = time.perf_counter() - tick
 
     ctx.check()
+    trace.stage = "qc"
     tick = time.perf_counter()
     from daotai.shotcache import check_render_reusing
 
@@ -765,6 +1011,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     report = yield from check_render_reusing(plan, out_dir, records, cache, settings.camera_qc, layout)
     timings["qc_s"] = time.perf_counter() - tick
 
+    trace.stage = "deliver"
     tick = time.perf_counter()
     from daotai.deliver.contact_sheet import write_contact_sheet
     from daotai.deliver.manifest import write_manifest
@@ -778,24 +1025,20 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     yield Output("timeline", str(layout.timeline))
     from daotai.deliver.cameras import write_cameras
 
-    # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables: an
-    # interrupted run leaves nothing but its plan
-    cameras = write_cameras(plan, out_dir / "cameras")
+    # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables
+    write_cameras(plan, out_dir / "cameras")
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started
-    stale = remove_stale_deliverables(layout, run_files(layout, records, settings), cameras)
+    trace.stage = "manifest"
     write_manifest(plan, plan_text, out_dir, settings, records, timings, source, encode=enc, sound=sound)
-    layout.in_progress.unlink(missing_ok=True)  # the folder holds one whole render again
+    layout.in_progress.unlink(missing_ok=True)  # the staging folder holds one whole render
     yield Output("manifest", str(layout.manifest))
-    if stale:
-        yield Notice("info", f"removed {len(stale)} file(s) of an earlier render that this one does not "
-                             f"deliver: {', '.join(stale[:6])}{' …' if len(stale) > 6 else ''}")
 
     summary = (
         f"{len(plan.shots)} shot{'s' if len(plan.shots) != 1 else ''}, {plan.total_duration_s:g} s, "
         f"{plan.width}x{plan.height}, rendered in {timings['total_s']:.1f} s; qc {'passed' if report.ok else 'FAILED'}"
     )
-    yield Finished(RunResult(out_dir, sequence, layout.qc, report.ok, summary, timings))
+    return RunResult(out_dir, sequence, layout.qc, report.ok, summary, timings)
 
 
 def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: list[ShotRecord],

@@ -6,7 +6,9 @@ check, instead of trusting frames read back from the files under test.
 
 Before the shots are checked, the folder's files are checked against manifest.json
 (:func:`check_files`): a file changed since the render, one missing, a deliverable the manifest
-does not list (left from another render), or a render that started and never finished.
+does not list (left from another render), a file daotai does not write (a render folder holds
+one render and nothing else), or a render that started in place and never finished (left by
+a daotai older than staged renders).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ def check_files(layout: RenderLayout, manifest: dict[str, Any]) -> dict[str, Any
     """The folder's files against the manifest's sha256 list: {"ok", "problems", counts}.
 
     Problems, each one line: an unfinished render (its in-progress marker is still there), a
-    listed file missing or changed since the render, a deliverable the manifest does not list.
-    Files daotai does not write (a user's notes) are not judged.
+    listed file missing or changed since the render, a deliverable the manifest does not list,
+    a file no render writes (a user's notes, another tool's output: "foreign").
     """
     problems: list[str] = []
     marker = layout.in_progress
@@ -60,6 +62,7 @@ def check_files(layout: RenderLayout, manifest: dict[str, Any]) -> dict[str, Any
             changed.append(rel)
     unlisted = [rel for rel, (kind, _) in layout.present_deliverables().items()
                 if rel not in listed and kind not in _REWRITTEN_KINDS]
+    foreign = layout.foreign_files(set(listed))
     if changed:
         problems.append(f"{len(changed)} file(s) changed since manifest.json was written: {', '.join(changed)}")
     if missing:
@@ -67,8 +70,11 @@ def check_files(layout: RenderLayout, manifest: dict[str, Any]) -> dict[str, Any
     if unlisted:
         problems.append(f"{len(unlisted)} file(s) not from this render (manifest.json does not list them): "
                         f"{', '.join(unlisted)}")
+    if foreign:
+        problems.append(f"{len(foreign)} file(s) daotai did not write: {', '.join(foreign)}; a render folder "
+                        "holds one render only (move them out)")
     return {"ok": not problems, "problems": problems, "checked": len(listed), "changed": changed,
-            "missing": missing, "unlisted": unlisted, "in_progress": marker.is_file()}
+            "missing": missing, "unlisted": unlisted, "foreign": foreign, "in_progress": marker.is_file()}
 
 
 

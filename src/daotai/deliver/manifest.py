@@ -60,7 +60,9 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
         "python": sys.version.split()[0],
         "platform": f"{platform.system()} {platform.machine()}",
         "libraries": library_versions(),
-        "source": {"path": str(source) if source else None, "sha256": script_sha},
+        # resolved: which script file this is, so a render of another script into this folder is refused
+        "source": {"path": str(source) if source else None, "sha256": script_sha,
+                   "resolved": str(Path(source).resolve()) if source else None},
         "script_hash": plan.script_hash,
         "plan_sha256": hashlib.sha256(plan_text.encode("utf-8")).hexdigest(),
         "settings": {

@@ -54,10 +54,15 @@ RUN_KINDS = ("sequence", *RUN_FILES)
 # Control files: the ending after the shot id (the extension is fixed, whatever the container).
 CONTROL_ENDINGS = {"depth": "_depth.mkv", "depth_preview": "_depth_preview.mp4", "mask": "_mask.mkv"}
 PUBLIC_NAMES = {"sequence": "video"}  # kinds published under another name; the rest keep their kind
-# Written when a render into the folder starts and removed once its manifest is written: while it
-# is there the folder may mix files of two runs (hidden, so no manifest or listing takes it for
-# a deliverable).
+# Written into a render's staging folder when the render starts and removed once its manifest is
+# written, before the folder is swapped in (daotai.pipeline); a render folder that holds it was
+# left by an older daotai that rendered in place, and may mix files of two runs (hidden, so no
+# manifest or listing takes it for a deliverable).
 IN_PROGRESS = ".daotai-render-in-progress.json"
+CAMERAS_DIR = "cameras"  # every shot's camera for other tools (daotai.deliver.cameras)
+# Hidden files that are no one's work: the desktop's folder caches.
+_DESKTOP_FILES = (".DS_Store", "Thumbs.db", "desktop.ini")
+_DAOTAI_HIDDEN = re.compile(r"^\..+\.[0-9a-f]{8}\.partial(\.[^.]*)?$")  # daotai.files.temp_path
 
 _SHOT_ID = re.compile(ID_PATTERN)
 
@@ -260,6 +265,32 @@ class RenderLayout:
                     found[rel] = self.classify_any(rel)
                 except ValueError:
                     continue
+        return found
+
+    def foreign_files(self, listed: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """Relative paths of the files in the folder (at any depth) that no render wrote: not a
+        deliverable (:meth:`classify_any`), not a camera file in cameras/, not in ``listed`` (the
+        manifest's file list, which also names enhanced copies) and not daotai's own hidden
+        files (temp files, the in-progress marker) or a desktop's folder cache. A user's notes,
+        another tool's output, a script kept in the folder are foreign."""
+        found = []
+        for path in sorted(self.root.rglob("*")) if self.root.is_dir() else []:
+            if path.is_dir() and not path.is_symlink():
+                continue
+            rel = path.relative_to(self.root).as_posix()
+            name = path.name
+            if rel in listed or name in _DESKTOP_FILES or name == IN_PROGRESS or _DAOTAI_HIDDEN.match(name):
+                continue
+            if rel.startswith(f"{CAMERAS_DIR}/") and rel.count("/") == 1 and not path.is_symlink() \
+                    and name.endswith((".pose.txt", ".c2w.json", ".usda")):
+                continue
+            try:
+                if not path.is_symlink():
+                    self.classify_any(rel)
+                    continue
+            except ValueError:
+                pass
+            found.append(rel)
         return found
 
     def make_folders(self, controls: bool) -> None:
