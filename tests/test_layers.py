@@ -4,7 +4,8 @@ The direction (README, "Layers"), lowest first — a module may import its own l
 layer before it:
 
     errors, catalog, files  ←  script  ←  plan  ←  render  ←  encode  ←  post  ←  qc
-      ←  deliver  ←  pipeline  ←  front ends (cli, cli_progress, doctor, server, cluster, draft, comfy)
+      ←  deliver  ←  pipeline (+ recheck, shotcache, encoder_choice)  ←  front ends (cli, cli_progress, doctor,
+      maccheck, server, cluster, draft, comfy)
 
 ``runtime`` and ``mlx`` are side layers: they may import the bottom layers, ``script`` and
 ``plan`` (and ``mlx`` may import ``runtime``); ``render`` and everything after it may import them.

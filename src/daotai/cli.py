@@ -575,11 +575,37 @@ def backends(as_json: bool = typer.Option(False, "--json", help="print JSON inst
 
 
 @app.command()
-def doctor() -> None:
+def doctor(
+    check: bool = typer.Option(
+        False, "--check", help="also measure this machine (previz of every example with QC, MLX parity against "
+        "torch, timed wan-mlx renders with peak memory, hardware encoder speed and PSNR) into a report to send "
+        "back (docs/mlx.md)"
+    ),
+    quick: bool = typer.Option(False, "--quick", help="with --check: about a minute (one example shot, tiny models)"),
+    report: Path = typer.Option(Path("mac-check"), "--report", help="with --check: the report folder"),
+    model: Optional[str] = typer.Option(
+        None, "--model", help="with --check: a Wan model to time besides the tiny one (default: wan2.1-t2v-1.3b "
+        "when it has been pulled)"
+    ),
+) -> None:
     """What this machine can do: OS, CPU, memory, GPU, libraries, encoders, what fits."""
-    from daotai.doctor import collect, render_table
+    if not check:
+        from daotai.errors import Issue, OptionError
 
-    out.print(render_table(collect()))
+        given = [Issue(flag, value, "applies only with --check") for flag, value in
+                 (("--quick", quick or None), ("--model", model)) if value is not None]
+        if given:
+            raise OptionError(given)
+        from daotai.doctor import collect, render_table
+
+        out.print(render_table(collect()))
+        return
+    from daotai.maccheck import CheckConfig, lines_of, run_check
+
+    found = run_check(CheckConfig(report, quick=quick, model=model, say=lambda line: err.print(escape(line))))
+    for line in lines_of(found):
+        out.print(escape(line))
+    out.print(f"report: {report / 'mac-check.md'} (readable) and {report / 'mac-check.json'} (to send back)")
 
 
 from daotai.draft import commands as draft_commands  # noqa: E402  (light: no network, no httpx at import)

@@ -70,13 +70,23 @@ def _encoders() -> str:
     import av
 
     names = []
-    for codec in ("libx264", "libx265", "prores_ks", "ffv1", "libsvtav1", "h264_videotoolbox", "h264_nvenc"):
+    for codec in ("libx264", "libx265", "prores_ks", "ffv1", "libsvtav1", "h264_videotoolbox", "hevc_videotoolbox",
+                  "h264_nvenc", "hevc_nvenc"):
         try:
             av.codec.Codec(codec, "w")
             names.append(codec)
         except Exception:  # noqa: BLE001  (PyAV raises several kinds for a codec this build lacks)
             continue
     return ", ".join(names)
+
+
+def _hardware_encoders() -> Check:
+    """What `render --encoder hardware` would find: each of the platform's hardware encoders opened for a
+    few tiny frames (compiled in is not enough: NVENC is in PyAV's Linux wheels and fails without a GPU)."""
+    from daotai.encode.hardware import installed_probes, summarise
+
+    probes = installed_probes().values()
+    return Check("hardware encoders (--encoder)", summarise(probes), any(p.opens for p in probes))
 
 
 def collect() -> list[Check]:
@@ -94,6 +104,7 @@ def collect() -> list[Check]:
         checks.append(Check(package, found or "not installed (pip install 'daotai[neural]')", found is not None))
     checks.extend(_speed_levers(accel))
     checks.append(Check("video encoders", _encoders(), True))
+    checks.append(_hardware_encoders())
     try:
         from daotai.render.previz.gl import context_backend, create_context, describe_context
 
