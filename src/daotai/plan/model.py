@@ -151,6 +151,12 @@ class PlanCharacter(PlanModel):
     height: float
     reference_images: tuple[str, ...]
     seed: int
+    kind: str = Field(default="person", description="person, or animal (a dog, cat or horse: drawn on four legs)")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return data if data.get("kind") != "person" else {k: v for k, v in data.items() if k != "kind"}
 
 
 class PlanSetPiece(PlanModel):
@@ -160,6 +166,12 @@ class PlanSetPiece(PlanModel):
     size: tuple[float, float, float]
     colour: tuple[float, float, float]
     yaw: float
+    glow: bool = Field(default=False, description="a practical light: lit at dusk and at night")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return data if data.get("glow") else {k: v for k, v in data.items() if k != "glow"}
 
 
 class PlanScene(PlanModel):

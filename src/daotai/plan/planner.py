@@ -37,6 +37,7 @@ from daotai.plan.model import (
 )
 from daotai.plan.motion_code import encode_motion
 from daotai.plan.staging import (
+    ANIMAL_FRAMING_SCALE,
     DUTCH_ROLL_DEG,
     FRAMING_RULES,
     FRAMING_SIZE,
@@ -44,6 +45,7 @@ from daotai.plan.staging import (
     CameraPlace,
     PieceSpec,
     Sightline,
+    character_kind,
     default_character_positions,
     dress_set,
     fully_hidden,
@@ -53,6 +55,7 @@ from daotai.plan.staging import (
     place_camera,
     place_explicitly,
     stage_camera,
+    time_of_day_from_words,
     wardrobe_from_appearance,
     yaw_toward,
 )
@@ -459,13 +462,24 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if kind == "crossfade" else 2)), frames=count)
 
 
+def scene_time_of_day(script: Script) -> str:
+    """The scene's time of day: as the script gives it, else as its name or description says
+    ("a park at sunset" is dusk, 夜市 is night), else day."""
+    scene = script.scene
+    if "time_of_day" in scene.model_fields_set:
+        return scene.time_of_day.value
+    return time_of_day_from_words(scene.name, scene.description) or scene.time_of_day.value
+
+
 def plan_script(script: Script) -> Plan:
     """Turn a validated script into an exact, reproducible plan."""
+    scene_time = scene_time_of_day(script)
     fps = float(script.fps)
     width, height = script.size.width, script.size.height
     stage = _Stage(script)
     colours = {c.id: character_colour(c, i) for i, c in enumerate(script.characters)}
     names = {c.id: c.name or c.id for c in script.characters}
+    kinds = {c.id: character_kind(c.name, c.appearance, c.id) for c in script.characters}
     all_ids = tuple(c.id for c in script.characters)
     shots: list[ShotPlan] = []
     cursor = 0
@@ -495,6 +509,8 @@ def plan_script(script: Script) -> Plan:
             except ValueError:
                 raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
                                    "(list both in shots[].characters)") from None
+            if kinds[subject] == "animal" and FRAMING_RULES[framing].scale_with_height:
+                placement = _toward_the_head(placement, bodies[subject])
             place = _camera_place(shot, index, framing, bodies)
             if shot.camera.follow and not place.moves_the_camera:
                 place = _beside_the_path(place, bodies[subject], character_frames, present.index(subject))
@@ -583,7 +599,7 @@ def plan_script(script: Script) -> Plan:
             others,
             script.scene.name,
             script.scene.description,
-            script.scene.time_of_day.value,
+            scene_time,
             move_phrase,
             shot.action,
             shot.prompt,
@@ -627,7 +643,8 @@ def plan_script(script: Script) -> Plan:
     pieces = script.scene.set_pieces
     if pieces is None:
         resolved = tuple(
-            PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw)
+            PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw,
+                         glow=p.glow)
             for p in _dressed_set(script, shots)
         )
     else:
@@ -654,7 +671,7 @@ def plan_script(script: Script) -> Plan:
         scene=PlanScene(
             name=script.scene.name,
             description=script.scene.description,
-            time_of_day=script.scene.time_of_day.value,
+            time_of_day=scene_time,
             palette=tuple(tuple(c) for c in script.scene.palette),
             set_pieces=resolved,
         ),
@@ -667,6 +684,7 @@ def plan_script(script: Script) -> Plan:
                 height=c.height,
                 reference_images=c.reference_images,
                 seed=c.seed if c.seed is not None else derive_seed(script.seed, "character", c.id),
+                kind=kinds[c.id],
             )
             for c in script.characters
         ),
@@ -707,6 +725,20 @@ def _camera_place(shot: Shot, index: int, framing: str, bodies: dict[str, Body])
         aim = tuple(float(v) for v in cam.aim)
     return CameraPlace(side_deg=side_deg, distance_m=cam.distance_m, height_m=cam.height_m,
                        position=tuple(cam.position) if cam.position is not None else None, aim=aim)
+
+
+ANIMAL_HEAD_FORWARD = 0.52  # an animal's head is this far ahead of where it stands (share of its height)
+
+
+def _toward_the_head(placement, body: Body):
+    """A framing of an animal: aimed at its head (ahead of its feet, not above them) and
+    ANIMAL_FRAMING_SCALE times as far back as a person of its height (its head is a larger share of it)."""
+    yaw = math.radians(body.facing)
+    shift = np.array([math.sin(yaw), 0.0, math.cos(yaw)]) * ANIMAL_HEAD_FORWARD * body.height  # (3,) m
+    pose = np.array(placement.cam_to_world)
+    aim = np.array(placement.aim_point) + shift
+    pose[:3, 3] = aim + (pose[:3, 3] - np.array(placement.aim_point)) * ANIMAL_FRAMING_SCALE
+    return type(placement)(pose, tuple(float(v) for v in aim), placement.distance * ANIMAL_FRAMING_SCALE)
 
 
 def _place_given(shot: Shot) -> bool:

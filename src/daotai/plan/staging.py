@@ -353,6 +353,10 @@ class PieceSpec:
     size: tuple[float, float, float]
     colour: tuple[float, float, float]
     yaw: float = 0.0
+    glow: bool = False  # a practical light (lamp, lantern, neon, screen, sign): lit at dusk and night
+
+
+LIGHT_ROLES = frozenset(("lamp", "lantern", "neon", "screen", "sign"))
 
 
 # ---------------------------------------------------------------- dressed sets
@@ -625,6 +629,46 @@ def _has_phrase(text: str, phrase: str) -> bool:
     return phrase in text
 
 
+# Words in a scene's name or description that say when it happens (used when the script gives no
+# time_of_day): English whole words and phrases, Chinese as written; tried in this order, so "night
+# market" is night and "sunset" beats a "day" elsewhere in the text.
+TIME_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("night", ("night", "nighttime", "midnight", "at night", "moonlight", "moonlit", "夜", "晚上", "深夜", "午夜",
+               "月光")),
+    ("dusk", ("dusk", "sunset", "evening", "twilight", "golden hour", "sundown", "黄昏", "傍晚", "日落", "夕阳")),
+    ("dawn", ("dawn", "sunrise", "daybreak", "first light", "黎明", "日出", "破晓", "拂晓")),
+    ("morning", ("morning", "早晨", "清晨", "上午", "早上")),
+    ("afternoon", ("afternoon", "下午", "午后")),
+    ("day", ("noon", "midday", "daytime", "白天", "中午", "正午")),
+)
+
+
+def time_of_day_from_words(name: str, description: str = "") -> str | None:
+    """The time of day the scene's words name (name first, then description), else None."""
+    for text in (name.lower(), description.lower()):
+        for time, words in TIME_WORDS:
+            if any(_has_phrase(text, w) for w in words):
+                return time
+    return None
+
+
+ANIMAL_FRAMING_SCALE = 2.5  # a close size of an animal shows this many times what it shows of a person's height
+
+# Words that make a character an animal on four legs (English whole words, Chinese as written).
+ANIMAL_WORDS: tuple[str, ...] = (
+    "dog", "dogs", "puppy", "pup", "hound", "doggy", "cat", "kitten", "kitty", "horse", "pony", "foal", "fox", "wolf",
+    "狗", "小狗", "犬", "狗狗", "猫", "小猫", "猫咪", "骏马", "小马", "马匹", "狐狸", "狼",
+)
+
+
+def character_kind(name: str, appearance: str, char_id: str = "") -> str:
+    """'animal' when the character's appearance (else its name or id) names a four-legged animal, else 'person'."""
+    for text in (appearance.lower(), name.lower(), char_id.lower().replace("_", " ")):
+        if any(_has_phrase(text, w) for w in ANIMAL_WORDS):
+            return "animal"
+    return "person"
+
+
 def kit_for_scene(name: str, description: str = "") -> Kit:
     """The set kit the scene's words pick: its name first, then its description; else the neutral default."""
     for text in (name.lower(), description.lower()):
@@ -676,7 +720,7 @@ def _layout(kit: Kit, seed: int, lo: np.ndarray, hi: np.ndarray) -> list[tuple[s
             for kind, (px, py, pz), size, role in kit.props[row.prop]:
                 wx, wz = x + c * px + s * pz, z - s * px + c * pz  # the prop's frame turned by yaw about +y
                 pieces.append(PieceSpec(kind, row.prop.replace("_", " "), (round(wx, 6), py, round(wz, 6)), size,
-                                        colours.get(role, (0.6, 0.6, 0.6)), yaw))
+                                        colours.get(role, (0.6, 0.6, 0.6)), yaw, glow=role in LIGHT_ROLES))
             out.append((row.prop, pieces))
     return out
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from daotai.plan.model import Plan, ShotPlan
-from daotai.plan.staging import FRAMING_RULES, REFERENCE_HEIGHT_M
+from daotai.plan.staging import ANIMAL_FRAMING_SCALE, FRAMING_RULES, REFERENCE_HEIGHT_M
 
 # Sizes from tightest to widest; bands meet between neighbours.
 SIZES = ("extreme_close_up", "close_up", "medium_close_up", "medium", "medium_full", "full", "wide", "extreme_wide")
@@ -45,28 +45,34 @@ STEEP_VIEW_DEG = 35.0  # beyond this pitch the mask's extent is foreshortened: u
 GROUP_FRAMINGS = ("wide", "extreme_wide")
 
 
-def nominal_share(framing: str, height_m: float) -> float:
-    """The whole figure's height as a share of the frame height that ``framing`` asks for."""
+def nominal_share(framing: str, height_m: float, animal: bool = False) -> float:
+    """The whole figure's height as a share of the frame height that ``framing`` asks for
+    (an animal's close sizes show ``ANIMAL_FRAMING_SCALE`` times more of it, as the planner frames them)."""
     rule = FRAMING_RULES[framing]
     visible = rule.visible_m * (height_m / REFERENCE_HEIGHT_M if rule.scale_with_height else 1.0)
+    if animal and rule.scale_with_height:
+        visible *= ANIMAL_FRAMING_SCALE
     return height_m / visible
 
 
-def band(framing: str, height_m: float) -> tuple[float, float]:
+def band(framing: str, height_m: float, animal: bool = False) -> tuple[float, float]:
     """(low, high) share of the frame height the figure's height may take in ``framing`` (high may be inf)."""
     if framing not in SIZES:
-        centre = nominal_share(framing, height_m)
+        centre = nominal_share(framing, height_m, animal)
         return centre / SHOT_TYPE_TOLERANCE, centre * SHOT_TYPE_TOLERANCE
     i = SIZES.index(framing)
-    here = nominal_share(framing, height_m)
-    high = math.inf if i == 0 else math.sqrt(here * nominal_share(SIZES[i - 1], height_m))
-    low = 0.0 if i == len(SIZES) - 1 else math.sqrt(here * nominal_share(SIZES[i + 1], height_m))
-    return low, high
+    here = nominal_share(framing, height_m, animal)
+    # bands meet halfway between neighbours; where an animal's scaled close sizes overtake the
+    # unscaled wide ones the boundary is the halfway point all the same, never inverted
+    high = math.inf if i == 0 else math.sqrt(here * nominal_share(SIZES[i - 1], height_m, animal))
+    low = 0.0 if i == len(SIZES) - 1 else math.sqrt(here * nominal_share(SIZES[i + 1], height_m, animal))
+    return min(low, here), max(high, here)
 
 
-def size_of(share: float, height_m: float) -> str:
+def size_of(share: float, height_m: float, animal: bool = False) -> str:
     """The size whose band holds ``share`` (for saying what a wrong framing measured as)."""
-    return next(f for f in SIZES if band(f, height_m)[0] <= share < band(f, height_m)[1])
+    return next((f for f in SIZES if band(f, height_m, animal)[0] <= share < band(f, height_m, animal)[1]),
+                "extreme_close_up" if share >= 1.0 else "extreme_wide")
 
 
 def named_characters(plan: Plan, shot: ShotPlan) -> tuple[str, ...]:
@@ -103,14 +109,15 @@ def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.nd
 
     subject_px = mask == shot.characters.index(shot.subject) + 1  # (H, W) bool
     h_m = heights[shot.subject]
-    low, high = band(shot.framing, h_m)
+    animal = next(c.kind for c in plan.characters if c.id == shot.subject) == "animal"
+    low, high = band(shot.framing, h_m, animal)
     entry["band"] = [round(low, 3), None if math.isinf(high) else round(high, 3)]
     if counts[shot.subject] < MIN_VISIBLE_PX:
         entry.update(share=None, method=None, measured_as=None, size_ok=False)
         problems.append(f"subject {shot.subject} not in the picture at the start, so its framing cannot be seen")
     else:
         share, method = _share(shot, subject_px, depth_m, h_m)
-        measured = size_of(share, h_m)
+        measured = size_of(share, h_m, animal)
         ok = low <= share < high
         entry.update(share=round(share, 3), method=method, measured_as=measured, size_ok=ok)
         if not ok:

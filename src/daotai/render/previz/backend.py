@@ -60,7 +60,8 @@ def environment_for_plan(plan: Plan) -> Environment:
 def set_pieces_for_plan(plan: Plan) -> list[SetPiece]:
     """Plan set pieces as renderer props."""
     return [
-        SetPiece(kind=p.kind, position=p.position, size=p.size, colour=p.colour, yaw_deg=p.yaw)  # type: ignore[arg-type]
+        SetPiece(kind=p.kind, position=p.position, size=p.size, colour=p.colour, yaw_deg=p.yaw,  # type: ignore[arg-type]
+                 glow=p.glow)
         for p in plan.scene.set_pieces
     ]
 
@@ -98,6 +99,7 @@ def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
                 pose=p.pose,
                 pose_phase=p.pose_phase,
                 head_turn_deg=p.head_turn,
+                kind=characters[p.id].kind,
                 look=looks[p.id],
             )
             for p in people

@@ -62,6 +62,9 @@ EGL_HINT = (
     "(Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri; "
     "Fedora: dnf install mesa-libEGL mesa-dri-drivers)"
 )
+PRACTICAL_GAIN = 2.5  # a glowing piece's colour is multiplied by 1 + this x the environment's practicals
+PRACTICAL_POOL_M = 2.2  # radius of the light pool under a practical (a lamp 2 m up or higher)
+PRACTICAL_POOL_STRENGTH = 0.35  # its opacity at the centre, at full night
 _INSTANCE_FLOATS = 29  # model 4x4 + normal 3x3 (column-major) + rgb + id
 
 _MESH_VS = """
@@ -218,8 +221,11 @@ in vec2 v_local;
 flat in float v_strength;
 layout(location = 0) out vec4 f_colour;
 void main() {
-    // soft contact shadow: black with a gaussian alpha, blended over the ground colour only
-    f_colour = vec4(0.0, 0.0, 0.0, v_strength * exp(-2.5 * dot(v_local, v_local)));
+    // soft contact shadow: black with a gaussian alpha, blended over the ground colour only;
+    // a negative strength is a practical light's warm pool on the ground instead
+    float falloff = exp(-2.5 * dot(v_local, v_local));
+    f_colour = v_strength >= 0.0 ? vec4(0.0, 0.0, 0.0, v_strength * falloff)
+                                 : vec4(1.0, 0.82, 0.52, -v_strength * falloff);
 }
 """
 
@@ -422,7 +428,9 @@ class PrevizRenderer:
 
         pieces = [set_piece_parts(p) for p in self.set_pieces]
         self._static_models = np.array([p.model for p in pieces]).reshape(-1, 4, 4)  # (S, 4, 4)
-        self._static_colours = np.array([p.colour for p in pieces]).reshape(-1, 3)  # (S, 3)
+        # practical lights glow: their colour is pushed past white so the lighting cannot dim them
+        gain = np.array([1.0 + PRACTICAL_GAIN * env.practicals if p.glow else 1.0 for p in self.set_pieces])
+        self._static_colours = np.array([p.colour for p in pieces]).reshape(-1, 3) * gain.reshape(-1, 1)  # (S, 3)
         self._static_prims = np.array([PRIMITIVES.index(p.primitive) for p in pieces], np.int64)
         # set pieces never move: their instances are uploaded once, here
         static_rows = _instance_rows(self._static_models, self._static_colours,
@@ -433,6 +441,12 @@ class PrevizRenderer:
             (p.position[0], p.position[2], 0.6 * max(p.size[0], p.size[2]), 0.3)
             for p in self.set_pieces if abs(p.position[1]) < 0.05
         ]
+        if env.practicals > 0.0:  # a warm pool of light on the ground under each practical
+            self._static_blobs += [
+                (p.position[0], p.position[2], PRACTICAL_POOL_M * min(1.0, 0.5 + 0.25 * (p.position[1] + p.size[1])),
+                 -PRACTICAL_POOL_STRENGTH * env.practicals)
+                for p in self.set_pieces if p.glow
+            ]
         if self._static_blobs:
             self._decals["background"].write(np.asarray(self._static_blobs, np.float32))  # (B, 4)
 
@@ -758,6 +772,9 @@ def _head_hidden(state: FrameState, masks: np.ndarray) -> list[bool]:
     out = []
     for i, f in enumerate(state.figures):
         # the head from the chin to the top of the hair, as wide as the hair, in a plane through its centre
+        if f.kind != "person":  # an animal's head is ahead of its feet: its body test decides
+            out.append(False)
+            continue
         centre = np.array([f.position[0], (HEAD_C[1] - head_drop(f)) * f.height_m, f.position[1]])
         lo, hi, side = -0.055 * f.height_m, 0.075 * f.height_m, 0.052 * f.height_m
         right = state.cam_to_world[:3, 0]  # the box faces the camera

@@ -520,8 +520,51 @@ def role_colours(look: Look, colour: tuple[float, float, float]) -> np.ndarray:
     return out
 
 
+# A four-legged animal in units of its height (the top of its head at 1.0), facing +z: body,
+# neck, head with snout, ears and eyes, four legs that swing in diagonal pairs, a tail.
+_ANIMAL_LEG_X = 0.13
+_ANIMAL_LEG_Z = 0.36
+_ANIMAL_HIP_Y = 0.50
+_ANIMAL_LEG_SWING_RAD = math.radians(28.0)
+
+
+def _animal_parts(phase: float, walking: bool) -> list[tuple[str, np.ndarray, str]]:
+    """(primitive, model in height units, colour role) of a quadruped at walk ``phase``."""
+    swing = _ANIMAL_LEG_SWING_RAD * math.sin(phase) if walking else 0.0
+    parts = [
+        ("sphere", translate(0.0, 0.56, 0.0) @ scale(0.34, 0.30, 0.86), "coat"),  # body
+        ("limb", translate(0.0, 0.74, 0.40) @ rot_x(-0.7) @ scale(0.16, 0.30, 0.16), "coat"),  # neck
+        ("head", translate(0.0, 0.86, 0.52) @ scale(0.26, 0.24, 0.28), "coat"),
+        ("box", translate(0.0, 0.81, 0.70) @ scale(0.12, 0.10, 0.16), "coat"),  # snout
+        ("joint", translate(0.0, 0.83, 0.785) @ scale(0.05, 0.04, 0.04), "dark"),  # nose
+        ("limb", translate(0.0, 0.68, -0.48) @ rot_x(-2.2) @ scale(0.06, 0.28, 0.06), "coat"),  # tail
+    ]
+    for side in (1.0, -1.0):
+        parts.append(("box", translate(side * 0.085, 0.99, 0.49) @ rot_z(side * 0.3) @ scale(0.06, 0.12, 0.04),
+                      "dark"))  # ears
+        parts.append(("joint", translate(side * 0.06, 0.90, 0.645) @ scale(0.035, 0.035, 0.03), "dark"))  # eyes
+    for k, (x, z) in enumerate(((1.0, 1.0), (-1.0, 1.0), (1.0, -1.0), (-1.0, -1.0))):
+        angle = swing if k in (0, 3) else -swing  # diagonal pairs step together
+        hip = translate(x * _ANIMAL_LEG_X, _ANIMAL_HIP_Y, z * _ANIMAL_LEG_Z) @ rot_x(-angle)
+        parts.append(("limb", hip @ translate(0.0, -_ANIMAL_HIP_Y / 2, 0.0) @ scale(0.09, _ANIMAL_HIP_Y, 0.09), "coat"))
+        parts.append(("box", hip @ translate(0.0, -_ANIMAL_HIP_Y + 0.02, 0.02) @ scale(0.08, 0.04, 0.10), "dark"))
+    return parts
+
+
+def animal_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """World models (P, 4, 4), colours (P, 3) and primitive indexes (P,) of a four-legged figure."""
+    parts = _animal_parts(fig.walk_phase, fig.walking)
+    coat = np.asarray(fig.colour, np.float64)
+    roles = {"coat": coat, "dark": coat * 0.3}
+    models = figure_root(fig) @ np.stack([m for _, m, _ in parts])  # (P, 4, 4) metres
+    colours = np.stack([roles[r] for _, _, r in parts])
+    return models, colours, np.array([PRIMITIVES.index(p) for p, _, _ in parts])
+
+
 def figure_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """World models (P, 4, 4), colours (P, 3) and primitive indexes (P,) of a figure's parts."""
+    if fig.kind == "animal":
+        return animal_instances(fig)
     rig = _rig(fig.look)
     if fig.walking or fig.pose or fig.head_turn_deg:
         local = _bone_matrices(figure_pose(fig), rig.shoulder_x)[rig.bones] @ rig.local

@@ -43,6 +43,7 @@ class SetPiece:
     size: Vec3  # (width along x, height along y, depth along z) in metres, before yaw
     colour: RGB
     yaw_deg: float = 0.0  # rotation about +y, same sense as a figure's facing
+    glow: bool = False  # a practical light: lit, with a pool of light under it, where the environment has practicals
 
     def __post_init__(self) -> None:
         if self.kind not in SET_PIECE_KINDS:
@@ -114,6 +115,7 @@ class Figure:
     pose: str | None = None  # "run" (with walking), "sit", "talk" or "point"; None: stand or walk
     pose_phase: float = 0.0  # radians of the talking gesture cycle
     head_turn_deg: float = 0.0  # the head turned from the facing, + to the figure's left
+    kind: str = "person"  # "person" or "animal" (drawn on four legs)
 
     def __post_init__(self) -> None:
         if not self.char_id:
@@ -140,6 +142,7 @@ class Environment:
     grid_spacing_m: float = 1.0
     sun_direction: Vec3 = (0.4, 0.8, 0.45)  # points from the scene toward the light
     ambient: float = 0.4  # share of light that reaches surfaces facing away from the sun
+    practicals: float = 0.0  # how strongly practical lights (lamps, lanterns, signs) glow: 0 by day, 1 at night
 
     def __post_init__(self) -> None:
         for name in ("sky_zenith", "sky_horizon", "ground_colour", "grid_colour"):
@@ -179,12 +182,12 @@ _PALETTES: dict[str, Environment] = {
     "dusk": Environment(
         sky_zenith=(0.19, 0.17, 0.39), sky_horizon=(0.97, 0.49, 0.29),
         ground_colour=(0.31, 0.27, 0.29), grid_colour=(0.46, 0.37, 0.37),
-        sun_direction=(-1.0, 0.12, -0.2), ambient=0.48,
+        sun_direction=(-1.0, 0.12, -0.2), ambient=0.48, practicals=0.6,
     ),
     "night": Environment(
         sky_zenith=(0.02, 0.03, 0.09), sky_horizon=(0.11, 0.14, 0.25),
         ground_colour=(0.12, 0.13, 0.17), grid_colour=(0.23, 0.26, 0.35),
-        sun_direction=(0.3, 0.7, -0.4), ambient=0.55,
+        sun_direction=(0.3, 0.7, -0.4), ambient=0.55, practicals=1.0,
     ),
     "interior": Environment(
         sky_zenith=(0.80, 0.78, 0.74), sky_horizon=(0.64, 0.61, 0.57),
