@@ -250,12 +250,14 @@ def _script(tmp_path: Path):
 
 
 def test_memory_plan_refuses_before_loading(vace_folder, tmp_path, monkeypatch):
-    from daotai.mlx.memory import folder_footprint, footprint_peak
+    from daotai.mlx.memory import Budget, check_plan, folder_footprint, footprint_peak
     from daotai.render.registry import create_backend
 
     plan, _ = _script(tmp_path)
     fp = folder_footprint(vace_folder)
     assert fp.control_blocks == 2
+    # two reference images are 8 pixel frames' worth of latents: counted, but never offered as video frames
+    assert check_plan(fp, 64, 64, 9, Budget(10**12, "test"), reference_frames=8) == footprint_peak(fp, 64, 64, 17)
     # the control branch and the reference frames are part of the estimate
     assert footprint_peak(fp, 64, 64, 9 + 8) > footprint_peak(fp.__class__(**{**fp.__dict__, "control_blocks": 0}),
                                                               64, 64, 9)

@@ -295,18 +295,22 @@ def _round16(x: float) -> int:
 
 
 def alternatives(fp: Footprint, width: int, height: int, frames: int, budget: int,
-                 fps: float = NATIVE_FPS) -> list[str]:
-    """Settings close to the asked one that fit: lower bits, then fewer frames, then a smaller size."""
+                 fps: float = NATIVE_FPS, reference_frames: int = 0) -> list[str]:
+    """Settings close to the asked one that fit: lower bits, then fewer frames, then a smaller size.
+
+    ``reference_frames``: pixel frames' worth of conditioning in front of the video (VACE's reference
+    images, 4 each), counted in every estimate but not offered as video frames."""
     out = []
+    total = frames + reference_frames
     lower = [b for b in PRECISIONS if b is not None and (fp.transformer_bits is None or b < fp.transformer_bits)]
     for bits in lower:
-        need = footprint_peak(fp.with_bits(bits), width, height, frames)
+        need = footprint_peak(fp.with_bits(bits), width, height, total)
         if need <= budget:
             out.append(f"the transformer at {bits}-bit (daotai models convert <model> --to mlx --bits {bits}), "
                        f"~{fmt_bytes(need)}")
             break
     for f in range(frames - 4, 0, -4):
-        need = footprint_peak(fp, width, height, f)
+        need = footprint_peak(fp, width, height, f + reference_frames)
         if need <= budget:
             out.append(f"{f} frames (~{f / fps:.1f} s) at {width}x{height}, ~{fmt_bytes(need)}")
             break
@@ -314,7 +318,7 @@ def alternatives(fp: Footprint, width: int, height: int, frames: int, budget: in
         w, h = _round16(width * scale), _round16(height * scale)
         if (w, h) == (width, height):
             continue
-        need = footprint_peak(fp, w, h, frames)
+        need = footprint_peak(fp, w, h, total)
         if need <= budget:
             out.append(f"{w}x{h} with {frames} frames, ~{fmt_bytes(need)}")
             break
@@ -322,12 +326,13 @@ def alternatives(fp: Footprint, width: int, height: int, frames: int, budget: in
 
 
 def check_plan(fp: Footprint, width: int, height: int, frames: int, budget: Budget,
-               fps: float = NATIVE_FPS, backend: str = "wan-mlx") -> float:
-    """The estimated peak in bytes, or BackendError naming need, budget and settings that would fit."""
-    need = footprint_peak(fp, width, height, frames)
+               fps: float = NATIVE_FPS, backend: str = "wan-mlx", reference_frames: int = 0) -> float:
+    """The estimated peak in bytes, or BackendError naming need, budget and settings that would fit
+    (``reference_frames``: see alternatives)."""
+    need = footprint_peak(fp, width, height, frames + reference_frames)
     if need <= budget.bytes:
         return need
-    options = alternatives(fp, width, height, frames, budget.bytes, fps)
+    options = alternatives(fp, width, height, frames, budget.bytes, fps, reference_frames)
     fits = ("would fit: " + "; or ".join(options)) if options else (
         f"nothing smaller fits: the weights alone need ~{fmt_bytes(fp.transformer_bytes + fp.other_bytes)}")
     raise BackendError(

@@ -149,8 +149,8 @@ class WanMLXBackend:
         budget = self.setup["budget"]
         extra = self._extra_latent_frames(job)  # conditioning frames in front of the video's latents
         # refuse before loading (first shot) or before sampling (later shots) when it would swap
-        need = check_plan(self.setup["footprint"], request.width, request.height, request.frames + TEMPORAL * extra,
-                          budget, d.native_fps, self.name)
+        need = check_plan(self.setup["footprint"], request.width, request.height, request.frames, budget,
+                          d.native_fps, self.name, TEMPORAL * extra)
         if self.parts is None:
             yield from self._load(shot.shot_id)
         assert self.parts is not None
