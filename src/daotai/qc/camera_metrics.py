@@ -7,6 +7,13 @@ frames the median optical flow (DIS) is the step's global motion; projected on t
 motion direction these steps should all be equal, and the judder score is their coefficient of
 variation (standard deviation / mean). A clip with less than ``min_step_px`` mean motion per
 frame has no move to judge and scores 0.
+
+That score assumes a steady move: an eased start or stop varies the steps too. QC judges any
+planned move, so it reads ``jerk`` instead: the mean size of the second differences of the step
+lengths (s[i+1] - 2 s[i] + s[i-1], s = the median length of the step's flow, so a roll, a dolly and a
+zoom count too) over the mean step length. Easing changes the step a little from one frame to
+the next (a 48-frame ease-in-out: under 0.01 of the mean step); a repeated frame makes a step
+of 0 between two full ones, a second difference of about twice the mean step.
 """
 
 from __future__ import annotations
@@ -21,6 +28,12 @@ from daotai.plan import geometry
 # Measured (tests/test_retime_judder.py): a 16 fps steady pan retimed to 30 fps scores 0.002
 # motion-interpolated and 0.94 with repeated frames (the source: 0.000); 0.2 separates them widely.
 JUDDER_BOUND = 0.2
+# Measured (tests/test_camera_metrics_qc.py, print with -s): previz renders of every example's moves
+# (eased) jerk at most ~0.2 (tracking noise on slow steps), a 16 fps pan shown at 30 by repetition ~2.
+JERK_BOUND = 0.5
+# The jerk's noise grows as the step shrinks (flow noise of ~0.05 px over a 0.3 px step reads 0.4);
+# QC judges pictures moving at least this much a frame, where repeated frames are also visible.
+JUDGED_SPEED_PX = 1.0
 MIN_STEP_PX = 0.25  # mean motion per frame below which a clip counts as still
 FLOW_SIDE = 512  # flow is measured on frames shrunk to at most this wide (global motion needs no detail)
 
@@ -32,42 +45,73 @@ class Judder:
     score: float  # coefficient of variation of the per-step motion along the mean direction (0 = even)
     mean_step_px: float  # mean motion per frame step, pixels of the full frame
     steps_px: tuple[float, ...]  # each step's motion along the mean direction
+    jerk: float = 0.0  # mean |second difference of the step lengths| / mean step length (0 = even or eased)
+    mean_speed_px: float = 0.0  # mean median flow length per step, full-frame pixels (what the jerk is judged on)
 
     @property
     def even(self) -> bool:
         """Whether the motion is even within :data:`JUDDER_BOUND`."""
         return self.score <= JUDDER_BOUND
 
+    @property
+    def smooth(self) -> bool:
+        """Whether no frame step jumps out of the move (repeated or dropped frames) within :data:`JERK_BOUND`."""
+        return self.jerk <= JERK_BOUND
 
-def step_motions(frames: Iterable[np.ndarray]) -> np.ndarray:
-    """Median optical flow (dx, dy) in full-frame pixels of every neighbouring pair: (N - 1, 2) float64."""
+
+def _step_flows(frames: Iterable[np.ndarray], preset: int | None, side: int) -> np.ndarray:
+    """Per neighbouring pair: median flow (dx, dy) and median flow length, full-frame pixels: (N - 1, 3)."""
     import cv2
 
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-    previous, scale, motions = None, 1.0, []
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM if preset is None else preset)
+    previous, scale, rows = None, 1.0, []
     for frame in frames:
         grey = cv2.cvtColor(np.asarray(frame), cv2.COLOR_RGB2GRAY)
-        if grey.shape[1] > FLOW_SIDE:
-            scale = grey.shape[1] / FLOW_SIDE
-            grey = cv2.resize(grey, (FLOW_SIDE, max(8, round(grey.shape[0] / scale))), interpolation=cv2.INTER_AREA)
+        if grey.shape[1] > side:
+            scale = grey.shape[1] / side
+            grey = cv2.resize(grey, (side, max(8, round(grey.shape[0] / scale))), interpolation=cv2.INTER_AREA)
         if previous is not None:
-            flow = dis.calc(previous, grey, None)  # (h, w, 2) float32
-            motions.append(np.median(flow.reshape(-1, 2), axis=0) * scale)
+            # every other pixel each way: the medians barely change, their cost (more than the flow's) quarters
+            flow = dis.calc(previous, grey, None)[::2, ::2].reshape(-1, 2)  # (h * w / 4, 2) float32
+            rows.append([*np.median(flow, axis=0), np.median(np.linalg.norm(flow, axis=1))])
         previous = grey
-    return np.array(motions, dtype=np.float64).reshape(-1, 2)
+    return np.array(rows, dtype=np.float64).reshape(-1, 3) * scale
 
 
-def judder(frames: Iterable[np.ndarray], min_step_px: float = MIN_STEP_PX) -> Judder:
-    """The judder of a clip of (H, W, 3) uint8 frames (see the module docstring)."""
-    motions = step_motions(frames)
+def step_motions(frames: Iterable[np.ndarray], preset: int | None = None, side: int = FLOW_SIDE) -> np.ndarray:
+    """Median optical flow (dx, dy) in full-frame pixels of every neighbouring pair: (N - 1, 2) float64.
+
+    ``preset``: OpenCV's DIS preset (default: medium); ``side``: frames are shrunk to at most this wide."""
+    return _step_flows(frames, preset, side)[:, :2]
+
+
+def judder(frames: Iterable[np.ndarray], min_step_px: float = MIN_STEP_PX, pixel_scale: float = 1.0,
+           preset: int | None = None, side: int = FLOW_SIDE) -> Judder:
+    """The judder of a clip of (H, W, 3) uint8 frames (see the module docstring).
+
+    ``pixel_scale``: full-frame pixels per pixel of ``frames`` (frames shrunk before the call)."""
+    flows = _step_flows(frames, preset, side) * pixel_scale
+    return judder_of_motions(flows[:, :2], min_step_px, flows[:, 2])
+
+
+def judder_of_motions(motions: np.ndarray, min_step_px: float = MIN_STEP_PX,
+                      speeds: np.ndarray | None = None) -> Judder:
+    """The judder of a clip from its per-step global motions (N - 1, 2) in pixels.
+
+    ``speeds`` (N - 1,): each step's median flow length, which the jerk is measured on (a roll,
+    a dolly or a zoom moves the picture with a median flow near zero); default: the motions' lengths."""
+    speeds = np.linalg.norm(motions, axis=1) if speeds is None else np.asarray(speeds, dtype=np.float64)
+    mean_speed = float(speeds.mean()) if len(speeds) else 0.0
+    jerk = float(np.abs(np.diff(speeds, 2)).mean() / mean_speed) \
+        if len(speeds) >= 3 and mean_speed >= min_step_px else 0.0
     if len(motions) < 2:
-        return Judder(0.0, 0.0, ())
+        return Judder(0.0, 0.0, (), 0.0, mean_speed)
     mean = motions.mean(axis=0)
     speed = float(np.linalg.norm(mean))
     if speed < min_step_px:
-        return Judder(0.0, speed, tuple(float(v) for v in np.linalg.norm(motions, axis=1)))
+        return Judder(0.0, speed, tuple(float(v) for v in np.linalg.norm(motions, axis=1)), jerk, mean_speed)
     steps = motions @ (mean / speed)  # (N - 1,) signed motion along the mean direction
-    return Judder(float(steps.std() / speed), speed, tuple(float(v) for v in steps))
+    return Judder(float(steps.std() / speed), speed, tuple(float(v) for v in steps), jerk, mean_speed)
 
 
 # ---------------------------------------------------------------- recovered camera paths
@@ -118,14 +162,18 @@ def _grey(frame: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
 
 
-def _tracks(frames: list[np.ndarray]) -> list[dict[int, np.ndarray]]:
-    """Per frame, track id -> pixel position (u, v) with pixel centres at +0.5 (docs/conventions.md)."""
+def _tracks(frames: list[np.ndarray], excludes: list[np.ndarray | None] | None = None) -> list[dict[int, np.ndarray]]:
+    """Per frame, track id -> pixel position (u, v) with pixel centres at +0.5 (docs/conventions.md).
+
+    ``excludes``: per frame an (H, W) bool map (or None) of pixels that move on their own (walkers,
+    screen-space labels): no track starts there and a track that enters one ends."""
     import cv2
 
     lk = dict(winSize=(21, 21), maxLevel=3, criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
     out: list[dict[int, np.ndarray]] = []
     next_id, ids, points, previous = 0, np.zeros(0, np.int64), np.zeros((0, 2), np.float32), None
-    for frame in frames:
+    for index, frame in enumerate(frames):
+        exclude = excludes[index] if excludes is not None else None
         grey = _grey(frame)
         if previous is not None and len(points):
             p1, st1, _ = cv2.calcOpticalFlowPyrLK(previous, grey, points.reshape(-1, 1, 2), None, **lk)
@@ -135,8 +183,15 @@ def _tracks(frames: list[np.ndarray]) -> list[dict[int, np.ndarray]]:
             keep = ((st1.ravel() == 1) & (st2.ravel() == 1) & (np.linalg.norm(p0 - points, axis=1) < 0.5)
                     & (p1[:, 0] >= 0) & (p1[:, 0] <= w - 1) & (p1[:, 1] >= 0) & (p1[:, 1] <= h - 1))
             ids, points = ids[keep], p1[keep]
+        if exclude is not None and len(points):
+            rows = np.clip(points[:, 1].astype(int), 0, grey.shape[0] - 1)
+            cols = np.clip(points[:, 0].astype(int), 0, grey.shape[1] - 1)
+            inside = exclude[rows, cols]
+            ids, points = ids[~inside], points[~inside]
         if len(points) < TRACK_REFILL * TRACK_CORNERS:
             mask = np.full(grey.shape, 255, np.uint8)
+            if exclude is not None:
+                mask[exclude] = 0
             for x, y in points:
                 cv2.circle(mask, (int(x), int(y)), 7, 0, -1)
             found = cv2.goodFeaturesToTrack(grey, TRACK_CORNERS - len(points), 0.005, 7, mask=mask, blockSize=7)
@@ -194,8 +249,11 @@ def _triangulate(xa: np.ndarray, xb: np.ndarray, rotation: np.ndarray, translati
 
 
 def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrinsics] | geometry.Intrinsics,
-                 stride: int = 1) -> CameraPath:
-    """The camera path of (H, W, 3) uint8 frames with known intrinsics (pixels, one per frame or one for all)."""
+                 stride: int = 1, excludes: list[np.ndarray | None] | None = None) -> CameraPath:
+    """The camera path of (H, W, 3) uint8 frames with known intrinsics (pixels, one per frame or one for all).
+
+    ``excludes``: per frame (all frames, not only the sampled ones) an (H, W) bool map of pixels
+    to keep tracks out of, or None."""
     import cv2
 
     sampled = [(i, np.asarray(f)) for i, f in enumerate(frames) if i % stride == 0]
@@ -206,7 +264,7 @@ def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrins
     def lens(index: int) -> geometry.Intrinsics:
         return per_frame[index] if per_frame is not None else intrinsics
 
-    tracks = _tracks([f for _, f in sampled])
+    tracks = _tracks([f for _, f in sampled], [excludes[i] for i, _ in sampled] if excludes is not None else None)
     indexes, poses, focal, parallax = [sampled[0][0]], [np.eye(4)], [1.0], []
     world: dict[int, np.ndarray] = {}  # track id -> point in frame 0's camera (the recovered scale)
     last_length, skipped, key = None, 0, 0
@@ -432,11 +490,111 @@ def check_camera_path(planned: np.ndarray, path: CameraPath) -> CameraPathCheck:
 
 
 def check_shot_camera(frames: Iterable[np.ndarray], cam_to_world: np.ndarray,
-                      intrinsics: list[geometry.Intrinsics], stride: int = 1) -> CameraPathCheck:
+                      intrinsics: list[geometry.Intrinsics], stride: int = 1,
+                      excludes: list[np.ndarray | None] | None = None) -> CameraPathCheck:
     """Recover a shot's camera from its frames with the planned intrinsics and check it against the plan.
 
-    ``cam_to_world`` (F, 4, 4): the plan's poses (OpenGL axes) of every frame; ``intrinsics``: per frame, pixels.
+    ``cam_to_world`` (F, 4, 4): the plan's poses (OpenGL axes) of every frame; ``intrinsics``: per frame,
+    pixels of ``frames``; ``excludes``: see :func:`recover_path`.
     """
-    path = recover_path(frames, list(intrinsics), stride)
+    path = recover_path(frames, list(intrinsics), stride, excludes)
     planned = relative_cv(np.asarray(cam_to_world)[list(path.indexes)])
     return check_camera_path(planned, path)
+
+
+# ---------------------------------------------------------------- in qc.json
+#
+# QC decodes each shot once; while the flow-based check reads the frames, a copy shrunk to at most
+# METRICS_SIDE wide is kept for the pose recovery and the judder measure. Measured on the previz
+# renders of examples/all_moves.json and office.json (640x360, 48-72 frames a shot, 2 busy cores):
+# at 480 px both take 0.5-1.5 s a shot together (full size: 1-3.5 s) and every shot keeps the
+# verdict it has at full size; a 1080p shot costs the same as a 480 px one plus the shrinking.
+METRICS_SIDE = 640
+QC_STRIDE = 2  # the path is recovered from every other frame (the timing check still sees 24 steps in 2 s)
+JUDDER_SIDE = 320  # px: the judder's flow is measured on frames shrunk to this wide
+JUDDER_PRESET = 0  # DIS ultrafast: global motion per step needs no fine flow (a third of medium's time)
+UNRELIABLE_SKIPPED_SHARE = 0.5  # more steps than this without enough tracks: the path is not known
+
+
+def shrink(frame: np.ndarray, side: int = METRICS_SIDE) -> np.ndarray:
+    """An (H, W, 3) uint8 frame shrunk to at most ``side`` wide (area filter), or the frame itself."""
+    import cv2
+
+    height, width = frame.shape[:2]
+    if width <= side:
+        return frame
+    return cv2.resize(frame, (side, max(8, round(height * side / width))), interpolation=cv2.INTER_AREA)
+
+
+def shrink_mask(exclude: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """An (H, W) bool map shrunk to ``shape`` (h, w): a pixel is excluded when any part of it was."""
+    import cv2
+
+    if exclude.shape == shape:
+        return exclude
+    return cv2.resize(exclude.astype(np.uint8) * 255, (shape[1], shape[0]), interpolation=cv2.INTER_AREA) > 0
+
+
+def scaled_intrinsics(intrinsics: geometry.Intrinsics, full: tuple[int, int],
+                      small: tuple[int, int]) -> geometry.Intrinsics:
+    """Pixel intrinsics (fx, fy, cx, cy) of a (w, h) frame carried to a resized (w, h) frame."""
+    sx, sy = small[0] / full[0], small[1] / full[1]
+    fx, fy, cx, cy = intrinsics
+    return (fx * sx, fy * sy, cx * sx, cy * sy)
+
+
+def path_verdict(check: CameraPathCheck | None, reason: str = "") -> tuple[dict, list[str], str | None, str | None]:
+    """qc.json's "camera_path" entry, its failures, its passing text and a warning (when not checked)."""
+    if check is None:
+        return ({"checked": False, "ok": None, "reason": reason}, [], None,
+                f"camera path not recovered: {reason}")
+    entry = {**check.as_dict(), "checked": True, "ok": check.passed,
+             "rule": (f"per compared frame: RotErr <= {ROT_BOUND_DEG:g} deg + {ROT_BOUND_SHARE:g} x the planned turn, "
+                      f"TransErr <= {TRANS_BOUND_M:g} m + {TRANS_BOUND_SHARE:g} x the planned path (after one scale "
+                      f"fit); direction, travel (parallax) and timing within {TIMING_BOUND:g} of the move")}
+    numbers = (f"RotErr {entry['RotErr_per_frame_deg']:.2f} deg/frame (bound {entry['rot_bound_deg']:.1f}), "
+               f"TransErr {entry['TransErr_per_frame_m']:.3f} m/frame (bound {entry['trans_bound_m']:.2f}), "
+               f"CamMC {entry['CamMC']:.2f}")
+    if not check.passed:
+        return entry, [f"camera path: {'; '.join(check.reasons)} ({numbers})"], None, None
+    return entry, [], f"camera path as planned: {numbers}", None
+
+
+def judder_verdict(measured: Judder) -> tuple[dict, list[str], str | None]:
+    """qc.json's "judder" entry, its failures and its passing text (None for a picture that does not move)."""
+    moving = measured.mean_speed_px >= JUDGED_SPEED_PX
+    entry = {"jerk": round(measured.jerk, 4), "steady_score": round(measured.score, 4),
+             "mean_step_px": round(measured.mean_speed_px, 3), "moving": moving, "ok": measured.smooth,
+             "rule": f"mean |second difference of the frame steps| / mean step <= {JERK_BOUND:g} "
+                     f"(pictures moving under {JUDGED_SPEED_PX:g} px a frame are not judged)"}
+    if not moving:
+        return entry, [], None
+    if not measured.smooth:
+        return entry, [f"motion judders: jerk {measured.jerk:.2f} (bound {JERK_BOUND:g}): frame steps alternate "
+                       "between moving and standing still (repeated or dropped frames; retime by motion "
+                       "interpolation)"], None
+    return entry, [], f"motion even (jerk {measured.jerk:.2f})"
+
+
+def assess_frames(frames: list[np.ndarray], full_size: tuple[int, int], cam_to_world: np.ndarray,
+                  intrinsics: list[geometry.Intrinsics], excludes: list[np.ndarray | None] | None = None,
+                  stride: int = QC_STRIDE):
+    """The camera path check and the judder of a shot's (shrunk) frames.
+
+    ``full_size``: (w, h) of the delivered frames, which ``intrinsics`` (pixels, per frame) and the
+    judder's pixels refer to; ``cam_to_world`` (F, 4, 4): the plan, OpenGL axes. Returns
+    (CameraPathCheck or None, why not, Judder)."""
+    small = (frames[0].shape[1], frames[0].shape[0])
+    measured = judder(frames, pixel_scale=full_size[0] / small[0], preset=JUDDER_PRESET, side=JUDDER_SIDE)
+    lenses = [scaled_intrinsics(k, full_size, small) for k in intrinsics]
+    if excludes is not None:
+        excludes = [None if e is None else shrink_mask(e, (small[1], small[0])) for e in excludes]
+    try:
+        path = recover_path(frames, lenses, stride, excludes)
+    except ValueError as exc:
+        return None, str(exc), measured
+    if path.skipped > UNRELIABLE_SKIPPED_SHARE * max(len(path.parallax), 1):
+        return None, (f"{path.skipped} of {len(path.parallax)} steps had too few tracks "
+                      "(too little texture to follow)"), measured
+    planned = relative_cv(np.asarray(cam_to_world)[list(path.indexes)])
+    return check_camera_path(planned, path), "", measured

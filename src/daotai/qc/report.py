@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -250,14 +250,18 @@ class _ControlDepthMaps:
             self._index += 1
             self._current = (depth_mm, mask)
         depth_mm, mask = self._current
-        exclude = None
-        if mask is not None:
-            people = self._shot.character_frames[index]
-            walkers = [j + 1 for j, person in enumerate(people) if person.walking]
-            exclude = np.isin(mask, walkers) if walkers else np.zeros(mask.shape, dtype=bool)
-            if self._labels:
-                exclude |= _label_boxes(mask, self._labels)
+        exclude = _moving_on_their_own(self._shot, index, mask, self._labels) if mask is not None else None
         return DepthMap.from_millimetres(depth_mm, exclude)
+
+
+def _moving_on_their_own(shot: ShotPlan, index: int, mask: np.ndarray, labels: list[str] | None) -> np.ndarray:
+    """(H, W) bool of one frame: walking characters (from the mask control) and, for previz, name labels."""
+    people = shot.character_frames[index]
+    walkers = [j + 1 for j, person in enumerate(people) if person.walking]
+    exclude = np.isin(mask, walkers) if walkers else np.zeros(mask.shape, dtype=bool)
+    if labels:
+        exclude |= _label_boxes(mask, labels)
+    return exclude
 
 
 def _label_names(plan: Plan, shot: ShotPlan) -> list[str]:
@@ -460,16 +464,27 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
 
     decoded_samples: dict[int, np.ndarray] = {}
     wanted = set(samples or {})
-
-    def frames_with_capture() -> Iterator[np.ndarray]:
-        for index, frame in enumerate(decode_frames(path)):
-            if index in wanted:
-                decoded_samples[index] = frame
-            yield frame
-
     cams = np.array([c.cam_to_world for c in shot.cameras], dtype=np.float64).reshape(-1, 4, 4)
     fovs = np.array([c.fov for c in shot.cameras], dtype=np.float64)
     depth_path, mask_path = _control_paths(path, shot, controls)
+    # shrunk copies for the recovered camera path and the judder (daotai.qc.camera_metrics)
+    metric_frames: list[np.ndarray] = []
+    metric_excludes: list[np.ndarray | None] = []
+    masks = iter(_decode_gray(mask_path)) if camera and mask_path is not None else None
+    label_names = _label_names(plan, shot) if labels else None
+
+    def frames_with_capture() -> Iterator[np.ndarray]:
+        from daotai.qc.camera_metrics import shrink
+
+        for index, frame in enumerate(decode_frames(path)):
+            if index in wanted:
+                decoded_samples[index] = frame
+            if camera and index < shot.frames:
+                metric_frames.append(shrink(frame))
+                mask = next(masks, None) if masks is not None else None
+                metric_excludes.append(None if mask is None else
+                                       _moving_on_their_own(shot, index, mask, label_names))
+            yield frame
     if camera and shot.frames >= 2:
         if depth_path is not None:
             names = _label_names(plan, shot) if labels else None
@@ -497,6 +512,8 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         entry["camera"] = camera_entry
         verdict("camera", [f"camera: {camera_entry['summary']}"] if camera_entry["ok"] is False else [],
                 f"camera: {camera_entry['summary']}")
+        _camera_path_verdicts(entry, verdict, warnings, shot, (info.width, info.height), cams,
+                              metric_frames, metric_excludes)
     elif wanted:
         for _ in frames_with_capture():
             pass
@@ -530,6 +547,26 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     verdict("audio", _audio_checks(entry, path, shot.frames / float(Fraction(*plan.fps_fraction)),
                                    plan.soundtrack is not None if audio is None else audio))
     return _finish_shot(entry, verdicts, warnings)
+
+
+def _camera_path_verdicts(entry: dict[str, Any], verdict: Callable[..., None], warnings: list[str], shot: ShotPlan,
+                          size: tuple[int, int], cams: np.ndarray, frames: list[np.ndarray],
+                          excludes: list[np.ndarray | None]) -> None:
+    """The standard camera metrics (RotErr / TransErr / CamMC of the recovered path) and the judder
+    of a shot's frames, each as its qc.json entry and verdict ("camera_path", "judder")."""
+    from daotai.qc.camera_metrics import assess_frames, judder_verdict, path_verdict
+
+    if len(frames) < 2:
+        return
+    intrinsics = [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in shot.cameras[:len(frames)]]
+    check, why_not, measured = assess_frames(frames, size, cams[:len(frames)], intrinsics,
+                                             excludes if any(e is not None for e in excludes) else None)
+    entry["camera_path"], problems, fine, note = path_verdict(check, why_not)
+    verdict("camera_path", problems, fine)
+    if note:
+        warnings.append(note)
+    entry["judder"], problems, fine = judder_verdict(measured)
+    verdict("judder", problems, fine)
 
 
 def _subject_fine(subject: dict[str, Any]) -> str:
