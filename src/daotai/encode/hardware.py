@@ -117,9 +117,11 @@ def hardware_encoder(name: str) -> HardwareEncoder:
 
 
 def probe_encoder(name: str) -> EncoderProbe:
-    """Whether this FFmpeg has encoder ``name`` and can open it: encodes PROBE_FRAMES small frames."""
+    """Whether this FFmpeg has encoder ``name`` and can open it: encodes PROBE_FRAMES small frames.
+
+    Needs PyAV only (no numpy): the probe also runs on a bare machine, e.g. in ``doctor``.
+    """
     import av
-    import numpy as np
 
     if name not in av.codecs_available:
         return EncoderProbe(name, compiled=False, opens=False, detail="not in this FFmpeg build")
@@ -132,10 +134,13 @@ def probe_encoder(name: str) -> EncoderProbe:
         context.framerate = Fraction(24)
         context.open()
         packets = 0
-        ramp = np.tile(np.arange(width, dtype=np.uint8), (height, 1))  # (H, W) a horizontal gradient
         for index in range(PROBE_FRAMES):
-            frame = av.VideoFrame.from_ndarray(np.roll(ramp, 4 * index, axis=1), format="gray").reformat(
-                format="yuv420p")
+            frame = av.VideoFrame(width, height, "yuv420p")
+            luma, *chroma = frame.planes
+            row = bytes((x + 4 * index) & 255 for x in range(luma.line_size))  # a gradient moving 4 px a frame
+            luma.update(row * luma.height)
+            for plane in chroma:
+                plane.update(b"\x80" * plane.buffer_size)  # neutral chroma
             frame.pts = index
             packets += len(context.encode(frame))
         packets += len(context.encode(None))
