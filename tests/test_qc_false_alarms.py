@@ -330,3 +330,62 @@ def test_a_zoom_is_told_from_a_dolly_by_its_missing_depth(tmp_path):
     assert entry["camera"]["summary"].startswith("moves like one image-wide zoom or pan, without the depth")
     assert "dollies" not in entry["camera"]["summary"]
 
+
+
+# --------------------------------------------------------------------------- found by bench/qc.py
+
+
+LONG_LENS_DOLLY_ZOOM = {"size": "preview", "seed": 7, "scene": {"name": "office"},
+                        "characters": [{"id": "a", "height": 1.75, "position": [0, 0]}],
+                        "shots": [{"shot_id": "vertigo", "duration": 1.5, "subject": "a",
+                                   "framing": "medium_close_up", "angle": "low",
+                                   "camera": {"type": "dolly_zoom", "direction": "in", "fov": 16.07}}]}
+
+
+def test_a_long_lens_dolly_zoom_against_the_sky_is_not_frozen(tmp_path):
+    """At 85 mm from below, a dolly zoom keeps the subject's size and widens only the sky behind
+    her: its first half second changes the picture by under one code value, though the plan
+    moves the sky's pixels 20 px. A still run there matches the plan; the QC called it frozen."""
+    plan, qc = _render(LONG_LENS_DOLLY_ZOOM, tmp_path / "out")
+    entry = _entry(qc, "vertigo")
+    assert entry["frames"]["frozen_faulty"] == [], entry["summary"]
+    assert "frames" not in {v["check"] for v in entry["verdicts"] if not v["ok"]}
+    assert "stands still" not in entry["camera"]["summary"]
+    # a real hold in the same shot, where the sky's widening is plain to see, is still a fault
+    out = tmp_path / "out"
+    frames = list(decode_frames(out / "shots" / "vertigo.mp4"))
+    held = frames[:8] + [frames[8]] * (len(frames) - 8)
+    broken = _rewrite(out / "shots" / "vertigo.mp4", tmp_path / "held.mp4", held, plan.fps)
+    entry = check_shot(plan, plan.shots[0], broken, None,
+                       controls={"depth": out / "control" / "vertigo_depth.mkv",
+                                 "mask": out / "control" / "vertigo_mask.mkv"})
+    assert entry["frames"]["frozen_faulty"], entry["frames"]
+
+
+def test_a_file_longer_than_planned_fails_its_format_and_is_still_checked(moves, tmp_path):
+    """A backend that returns too many frames (the last one held) used to crash the QC: the
+    freeze past the plan's end and the camera check's extra frames; now the format fails."""
+    plan, _, out = moves
+    frames = list(decode_frames(out / "shots" / "pan.mp4"))
+    longer = _rewrite(out / "shots" / "pan.mp4", tmp_path / "pan.mp4", frames + [frames[-1]] * 20, plan.fps)
+    entry = check_shot(plan, plan.shot("pan"), longer, None,
+                       controls={"depth": out / "control" / "pan_depth.mkv", "mask": out / "control" / "pan_mask.mkv"})
+    assert not entry["ok"]
+    assert entry["failures"][0] == f"{len(frames) + 20} frames, the plan has {len(frames)}"
+    assert entry["camera"]["frames_seen"] == len(frames)
+
+
+def test_a_move_over_flat_picture_changes_nothing():
+    """warped_change: how far a picture drifts under a planned flow; flat sky does not."""
+    from daotai.qc.metrics import warped_change
+
+    us, vs = np.meshgrid((np.arange(16) + 0.5) * 20, (np.arange(9) + 0.5) * 20)
+    grid = np.stack([us, vs], -1).reshape(-1, 2)  # a 320 x 180 frame
+    flow = np.tile([6.0, 0.0], (len(grid), 1))  # everything 6 px right
+    flat = np.full((180, 320, 3), 140, np.uint8)
+    assert warped_change(flat, grid, flow, (320, 180)) == 0.0
+    stripes = flat.copy()
+    stripes[:, ::8] = 20
+    assert warped_change(stripes, grid, flow, (320, 180)) > 10.0
+    flow[:, 0] = np.inf  # points that leave the view move nothing here
+    assert warped_change(stripes, grid, flow, (320, 180)) == 0.0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -34,6 +34,7 @@ __all__ = [
     "psnr_series",
     "scan_video",
     "thumbnail",
+    "warped_change",
 ]
 
 THUMB_SIDE = 320
@@ -151,6 +152,7 @@ class _StillRuns:
     def __init__(self, max_diff: float, min_length: int, max_drift: float):
         self.max_diff, self.max_drift, self.min_length = max_diff, max_drift, min_length
         self.runs: list[tuple[int, int]] = []
+        self.anchors: list[np.ndarray] = []  # per run, its first frame's thumbnail
         self._anchor: np.ndarray | None = None
         self._previous: np.ndarray | None = None
         self._start = 0
@@ -172,6 +174,7 @@ class _StillRuns:
     def _close(self, end: int) -> None:
         if end - self._start >= self.min_length:
             self.runs.append((self._start, end - self._start))
+            self.anchors.append(self._anchor)
 
     def finish(self) -> list[tuple[int, int]]:
         """(start, length) of every run of at least ``min_length`` frames."""
@@ -265,10 +268,53 @@ class VideoScan:
     green_frames: tuple[int, ...]
     frozen_runs: tuple[tuple[int, int], ...]
     flicker: float
+    # per frozen run, the thumbnail (h, w, 3) uint8 of its first frame: what the plan would have
+    # moved (see warped_change); not part of the JSON form
+    frozen_anchors: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form (for qc.json)."""
-        return asdict(self)
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "frozen_anchors"}
+
+
+def _plain(value: object) -> object:
+    """Dataclasses as dicts, tuples as they are (asdict's rules, without the anchors)."""
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, FrameStats):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    return value
+
+
+def warped_change(
+    small: np.ndarray, grid_uv: np.ndarray, flow: np.ndarray, size: tuple[int, int]
+) -> float:
+    """Mean |a - b| per sample between a thumbnail and itself moved by a coarse flow field.
+
+    ``small``: (h, w, 3) uint8 thumbnail of a (W, H) = ``size`` frame; ``grid_uv`` (N, 2) full-size
+    pixel positions on a regular grid (row-major, as ``np.meshgrid(us, vs)`` makes them) and
+    ``flow`` (N, 2) where each moves in px (non-finite: it leaves the picture). This is how far
+    a picture would drift under a planned move: a move over flat sky or a plain wall changes no
+    pixel, so a picture standing still there cannot be told from the plan.
+    """
+    import cv2
+
+    small = _check_frame(small, "small")
+    width, height = size
+    h, w = small.shape[:2]
+    us, vs = np.unique(grid_uv[:, 0]), np.unique(grid_uv[:, 1])
+    if len(us) * len(vs) != len(grid_uv):
+        raise DaotaiError(f"grid_uv: {len(grid_uv)} points do not form a regular grid")
+    moved = np.where(np.isfinite(flow), flow, 0.0).reshape(len(vs), len(us), 2)  # (rows, cols, 2) px
+    # the grid's flow spread over the thumbnail, in thumbnail pixels; nearest, so a depth edge
+    # (a figure against the sky) stays an edge
+    field_ = cv2.resize(moved.astype(np.float32), (w, h), interpolation=cv2.INTER_NEAREST)
+    field_ *= np.array([w / width, h / height], np.float32)
+    xs, ys = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
+    # what lands on each pixel came from where the flow started: a backward map is close enough
+    warped = cv2.remap(small, xs - field_[..., 0], ys - field_[..., 1], cv2.INTER_LINEAR,
+                       borderMode=cv2.BORDER_REPLICATE)
+    return _mad(warped, small)
 
 
 def scan_video(
@@ -301,11 +347,13 @@ def scan_video(
             green.append(index)
         still.add(thumbnail(small))
     means = np.array([s.mean_luma for s in stats])
+    runs = tuple(still.finish())
     return VideoScan(
         frames=len(stats),
         stats=tuple(stats),
         black_frames=tuple(black),
         green_frames=tuple(green),
-        frozen_runs=tuple(still.finish()),
+        frozen_runs=runs,
         flicker=_flicker_from_means(means, flicker_window),
+        frozen_anchors=tuple(still.anchors),
     )

@@ -14,6 +14,7 @@ the CLI and the console show; the numbers for engineers stay under each check's 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -95,19 +96,12 @@ def planned_motion(plan: Plan, shot: ShotPlan, first: int, last: int) -> tuple[f
     plan's scene (ground, set pieces, people; the sky at infinity), so a truck over an empty sky
     moves nothing and a pan moves everything. walkers: the largest on-screen displacement of a
     walking character in view at either frame (someone walking out of shot moves no pixel)."""
-    from daotai.qc.camera import expected_flow
-
     if last <= first:
         return 0.0, 0.0
     a, b = shot.cameras[first], shot.cameras[last]
     cam_a = np.array(a.cam_to_world, dtype=np.float64).reshape(4, 4)
     cam_b = np.array(b.cam_to_world, dtype=np.float64).reshape(4, 4)
-    rows = max(2, round(MOTION_GRID * plan.height / plan.width))
-    us = (np.arange(MOTION_GRID) + 0.5) * plan.width / MOTION_GRID
-    vs = (np.arange(rows) + 0.5) * plan.height / rows
-    grid = np.stack(np.meshgrid(us, vs), -1).reshape(-1, 2)  # (N, 2) px
-    flow = expected_flow(cam_a, a.fov, cam_b, b.fov, grid, plan.width, plan.height,
-                         _depth_models(plan, shot, frames=(first,))[0])
+    _, flow = _camera_flow(plan, shot, first, last)
     moved = np.linalg.norm(flow, axis=1)
     moved = np.where(np.isfinite(moved), moved, plan.width)  # behind the camera: it left the frame
     camera = float(np.percentile(moved, 75))
@@ -139,6 +133,67 @@ def _on_screen(plan: Plan, cam: np.ndarray, fov: float, point: tuple[float, floa
     inside = (-margin * plan.width <= u <= (1 + margin) * plan.width
               and -margin * plan.height <= v <= (1 + margin) * plan.height)
     return uv[0] if inside else None
+
+
+def _camera_flow(plan: Plan, shot: ShotPlan, first: int, last: int,
+                 columns: int = MOTION_GRID, depth: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """The plan's camera motion between two frames over a grid of the frame ``columns`` across:
+    (grid (N, 2) px, flow (N, 2) px, non-finite where a point goes behind the camera); on the
+    frame's rendered ``depth`` (a camera.DepthMap) when given, else on the plan's scene model."""
+    from daotai.qc.camera import expected_flow
+
+    a, b = shot.cameras[first], shot.cameras[last]
+    cam_a = np.array(a.cam_to_world, dtype=np.float64).reshape(4, 4)
+    cam_b = np.array(b.cam_to_world, dtype=np.float64).reshape(4, 4)
+    rows = max(2, round(columns * plan.height / plan.width))
+    us = (np.arange(columns) + 0.5) * plan.width / columns
+    vs = (np.arange(rows) + 0.5) * plan.height / rows
+    grid = np.stack(np.meshgrid(us, vs), -1).reshape(-1, 2)  # (N, 2) px
+    model = depth if depth is not None else _depth_models(plan, shot, frames=(first,))[0]
+    flow = expected_flow(cam_a, a.fov, cam_b, b.fov, grid, plan.width, plan.height, model)
+    return grid, flow
+
+
+# A camera move over flat parts of the picture (sky, a plain wall: the background of a long-lens
+# dolly zoom, whose subject keeps its size) changes no pixel, so a picture standing still there
+# matches the plan. A freeze is a fault of the camera only when the plan's move, applied to the
+# run's first frame, changes it by this much (mean |a - b| per sample, twice the drift a still
+# run may have, metrics.FROZEN_MAX_DRIFT).
+FROZEN_VISIBLE_CHANGE = 2.0
+
+
+def freeze_is_fault(plan: Plan, shot: ShotPlan, start: int, length: int,
+                    anchor: np.ndarray | None = None, depth_path: Path | None = None) -> bool:
+    """Whether a still run of the picture contradicts the plan: a walker in view moves, or the
+    camera moves the picture at least FROZEN_MOTION_PX_PER_FRAME and (given the run's first
+    frame's thumbnail ``anchor``) visibly (FROZEN_VISIBLE_CHANGE), judged on the shot's depth
+    control (``depth_path``) where there is one: the scene model's bodies are only cylinders."""
+    from daotai.qc.metrics import warped_change
+
+    last = start + length - 1
+    steps = max(length - 1, 1)
+    camera, walkers = planned_motion(plan, shot, start, last)
+    if walkers / steps >= FROZEN_MOTION_PX_PER_FRAME:
+        return True
+    if camera / steps < FROZEN_MOTION_PX_PER_FRAME:
+        return False
+    if anchor is None:
+        return True
+    # every other thumbnail pixel: a coarser grid smears the sky's flow over a figure's outline
+    depth = _depth_frame(depth_path, start) if depth_path is not None else None
+    grid, flow = _camera_flow(plan, shot, start, last, columns=max(MOTION_GRID, anchor.shape[1] // 2),
+                              depth=depth)
+    return warped_change(anchor, grid, flow, (plan.width, plan.height)) >= FROZEN_VISIBLE_CHANGE
+
+
+def _depth_frame(path: Path, index: int):
+    """Frame ``index`` of a depth control file as a camera.DepthMap (None past its end)."""
+    from daotai.qc.camera import DepthMap
+
+    for i, depth_mm in enumerate(_decode_gray(path)):
+        if i == index:
+            return DepthMap.from_millimetres(depth_mm)
+    return None
 
 
 def planned_motion_px(plan: Plan, shot: ShotPlan, first: int, last: int) -> float:
@@ -451,9 +506,13 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         picture.append(f"{len(scan.black_frames)} black frame(s), first at {scan.black_frames[0]}")
     if scan.green_frames:
         picture.append(f"{len(scan.green_frames)} green frame(s), first at {scan.green_frames[0]}")
-    faulty_runs = [(start, length) for start, length in scan.frozen_runs
-                   if planned_motion_px(plan, shot, start, start + length - 1) / max(length - 1, 1)
-                   >= FROZEN_MOTION_PX_PER_FRAME]
+    # a file longer than planned (the format check fails it) may freeze past the plan's last frame
+    planned_runs = [(start, min(length, shot.frames - start), anchor)
+                    for (start, length), anchor in zip(scan.frozen_runs, scan.frozen_anchors, strict=True)
+                    if start < shot.frames]
+    depth_path, mask_path = _control_paths(path, shot, controls)
+    faulty_runs = [(start, length) for start, length, anchor in planned_runs
+                   if freeze_is_fault(plan, shot, start, length, anchor, depth_path)]
     entry["frames"]["frozen_faulty"] = [list(r) for r in faulty_runs]
     frozen = None
     if faulty_runs:
@@ -466,7 +525,6 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     wanted = set(samples or {})
     cams = np.array([c.cam_to_world for c in shot.cameras], dtype=np.float64).reshape(-1, 4, 4)
     fovs = np.array([c.fov for c in shot.cameras], dtype=np.float64)
-    depth_path, mask_path = _control_paths(path, shot, controls)
     # shrunk copies for the recovered camera path and the judder (daotai.qc.camera_metrics)
     metric_frames: list[np.ndarray] = []
     metric_excludes: list[np.ndarray | None] = []
@@ -492,7 +550,9 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
             source, config = "control_depth", DEPTH_MAP_CONFIG
         else:
             models, source, config = _depth_models(plan, shot), "scene_model", CameraCheckConfig()
-        adherence = check_camera(frames_with_capture(), cams, fovs, models, config=config)
+        # only the planned frames: a longer file fails the format check and is judged up to there
+        adherence = check_camera(itertools.islice(frames_with_capture(), shot.frames), cams, fovs, models,
+                                 config=config)
         camera_entry = {**adherence.to_dict(), "depth_source": source,
                         "depth_file": depth_path.name if depth_path is not None else None,
                         "mask_file": mask_path.name if mask_path is not None else None}
