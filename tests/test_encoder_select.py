@@ -160,6 +160,9 @@ def test_the_gate_passes_software_and_fails_a_low_quality_encoder():
     assert not bad.gate.ok and "under 38.5 dB" in bad.gate.reason
     assert not judge([45.0, 45.0, 41.0, 45.0]).ok  # spread 1.7 dB: over 1.2
     assert judge([float("inf")] * 3).ok
+    # a shot: the spread follows the picture, so QC's rules apply (mean, and no starved frame)
+    assert judge([45.0, 45.0, 41.0, 45.0], spread=False).ok
+    assert "under 34.9 dB" in judge([45.0, 45.0, 34.0, 45.0], spread=False).reason
 
 
 def _run(tmp_path: Path, name: str, **settings):
