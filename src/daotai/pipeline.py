@@ -1013,20 +1013,20 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
 
     trace.stage = "deliver"
     tick = time.perf_counter()
+    from daotai.deliver.cameras import write_cameras
     from daotai.deliver.contact_sheet import write_contact_sheet
     from daotai.deliver.manifest import write_manifest
-    from daotai.deliver.timeline import write_timeline
+    from daotai.deliver.timeline import camera_files_by_shot, write_timeline
 
     write_contact_sheet(plan, {r.shot_id: r.middle for r in records}, layout.contact_sheet)
     yield Output("contact_sheet", str(layout.contact_sheet))
+    # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables;
+    # the timeline's clips name them
+    cameras = write_cameras(plan, out_dir / "cameras")
     sound = sound_summary(plan, records, source, report) if soundtrack is not None or any(r.audio for r in records) else None
     write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
-                   timeline_sound(plan, records, sound))
+                   timeline_sound(plan, records, sound), camera_files_by_shot(plan, cameras, layout.timeline.parent))
     yield Output("timeline", str(layout.timeline))
-    from daotai.deliver.cameras import write_cameras
-
-    # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables
-    write_cameras(plan, out_dir / "cameras")
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started
     trace.stage = "manifest"
