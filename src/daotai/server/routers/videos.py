@@ -1,6 +1,7 @@
 """The OpenAI Videos API: ``/v1/videos`` create, list, retrieve, delete and content.
 
-A request stands for a one-shot script (``video_script``); the real ``openai`` client works
+A request stands for a one-shot script (``video_script``: the prompt read for film language,
+the reading kept as the job's first event, ``prompt_read``); the real ``openai`` client works
 against these routes. ``model`` names a daotai render backend.
 """
 
@@ -36,16 +37,12 @@ from daotai.server.store import TERMINAL, NewJob, NotFound, body_hash, valid_job
 
 
 def video_script(prompt: str, seconds: float, size: str, reference: bool) -> dict[str, Any]:
-    """The one-shot director's script that an OpenAI-style request stands for."""
-    subject: dict[str, Any] = {"id": "subject", "appearance": prompt[:2000]}
-    if reference:
-        subject["reference_images"] = ["reference.png"]
-    return {
-        "title": prompt[:200] or "video",
-        "size": size,
-        "characters": [subject],
-        "shots": [{"shot_id": "s01", "duration": seconds, "action": prompt, "prompt": prompt}],
-    }
+    """The one-shot director's script that an OpenAI-style request stands for: the prompt read
+    for film language (framing, angle, camera move, time of day, setting, subject; see
+    :mod:`daotai.script.prompt_reader`), the clip's length from ``seconds``."""
+    from daotai.script.prompt_reader import read_prompt
+
+    return read_prompt(prompt).script(seconds, size, reference)
 
 
 def parse_seconds(value: Any, limit: float) -> float:
@@ -71,7 +68,13 @@ def build_router(state: ServerState) -> APIRouter:
                  openapi_extra=video_body(backend_names(), config.max_seconds))
     async def create_video(request: Request,
                            idempotency_key: str | None = Header(None, max_length=255, pattern=IDEM_KEY_PATTERN)):
-        """Queue a one-shot video from a prompt (OpenAI Videos API shape; `model` is a daotai backend)."""
+        """Queue a one-shot video from a prompt (OpenAI Videos API shape; `model` is a daotai backend).
+
+        The prompt is read for film language, in English or Chinese, with any backend: framing
+        ("close-up", "近景"), angle ("low angle", "仰拍"), camera move with direction, amount and
+        speed ("slow push in", "pan left 20°", "推镜头"), time of day ("night", "夜"), weather,
+        setting and subject become the shot's fields; `seconds` its length. The job's first
+        event, `prompt_read` (`GET /v1/jobs/{id}/events`), says what was read from which words."""
         from daotai.script.load import parse_document, validate_script
 
         key = check_idem_key(idempotency_key)
@@ -110,7 +113,10 @@ def build_router(state: ServerState) -> APIRouter:
         size = data.get("size") or "1280x720"
         if not isinstance(size, str) or len(size) > 16:
             raise HTTPException(400, "size: must be 'WIDTHxHEIGHT', e.g. '1280x720'")
-        script = video_script(prompt, seconds, size, reference=upload is not None)
+        from daotai.script.prompt_reader import read_prompt
+
+        reading = read_prompt(prompt)  # film language in the prompt becomes the shot's fields
+        script = reading.script(seconds, size, reference=upload is not None)
         try:
             validate_script(script, source="request")
         except ScriptError as exc:
@@ -131,6 +137,8 @@ def build_router(state: ServerState) -> APIRouter:
         created = False
         try:
             job, created = await run_in_threadpool(store.create, spec, key, request_hash, config.queue_limit)
+            if created:  # what the prompt was read as, per field with the words it came from
+                await run_in_threadpool(store.add_event, job.id, "prompt_read", reading.as_record())
             if reference is not None and created:
                 folder = store.job_dir(job.id)
                 folder.mkdir(parents=True, exist_ok=True)
