@@ -245,6 +245,10 @@ def render(
     model: Optional[str] = typer.Option(None, "--model", help="neural backends: registry name or diffusers folder"),
     device: Optional[str] = typer.Option(None, "--device", help="neural backends: auto | cuda | cuda:N | mps | cpu"),
     steps: Optional[int] = typer.Option(None, "--steps", help="neural backends: denoising steps"),
+    gpus: Optional[int] = typer.Option(
+        None, "--gpus", help="neural backends: split each shot over N GPUs of this host (context parallel; "
+        "with --device cpu, N CPU processes)"
+    ),
     speed: Optional[str] = typer.Option(
         None, "--speed", help="neural backends: exact (default: compile + attention kernels on CUDA) | fast "
         "(approximate step caching) | off"
@@ -310,7 +314,7 @@ def render(
         strict=strict,
         **({"enhance": _enhance_spec(enhance_spec)} if enhance_spec else {}),
         options=_backend_options(backend_opts, model=model, device=device, steps=steps, speed=_speed_mode(speed),
-                                 adaptive=adaptive or None),
+                                 adaptive=adaptive or None, gpus=gpus),
         cluster=_cluster_address(cluster),
         cache=_cache_folder(cache_dir, no_cache),
         cache_bytes=int(cache_gb * 1024**3),
@@ -532,6 +536,11 @@ def serve(
     speed: Optional[str] = typer.Option(
         None, "--speed", help="neural backends, every job: exact (default) | fast (approximate, faster) | off"
     ),
+    warm: Optional[list[str]] = typer.Option(
+        None, "--warm", help="BACKEND[:MODEL][@WxH] to load before the first request (repeatable, one per "
+        "--concurrency slot): a short render at WxH (default 1280x720) loads and compiles what jobs use, e.g. "
+        "--warm previz or --warm wan:wan2.1-t2v-1.3b@832x480; GET /health says when it is ready"
+    ),
 ) -> None:
     """Run the local video service (OpenAI Videos API shape + native script jobs)."""
     from daotai.errors import DependencyMissing
@@ -541,9 +550,12 @@ def serve(
     except ImportError:
         raise DependencyMissing("uvicorn", "server", "daotai serve") from None
     from daotai.server.app import create_app
+    from daotai.server.worker import parse_warm
 
+    for spec in warm or ():
+        parse_warm(spec)  # an unknown backend or a model it cannot take is refused before serving
     api = create_app(data_dir, token, host=host, concurrency=concurrency, queue_limit=queue_limit,
-                     cluster=_cluster_address(cluster), speed=_speed_mode(speed))
+                     cluster=_cluster_address(cluster), speed=_speed_mode(speed), warm=tuple(warm or ()))
     err.print(f"serving on http://{host}:{port} (data in {data_dir})")
     uvicorn.run(api, host=host, port=port, log_level="warning")
 
@@ -634,11 +646,17 @@ def models_list() -> None:
 
 
 @models_app.command("pull")
-def models_pull(name: str = typer.Argument(..., help="registry name (see: daotai models list)")) -> None:
+def models_pull(
+    name: str = typer.Argument(..., help="registry name (see: daotai models list)"),
+    workflow: str = typer.Option(None, "--workflow", help="only the components one workflow loads (minimax-h3: "
+                                                          "t2va, fl2va or ref2va)"),
+    accept_licence: bool = typer.Option(False, "--accept-licence", help="accept the model's licence (shown when "
+                                                                        "refused); recorded once"),
+) -> None:
     """Download a model (resumable), check every file's sha256 against the hub and record a manifest."""
     from daotai.runtime.models import pull
 
-    out.print(f"[green]pulled[/green] {name} → {pull(name)}")
+    out.print(f"[green]pulled[/green] {name} → {pull(name, workflow=workflow, accept_licence=accept_licence)}")
 
 
 @models_app.command("update")

@@ -19,7 +19,7 @@ from typing import Any
 
 from daotai.errors import DaotaiError
 from daotai.files import sha256_file
-from daotai.pipeline import fidelity_sample_indexes
+from daotai.pipeline import PipelineSettings, fidelity_sample_indexes
 from daotai.plan.layout import RenderLayout
 from daotai.qc.report import QcReport, check_sequence, check_shot, finish_report
 
@@ -76,6 +76,35 @@ def check_files(layout: RenderLayout, manifest: dict[str, Any]) -> dict[str, Any
     return {"ok": not problems, "problems": problems, "checked": len(listed), "changed": changed,
             "missing": missing, "unlisted": unlisted, "foreign": foreign, "in_progress": marker.is_file()}
 
+
+
+def planned_reuse(plan: Any, settings: PipelineSettings, source: Path | None = None) -> list[dict[str, Any]]:
+    """Before a render: which shots it would reuse unchanged from its shot cache and which it
+    would render, in plan order: ``[{"shot_id", "key", "render": "reused" | "rendered"}]``.
+
+    The keys are made as :func:`daotai.pipeline.run` makes them (the backend's validated
+    options, controls as the backend allows, the run's encode settings), so the answer is
+    what the render will do; a cache entry found damaged at render time is rendered again.
+    Without a cache every shot renders (key None). Option errors are raised as run raises them.
+    """
+    from dataclasses import replace
+
+    from daotai.pipeline import encode_settings_for, resolved_options, shot_keys
+    from daotai.plan.planner import select_shots
+    from daotai.render.registry import spec_for
+    from daotai.shotcache import ShotCache
+
+    if settings.shots:
+        plan = select_shots(plan, list(settings.shots))
+    settings = replace(settings, options=resolved_options(settings).model_dump())
+    if settings.controls and not spec_for(settings.backend).controls:
+        settings = replace(settings, controls=False)
+    if settings.cache is None:
+        return [{"shot_id": shot.shot_id, "key": None, "render": "rendered"} for shot in plan.shots]
+    keys = shot_keys(plan, settings, encode_settings_for(settings, plan.width, plan.height), source)
+    cache = ShotCache(settings.cache, settings.cache_bytes)
+    return [{"shot_id": shot.shot_id, "key": keys[shot.shot_id],
+             "render": "reused" if cache.has(keys[shot.shot_id]) else "rendered"} for shot in plan.shots]
 
 
 def check_folder(folder: Path, console: Any = None) -> QcReport:

@@ -179,6 +179,10 @@ class ShotCache:
     def _entry(self, key: str) -> Path:
         return self.root / ENTRIES / key
 
+    def has(self, key: str) -> bool:
+        """Whether a finished shot is stored under ``key`` (its files are checked only when taken)."""
+        return (self._entry(key) / RECORD).is_file()
+
     def get(self, key: str, out_dir: Path) -> dict[str, Any] | None:
         """Copy a cached shot's files into ``out_dir`` (atomically) and return its record with the
         kept frames; None when there is no sound entry (a damaged one is removed)."""

@@ -38,18 +38,19 @@ WEB_DIR = Path(__file__).with_name("web")
 
 def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "127.0.0.1",
                concurrency: int = 1, queue_limit: int = 100, start_dispatcher: bool = True,
-               cluster: str | None = None, speed: str | None = None, **options: Any):
+               cluster: str | None = None, speed: str | None = None, warm: tuple[str, ...] = (), **options: Any):
     """The FastAPI app serving jobs stored under ``data_dir``."""
     from fastapi import FastAPI, Request
     from starlette.exceptions import HTTPException
 
-    from daotai.server.routers import jobs, models, scripts, service, uploads, videos
+    from daotai.server.routers import jobs, models, presets, scripts, service, sweeps, uploads, videos
 
     check_bind(host, token)
     config = ServerConfig(data_dir=Path(data_dir).resolve(), token=token, host=host, concurrency=concurrency,
                           queue_limit=queue_limit, start_dispatcher=start_dispatcher, **options)
     store = JobStore(config.data_dir)
-    dispatcher = Dispatcher(store, DispatcherConfig(concurrency=concurrency, cluster=cluster, speed=speed))
+    dispatcher = Dispatcher(store, DispatcherConfig(concurrency=concurrency, cluster=cluster, speed=speed,
+                                                    warm=tuple(warm)))
     state = ServerState(config, store, dispatcher)
 
     @asynccontextmanager
@@ -81,7 +82,7 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
         return json_response(500, error_body("internal error: this is a bug in daotai; the server log has the details",
                                              kind="server_error", code="internal_error"))
 
-    for area in (service, videos, models, uploads, jobs, scripts):  # the order of /openapi.json's paths
+    for area in (service, videos, models, uploads, jobs, sweeps, presets, scripts):  # the order of /openapi.json's paths
         app.include_router(area.build_router(state))
 
     def openapi() -> dict[str, Any]:

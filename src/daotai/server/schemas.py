@@ -115,11 +115,20 @@ class JobReply(BaseModel):
     outputs: list[OutputInfo]
 
 
+class WarmWorker(BaseModel):
+    spec: str  # BACKEND[:MODEL] as given to `daotai serve --warm`
+    pid: int
+    ready: bool  # the backend is loaded: a job starts without loading it
+    seconds: float | None = None  # how long the warm-up took
+    error: str | None = None  # why the warm-up failed (the worker still serves jobs)
+
+
 class Health(BaseModel):
     status: Literal["ok"]
     queued: int
     in_progress: int
     workers: int
+    warm: list[WarmWorker] = []
 
 
 class UploadReply(BaseModel):

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -30,6 +30,11 @@ PROGRESS_INTERVAL_S = 0.25  # at most four progress writes a second per job
 SPRITE_COLUMNS = 5
 SPRITE_TILES = 25
 SPRITE_TILE_SIDE = 160  # pixels, longer side of one tile
+WARM_FOLDER = "warm"  # <data>/warm/<pid>.json: a warm worker's state (loading, ready, failed)
+# The warm-up render: one shot this long at the script's default size, through the whole
+# pipeline (imports, GL context or model load and placement, encoders, QC, delivery), so the
+# first job finds everything a later job would.
+WARM_SHOT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,9 @@ class DispatcherConfig:
     idle_exit_s: float = 300.0  # a warm worker with nothing to do for this long is stopped
     cluster: str | None = None  # Ray address: workers render their jobs' shots on the cluster
     speed: str | None = None  # neural backends' speed mode for every job (None: the backends' default, exact)
+    # BACKEND[:MODEL] per warm worker, started with the server and loaded before the first job
+    # (`daotai serve --warm`); one per concurrency slot at most, kept however long they idle.
+    warm: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------ server side
@@ -57,6 +65,7 @@ class _Slot:
     attempt: int = 0
     cancel_seen_at: float | None = None
     idle_since: float = 0.0
+    warm: str | None = None  # the --warm spec it was started with: it stays however long it idles
 
 
 class Dispatcher:
@@ -77,6 +86,10 @@ class Dispatcher:
 
     def start(self) -> None:
         """Start the dispatch loop in a daemon thread (its worker processes die with the server)."""
+        with self._lock:  # warm workers first: they load while the server starts answering
+            for spec in self.config.warm[: self.config.concurrency]:
+                self.slots.append(_Slot(self._spawn(spec), parse_warm(spec).backend, idle_since=time.monotonic(),
+                                        warm=spec))
         self._thread = threading.Thread(target=self._loop, name="daotai-dispatcher", daemon=True)
         self._thread.start()
 
@@ -89,6 +102,21 @@ class Dispatcher:
             for slot in self.slots:
                 _end_process(slot.proc, 0.0)
             self.slots.clear()
+
+    def warm_workers(self) -> list[dict]:
+        """Each live warm worker: its spec and whether its backend is loaded (``ready``), with the
+        seconds the warm-up took, or the error that stopped it."""
+        with self._lock:
+            slots = [(slot.warm, slot.proc.pid) for slot in self.slots if slot.warm and slot.proc.poll() is None]
+        found = []
+        for spec, pid in slots:
+            try:
+                status = json.loads((self.store.data_dir / WARM_FOLDER / f"{pid}.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                status = {}
+            found.append({"spec": spec, "pid": pid, "ready": bool(status.get("ready")),
+                          "seconds": status.get("seconds"), "error": status.get("error")})
+        return found
 
     def worker_pids(self) -> dict[str, int]:
         """Job id → pid of the worker process running it."""
@@ -112,7 +140,7 @@ class Dispatcher:
                     self._reap(slot)
                 elif slot.job_id is not None:
                     self._follow(slot, now)
-                elif now - slot.idle_since > self.config.idle_exit_s:
+                elif slot.warm is None and now - slot.idle_since > self.config.idle_exit_s:
                     self.slots.remove(slot)
                     _end_process(slot.proc, 10.0)
             while not self._stop.is_set() and self._has_capacity():
@@ -145,13 +173,14 @@ class Dispatcher:
         except OSError:
             pass  # the worker just died: the next tick reaps it and fails the job as worker_lost
 
-    def _spawn(self) -> subprocess.Popen:
+    def _spawn(self, warm: str | None = None) -> subprocess.Popen:
         log = open(self.store.data_dir / "worker.log", "ab")
         try:
             return subprocess.Popen(
                 [sys.executable, "-m", "daotai.server.worker", str(self.store.data_dir),
                  *(("--cluster", self.config.cluster) if self.config.cluster else ()),
-                 *(("--speed", self.config.speed) if self.config.speed else ())],
+                 *(("--speed", self.config.speed) if self.config.speed else ()),
+                 *(("--warm", warm) if warm else ())],
                 stdin=subprocess.PIPE, stdout=log, stderr=log, text=True, cwd=str(self.store.data_dir),
                 start_new_session=True,  # a Ctrl-C in the server's terminal is the server's to handle
             )
@@ -307,17 +336,178 @@ def _progress_percent(stage: str, frames_done: int, total_frames: int) -> int:
     return {"encode": 85, "assemble": 88, "qc": 92, "deliver": 97}.get(stage, 0)
 
 
-def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None = None,
-            speed: str | None = None) -> int:
-    """Run one claimed job to completion in this process; returns an exit code."""
-    from daotai.cluster import executor_for
-    from daotai.errors import Cancelled, DaotaiError
-    from daotai.pipeline import Finished, PipelineSettings, layout_for, run
+@dataclass(frozen=True)
+class WarmSpec:
+    """What ``daotai serve --warm BACKEND[:MODEL][@WxH]`` asks a worker to load before the first job."""
+
+    backend: str
+    options: dict
+    size: str | None = None  # the warm-up render's size (default: a script's default size)
+
+
+def parse_warm(spec: str) -> WarmSpec:
+    """``BACKEND[:MODEL][@WxH]`` as a WarmSpec; OptionError naming the spec when the backend is
+    unknown, takes no model, or the size is not WIDTHxHEIGHT."""
+    import re
+
+    from daotai.errors import OptionError
+    from daotai.render.registry import backend_names, spec_for
+
+    head, at, size = spec.rpartition("@")
+    if not at:
+        head, size = spec, ""
+    elif re.fullmatch(r"[1-9][0-9]{0,4}x[1-9][0-9]{0,4}", size) is None:
+        raise OptionError.at("--warm", spec, f"{size!r} after @ is not a size such as 832x480")
+    backend, _, model = head.partition(":")
+    if backend not in backend_names():
+        raise OptionError.at("--warm", spec, f"{backend!r} is not a backend; choose one of: {', '.join(backend_names())}")
+    options = {"model": model} if model else {}
+    if model and "model" not in spec_for(backend).options.model_fields:
+        raise OptionError.at("--warm", spec, f"backend {backend!r} takes no model; write --warm {backend}")
+    spec_for(backend).validate_options(options)
+    return WarmSpec(backend, options, size or None)
+
+
+class HeldBackendExecutor:
+    """Renders a job's shots in this process through a backend kept loaded between jobs.
+
+    A worker serves one backend (the dispatcher sends it that backend's jobs), so the next job
+    with the same backend and options reuses the loaded pipeline or GL context instead of
+    paying the load again; other options replace it. A render that fails or is cancelled
+    drops the backend (its state is not trusted), the next job loads afresh."""
+
+    def __init__(self) -> None:
+        self._held: tuple[str, object] | None = None  # (identity, backend)
+
+    @staticmethod
+    def identity(settings) -> str:
+        """What makes two jobs' backends interchangeable: the backend and its validated options,
+        the model named when the default is meant."""
+        from daotai.render.registry import spec_for
+
+        spec = spec_for(settings.backend)
+        options = dict(settings.options)
+        if "model" in options and not options["model"]:
+            options["model"] = spec.default_model
+        return json.dumps([settings.backend, options], sort_keys=True, default=str)
+
+    def backend_for(self, settings):
+        """The held backend when it suits ``settings``, else a new one (the old one closed)."""
+        from daotai.pipeline import backend_env
+        from daotai.render.registry import create_backend
+
+        identity = self.identity(settings)
+        if self._held is None or self._held[0] != identity:
+            self.close()
+            self._held = (identity, create_backend(settings.backend, settings.options, backend_env(None, None)))
+        return self._held[1]
+
+    def close(self) -> None:
+        """Release the held backend."""
+        held, self._held = self._held, None
+        if held is not None:
+            held[1].close()
+
+    def render_shots(self, plan, out_dir, settings, ctx, source, health):
+        """Yield events; return one ShotRecord per shot, in plan order (as LocalExecutor does)."""
+        from contextlib import nullcontext
+
+        from daotai.encode.procsink import EncoderPool
+        from daotai.pipeline import ShotRecord, render_shot, use_encoder_processes
+
+        records = []
+        with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
+            if encoders is not None:
+                encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
+            try:
+                backend = self.backend_for(settings)
+                if encoders is not None:
+                    encoders.wait_ready()
+                for shot in plan.shots:
+                    ctx.check()
+                    record = ShotRecord(shot.shot_id)
+                    yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record, encoders)
+                    records.append(record)
+            except BaseException:
+                self.close()
+                raise
+        return records
+
+
+def warm_up(data_dir: str | Path, spec: str, executor: HeldBackendExecutor, speed: str | None = None) -> float:
+    """Load a backend before the first job: a one-shot script rendered through the whole pipeline
+    into a scratch folder (no cache), the backend then held by ``executor``. Writes the worker's
+    state to ``<data>/warm/<pid>.json``; returns the seconds it took."""
+    import tempfile
+
+    from daotai.files import atomic_write_text
+    from daotai.pipeline import Finished, run
     from daotai.plan.planner import plan_script
-    from daotai.render.base import Notice, Output, Progress, RunContext
+    from daotai.script.load import validate_script
+
+    state = Path(data_dir) / WARM_FOLDER / f"{os.getpid()}.json"
+    started = time.perf_counter()
+    atomic_write_text(state, json.dumps({"spec": spec, "ready": False}) + "\n")
+    try:
+        warm = parse_warm(spec)
+        script = {"shots": [{"shot_id": "warm_up", "duration": WARM_SHOT_S}], **({"size": warm.size} if warm.size else {})}
+        plan = plan_script(validate_script(script))
+        settings = replace(job_settings(data_dir, warm.backend, "script", warm.options, None, speed), cache=None)
+        with tempfile.TemporaryDirectory(prefix=".warm-", dir=data_dir) as folder:
+            finished = [e for e in run(plan, Path(folder), settings, executor=executor) if isinstance(e, Finished)]
+        if not finished:
+            raise RuntimeError("the warm-up render stopped before finishing")
+    except Exception as exc:  # noqa: BLE001  (a failed warm-up is reported; the worker still serves jobs)
+        atomic_write_text(state, json.dumps({"spec": spec, "ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        print(f"daotai worker: --warm {spec}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    atomic_write_text(state, json.dumps({"spec": spec, "ready": True, "seconds": round(seconds, 3)}) + "\n")
+    print(f"daotai worker: {spec} warm in {seconds:.1f} s", file=sys.stderr, flush=True)
+    return seconds
+
+
+def job_settings(data_dir: str | Path, backend: str, kind: str, options: dict | None, cluster: str | None = None,
+                 speed: str | None = None):
+    """The pipeline settings a job renders with (and the console's render plan predicts with)."""
+    from daotai.pipeline import PipelineSettings
+
+    return PipelineSettings(backend=backend, controls=kind == "script", cluster=cluster, options=options or {},
+                            option_defaults={"speed": speed},
+                            # one shot cache per data folder: a resubmitted script renders only what changed
+                            cache=None if os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0")
+                            else str(Path(data_dir) / "cache"))
+
+
+def job_plan(script_text: str, kind: str, preset: str | None, store: JobStore, folder: Path):
+    """A stored job's script as the plan it renders: ``upload:`` references placed as files in
+    ``folder`` (the script's base folder), the preset applied. Returns (plan, references)."""
+    from daotai.plan.planner import plan_script
     from daotai.script.load import validate_script
     from daotai.script.presets import apply_preset
-    from daotai.server.references import materialise_references, record_references
+    from daotai.server.references import materialise_references
+
+    script_data = json.loads(script_text)
+    references: list = []
+    if kind == "script":  # upload:<id> names become files in the job folder
+        script_data, references = materialise_references(script_data, store, folder)
+    script = validate_script(script_data, source="job")
+    if preset:
+        script = apply_preset(script, preset)
+    return plan_script(script), references
+
+
+def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None = None,
+            speed: str | None = None, executor: HeldBackendExecutor | None = None) -> int:
+    """Run one claimed job to completion in this process; returns an exit code.
+
+    ``executor``: renders here through a backend held between jobs (a warm worker's); a
+    cluster, when set, renders instead."""
+    from daotai.cluster import executor_for
+    from daotai.errors import Cancelled, DaotaiError
+    from daotai.pipeline import Finished, layout_for, run
+    from daotai.render.base import Notice, Output, Progress, RunContext
+    from daotai.server.references import record_references
 
     store = JobStore(data_dir)
     job = store.get(job_id, include_deleted=True)
@@ -332,28 +522,18 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     )
     watcher.start()
     try:
-        script_data = json.loads(job.script)
-        references: list = []
-        if job.kind == "script":  # upload:<id> names become files in the job folder (the current folder)
-            script_data, references = materialise_references(script_data, store, work.parent)
-        script = validate_script(script_data, source="job")
-        if job.preset:
-            script = apply_preset(script, job.preset)
-        plan = plan_script(script)
+        # upload:<id> names become files in the job folder (the current folder)
+        plan, references = job_plan(job.script, job.kind, job.preset, store, work.parent)
         frames = {shot.shot_id: shot.frames for shot in plan.shots}
         shot_state = {sid: (0, n, "queued") for sid, n in frames.items()}
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
-        settings = PipelineSettings(backend=job.model, controls=job.kind == "script", cluster=cluster,
-                                    options=json.loads(job.options) if job.options else {},
-                                    option_defaults={"speed": speed},
-                                    # one shot cache per data folder: a resubmitted script renders only what changed
-                                    cache=None if os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0")
-                                    else str(store.data_dir / "cache"))
+        settings = job_settings(store.data_dir, job.model, job.kind, json.loads(job.options) if job.options else {},
+                                cluster, speed)
         layout = layout_for(work, settings)
         last_write = 0.0
         rendered: dict[str, int] = {}
         finished = False
-        for event in run(plan, work, settings, ctx, executor=executor_for(settings)):
+        for event in run(plan, work, settings, ctx, executor=executor_for(settings) or executor):
             if isinstance(event, Finished):
                 finished = True
                 break
@@ -411,17 +591,26 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         done.set()
 
 
-def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, speed: str | None = None) -> int:
-    """Warm worker loop: run each ``JOB_ID ATTEMPT`` line as a job until the input ends."""
+def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, speed: str | None = None,
+               warm: str | None = None) -> int:
+    """Warm worker loop: run each ``JOB_ID ATTEMPT`` line as a job until the input ends, through
+    a backend held between jobs; with ``warm`` (BACKEND[:MODEL]) the backend is loaded first."""
     import daotai.pipeline  # noqa: F401  (loaded once, kept warm for every job)
 
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            try:
-                run_job(data_dir, parts[0], int(parts[1]), cluster, speed)
-            except Exception as exc:  # noqa: BLE001  (e.g. the job row vanished: report it, serve the next job)
-                print(f"daotai worker: job {parts[0]}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    executor = HeldBackendExecutor()
+    try:
+        if warm:
+            warm_up(data_dir, warm, executor, speed)
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit():
+                try:
+                    run_job(data_dir, parts[0], int(parts[1]), cluster, speed, executor)
+                except Exception as exc:  # noqa: BLE001  (e.g. the job row vanished: report it, serve the next job)
+                    print(f"daotai worker: job {parts[0]}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    finally:
+        executor.close()
+        (Path(data_dir) / WARM_FOLDER / f"{os.getpid()}.json").unlink(missing_ok=True)
     return 0
 
 
@@ -431,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     neural backends' speed mode."""
     args = list(sys.argv[1:] if argv is None else argv)
     _die_with_parent()
-    values: dict[str, str | None] = {"--cluster": None, "--speed": None}
+    values: dict[str, str | None] = {"--cluster": None, "--speed": None, "--warm": None}
     for flag in values:
         if flag in args:
             at = args.index(flag)
@@ -442,10 +631,11 @@ def main(argv: list[str] | None = None) -> int:
             del args[at : at + 2]
     cluster, speed = values["--cluster"], values["--speed"]
     if len(args) == 1:
-        return serve_jobs(args[0], iter(sys.stdin.readline, ""), cluster, speed)
+        return serve_jobs(args[0], iter(sys.stdin.readline, ""), cluster, speed, values["--warm"])
     if len(args) == 3:
         return run_job(args[0], args[1], int(args[2]), cluster, speed)
-    print("usage: python -m daotai.server.worker DATA_DIR [JOB_ID ATTEMPT] [--cluster ADDRESS] [--speed MODE]",
+    print("usage: python -m daotai.server.worker DATA_DIR [JOB_ID ATTEMPT] [--cluster ADDRESS] [--speed MODE] "
+          "[--warm BACKEND[:MODEL]]",
           file=sys.stderr)
     return 2
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from daotai.errors import Issue, ScriptError
 from daotai.server.references import reference_issues
@@ -76,6 +78,28 @@ def alias_tables() -> dict[str, Any]:
             if field in node.get("properties", {}):
                 keys.setdefault(model, {}).setdefault(field, []).extend(names)
     return {"aliases": aliases, "alias_presets": presets, "word_folding": WORD_FOLDING, "key_aliases": keys}
+
+
+def render_plan(state: ServerState, script: Any, backend: str, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Which shots a job of this script would render and which it would reuse from the data
+    folder's shot cache: the worker's own settings and plan, references placed as it places them."""
+    import json
+    import shutil
+    import tempfile
+
+    from daotai.recheck import planned_reuse
+    from daotai.server.worker import job_plan, job_settings
+
+    store = state.store
+    store.data_dir.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=".render-plan-", dir=store.data_dir))
+    try:  # a job folder of its own: upload references are placed (linked) there, as the worker does
+        plan, _ = job_plan(json.dumps(script.model_dump(mode="json", by_alias=True)), "script", None, store, folder)
+        settings = job_settings(store.data_dir, backend, "script", options, state.dispatcher.config.cluster,
+                                state.dispatcher.config.speed)
+        return planned_reuse(plan, settings, source=folder / "script.json")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def build_router(state: ServerState) -> APIRouter:
@@ -153,5 +177,43 @@ def build_router(state: ServerState) -> APIRouter:
                           f"a plan preview covers at most {MAX_PLAN_PREVIEW_FRAMES} frames")
             return {"valid": False, "issues": issue_dicts([issue]), "shots": []}
         return {"valid": True, "issues": [], "shots": await run_in_threadpool(plan_diagrams, script)}
+
+    @router.post("/v1/scripts/render-plan", responses={**errors, 422: {"model": ErrorReply}}, openapi_extra=SCRIPT_BODY)
+    async def plan_render(request: Request, backend: str = Query("previz", max_length=64),
+                          preset: str | None = Query(None, max_length=32)):
+        """Before Render: which shots a job of this script would render and which it would reuse
+        unchanged from the service's shot cache. Takes what `POST /v1/jobs` takes (the script,
+        an optional `options` object, `backend` and `preset`) and queues nothing.
+
+        Answers `{valid, issues, cache, shots: [{shot_id, key, render: "rendered" | "reused"}],
+        rendered: [shot ids], reused: [shot ids]}`; an invalid script is an answer like validate
+        (`valid: false`), a wrong option a 422 naming `options.<field>`."""
+        from daotai.errors import OptionError
+        from daotai.render.registry import spec_for
+        from daotai.script.load import parse_document, validate_script
+        from daotai.script.presets import apply_preset
+
+        if backend not in backend_names():
+            raise HTTPException(400, f"backend: {backend!r} is not a daotai backend; "
+                                     f"choose one of: {', '.join(backend_names())}")
+        data = parse_document(await request.body(), "json", source="body")
+        raw_options = data.pop("options", None) if isinstance(data, dict) else None
+        if raw_options is not None and not isinstance(raw_options, dict):
+            raise OptionError.at("options", raw_options, "must be an object of backend options")
+        options = spec_for(backend).validate_options(raw_options or {}).model_dump(exclude_unset=True)
+        empty = {"cache": False, "shots": [], "rendered": [], "reused": []}
+        try:
+            script = validate_script(data, source="body")
+        except ScriptError as exc:
+            return {"valid": False, "issues": issue_dicts(exc.issues), **empty}
+        refs = await run_in_threadpool(reference_issues, script, store)
+        if refs:
+            return {"valid": False, "issues": issue_dicts(refs), **empty}
+        if preset is not None:
+            script = apply_preset(script, preset)
+        shots = await run_in_threadpool(render_plan, state, script, backend, options)
+        return {"valid": True, "issues": [], "cache": any(s["key"] for s in shots), "shots": shots,
+                "rendered": [s["shot_id"] for s in shots if s["render"] == "rendered"],
+                "reused": [s["shot_id"] for s in shots if s["render"] == "reused"]}
 
     return router

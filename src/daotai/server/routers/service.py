@@ -1,4 +1,4 @@
-"""``GET /health``: liveness and queue depth."""
+"""``GET /health``: liveness, queue depth and warm workers."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ def build_router(state: ServerState) -> APIRouter:
 
     @router.get("/health", response_model=Health)
     def health() -> dict[str, Any]:
-        """Liveness and queue depth (answers while workers render or crash)."""
+        """Liveness and queue depth (answers while workers render or crash); with `daotai serve
+        --warm`, each warm worker and whether its backend is loaded yet."""
         counts = store.counts()
         return {"status": "ok", "queued": counts.get("queued", 0), "in_progress": counts.get("in_progress", 0),
-                "workers": len(dispatcher.worker_pids())}
+                "workers": len(dispatcher.worker_pids()), "warm": dispatcher.warm_workers()}
 
     return router

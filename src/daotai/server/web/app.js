@@ -21,6 +21,10 @@ const I18N = {
     reason_problems: "Render is off until the problems listed at the top are fixed.",
     reason_checking: "Render waits until the script has been checked.",
     reason_down: "Render is off: the server does not answer.",
+    saved_preset: "Saved settings", preset_name: "Save as", save_preset: "Save settings",
+    saved_preset_bad: "A name is 1 to 40 lower-case letters, digits, - or _.",
+    plan_all: "All {n} shots will render.", plan_some: "{r} of {n} shots will render; {u} unchanged, reused from earlier renders.",
+    plan_none: "Nothing changed: all {n} shots are reused from earlier renders.", will_render: "renders", will_reuse: "reused",
     status_queued: "queued", status_in_progress: "rendering",
     status_completed: "done", status_failed: "failed", status_cancelled: "cancelled", cancel: "Cancel",
     sequence: "Sequence", clips: "Shot clips", contact_sheet: "Contact sheet", qc: "Quality report",
@@ -71,6 +75,10 @@ const I18N = {
     reason_problems: "请先修正顶部列出的问题，才能渲染。",
     reason_checking: "剧本检查完成后才能渲染。",
     reason_down: "服务器无响应，暂不能渲染。",
+    saved_preset: "已存设置", preset_name: "另存为", save_preset: "保存设置",
+    saved_preset_bad: "名称为 1 到 40 个小写字母、数字、- 或 _。",
+    plan_all: "全部 {n} 个镜头都将渲染。", plan_some: "{n} 个镜头中 {r} 个将渲染；{u} 个未改动，沿用之前的渲染。",
+    plan_none: "没有改动：{n} 个镜头全部沿用之前的渲染。", will_render: "将渲染", will_reuse: "沿用",
     status_queued: "排队中", status_in_progress: "渲染中",
     status_completed: "完成", status_failed: "失败", status_cancelled: "已取消", cancel: "取消",
     sequence: "成片", clips: "分镜片段", contact_sheet: "联系表", qc: "质检报告",
@@ -559,6 +567,37 @@ async function validate() {
   }
   showIssues();
   setCheck(issues.length ? "bad" : "ok");
+  showRenderPlan();
+}
+
+let renderPlanSeq = 0;
+
+/** Before Render: which shots this script would render and which the service would reuse
+ * unchanged from its shot cache (POST /v1/scripts/render-plan, with the chosen backend and preset). */
+async function showRenderPlan() {
+  const seq = ++renderPlanSeq;
+  const box = document.getElementById("render-plan");
+  if (state.check !== "ok") { box.replaceChildren(); delete box.dataset.rendered; return; }
+  const query = new URLSearchParams({ backend: document.getElementById("backend-select").value || "previz" });
+  const preset = document.getElementById("preset-select").value;
+  if (preset) query.set("preset", preset);
+  let reply;
+  try { reply = await api("POST", `/v1/scripts/render-plan?${query}`, withOptions(JSON.parse(JSON.stringify(state.script)))); }
+  catch (err) { reply = null; }
+  if (seq !== renderPlanSeq) return;
+  if (!reply || !reply.ok || !reply.data.valid) { box.replaceChildren(); delete box.dataset.rendered; return; }
+  const { shots, rendered, reused } = reply.data;
+  const n = shots.length;
+  const summary = !reused.length ? t("plan_all", { n }) : !rendered.length ? t("plan_none", { n })
+    : t("plan_some", { r: rendered.length, n, u: reused.length });
+  box.dataset.rendered = rendered.join(",");
+  box.replaceChildren(
+    el("p", { class: "plan-summary" }, summary),
+    el("ul", { class: "plan-shots" }, ...shots.map((s) => el("li", {
+      class: `plan-shot ${s.render}`, dataset: { shot: s.shot_id, render: s.render },
+      title: s.key ? `key ${s.key.slice(0, 12)}` : "",
+    }, `${s.shot_id} · ${t(s.render === "reused" ? "will_reuse" : "will_render")}`))),
+  );
 }
 
 /** Keep the service's reading; draw the forms again if they showed a word they could not read. */
@@ -597,6 +636,12 @@ function setCheck(kind) {
   reason.hidden = kind === "ok";
   button.setAttribute("aria-describedby", "submit-reason");
   if (kind !== "bad") document.getElementById("problem-list").replaceChildren();
+  if (kind !== "ok") { // what would render is known again once the edit is checked
+    renderPlanSeq += 1;
+    const plan = document.getElementById("render-plan");
+    plan.replaceChildren();
+    delete plan.dataset.rendered;
+  }
 }
 
 /** A field scrolled to (a link, the keyboard, the browser's find) stops below the panel that stays on top. */
@@ -1599,7 +1644,47 @@ function buildSelectors() {
 async function submitJob(script, backend, preset) {
   const query = new URLSearchParams({ backend });
   if (preset) query.set("preset", preset);
-  return api("POST", `/v1/jobs?${query}`, script);
+  return api("POST", `/v1/jobs?${query}`, withOptions(script));
+}
+
+/** The script with the backend options of the chosen saved settings (none: the backend's defaults). */
+function withOptions(script) {
+  return Object.keys(state.jobOptions || {}).length ? { ...script, options: state.jobOptions } : script;
+}
+
+// ------------------------------------------------------------------ saved settings (server presets)
+
+/** The presets saved on the server, offered in the Run panel; `keep` is selected when present. */
+async function loadSavedPresets(keep) {
+  const reply = await api("GET", "/v1/presets").catch(() => null);
+  state.savedPresets = reply && reply.ok ? reply.data.data : [];
+  const select = document.getElementById("saved-select");
+  select.replaceChildren(el("option", { value: "" }, t("none")),
+    ...state.savedPresets.map((p) => el("option", { value: p.name, title: p.description || "" }, p.name)));
+  select.value = state.savedPresets.some((p) => p.name === keep) ? keep : "";
+}
+
+/** Choosing saved settings sets the backend, the size and the options a job is sent with. */
+function useSavedPreset() {
+  const preset = state.savedPresets.find((p) => p.name === document.getElementById("saved-select").value);
+  state.jobOptions = preset ? { ...preset.options } : {};
+  if (preset) {
+    document.getElementById("backend-select").value = preset.backend;
+    document.getElementById("preset-select").value = preset.size || "";
+  }
+  showRenderPlan();
+}
+
+async function saveCurrentPreset() {
+  const name = document.getElementById("saved-name").value.trim();
+  const error = document.getElementById("submit-error");
+  if (!/^[a-z0-9][a-z0-9_-]{0,39}$/.test(name)) { error.hidden = false; error.textContent = t("saved_preset_bad"); return; }
+  const body = { backend: document.getElementById("backend-select").value, options: state.jobOptions || {},
+    size: document.getElementById("preset-select").value || null };
+  const reply = await api("PUT", `/v1/presets/${encodeURIComponent(name)}`, body);
+  if (!reply.ok) { error.hidden = false; error.textContent = errorText(reply); return; }
+  error.hidden = true;
+  await loadSavedPresets(name);
 }
 
 async function submitRun() {
@@ -1640,6 +1725,7 @@ async function refreshJob(entry) {
   entry.job = reply.data;
   if (TERMINAL.has(entry.job.status)) {
     if (entry.source) entry.source.close();
+    if (entry.job.status === "completed" && !entry.planShown) { entry.planShown = true; showRenderPlan(); }
     if (entry.job.status === "completed" && entry.qc === null && entry.job.outputs.some((o) => o.name === "qc")) {
       const qc = await api("GET", `/v1/jobs/${entry.id}/files/qc`);
       entry.qc = qc.ok ? qc.data : false;
@@ -2098,6 +2184,17 @@ async function start() {
     changed(true);
   });
   document.getElementById("submit-btn").addEventListener("click", submitRun);
+  for (const id of ["backend-select", "preset-select"]) {
+    document.getElementById(id).addEventListener("change", () => {
+      // settings changed by hand are no longer the saved ones (their options may not fit another backend)
+      document.getElementById("saved-select").value = "";
+      state.jobOptions = {};
+      showRenderPlan();
+    });
+  }
+  document.getElementById("saved-select").addEventListener("change", useSavedPreset);
+  document.getElementById("save-preset-btn").addEventListener("click", saveCurrentPreset);
+  await loadSavedPresets();
   // A file dropped beside a drop zone must not make the browser navigate away to it.
   for (const kind of ["dragover", "drop"]) {
     window.addEventListener(kind, (e) => { if (e.dataTransfer && [...e.dataTransfer.types].includes("Files")) e.preventDefault(); });
