@@ -205,3 +205,16 @@ def test_fast_mode_levers_for_h3_leave_out_wan_rewrites():
     runner._speed_up([])
     config = runner.speed_config
     assert config.cache == "interval" and not (config.lean_attention or config.gelu_epilogue or config.vae_bf16)
+
+
+def test_modulation_projections_keep_their_dtype_and_the_module_reports_its_compute_dtype():
+    from diffusers.models.modeling_utils import get_parameter_dtype
+
+    from daotai.render.int8 import quantize_repeated_blocks_int8
+
+    transformer = builders.h3_transformer(1).to(torch.bfloat16)
+    replaced = quantize_repeated_blocks_int8(transformer)
+    block = transformer.transformer_blocks[0]
+    assert type(block.adaln_proj.linear) is torch.nn.Linear  # AdaLN modulation is never rounded
+    assert type(block.attn.to_q).__name__ == "Int8Linear" and replaced > 0
+    assert get_parameter_dtype(block.attn.to_q) == torch.bfloat16  # what diffusers casts inputs to

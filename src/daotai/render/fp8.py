@@ -52,6 +52,9 @@ def _linear_class() -> type:
         def __init__(self, linear: torch.nn.Linear):
             super().__init__()
             self.in_features, self.out_features = linear.in_features, linear.out_features
+            # First buffer, empty: diffusers reads a module's dtype from its first floating tensor
+            # (get_parameter_dtype) to cast inputs, and must find the compute dtype, not float8.
+            self.register_buffer("compute_dtype_marker", torch.empty(0, dtype=linear.weight.dtype), persistent=False)
             values, scales = quantize_rows(linear.weight.detach())  # (out, in) fp8, (out, 1) fp32
             # Buffers, not parameters: nothing trains these, and .to(device) still moves them.
             self.register_buffer("weight_fp8", values)
@@ -98,12 +101,21 @@ def quantize_linears(module: Any) -> int:
 
     fp8_linear = fp8_linear_class()
     replaced = 0
-    for parent in list(module.modules()):
+    for parent_name, parent in list(module.named_modules()):
         for name, child in list(parent.named_children()):
-            if isinstance(child, torch.nn.Linear) and eligible(child):
+            if isinstance(child, torch.nn.Linear) and eligible(child) and not is_modulation(f"{parent_name}.{name}"):
                 setattr(parent, name, fp8_linear(child))
                 replaced += 1
     return replaced
+
+
+def is_modulation(qualified_name: str) -> bool:
+    """Whether a linear layer projects the timestep embedding into norm modulation (AdaLN) parameters.
+
+    Those stay in their own dtype under every weight rounding: a handful of rows per step, so no
+    time to gain, and a rounding there biases every token of every block at every step the same way.
+    """
+    return any(part.startswith("adaln") or "norm" in part for part in qualified_name.lower().split("."))
 
 
 def quantize_repeated_blocks(transformer: Any) -> int:

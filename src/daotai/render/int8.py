@@ -37,6 +37,8 @@ def _linear_class() -> type:
 
         def __init__(self, quantized: Any, scale: Any, bias: Any | None, dtype: Any):
             super().__init__()
+            # diffusers reads a module's dtype from its first floating tensor: the compute dtype, not int8's scale.
+            self.register_buffer("compute_dtype_marker", torch.empty(0, dtype=dtype), persistent=False)
             self.in_features = quantized.shape[1]
             self.out_features = quantized.shape[0]
             self.register_buffer("weight_int8", quantized)
@@ -66,13 +68,15 @@ def int8_linear(linear: Any) -> Any:
 
 
 def quantize_linears_int8(module: Any) -> int:
-    """Replace every torch.nn.Linear inside ``module`` by an Int8Linear; returns how many."""
+    """Replace every torch.nn.Linear inside ``module`` (but AdaLN modulation) by an Int8Linear; returns how many."""
     import torch
 
+    from daotai.render.fp8 import is_modulation
+
     replaced = 0
-    for parent in list(module.modules()):
+    for parent_name, parent in list(module.named_modules()):
         for name, child in list(parent.named_children()):
-            if isinstance(child, torch.nn.Linear):
+            if isinstance(child, torch.nn.Linear) and not is_modulation(f"{parent_name}.{name}"):
                 setattr(parent, name, int8_linear(child))
                 replaced += 1
     return replaced
