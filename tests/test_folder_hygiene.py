@@ -256,7 +256,8 @@ def test_a_folder_that_is_no_render_needs_force(tmp_path):
         list(run(plan, out, PipelineSettings(camera_qc=False)))
     assert (out / "holiday.mp4").read_bytes() == b"not ours"
     empty = tmp_path / "empty"
-    empty.mkdir()
+    (empty / "shots").mkdir(parents=True)
+    (empty / ".DS_Store").write_bytes(b"a desktop's folder cache")
     render(script("s1"), empty)  # an empty folder needs nothing
     assert whole(empty)["ok"]
 

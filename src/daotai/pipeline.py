@@ -36,6 +36,7 @@ from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Audio, Event, Frame, Notice, Output, Progress, RenderJob, RunContext
+from daotai.retakes import TakePolicy
 
 if TYPE_CHECKING:
     from daotai.encode.hardware import HardwareEncoder
@@ -75,6 +76,8 @@ class PipelineSettings:
     # rendered again. None: no cache (the library's default; the CLI and the server set one).
     cache: str | None = None
     cache_bytes: int = 20 * 1024**3  # the cache's cap; least recently used shots go first
+    # Takes per shot, the checks that call for another one and the time they may take (daotai.retakes)
+    retakes: TakePolicy = field(default_factory=TakePolicy)
     # Render into a folder that is not a render of this script (check_output_folder): the folder
     # is replaced whole; one that held files daotai did not write is kept aside, never deleted.
     force: bool = False
@@ -111,6 +114,7 @@ class ShotRecord:
     key: str | None = None  # what determines the shot's files (daotai.shotcache), when a cache is used
     reused: bool = False  # True: the files came from the cache, unchanged since an earlier render
     audio: dict[str, Any] = field(default_factory=dict)  # the shot file's sound: source, rate, channels…; {} = none
+    takes: list[dict[str, Any]] = field(default_factory=list)  # every take when there were retakes (daotai.retakes)
 
 
 def load_plan_or_script(path: Path, preset: str | None, loader: Callable[..., Any]) -> Plan:
@@ -401,11 +405,12 @@ def check_output_folder(out_dir: Path, plan: Plan, source: Path | None, force: b
     folder with foreign files.
     """
     from daotai.errors import Issue, OptionError
+    from daotai.plan.layout import DESKTOP_FILES
 
     out_dir = Path(out_dir)
     if not out_dir.exists():
         return OutputFolder(out_dir, "absent")
-    if not any(out_dir.iterdir()):
+    if all(p.is_dir() or p.name in DESKTOP_FILES for p in out_dir.rglob("*")):  # folders, a desktop's cache
         return OutputFolder(out_dir, "empty")
     layout = RenderLayout.find(out_dir)
     manifest: dict[str, Any] | None = None
@@ -532,8 +537,10 @@ def stopped_note(out_dir: Path, trace: RunTrace, settings: PipelineSettings) -> 
     if trace.cached:
         resume = (f"The finished shots are kept in the shot cache ({settings.cache}): render again with the same "
                   f"command to resume; only the {trace.total - len(trace.cached)} other shot(s) are drawn")
+    elif settings.cache and trace.finished:
+        resume = "None of them was kept in the shot cache: rendering again draws every shot"
     elif settings.cache:
-        resume = "No shot was finished to keep: rendering again starts from the first shot"
+        resume = "No shot had finished: rendering again starts from the first shot"
     else:
         resume = "Without a shot cache nothing was kept: rendering again draws every shot (a render with " \
                  "the cache, without --no-cache or DAOTAI_NO_CACHE, keeps finished shots)"
@@ -826,6 +833,18 @@ class ShotExecutor(Protocol):
         ...
 
 
+def _take_renderer(backend, plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext,
+                   encoders: Any) -> Callable[[ShotPlan], Generator[Event, None, ShotRecord]]:
+    """One take of a shot (daotai.retakes): rendered into the shot's files; returns its record."""
+
+    def render_take(shot: ShotPlan) -> Generator[Event, None, ShotRecord]:
+        record = ShotRecord(shot.shot_id)
+        yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record, encoders)
+        return record
+
+    return render_take
+
+
 class LocalExecutor:
     """Every shot in this process, one after another, through one warm backend."""
 
@@ -839,6 +858,7 @@ class LocalExecutor:
 
         from daotai.encode.procsink import EncoderPool
         from daotai.render.registry import create_backend
+        from daotai.retakes import TakeBudget, judge_with_qc, render_with_takes
 
         records: list[ShotRecord] = []
         self.finished = records
@@ -851,10 +871,13 @@ class LocalExecutor:
             try:
                 if encoders is not None:
                     encoders.wait_ready()
+                budget = TakeBudget(settings.retakes.budget_s)
+                judge = judge_with_qc(plan, out_dir, settings.camera_qc)
                 for shot in plan.shots:
                     ctx.check()
-                    record = ShotRecord(shot.shot_id)
-                    yield from render_shot(backend, plan, shot, out_dir, settings, ctx, record, encoders)
+                    render_take = _take_renderer(backend, plan, out_dir, settings, ctx, encoders)
+                    record = yield from render_with_takes(render_take, judge, plan, shot, out_dir, settings.retakes,
+                                                          budget)
                     records.append(record)
             finally:
                 backend.close()

@@ -61,7 +61,7 @@ PUBLIC_NAMES = {"sequence": "video"}  # kinds published under another name; the 
 IN_PROGRESS = ".daotai-render-in-progress.json"
 CAMERAS_DIR = "cameras"  # every shot's camera for other tools (daotai.deliver.cameras)
 # Hidden files that are no one's work: the desktop's folder caches.
-_DESKTOP_FILES = (".DS_Store", "Thumbs.db", "desktop.ini")
+DESKTOP_FILES = (".DS_Store", "Thumbs.db", "desktop.ini")
 _DAOTAI_HIDDEN = re.compile(r"^\..+\.[0-9a-f]{8}\.partial(\.[^.]*)?$")  # daotai.files.temp_path
 
 _SHOT_ID = re.compile(ID_PATTERN)
@@ -279,7 +279,7 @@ class RenderLayout:
                 continue
             rel = path.relative_to(self.root).as_posix()
             name = path.name
-            if rel in listed or name in _DESKTOP_FILES or name == IN_PROGRESS or _DAOTAI_HIDDEN.match(name):
+            if rel in listed or name in DESKTOP_FILES or name == IN_PROGRESS or _DAOTAI_HIDDEN.match(name):
                 continue
             if rel.startswith(f"{CAMERAS_DIR}/") and rel.count("/") == 1 and not path.is_symlink() \
                     and name.endswith((".pose.txt", ".c2w.json", ".usda")):
@@ -300,6 +300,7 @@ class RenderLayout:
 
 
 __all__ = [
-    "CONTAINERS", "CONTROL_KINDS", "IN_PROGRESS", "RUN_KINDS", "SHOT_KINDS", "RenderLayout", "public_name",
+    "CONTAINERS", "CONTROL_KINDS", "DESKTOP_FILES", "IN_PROGRESS", "RUN_KINDS", "SHOT_KINDS", "RenderLayout",
+    "public_name",
     "valid_shot_id",
 ]
