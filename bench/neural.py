@@ -25,6 +25,18 @@ first-block cache's decisions say nothing about real weights; the fixed-schedule
 
     python bench/neural.py --mode all --steps 8     # NVIDIA GPU: ~6-8 minutes
     python bench/neural.py --tiny --mode fast       # CPU smoke test with a tiny random model
+
+One shot split over several GPUs (``--gpus 1,2``, see daotai.render.neural.parallel): the same
+shot rendered by our backend with ``gpus=N`` for each N, reporting s/step (steps 2..n, so the
+first step's warm-up is left out), scaling efficiency (s/step at 1 / (N x s/step at N)), peak
+memory per GPU (each rank's own peak; host resident memory on the CPU) and the frames' match
+with the 1-GPU render (max abs difference in 8-bit levels, PSNR). ``--arch 14b`` builds the
+Wan2.1-14B transformer (40 blocks, 40 heads x 128, FFN 13824), ``--model wan-vace`` the VACE
+variant (VACE blocks on every 5th layer), ``--resolution 720p`` renders 1280x720::
+
+    python bench/neural.py --gpus 1,2 --arch 14b --resolution 480p --steps 4   # 2 GPUs
+    python bench/neural.py --gpus 1,2 --arch 14b --model wan-vace --steps 4
+    python bench/neural.py --gpus 1,2 --tiny --model wan-vace   # CPU processes (gloo)
 """
 
 from __future__ import annotations
@@ -80,9 +92,17 @@ LTX_TINY = {
     "text": dict(d_model=32, d_kv=8, d_ff=32, num_layers=2, num_heads=2),
     "width": 64, "height": 64, "frames": 9,
 }
+# Wan2.1-T2V-14B: 40 blocks, 40 heads x 128 (width 5120), FFN 13824 (14.3 B transformer parameters).
+WAN_14B = {**FULL, "transformer": {**FULL["transformer"], "num_attention_heads": 40, "ffn_dim": 13824,
+                                   "num_layers": 40}}
+RESOLUTIONS = {"480p": (832, 480), "720p": (1280, 720)}
+VACE_LAYER_STRIDE = 5  # Wan2.1-VACE puts a VACE block on every 5th layer (0, 5, ..., 35 in the 14B model)
+VACE_IN_CHANNELS = 96  # control video latents (32) + mask (64), as in the released VACE models
+
 FAMILY = {  # per model family: guidance, native fps, default steps, configs
     "wan": {"guidance": 5.0, "fps": 16, "steps": 8, "full": None, "tiny": None},
     "ltx": {"guidance": 3.0, "fps": 24, "steps": 20, "full": LTX_FULL, "tiny": LTX_TINY},
+    "wan-vace": {"guidance": 5.0, "fps": 16, "steps": 8, "full": None, "tiny": None},
 }
 WORDS = ("a the of and in on at with medium wide close shot camera slowly pushes toward woman man "
          "office street blue shirt glasses walks looks stands light day night").split()
@@ -106,17 +126,31 @@ def build_folder(config: dict, folder: Path, device: str, dtype: Any, family: st
     if family == "ltx":
         return build_ltx_folder(config, folder, device, dtype)
     import torch
-    from diffusers import AutoencoderKLWan, FlowMatchEulerDiscreteScheduler, WanPipeline, WanTransformer3DModel
+    from diffusers import (
+        AutoencoderKLWan,
+        FlowMatchEulerDiscreteScheduler,
+        WanPipeline,
+        WanTransformer3DModel,
+        WanVACEPipeline,
+        WanVACETransformer3DModel,
+    )
     from transformers import UMT5Config, UMT5EncoderModel
 
     torch.manual_seed(0)
     with torch.device(device):  # initialise on the GPU: 1.4 B random parameters take minutes on a CPU
-        transformer = WanTransformer3DModel(**config["transformer"]).to(dtype)
+        if family == "wan-vace":
+            layers = config["transformer"]["num_layers"]
+            transformer = WanVACETransformer3DModel(
+                **config["transformer"], vace_layers=list(range(0, layers, VACE_LAYER_STRIDE)),
+                vace_in_channels=VACE_IN_CHANNELS).to(dtype)
+        else:
+            transformer = WanTransformer3DModel(**config["transformer"]).to(dtype)
         vae = AutoencoderKLWan(**config["vae"]).to(torch.float32)
         text = UMT5EncoderModel(UMT5Config(vocab_size=64, relative_attention_num_buckets=32, pad_token_id=0,
                                            eos_token_id=1, decoder_start_token_id=0, **config["text"])).to(dtype)
-    pipe = WanPipeline(tokenizer=word_tokenizer(), text_encoder=text, vae=vae,
-                       scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0), transformer=transformer)
+    pipe_class = WanVACEPipeline if family == "wan-vace" else WanPipeline
+    pipe = pipe_class(tokenizer=word_tokenizer(), text_encoder=text, vae=vae,
+                      scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0), transformer=transformer)
     pipe.save_pretrained(folder)
     del pipe, transformer, vae, text
     if device.startswith("cuda"):
@@ -823,10 +857,114 @@ def _attention_rows(label: str, heads: int, head_dim: int, tokens: int, kv_token
     torch.cuda.empty_cache()
 
 
+# ---------------------------------------------------------------- one shot over several GPUs
+
+
+def render_split(folder: Path, family: str, device: str, plan, steps: int, gpus: int, speed: str) -> dict[str, Any]:
+    """Our backend rendering the plan's one shot with ``gpus`` processes: timings, per-GPU peaks, frames."""
+    import numpy as np
+    import torch
+
+    from daotai.render.base import Frame, Progress, RenderJob, RunContext
+    from daotai.render.registry import create_backend
+
+    backend = create_backend(family, {"model": str(folder), "device": device, "steps": steps,
+                                      "guidance": FAMILY[family]["guidance"], "gpus": gpus, "speed": speed})
+    shot = plan.shots[0]
+    try:
+        began = time.perf_counter()
+        list(backend.runner.ensure_loaded(plan, shot))
+        load_s = time.perf_counter() - began
+        if gpus == 1 and device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        stamps: list[float] = []
+        frames = []
+        began = time.perf_counter()
+        for event in backend.render(RenderJob(plan, shot, controls=False), RunContext()):
+            if isinstance(event, Progress) and event.stage == "denoise":
+                stamps.append(time.perf_counter())
+            elif isinstance(event, Frame):
+                frames.append(event.rgb)
+        total_s = time.perf_counter() - began
+        if gpus > 1:
+            peaks = [backend.runner.group.peaks[rank] for rank in sorted(backend.runner.group.peaks)]
+        elif device.startswith("cuda"):
+            peaks = [int(torch.cuda.max_memory_allocated())]
+        else:
+            import resource
+
+            peaks = [int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024]
+    finally:
+        backend.close()
+    s_per_step = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else float("nan")
+    return {"gpus": gpus, "load_s": load_s, "total_s": total_s, "s_per_step": s_per_step,
+            "peak_gib_per_gpu": [p / 1024**3 for p in peaks], "frames": np.stack(frames)}  # (F, H, W, 3) uint8
+
+
+def gpus_bench(args: Any) -> None:
+    """``--gpus 1,2,...``: the same shot split over each count; scaling and the frames' match with 1 GPU."""
+    import numpy as np
+    import torch
+
+    counts = sorted({int(n) for n in args.gpus.split(",")})
+    if counts[0] != 1:
+        counts = [1] + counts  # the reference every split is compared with
+    family = args.model
+    facts = FAMILY[family]
+    base = facts["full"] or FULL if not args.tiny else (facts["tiny"] or TINY)
+    if args.arch == "14b" and not args.tiny:
+        base = WAN_14B
+    config = dict(base)
+    if not args.tiny:
+        config["width"], config["height"] = RESOLUTIONS[args.resolution]
+    device = args.device or ("cpu" if args.tiny else "cuda")
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    steps = args.steps or (4 if args.tiny else facts["steps"])
+    work = Path(tempfile.mkdtemp(prefix="daotai-bench-"))
+    folder = args.folder or work / f"{family}-{args.arch}-random"
+    rows = []
+    try:
+        if not (folder / "model_index.json").is_file():
+            started = time.perf_counter()
+            build_folder(config, folder, "cuda" if device.startswith("cuda") else "cpu", dtype, family)
+            print(f"built random-weight folder in {time.perf_counter() - started:.1f} s: {folder}", flush=True)
+        plan = bench_plan(config["width"], config["height"], config["frames"], facts["fps"])
+        for gpus in counts:
+            row = render_split(folder, family, device, plan, steps, gpus, args.speed)
+            rows.append(row)
+            print(f"gpus={gpus}: {row['s_per_step']:.3f} s/step, total {row['total_s']:.1f} s, load "
+                  f"{row['load_s']:.1f} s, peak per GPU "
+                  + ", ".join(f"{g:.2f}" for g in row["peak_gib_per_gpu"]) + " GiB", flush=True)
+    finally:
+        if args.folder is None:
+            shutil.rmtree(work, ignore_errors=True)
+    reference = rows[0]
+    report = {"device": torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu", "model": family,
+              "arch": "tiny" if args.tiny else args.arch, "size": f"{config['width']}x{config['height']}",
+              "frames": config["frames"], "steps": steps, "speed": args.speed, "rows": {}}
+    print(f"\n{'gpus':>4} {'s/step':>8} {'efficiency':>10} {'peak GiB/GPU':>14} {'max diff':>8} {'PSNR dB':>8}")
+    for row in rows:
+        efficiency = reference["s_per_step"] / (row["gpus"] * row["s_per_step"])
+        difference = int(np.abs(row["frames"].astype(np.int16) - reference["frames"].astype(np.int16)).max())
+        match = psnr_stack(row["frames"], reference["frames"])
+        print(f"{row['gpus']:>4} {row['s_per_step']:>8.3f} {efficiency:>10.2f} {max(row['peak_gib_per_gpu']):>14.2f} "
+              f"{difference:>8} {fmt(None if math.isinf(match) else match, '.1f', 'equal'):>8}")
+        report["rows"][str(row["gpus"])] = {
+            "s_per_step": row["s_per_step"], "efficiency": efficiency, "total_s": row["total_s"],
+            "load_s": row["load_s"], "peak_gib_per_gpu": row["peak_gib_per_gpu"], "max_abs_diff_levels": difference,
+            "psnr_vs_1": None if math.isinf(match) else match}
+    print(json.dumps(report))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="tiny random model on the CPU (smoke test)")
-    parser.add_argument("--model", choices=("wan", "ltx"), default="wan",
+    parser.add_argument("--gpus", default=None, metavar="COUNTS",
+                        help="comma-separated process counts (e.g. 1,2): one shot split over each, then stop")
+    parser.add_argument("--arch", choices=("1.3b", "14b"), default="1.3b", help="with --gpus: Wan transformer size")
+    parser.add_argument("--resolution", choices=tuple(RESOLUTIONS), default="480p", help="with --gpus: frame size")
+    parser.add_argument("--speed", default="off", help="with --gpus: the backend's speed mode for every count")
+    parser.add_argument("--model", choices=("wan", "ltx", "wan-vace"), default="wan",
                         help="wan: Wan2.1-T2V-1.3B, 480x832, 81 frames, CFG 5; ltx: LTX-Video 2B, 768x512, "
                              "121 frames, CFG 3")
     parser.add_argument("--only", default=None,
@@ -851,6 +989,11 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=420.0,
                         help="skip the remaining contenders once this many seconds have passed since start")
     args = parser.parse_args()
+    if args.gpus:
+        gpus_bench(args)
+        return
+    if args.model == "wan-vace":
+        parser.error("--model wan-vace is measured with --gpus only")
 
     import torch
 

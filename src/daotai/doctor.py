@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from rich.markup import escape
 from rich.table import Table
 
-from daotai.runtime.memory import GIB, choose_settings
+from daotai.runtime.memory import GIB, choose_settings, gpus_that_fit
 from daotai.script.schema import SIZE_PRESETS
 
 
@@ -89,6 +89,21 @@ def _hardware_encoders() -> Check:
     return Check("hardware encoders (--encoder)", summarise(probes), any(p.opens for p in probes))
 
 
+def _split_check(accel: str, accel_bytes: int) -> Check:
+    """How many GPUs one 14B shot needs when its sequence is split (``--gpus``), by preset, and how many are here."""
+    gpus_here = 0
+    if accel.startswith("cuda"):
+        import torch
+
+        gpus_here = torch.cuda.device_count()
+    fits = []
+    for preset in ("draft", "final"):
+        width, height = SIZE_PRESETS[preset]
+        needed = gpus_that_fit("wan2.1-t2v-14b", width, height, 81, accel_bytes * 0.9)
+        fits.append(f"{preset}: " + ("no split fits" if needed is None else f"--gpus {needed}"))
+    return Check(f"wan 14B, 81 frames, split (GPUs here: {gpus_here})", "; ".join(fits), True)  # a finding
+
+
 def collect() -> list[Check]:
     """Every check, in display order."""
     checks = [
@@ -123,6 +138,7 @@ def collect() -> list[Check]:
                 f"fits ({est.offload} offload{', VAE tiling' if est.vae_tiling else ''}, {est.peak_bytes / GIB:.0f} GiB)"
                 if est else "does not fit"))
         checks.append(Check("wan 1.3B, 81 frames (estimate)", "; ".join(fits), True))
+        checks.append(_split_check(accel, accel_bytes))
     # wan-mlx on Apple Silicon: what fits on each common Mac size, and on this Mac when it is one
     # (planning only, no MLX import; this_mac() is None unless macOS on arm64)
     from daotai.mlx.memory import doctor_rows, this_mac

@@ -10,6 +10,12 @@ output folder atomically (temp name + rename), so partial files never appear the
 remote nodes need no shared filesystem. Everything after rendering (assembly, qc,
 contact sheet, timeline, manifest) is the pipeline's own code.
 
+Split shots: with the backend option ``gpus=N`` each actor renders its shots over N GPUs
+(:mod:`daotai.render.neural.parallel`). Its N rank processes are children of the actor and
+must all see the N GPUs, so the actor takes one placement group of N GPUs on one node
+(``STRICT_PACK``; a single bundle holds all N, which Ray places on one node by definition)
+and asks for the N GPUs itself; a cluster of 8-GPU nodes then renders 4 two-GPU shots at once.
+
 Faults: an actor that dies mid-shot (process killed, node lost) is replaced and its shot
 goes back to the queue for any idle actor, at most ``max_retries`` times per shot; each
 retry is written into the shot's record (its notices reach the manifest). Cancellation
@@ -50,6 +56,16 @@ class ActorResources:
     num_cpus: float
     num_gpus: float
     memory_bytes: int  # host memory; 0 = no request
+    gpus_per_shot: int = 1  # > 1: the actor splits each shot over this many GPUs of one node
+
+    def placement(self) -> tuple[list[dict[str, float]], str] | None:
+        """The placement group (bundles, strategy) a split-shot actor reserves; None for a one-GPU actor."""
+        if self.gpus_per_shot <= 1:
+            return None
+        bundle = {"CPU": float(self.num_cpus), "GPU": float(self.num_gpus)}
+        if self.memory_bytes:
+            bundle["memory"] = float(self.memory_bytes)
+        return [bundle], "STRICT_PACK"
 
 
 def check_address(address: str) -> str:
@@ -64,8 +80,12 @@ def check_address(address: str) -> str:
     raise BackendError(f"--cluster: {address!r} must be {ADDRESS_HELP}")
 
 
-def actor_resources(backend: str, model: str | None) -> ActorResources:
-    """Resources per actor: one CPU slot for CPU and Apple (MLX) backends; a GPU plus staged weights otherwise."""
+def actor_resources(backend: str, model: str | None, gpus: int = 1) -> ActorResources:
+    """Resources per actor: one CPU slot for CPU and Apple (MLX) backends; ``gpus`` GPUs plus staged weights otherwise.
+
+    A split shot (``gpus`` > 1) runs one rank process per GPU, each holding the whole model in
+    host memory while it loads: CPUs and host memory scale with ``gpus`` too.
+    """
     from daotai import catalog
     from daotai.render.registry import spec_for
 
@@ -74,11 +94,25 @@ def actor_resources(backend: str, model: str | None) -> ActorResources:
         return ActorResources(num_cpus=1, num_gpus=0, memory_bytes=0)
     name = model or spec.default_model
     row = catalog.model_row(name) if name else None
-    if row is None:  # a local folder or an unknown model: just the GPU
-        return ActorResources(num_cpus=1, num_gpus=1, memory_bytes=0)
+    if row is None:  # a local folder or an unknown model: just the GPUs
+        return ActorResources(num_cpus=gpus, num_gpus=gpus, memory_bytes=0, gpus_per_shot=gpus)
     # bf16 weights are loaded into host memory before moving to the GPU, and the offload
     # tiers the memory planner may choose keep them there.
-    return ActorResources(num_cpus=1, num_gpus=1, memory_bytes=int(row.footprint.weight_params * 2))
+    return ActorResources(num_cpus=gpus, num_gpus=gpus, memory_bytes=int(row.footprint.weight_params * 2) * gpus,
+                          gpus_per_shot=gpus)
+
+
+def reserve_group(ray, res: ActorResources, ctx: RunContext, poll_s: float) -> Any:
+    """Reserve the placement group of a split-shot actor (waiting, cancellably, while the GPUs are busy)."""
+    bundles, strategy = res.placement() or ([], "")
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    group = placement_group(bundles, strategy=strategy, name=f"daotai-{res.gpus_per_shot}gpu")
+    while not ray.wait([group.ready()], timeout=poll_s)[0]:
+        if ctx.cancel.is_set():
+            remove_placement_group(group)
+            ctx.check()
+    return group
 
 
 def worker_count(res: ActorResources, cluster: dict[str, float], shots: int, wanted: int) -> int:
@@ -124,6 +158,7 @@ class _Slot:
     host: str = ""
     shot: int | None = None  # index into plan.shots while busy
     ref: Any = None  # ObjectRef of the render call
+    group: Any = None  # the placement group a split-shot actor holds (None: scheduled freely)
 
 
 def render_shots(plan, out_dir: Path, settings, ctx: RunContext, source: Path | None = None,
@@ -148,10 +183,10 @@ def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, 
     from daotai.pipeline import layout_for
 
     layout = layout_for(out_dir, settings)  # where the finished shots' files are placed
-    res = actor_resources(settings.backend, settings.options.get("model"))
+    res = actor_resources(settings.backend, settings.options.get("model"), int(settings.options.get("gpus") or 1))
     count = worker_count(res, ray.cluster_resources(), len(plan.shots), config.workers)
     actor_cls = ray.remote(concurrency_groups={"render": 1, "control": 1})(worker_cls)
-    options = dict(num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=0, max_task_retries=0)
+    options: dict[str, Any] = dict(num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=0, max_task_retries=0)
     if res.memory_bytes:
         options["memory"] = res.memory_bytes
     # Every actor of this run holds the same backend/model, so each shot lands on an actor
@@ -165,16 +200,23 @@ def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, 
 
     def spawn() -> _Slot:
         nonlocal spawned
-        handle = actor_cls.options(**options).remote(settings.backend, backend_options, reference_root)
+        placed, group = dict(options), None
+        if res.placement() is not None:
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            group = reserve_group(ray, res, ctx, config.poll_s)
+            placed["scheduling_strategy"] = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)
+        handle = actor_cls.options(**placed).remote(settings.backend, backend_options, reference_root)
         ref = handle.info.options(concurrency_group="control").remote()
         # An actor waits for a free slot (another job may hold the GPUs); stay cancellable meanwhile.
         while not ray.wait([ref], timeout=config.poll_s)[0]:
             if ctx.cancel.is_set():
                 ray.kill(handle)
+                _release(group)
                 ctx.check()
         info = ray.get(ref)
         spawned += 1
-        return _Slot(handle, spawned, info["pid"], info["host"])
+        return _Slot(handle, spawned, info["pid"], info["host"], group=group)
 
     records: dict[int, Any] = {}
     attempts = [0] * len(plan.shots)
@@ -213,6 +255,7 @@ def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, 
                     retries.setdefault(index, []).append(f"cluster: {reason}; retried")
                     yield Notice("warning", f"cluster: {shot_id}: {reason}; retrying on another worker", shot_id)
                     pending.appendleft(index)
+                    _release(slot.group)  # the dead actor's GPUs go back before its replacement asks
                     slots[slots.index(slot)] = spawn()
                     continue
                 except ray.exceptions.RayTaskError as exc:
@@ -237,7 +280,21 @@ def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, 
                 except Exception:  # noqa: BLE001 - a worker that cannot close is killed anyway
                     pass
                 ray.kill(slot.handle)
+        for slot in slots:
+            _release(slot.group)
     return [records[i] for i in range(len(plan.shots))]
+
+
+def _release(group: Any) -> None:
+    """Give a split-shot actor's placement group back (nothing for an actor without one)."""
+    if group is None:
+        return
+    from ray.util.placement_group import remove_placement_group
+
+    try:
+        remove_placement_group(group)
+    except Exception:  # noqa: BLE001 - already removed, or the cluster is going away
+        pass
 
 
 def _poll(ray, busy: list[_Slot]) -> Iterator[Event]:

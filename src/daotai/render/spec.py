@@ -51,6 +51,8 @@ class DiffusersOptions(NeuralOptions):
     speed: Speed | None = Field(None, description="exact (default) | fast (approximate step caching) | off")
     adaptive: bool = Field(False, description="step a memory tier down after a shot with critical device health")
     offload: Offload | None = Field(None, description="memory tier (None: the memory planner decides)")
+    gpus: int = Field(1, ge=1, le=64, description="processes one shot is split across on this host (context "
+                                                  "parallel: a GPU each, or CPU processes with --device cpu)")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,12 @@ Checked against published figures (``test_runtime_memory.py`` keeps them within 
 - Wan2.1-T2V-14B, 1280x720, 81 frames, no offload: ~69 GB published; estimate ~62 GB
   (transformer 28 GB + UMT5 11.4 GB + activations 21.8 GB + overhead).
 
+A shot split over ``gpus`` processes (context parallelism, one per GPU) holds every weight on
+every GPU (nothing is sharded) while each GPU keeps only 1/gpus of the transformer's tokens, so
+the denoise activations divide by ``gpus``; attention's all-to-all exchanges swap sequence
+shards for head shards of the same size. Only rank 0 decodes, so the VAE's peak does not
+divide. :func:`gpus_that_fit` answers which split makes a size fit.
+
 Footprints with ``releasable_text_encoder`` (MiniMax-H3) keep the text encoder on the device only
 while encoding at the ``none`` tier: the backend moves it off before denoising. Nothing about
 MiniMax-H3 is measured yet; its figures are estimates from parameter counts.
@@ -127,12 +133,15 @@ def footprint_from_folder(folder, family: str) -> ModelFootprint:
 
 
 def estimate(model: "str | ModelFootprint", width: int, height: int, frames: int, bytes_per_param: float = 2.0,
-             offload: str = "none", vae_tiling: bool = False) -> MemoryEstimate:
-    """Peak accelerator memory for one generation at the given size and frame count."""
+             offload: str = "none", vae_tiling: bool = False, gpus: int = 1) -> MemoryEstimate:
+    """Peak memory of one accelerator for one generation (split over ``gpus`` when > 1) at a size and frame count."""
+    if gpus < 1:
+        raise ValueError(f"gpus: {gpus} must be at least 1")
     m = footprint_of(model)
     tokens = latent_tokens(m, width, height, frames)
     ffn = m.ffn or 4 * m.hidden
-    activations = tokens * (m.hidden * HIDDEN_TENSORS + ffn * FFN_TENSORS) * 2.0
+    # Each GPU of a split keeps ceil(tokens / gpus) of them (the last shard may be the longest).
+    activations = -(-tokens // gpus) * (m.hidden * HIDDEN_TENSORS + ffn * FFN_TENSORS) * 2.0
     pixels = width * height * frames
     # The VAE decodes causally in chunks of ~8 frames; tiling cuts a chunk's spatial extent ~8x.
     vae = pixels * m.vae_bytes_per_pixel / (8.0 if vae_tiling else 1.0) / max(frames / 8, 1) * 2
@@ -147,6 +156,19 @@ def estimate(model: "str | ModelFootprint", width: int, height: int, frames: int
     weights = _resident(m, offload, "denoise") * 1e9 * bytes_per_param
     peak = max(phases.values())
     return MemoryEstimate(weights, activations, vae, peak, offload, vae_tiling, tuple(phases.items()))
+
+
+GPU_COUNTS = (1, 2, 4, 8)  # splits offered: the GPU counts of one host
+
+
+def gpus_that_fit(model: "str | ModelFootprint", width: int, height: int, frames: int, budget_bytes: float,
+                  bytes_per_param: float = 2.0, counts: tuple[int, ...] = GPU_COUNTS) -> int | None:
+    """The fewest GPUs (of ``counts``) over which a shot fits each one with nothing offloaded; None if none do."""
+    for gpus in counts:
+        for tiling in (False, True):
+            if estimate(model, width, height, frames, bytes_per_param, "none", tiling, gpus).peak_bytes <= budget_bytes:
+                return gpus
+    return None
 
 
 # Lightest touch first: offload costs speed, so it is used only when needed.

@@ -61,6 +61,7 @@ class DiffusersShotRunner:
         self.offload = options.offload  # None: the memory planner decides
         self.adaptive = options.adaptive
         self.pipe: Any = None
+        self.group: Any = None  # the ranks holding the pipeline when one shot is split over gpus > 1 processes
         self.runtime: Any = None
         self.resolved: Any = None
         self.tier: str | None = None
@@ -73,7 +74,7 @@ class DiffusersShotRunner:
 
     def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
         """Load once (first shot), then reuse; yields load progress and the placement notice."""
-        if self.pipe is not None:
+        if self.pipe is not None or self.group is not None:
             return
         self.prepare()
         assert self.defaults is not None
@@ -95,6 +96,9 @@ class DiffusersShotRunner:
         assert self.defaults is not None
         yield Progress("load", shot_id, 0, 1, f"loading {self.model}")
         started = time.perf_counter()
+        if self.options.gpus > 1:
+            yield from self._load_group(request, shot_id, started)
+            return
         tier = self._choose_tier(request)
         self.pipe, self.resolved = self.build(self.model, self.family, self.runtime)
         self.pipe.set_progress_bar_config(disable=True)
@@ -105,6 +109,55 @@ class DiffusersShotRunner:
         yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
         yield Notice("info", f"{self.family}: {self.resolved.path.name} on {self.runtime.device} "
                              f"({self.runtime.transformer_dtype}), memory tier {self.tier}", shot_id)
+
+    def _load_group(self, request: NativeRequest, shot_id: str | None, started: float) -> Iterator[Event]:
+        """Spawn ``gpus`` ranks that each load the pipeline and split the transformer's sequence between them."""
+        from daotai.render.neural.parallel import RankGroup, RankSetup, check_world, free_port
+        from daotai.render.speed import levers_for
+
+        gpus, kind = self.options.gpus, self.runtime.kind
+        if self.build is not _load_checked or type(self) is not DiffusersShotRunner:
+            raise BackendError(f"gpus: {gpus} is not available for the {self.family} family yet; use gpus=1")
+        if self.offload not in (None, "none"):
+            raise BackendError(f"gpus: {gpus} keeps the whole model on each device; offload={self.offload!r} "
+                               "cannot be combined with it")
+        first = int(self.runtime.device.split(":", 1)[1]) if ":" in self.runtime.device else 0
+        check_world(gpus, kind, first)
+        if kind == "cuda":
+            self._check_group_fits(request, gpus)
+        setup = RankSetup(world=gpus, port=free_port(), family=self.family, options=self.options.model_dump(),
+                          options_type=type(self.options), default_model=self.model, device_kind=kind,
+                          first_device=first, sdpa=levers_for(self.speed, kind).sdpa)
+        group = RankGroup(setup)
+        group.start()
+        self.group, self.resolved = group, group.resolved
+        self.tier = "none"
+        self.tier_reason = f"split over {gpus} processes (context parallel)"
+        yield Progress("load", shot_id, 1, 1, f"loaded on {gpus} processes in {time.perf_counter() - started:.1f} s")
+        where = f"{kind}:{first}..{first + gpus - 1}" if kind == "cuda" else f"{gpus} CPU processes"
+        yield Notice("info", f"{self.family}: {self.resolved.path.name} split over {where} "
+                             f"({self.runtime.transformer_dtype}), memory tier none", shot_id)
+        if self.speed != "off":
+            yield Notice("info", "speed levers other than the SDPA kernel are off while a shot is split over "
+                                 "processes", shot_id)
+
+    def _check_group_fits(self, request: NativeRequest, gpus: int) -> None:
+        """Refuse before spawning when the planner says the model and 1/gpus of the activations miss each GPU."""
+        from daotai.runtime.memory import estimate, footprint_from_folder, gpus_that_fit
+        from daotai.runtime.models import resolve_model
+
+        row = catalog.model_row(self.model)
+        footprint = row.footprint if row is not None else footprint_from_folder(resolve_model(self.model).path, self.family)
+        peak = min(estimate(footprint, request.width, request.height, request.frames, 2.0, "none", tiling,
+                            gpus).peak_bytes for tiling in (False, True))
+        if peak <= self.runtime.memory_bytes:
+            return
+        fits = gpus_that_fit(footprint, request.width, request.height, request.frames, self.runtime.memory_bytes,
+                             bytes_per_param=2.0)
+        advice = f"gpus={fits} would fit" if fits else "no split fits: run with gpus=1 and offloading"
+        raise BackendError(f"gpus: {gpus} needs ~{peak / 1024**3:.1f} GiB per GPU at {request.width}x"
+                           f"{request.height}, {request.frames} frames, more than the "
+                           f"{self.runtime.memory_bytes / 1024**3:.1f} GiB each has; {advice}")
 
     def _apply_speed(self) -> None:
         """Select and apply the speed levers for this device (kernel levers only when nothing is offloaded)."""
@@ -176,7 +229,7 @@ class DiffusersShotRunner:
         from daotai.runtime.memory import TIERS
 
         index = TIERS.index(self.tier or "none")
-        if index + 1 >= len(TIERS):
+        if index + 1 >= len(TIERS) or self.group is not None:  # split shots keep the whole model on each device
             return None
         try:
             import torch
@@ -206,6 +259,12 @@ class DiffusersShotRunner:
                 return call_pipe(callback)
 
         def call_pipe(callback: Callable) -> Any:
+            if self.group is not None:
+                return self.group.run(dict(
+                    prompt=request.prompt, negative_prompt=request.negative_prompt, height=request.height,
+                    width=request.width, num_frames=request.frames, num_inference_steps=defaults.steps,
+                    guidance_scale=defaults.guidance, max_sequence_length=defaults.max_sequence_length, **extra,
+                ), request.seed, callback)  # (F, H, W, 3) uint8 from rank 0
             result = self.pipe(
                 prompt=request.prompt,
                 negative_prompt=request.negative_prompt,
@@ -281,8 +340,11 @@ class DiffusersShotRunner:
         yield Notice("warning", status.describe() + (f"; {advice}" if advice else ""), shot_id)
 
     def close(self) -> None:
-        """Drop the pipeline and free accelerator memory."""
+        """Drop the pipeline (stopping the ranks of a split shot) and free accelerator memory."""
         self.pipe = None
+        if self.group is not None:
+            group, self.group = self.group, None
+            group.close()
         try:
             import torch
 
@@ -319,7 +381,7 @@ def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
     samples: list[tuple[str, dict]] = []
     for item in runner.generate(shot, request, extra, ctx):
         if isinstance(item, tuple):
-            native = to_uint8(item[1])
+            native = item[1] if runner.group is not None else to_uint8(item[1])  # a group sends uint8 already
         else:
             # Halfway through denoising the device is at full load: throttling and heat show now.
             if isinstance(item, Progress) and item.stage == "denoise" and item.done == (item.total + 1) // 2:
