@@ -463,3 +463,68 @@ def test_prompts_command_knows_the_h3_budget(script):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "s1" in done.stdout
     assert "<Picture 1>" in done.stdout or "Static camera" in done.stdout  # H3's own labelled prompt
+
+
+def voice_wav(path: Path, seconds: float = 1.5, rate: int = 16000) -> Path:
+    """A mono 16-bit WAV of a 220 Hz tone (a stand-in voice recording)."""
+    import wave
+
+    t = np.arange(int(seconds * rate)) / rate
+    pcm = (0.3 * np.sin(2 * np.pi * 220 * t) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(pcm.tobytes())
+    return path
+
+
+def test_a_speakers_voice_recording_is_an_audio_reference_named_in_the_prompt(tiny_h3, tmp_path, recorded):
+    from diffusers.modular_pipelines.minimax_h3 import MiniMaxH3AudioReference
+
+    from daotai.plan.prompt import h3_prompt_for
+
+    voice_wav(tmp_path / "lin_voice.wav")
+    data = json.loads(json.dumps(SCRIPT))
+    data["characters"][0]["voice"] = "lin_voice.wav"
+    data["shots"] = data["shots"][:1]
+    path = tmp_path / "voices.json"
+    path.write_text(json.dumps(data))
+    (tmp_path / "lin.png").write_bytes(builders.png_bytes(48, 64, REFERENCE_RGB))
+    plan = plan_of(path)
+    assert next(c for c in plan.characters if c.id == "lin").voice == "lin_voice.wav"
+    backend = backend_for(tiny_h3, tmp_path)
+    try:
+        events = events_of(backend, plan, plan.shots[0])
+    finally:
+        backend.close()
+    references = recorded[0]["references"]
+    voice = references[-1]
+    # Resampled to the audio VAE's rate by FFmpeg (the tiny VAE keeps the released 32 kHz), mono kept.
+    assert isinstance(voice, MiniMaxH3AudioReference) and voice.sample_rate == 32000
+    assert voice.audio.shape[0] == 1 and abs(voice.audio.shape[1] - 48000) <= 64
+    spectrum = np.abs(np.fft.rfft(voice.audio[0].numpy()))
+    assert abs(np.argmax(spectrum) * 32000 / voice.audio.shape[1] - 220) < 2  # still the 220 Hz voice
+    prompt = recorded[0]["prompt"]
+    assert "<Audio 1> is the voice of lin" in prompt and 'lin says in the voice of <Audio 1>: "Morning."' in prompt
+    assert prompt == h3_prompt_for(plan, plan.shots[0])  # `daotai prompts` shows what is sent
+    order = next(e.text for e in events if isinstance(e, Notice) and "references:" in e.text)
+    assert "<Audio 1> voice of lin (1.5 s at 32000 Hz)" in order
+    # A script without a voice plans exactly as before (the field is left out of the plan).
+    assert "voice" not in plan_of(tmp_path / "voices.json").model_dump(mode="json")["characters"][1]
+
+
+def test_a_missing_voice_recording_is_named_by_its_field(tiny_h3, tmp_path):
+    data = json.loads(json.dumps(SCRIPT))
+    data["characters"][0]["voice"] = "nowhere.wav"
+    data["shots"] = data["shots"][:1]
+    path = tmp_path / "voices.json"
+    path.write_text(json.dumps(data))
+    (tmp_path / "lin.png").write_bytes(builders.png_bytes(48, 64, REFERENCE_RGB))
+    plan = plan_of(path)
+    backend = backend_for(tiny_h3, tmp_path)
+    try:
+        with pytest.raises(BackendError, match=r"characters\.lin\.voice: 'nowhere.wav' is not a file"):
+            events_of(backend, plan, plan.shots[0])
+    finally:
+        backend.close()

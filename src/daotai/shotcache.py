@@ -118,7 +118,8 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
         return file_sha256(file, memo) if file.is_file() else f"missing:{path}"
 
     characters = [c.model_dump(mode="json") for c in plan.characters]
-    references = {ref: referenced(ref) for c in plan.characters for ref in c.reference_images}
+    references = {ref: referenced(ref) for c in plan.characters
+                  for ref in (*c.reference_images, *((c.voice,) if getattr(c, "voice", None) else ()))}
     soundtrack = getattr(plan, "soundtrack", None)
     sound = None
     if soundtrack is not None:

@@ -152,11 +152,14 @@ class PlanCharacter(PlanModel):
     reference_images: tuple[str, ...]
     seed: int
     kind: str = Field(default="person", description="person, or animal (a dog, cat or horse: drawn on four legs)")
+    voice: str | None = Field(default=None, description="the character's voice recording, as the script names it")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Defaults are left out, so plans of scripts that do not use these fields stay as they were.
         data = handler(self)
-        return data if data.get("kind") != "person" else {k: v for k, v in data.items() if k != "kind"}
+        return {k: v for k, v in data.items()
+                if not (k == "kind" and v == "person") and not (k == "voice" and v is None)}
 
 
 class PlanSetPiece(PlanModel):

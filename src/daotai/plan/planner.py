@@ -683,6 +683,7 @@ def plan_script(script: Script) -> Plan:
                 colour=tuple(_r(v) for v in colours[c.id]),  # type: ignore[arg-type]
                 height=c.height,
                 reference_images=c.reference_images,
+                voice=c.voice,
                 seed=c.seed if c.seed is not None else derive_seed(script.seed, "character", c.id),
                 kind=kinds[c.id],
             )

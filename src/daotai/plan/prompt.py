@@ -334,6 +334,7 @@ def compose_h3_prompt(
     video: bool = False,
     keyframe: str | None = None,
     budget: PromptBudget | None = None,
+    voices: tuple[str, ...] = (),
 ) -> str:
     """The MiniMax-H3 prompt of a shot: what each reference is, the shot in film words, its lines and sound.
 
@@ -341,6 +342,8 @@ def compose_h3_prompt(
     one is given as a colour swatch. ``video``: a previz render of the shot is ``<Video 1>``.
     ``keyframe``: "previz" (the shot starts on its first previz frame) or "previous" (it continues
     from the last frame of the previous segment), labelled ``<Picture 1>`` as fl2va labels it.
+    ``voices``: character ids whose voice recordings are ``<Audio 1..n>`` (ref2va), in that order;
+    each such speaker's lines are said to be in that voice.
     The body is the planner's prompt (framing, angle, camera move, action, the author's words) with
     each pictured character's first mention labelled; it is cut to ``budget`` (the h3 family's)
     while the reference sentences, dialogue and sound are kept.
@@ -361,11 +364,15 @@ def compose_h3_prompt(
             intro.append("<Video 1> is a rough previz of this very shot: follow its camera move, framing, timing "
                          "and the blocking of the figures exactly, but render real people and a real set, "
                          "not the grey previz shapes")
+        for index, char_id in enumerate(voices, start=1):
+            intro.append(f"<Audio {index}> is the voice of {quote_name(names[char_id])}")
     elif workflow == "fl2va" and keyframe == "previz":
         intro.append("<Picture 1> is the first frame: its composition is the planned framing")
     elif workflow == "fl2va" and keyframe == "previous":
         intro.append("The shot continues seamlessly from <Picture 1>, its first frame: same people, set, light "
                      "and camera move")
+    voice_of = {char_id: f"<Audio {index}>" for index, char_id in enumerate(voices, start=1)} \
+        if workflow == "ref2va" else {}
     tail: list[str] = []
     sound = shot.sound
     if sound is not None:
@@ -373,7 +380,8 @@ def compose_h3_prompt(
             speaker = quote_name(names.get(line.character, line.character))
             language = f" (in {line.language})" if line.language else ""
             quote = line.line.strip().replace('"', "'")
-            tail.append(f'{speaker} says{language}: "{quote}"')
+            voice = f" in the voice of {voice_of[line.character]}" if line.character in voice_of else ""
+            tail.append(f'{speaker} says{language}{voice}: "{quote}"')
         if sound.sound.strip():
             tail.append(f"Sound: {_sentence(sound.sound, list(names.values()))}.")
     head = ". ".join(intro) + "." if intro else ""
@@ -385,10 +393,26 @@ def compose_h3_prompt(
     return _cut_words(" ".join(p for p in (head, body, end) if p), budget)
 
 
+H3_MAX_AUDIO_REFERENCES = 3  # MiniMax-H3 takes at most 3 audio references per request
+
+
+def h3_voices(plan: Plan, shot: ShotPlan) -> tuple[str, ...]:
+    """Character ids whose voice recordings condition a ref2va shot: its speakers with a ``voice``, in the
+    order they first speak, at most three."""
+    has_voice = {c.id for c in plan.characters if c.voice}
+    speakers: list[str] = []
+    for line in (shot.sound.dialogue if shot.sound is not None else ()):
+        if line.character in has_voice and line.character not in speakers:
+            speakers.append(line.character)
+    return tuple(speakers[:H3_MAX_AUDIO_REFERENCES])
+
+
 def h3_prompt_for(plan: Plan, shot: ShotPlan, forced: str = "auto") -> str:
     """What the h3 backend sends for a shot's first generation, from the plan alone (``daotai prompts``)."""
     workflow, _ = h3_workflow(plan, shot, forced)
     has_image = {c.id: bool(c.reference_images) for c in plan.characters}
     pictures = tuple((c, has_image[c]) for c in h3_pictures(shot)) if workflow == "ref2va" else ()
     keyframe = "previz" if workflow == "fl2va" else None
-    return compose_h3_prompt(plan, shot, workflow, pictures, video=workflow == "ref2va", keyframe=keyframe)
+    voices = h3_voices(plan, shot) if workflow == "ref2va" else ()
+    return compose_h3_prompt(plan, shot, workflow, pictures, video=workflow == "ref2va", keyframe=keyframe,
+                             voices=voices)

@@ -258,6 +258,11 @@ class Character(Model):
     reference_images: tuple[Annotated[str, Field(min_length=1, max_length=1024)], ...] = Field(
         default=(), max_length=8
     )
+    voice: str | None = Field(
+        default=None, min_length=1, max_length=1024,
+        description="a recording of the character's voice (wav, flac, mp3, m4a; relative to the script): "
+                    "MiniMax-H3 speaks the character's lines in it",
+    )
     seed: bounded_whole(ge=0, le=2**32 - 1) | None = None
 
 
