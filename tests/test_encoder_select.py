@@ -31,7 +31,7 @@ from daotai.render.base import Notice, RunContext
 from daotai.render.registry import create_backend
 from daotai.script.load import validate_script
 
-# A stand-in "hardware" encoder that opens everywhere: libx264 at CRF 51 misses the gate (27.7 dB on
+# A stand-in "hardware" encoder that opens everywhere: libx264 at CRF 51 misses the gate (27.8 dB on
 # the synthetic clip at 640x360, measured), at CRF 12 it passes.
 LOW_QUALITY = HardwareEncoder("libx264", "h264", "test", (("crf", "51"), ("preset", "ultrafast")))
 HIGH_QUALITY = HardwareEncoder("libx264", "h264", "test", (("crf", "12"), ("preset", "ultrafast")))

@@ -29,6 +29,7 @@ import json
 import math
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -190,6 +191,7 @@ def _render(plan: Any, out: Path, settings: Any, health: Callable[[Any], dict] |
     notices: list[str] = []
     steps: list[float] = []
     result = None
+    shutil.rmtree(out, ignore_errors=True)  # the check's own work folder: each run starts from nothing
     started = time.perf_counter()
     for event in run(plan, out, settings, health=health):
         if isinstance(event, Notice):
@@ -529,7 +531,10 @@ def encode(quick: bool) -> dict[str, Any]:
                 "psnr_mean_db": None if gate.psnr_mean_db is None else round(gate.psnr_mean_db, 2),
                 "psnr_std_db": round(gate.psnr_std_db, 3), "gate_ok": gate.ok, "gate": gate.reason}
 
-    rows = [row(measure_encoder(None, width, height, fps, frames, codec="h264"))]
+    # the software encoder of every codec compared: H.264 always, HEVC when a hardware HEVC encoder opens
+    codecs = ["h264"] + (["hevc"] if any(p.opens and hardware_encoder(n).codec == "hevc" for n, p in probes.items())
+                         else [])
+    rows = [row(measure_encoder(None, width, height, fps, frames, codec=codec)) for codec in codecs]
     for name, probe in probes.items():
         if probe.opens:
             try:
