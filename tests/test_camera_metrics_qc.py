@@ -97,3 +97,21 @@ def test_the_jerk_ignores_easing_and_reads_a_roll():
               for i in range(30)]
     measured = judder(rolled)
     assert measured.mean_speed_px > 0.5 and measured.jerk < JERK_BOUND
+
+
+def test_timing_alone_is_a_warning_unless_the_flow_check_agrees_and_a_wrong_direction_fails():
+    from daotai.qc.camera_metrics import CameraPathCheck, camera_errors, path_verdict
+
+    poses = np.repeat(np.eye(4)[None], 3, axis=0)
+    errors = camera_errors(poses, poses)
+
+    def check(reason: str) -> CameraPathCheck:
+        return CameraPathCheck(errors, 5.0, 0.05, 1.0, 0, 2, (reason,))
+
+    late = check("runs behind the plan by 30% of the move at frame 20 (dropped or repeated frames, or another speed)")
+    entry, failures, fine, note = path_verdict(late)
+    assert entry["ok"] is None and not failures and fine is None and "flow-based camera check" in note
+    entry, failures, _, note = path_verdict(late, flow_failed=True)
+    assert entry["ok"] is False and failures[0].startswith("camera path: runs behind") and note is None
+    _, failures, _, _ = path_verdict(check("turns the opposite way to the plan (20 deg planned)"))
+    assert failures and "opposite way" in failures[0]

@@ -28,9 +28,10 @@ from daotai.plan import geometry
 # Measured (tests/test_retime_judder.py): a 16 fps steady pan retimed to 30 fps scores 0.002
 # motion-interpolated and 0.94 with repeated frames (the source: 0.000); 0.2 separates them widely.
 JUDDER_BOUND = 0.2
-# Measured (tests/test_camera_metrics_qc.py, print with -s): previz renders of every example's moves
-# (eased) jerk at most ~0.2 (tracking noise on slow steps), a 16 fps pan shown at 30 by repetition ~2.
-JERK_BOUND = 0.5
+# Measured (tests/test_camera_metrics_qc.py, print with -s; QC of examples/*.json previz renders): moves
+# at 1 px a frame or more jerk 0.12-0.33, a previz close-up truck 0.44 (tracks on the subject); frames
+# repeated to show 16 fps at 24: 2.2. One repeat in five (24 at 30) works out at 1.0.
+JERK_BOUND = 0.7
 # The jerk's noise grows as the step shrinks (flow noise of ~0.05 px over a 0.3 px step reads 0.4);
 # QC judges pictures moving at least this much a frame, where repeated frames are also visible.
 JUDGED_SPEED_PX = 1.0
@@ -543,20 +544,35 @@ def scaled_intrinsics(intrinsics: geometry.Intrinsics, full: tuple[int, int],
     return (fx * sx, fy * sy, cx * sx, cy * sy)
 
 
-def path_verdict(check: CameraPathCheck | None, reason: str = "") -> tuple[dict, list[str], str | None, str | None]:
-    """qc.json's "camera_path" entry, its failures, its passing text and a warning (when not checked)."""
+# Reasons that read the path's shape (its direction, whether it travels) fail a shot on their own.
+# Timing and error-bound reasons fail it only where the flow-based camera check also fails: on
+# close-ups without a depth control the path is recovered from the subject's own texture, and
+# previz close-ups that follow their plan exactly measured up to 31% off in timing and 5.2 deg a
+# frame of RotErr (tests/test_qc_false_alarms.py's CLOSE_UPS); alone they are a warning.
+SHAPE_REASONS = ("turns the opposite way", "travels the opposite way", "does not travel")
+
+
+def path_verdict(check: CameraPathCheck | None, reason: str = "",
+                 flow_failed: bool = False) -> tuple[dict, list[str], str | None, str | None]:
+    """qc.json's "camera_path" entry, its failures, its passing text and a warning (not checked, or
+    only timing or error bounds off while the flow-based check passed: see SHAPE_REASONS)."""
     if check is None:
         return ({"checked": False, "ok": None, "reason": reason}, [], None,
                 f"camera path not recovered: {reason}")
     entry = {**check.as_dict(), "checked": True, "ok": check.passed,
              "rule": (f"per compared frame: RotErr <= {ROT_BOUND_DEG:g} deg + {ROT_BOUND_SHARE:g} x the planned turn, "
                       f"TransErr <= {TRANS_BOUND_M:g} m + {TRANS_BOUND_SHARE:g} x the planned path (after one scale "
-                      f"fit); direction, travel (parallax) and timing within {TIMING_BOUND:g} of the move")}
+                      f"fit); direction, travel (parallax) and timing within {TIMING_BOUND:g} of the move; timing "
+                      "and bounds fail only with the flow-based camera check, else they are a warning")}
     numbers = (f"RotErr {entry['RotErr_per_frame_deg']:.2f} deg/frame (bound {entry['rot_bound_deg']:.1f}), "
                f"TransErr {entry['TransErr_per_frame_m']:.3f} m/frame (bound {entry['trans_bound_m']:.2f}), "
                f"CamMC {entry['CamMC']:.2f}")
     if not check.passed:
-        return entry, [f"camera path: {'; '.join(check.reasons)} ({numbers})"], None, None
+        text = f"camera path: {'; '.join(check.reasons)} ({numbers})"
+        if flow_failed or any(r.startswith(SHAPE_REASONS) for r in check.reasons):
+            return entry, [text], None, None
+        entry["ok"] = None
+        return entry, [], None, f"{text}; the flow-based camera check found the move as planned"
     return entry, [], f"camera path as planned: {numbers}", None
 
 

@@ -621,7 +621,8 @@ def _camera_path_verdicts(entry: dict[str, Any], verdict: Callable[..., None], w
     intrinsics = [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in shot.cameras[:len(frames)]]
     check, why_not, measured = assess_frames(frames, size, cams[:len(frames)], intrinsics,
                                              excludes if any(e is not None for e in excludes) else None)
-    entry["camera_path"], problems, fine, note = path_verdict(check, why_not)
+    entry["camera_path"], problems, fine, note = path_verdict(check, why_not,
+                                                              (entry.get("camera") or {}).get("ok") is False)
     verdict("camera_path", problems, fine)
     if note:
         warnings.append(note)
