@@ -23,7 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "daotai"
 ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "pipeline", "front")
 BOTTOM = {"errors", "catalog", "files", "__init__"}
 FRONT = {"cli", "cli_progress", "doctor", "maccheck", "server", "cluster", "draft", "comfy"}
-PIPELINE = {"pipeline", "recheck", "shotcache", "encoder_choice"}  # recheck: `daotai qc DIR` (may render again); shotcache: reused shots; encoder_choice: the fidelity-gated encoder
+PIPELINE = {"pipeline", "recheck", "shotcache", "encoder_choice", "retakes"}  # recheck: `daotai qc DIR` (may render again); shotcache: reused shots; encoder_choice: the fidelity-gated encoder; retakes: takes per shot
 SIDE = {"runtime": {"bottom", "script", "plan"}, "mlx": {"bottom", "script", "plan", "runtime"}}
 
 

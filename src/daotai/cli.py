@@ -279,6 +279,19 @@ def render(
         False, "--force", help="render into a folder that is not a render of this script: it is replaced "
         "whole (a folder holding files daotai did not write is kept beside it as <folder>.replaced-<time>)"
     ),
+    takes: int = typer.Option(
+        1, "--takes", help="render each shot up to N times with other seeds; keep the first take that passes "
+        "the --retake-on checks (else the best, with a notice); the manifest records every take"
+    ),
+    take_budget: Optional[str] = typer.Option(
+        None, "--take-budget", help="wall-clock time the run may spend on takes after each shot's first, "
+        "e.g. 900, 15m, 1.5h (default: no limit); when it is spent the other shots keep their first take"
+    ),
+    retake_on: str = typer.Option(
+        "camera", "--retake-on", help="comma-separated checks that call for another take: camera (flow check and "
+        "recovered camera path), motion (judder, frozen frames), subject, framing, any, or a qc.json check name"
+    ),
+    keep_takes: bool = typer.Option(False, "--keep-takes", help="keep the takes not chosen under takes/<shot id>/"),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc.
 
@@ -304,7 +317,10 @@ def render(
         raise PlanError(f"--resolution: {resolution!r} cannot resize an existing plan; plan the script again "
                         "with --resolution")
     from daotai.encode.hardware import check_mode
+    from daotai.retakes import TakePolicy, parse_budget
 
+    retakes = TakePolicy(takes, parse_budget(take_budget), tuple(c.strip() for c in retake_on.split(",") if c.strip()),
+                         keep_takes)
     settings = PipelineSettings(
         backend=backend,
         codec=codec,
@@ -319,6 +335,7 @@ def render(
         cache=_cache_folder(cache_dir, no_cache),
         cache_bytes=int(cache_gb * 1024**3),
         force=force,
+        retakes=retakes,
     )
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
     try:
