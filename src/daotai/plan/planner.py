@@ -804,7 +804,10 @@ def _turns_over_shot(poses: np.ndarray) -> tuple[float, float, float]:
 
 
 def _dressed_set(script: Script, shots: list[ShotPlan]) -> tuple[PieceSpec, ...]:
-    """The scene's set kit laid around the blocking, clear of every path, camera and subject (seeded)."""
+    """The scene's set kit laid around the blocking, clear of every path, camera and subject (seeded).
+
+    A shot's camera must see its subject; in a two-person shot or a master (a wide with several
+    people) everyone in it, so no prop stands between the lens and any of them."""
     heights = {c.id: c.height for c in script.characters}
     people = [p.position for shot in shots for frame in shot.character_frames for p in frame]
     cameras = [shot.cameras[i].cam_to_world[3:12:4] for shot in shots for i in range(shot.frames)]
@@ -812,11 +815,15 @@ def _dressed_set(script: Script, shots: list[ShotPlan]) -> tuple[PieceSpec, ...]
     for shot in shots:
         if shot.subject is None:
             continue
+        everyone = shot.framing in ("over_the_shoulder", "two_shot") or (
+            shot.framing in ("wide", "extreme_wide") and len(shot.characters) > 1)
+        seen = shot.characters if everyone else (shot.subject,)
         for i in sorted({0, shot.frames // 2, shot.frames - 1}):
-            person = next(p for p in shot.character_frames[i] if p.id == shot.subject)
-            h = heights[shot.subject]
-            x, z = person.position
-            sightlines.append(Sightline(tuple(shot.cameras[i].cam_to_world[3:12:4]), ((x, 0.93 * h, z), (x, 0.6 * h, z))))
+            for person in (p for p in shot.character_frames[i] if p.id in seen):
+                h = heights[person.id]
+                x, z = person.position
+                sightlines.append(Sightline(tuple(shot.cameras[i].cam_to_world[3:12:4]),
+                                            ((x, 0.93 * h, z), (x, 0.6 * h, z))))
     return dress_set(script.scene.name, script.scene.description, derive_seed(script.seed, "set"),
                      np.array(people, np.float64).reshape(-1, 2), np.array(cameras, np.float64).reshape(-1, 3),
                      tuple(sightlines))

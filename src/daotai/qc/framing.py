@@ -17,7 +17,8 @@ control (metres along the view axis):
   set). Two-person shot types have bands of ×/÷ ``SHOT_TYPE_TOLERANCE`` around their own nominal
   share. Table for a 1.75 m person in docs/conventions.md.
 * **characters**: every character the framing names is visible (at least ``MIN_VISIBLE_PX``
-  mask pixels): the subject always; both people of a two-shot or an over-the-shoulder; everyone
+  mask pixels, or a third of what its whole figure would cover where it stands, for someone small
+  and far away): the subject always; both people of a two-shot or an over-the-shoulder; everyone
   present in a wide or extreme wide with several people (a master).
 * **over the shoulder**: the foreground person (the other person nearest the lens) is in the
   frame, nearer than the subject, and cut by a frame edge (left, right or bottom).
@@ -41,6 +42,7 @@ SIZES = ("extreme_close_up", "close_up", "medium_close_up", "medium", "medium_fu
 SHOT_TYPE_TOLERANCE = 1.3  # a two-person shot type's band: its nominal share ×/÷ this
 BODY_HALF_DEPTH_M = 0.10  # from the body's near surface to its axis, for a 1.75 m figure
 MIN_VISIBLE_PX = 20  # fewer mask pixels than this is not "visible" (a hand at the edge, a sliver)
+FIGURE_AREA = 0.2  # a figure covers about this share of the square on its height (people and animals alike)
 STEEP_VIEW_DEG = 35.0  # beyond this pitch the mask's extent is foreshortened: use the depth
 GROUP_FRAMINGS = ("wide", "extreme_wide")
 
@@ -126,7 +128,7 @@ def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.nd
                             f"a {measured} (band {low:.2f}–{top})")
 
     wanted = named_characters(plan, shot)
-    missing = [c for c in wanted if counts.get(c, 0) < MIN_VISIBLE_PX]
+    missing = [c for c in wanted if counts.get(c, 0) < _enough_pixels(plan, shot, c)]
     entry["characters"] = {"named": list(wanted), "missing": missing}
     if [c for c in missing if c != shot.subject]:
         problems.append(f"{', '.join(c for c in missing if c != shot.subject)} not in the picture, "
@@ -150,6 +152,19 @@ def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.nd
     entry["problems"] = problems
     entry["frame_size"] = [width, height]
     return entry
+
+
+def _enough_pixels(plan: Plan, shot: ShotPlan, char_id: str) -> float:
+    """Mask pixels that make ``char_id`` visible at the first frame: MIN_VISIBLE_PX, or a third of what
+    the whole figure would cover at its distance when that is less (a small figure far off in a master)."""
+    cam = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)
+    person = next(p for p in shot.character_frames[0] if p.id == char_id)
+    height = next(c.height for c in plan.characters if c.id == char_id)
+    centre = np.array([person.position[0], height / 2.0, person.position[1]])
+    depth = max(float(-(cam[:3, :3].T @ (centre - cam[:3, 3]))[2]), 1e-3)  # along the view axis, m
+    fy = float(np.array(shot.cameras[0].K).reshape(3, 3)[1, 1])
+    whole = FIGURE_AREA * (height * fy / depth) ** 2
+    return max(1.0, min(float(MIN_VISIBLE_PX), whole / 3.0))
 
 
 def _share(shot: ShotPlan, subject_px: np.ndarray, depth_m: np.ndarray, h_m: float) -> tuple[float, str]:
