@@ -424,8 +424,8 @@ def test_licence_gate_refuses_then_records_acceptance(tiny_h3, script, config_di
 
 
 class _Runtime:
-    def __init__(self, gib: float):
-        self.kind, self.device, self.memory_bytes = "cuda", "cuda", int(gib * 1024**3)
+    def __init__(self, gib: float, kind: str = "cuda"):
+        self.kind, self.device, self.memory_bytes = kind, kind, int(gib * 1024**3)
 
 
 @pytest.mark.parametrize(("gib", "tier", "released"), [
@@ -528,3 +528,25 @@ def test_a_missing_voice_recording_is_named_by_its_field(tiny_h3, tmp_path):
             events_of(backend, plan, plan.shots[0])
     finally:
         backend.close()
+
+
+def test_on_apple_silicon_every_component_counts_and_int8_is_offered():
+    from daotai.mlx.memory import working_set_bytes
+    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.neural.request import NativeRequest
+
+    request = NativeRequest(1344, 768, 124, 24.0, "", "", 0)
+
+    def runner(gb: int, weights: str | None = None) -> H3Runner:
+        made = H3Runner(H3Options(weights=weights), "minimax-h3")
+        made.runtime, made.planned_workflows = _Runtime(working_set_bytes(gb) / 1024**3, "mps"), {"t2va"}
+        return made
+
+    # A 192 GB Mac: the conditioner cannot be "released" into the same pool, so bf16 does not fit...
+    with pytest.raises(BackendError, match=r"unified memory .*offloading frees nothing.*weights=int8 it needs ~116 GiB"):
+        runner(192)._tier_for(request)
+    # ...int8 rows do, with everything resident; a 256 GB Mac holds bf16.
+    small = runner(192, "int8")
+    assert small._tier_for(request) == "none" and not small.release_conditioner
+    assert "one pool" in small.tier_reason
+    assert runner(256)._tier_for(request) == "none"

@@ -144,6 +144,29 @@ def collect() -> list[Check]:
     from daotai.mlx.memory import doctor_rows, this_mac
 
     checks.extend(Check(name, value, True) for name, value in doctor_rows(this_mac()))
+    checks.extend(h3_mac_checks())
+    return checks
+
+
+def h3_mac_checks() -> list[Check]:
+    """MiniMax-H3 on Apple Silicon: which Mac sizes hold a 5 s 1344x768 t2va generation (planning only).
+
+    One memory pool: every component counts, the conditioner too; int8 rows halve the transformer.
+    """
+    from dataclasses import replace
+
+    from daotai import catalog
+    from daotai.mlx.memory import MAC_SIZES_GB, working_set_bytes
+    from daotai.runtime.memory import estimate
+
+    footprint = catalog.footprint("minimax-h3")
+    assert footprint is not None
+    whole = replace(footprint, releasable_text_encoder=False)
+    checks = []
+    for label, model in (("bf16", whole), ("int8 weights", replace(whole, transformer_b=whole.transformer_b / 2))):
+        need = estimate(model, 1344, 768, 124, 2.0).peak_bytes
+        sizes = ", ".join(f"{gb} GB {'fits' if need <= working_set_bytes(gb) else 'no'}" for gb in MAC_SIZES_GB)
+        checks.append(Check(f"MiniMax-H3 5 s on a Mac, {label} (estimate)", f"~{need / GIB:.0f} GiB: {sizes}", True))
     return checks
 
 

@@ -326,6 +326,8 @@ class H3Runner(DiffusersShotRunner):
         # A ref2va request packs its video and picture references beside the generated frames: count them.
         frames = request.frames + self.reference_frames
         budget = self.runtime.memory_bytes
+        if self.runtime.kind == "mps":
+            return self._unified_tier(footprint, request, frames, budget)
         resident = choose_settings(replace(footprint, releasable_text_encoder=False), request.width, request.height,
                                    frames, budget)
         if resident is not None and resident.offload == "none":
@@ -337,6 +339,27 @@ class H3Runner(DiffusersShotRunner):
         released = "; conditioner released after encoding" if self.release_conditioner else ""
         self.tier_reason = f"memory planner: ~{choice.estimate.peak_bytes / GIB:.1f} GiB peak estimated{released}"
         return choice.tier
+
+    def _unified_tier(self, footprint: Any, request: NativeRequest, frames: int, budget: float) -> str:
+        """Apple Silicon: host and GPU share one memory pool, so offloading or releasing the conditioner frees
+        nothing; every component counts. Refuse before loading when the whole workflow does not fit."""
+        from daotai.runtime.memory import GIB, estimate
+
+        whole = replace(footprint, releasable_text_encoder=False)
+        need = estimate(whole, request.width, request.height, frames, 2.0).peak_bytes
+        if need <= budget:
+            self.tier_reason = (f"memory planner: ~{need / GIB:.1f} GiB of unified memory estimated (one pool: "
+                                "every component counted)")
+            return "none"
+        hint = ""
+        if self.options.weights != "int8":
+            halved = estimate(replace(whole, transformer_b=whole.transformer_b / 2), request.width, request.height,
+                              frames, 2.0).peak_bytes
+            hint = f"; with -O weights=int8 it needs ~{halved / GIB:.0f} GiB"
+        raise BackendError(f"minimax-h3 at {request.width}x{request.height}, {request.frames} frames needs ~"
+                           f"{need / GIB:.0f} GiB of unified memory and this Mac's GPU may use "
+                           f"{budget / GIB:.0f} GiB (offloading frees nothing on one memory pool){hint}; "
+                           "or render shorter shots")
 
     def _load_workflows(self, workflows: set[str], shot_id: str) -> Iterator[Event]:
         """Load the components ``workflows`` add (off the device), then place the whole pipeline again."""
