@@ -127,6 +127,10 @@ class ModelRow:
     licence_url: str = ""
     # Download size per workflow (GB, roughly), for families whose workflows load partitions.
     workflow_sizes_gb: Mapping[str, float] = field(default_factory=dict)
+    # A checkpoint that is not a diffusers folder (no model_index.json): `models pull` fetches only
+    # the files matching these patterns (as the hub matches them: * spans folders) and checks them
+    # as safetensors. Empty: a diffusers folder, pulled whole (pickles never).
+    checkpoint_files: tuple[str, ...] = ()
 
     @property
     def licence_gated(self) -> bool:
@@ -226,6 +230,11 @@ _CAM13 = ModelFootprint("wan2.1-fun-1.3b-control-camera", 1.5, 6.31, 0.13, 16, 4
 _CAM14 = ModelFootprint("wan2.1-fun-14b-control-camera", 15.1, 6.31, 0.13, 16, 4, 5120, 120.0, 13824, 40)
 _CAM22_5B = ModelFootprint("wan2.2-fun-5b-control-camera", 5.3, 5.68, 0.7, 32, 4, 3072, 120.0, 14336, 30)
 _CAM22_A14B = ModelFootprint("wan2.2-fun-a14b-control-camera", 29.0, 5.68, 0.13, 16, 4, 5120, 120.0, 13824, 80)
+# What the wan-camera backend reads from a published Control-Camera repository: the transformer's
+# safetensors (one file, or shards with their index, at the top or, for a two-expert model, in one
+# sub-folder per expert) and its config. The VAE and the text and image encoders come from the diffusers base.
+CONTROL_CAMERA_FILES = ("*diffusion_pytorch_model*.safetensors", "*diffusion_pytorch_model*.safetensors.index.json",
+                        "config.json", "*/config.json", "README.md", "LICENSE*")
 _LTX2B = ModelFootprint("ltx-video-2b", 1.92, 4.76, 0.4, 32, 8, 2048, 40.0, 8192, 28)
 _LTX13B = ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16384, 48)
 # MiniMax-H3: one transformer partition 33.1 B (diffusers' default config: 50 blocks, width 5376,
@@ -253,16 +262,18 @@ _MODELS = (
     # Wan-Fun Control-Camera (alibaba-pai, Apache-2.0). The repositories hold VideoX-Fun's layout: the
     # transformer with its control_adapter.* tensors as safetensors, the VAE and text/image encoders as
     # pickles (which daotai refuses). The wan-camera backend runs them as a diffusers Wan folder of the
-    # same base with the transformer and adapter from the checkpoint (-O checkpoint=<its folder>).
+    # same base with the transformer and adapter from the checkpoint (-O checkpoint=<its folder>), so
+    # `models pull` fetches only the transformer's safetensors (shards, index) and its config.
+    # Sizes are the whole repositories' (the pull itself is sized from the hub's file list).
     ModelRow("wan2.1-fun-1.3b-control-camera", "alibaba-pai/Wan2.1-Fun-V1.1-1.3B-Control-Camera", None, "wan-camera",
-             "WanImageToVideoPipeline", _CAM13, 19.0, APACHE),
+             "WanImageToVideoPipeline", _CAM13, 19.0, APACHE, checkpoint_files=CONTROL_CAMERA_FILES),
     ModelRow("wan2.1-fun-14b-control-camera", "alibaba-pai/Wan2.1-Fun-V1.1-14B-Control-Camera", None, "wan-camera",
-             "WanImageToVideoPipeline", _CAM14, 47.0, APACHE),
+             "WanImageToVideoPipeline", _CAM14, 47.0, APACHE, checkpoint_files=CONTROL_CAMERA_FILES),
     ModelRow("wan2.2-fun-5b-control-camera", "alibaba-pai/Wan2.2-Fun-5B-Control-Camera", None, "wan-camera",
              "WanImageToVideoPipeline", _CAM22_5B, 30.0, APACHE,
-             MappingProxyType({"native_fps": 24.0, "size_multiple": 32})),
+             MappingProxyType({"native_fps": 24.0, "size_multiple": 32}), checkpoint_files=CONTROL_CAMERA_FILES),
     ModelRow("wan2.2-fun-a14b-control-camera", "alibaba-pai/Wan2.2-Fun-A14B-Control-Camera", None, "wan-camera",
-             "WanImageToVideoPipeline", _CAM22_A14B, 70.0, APACHE),
+             "WanImageToVideoPipeline", _CAM22_A14B, 70.0, APACHE, checkpoint_files=CONTROL_CAMERA_FILES),
     ModelRow("ltx-video-2b", "Lightricks/LTX-Video", None, "ltx", "LTXPipeline", _LTX2B, 28.0, LTX_LICENCE),
     ModelRow("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline",
              _LTX13B, 60.0, LTX_LICENCE, MappingProxyType({"steps": 8, "guidance": 1.0})),

@@ -455,8 +455,13 @@ def find_adapter(folder: Path, component: str, explicit: Sequence[Path] = ()) ->
 
 
 def checkpoint_files(location: str) -> list[Path]:
-    """The safetensors shards of a published checkpoint (a folder, or one file); pickles are refused."""
+    """The safetensors shards of a published checkpoint (a folder, one file, or the catalog name of one
+    pulled with ``daotai models pull``); pickles are refused."""
+    from daotai.runtime.models import checkpoint_folder
+
     path = Path(location).expanduser()
+    pulled = checkpoint_folder(location) if not path.exists() else None
+    path = pulled if pulled is not None else path
     if path.is_dir():
         files = sorted(path.glob("diffusion_pytorch_model*.safetensors")) or sorted(path.glob("*.safetensors"))
         if not files:

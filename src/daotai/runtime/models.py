@@ -40,6 +40,7 @@ import re
 import shutil
 import struct
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -145,7 +146,36 @@ def cached_path(spec: ModelRow) -> Path | None:
         path = storage / "snapshots" / commit
         if any((path / name).is_file() for name in (INDEX_NAME, MODULAR_INDEX_NAME)):
             return path
+        if spec.checkpoint_files and (path / MANIFEST_NAME).is_file():  # a checkpoint: pulled and hashed
+            return path
     return None
+
+
+def checkpoint_folder(name: str) -> Path | None:
+    """The pulled folder of a checkpoint row called ``name`` (checked against its manifest), or None
+    when ``name`` is no such row; a row not pulled yet says how to pull it."""
+    spec = catalog.model_row(name)
+    if spec is None or not spec.checkpoint_files:
+        return None
+    path = cached_path(spec)
+    if path is None:
+        raise BackendError(f"checkpoint: {spec.name} is not downloaded; run: daotai models pull {spec.name}")
+    check_manifest(path, full=False)
+    return path
+
+
+def check_checkpoint_folder(folder: Path, spec: ModelRow) -> list[Path]:
+    """A pulled checkpoint (no model_index.json): safetensors only, every header readable; returns them."""
+    weights = sorted(p for p in _files(folder) if p.suffix == ".safetensors")
+    if not weights:
+        raise BackendError(f"{folder}: no .safetensors file matching {', '.join(spec.checkpoint_files)}; "
+                           f"{spec.repo_id} is not laid out as {spec.name} expects")
+    for path in _files(folder):
+        if path.suffix in PICKLE_SUFFIXES:
+            raise BackendError(f"{path}: pickle files are refused (they can run code when loaded)")
+    for path in weights:
+        read_safetensors_header(path)  # a truncated or forged header is refused here
+    return weights
 
 
 def resolve_model(name_or_path: str) -> ResolvedModel:
@@ -616,7 +646,9 @@ def _fetch(spec: ModelRow, snapshot: HubSnapshot | None, workflow: str | None, c
     verify every file against the hub's sha256, record a manifest and the commit; returns the folder."""
     hub = _hub()
     allow = None
-    if components is not None:
+    if spec.checkpoint_files:  # not a diffusers folder: only the files its backend reads
+        allow = list(spec.checkpoint_files)
+    elif components is not None:
         allow = [INDEX_NAME, MODULAR_INDEX_NAME, "README.md", "LICENSE*", "LICENCE*", *(f"{c}/*" for c in components)]
     ignore = [f"*{s}" for s in PICKLE_SUFFIXES + tuple(UNSUPPORTED_SUFFIXES)]
     cache = hub_cache_dir()
@@ -644,8 +676,16 @@ def _fetch(spec: ModelRow, snapshot: HubSnapshot | None, workflow: str | None, c
     source = {"kind": "hub", "repo_id": spec.repo_id, "commit": snapshot.commit}
     if workflow is not None:
         source["workflow"] = workflow
+    missing = sorted(k for k, v in snapshot.sha256.items() if not (folder / k).exists()
+                     and spec.checkpoint_files and any(fnmatch(k, p) for p in spec.checkpoint_files))
+    if missing:
+        raise BackendError(f"{what}: {', '.join(missing[:4])} did not arrive from {spec.repo_id}; run the command "
+                           "again (downloads resume)")
     write_folder_manifest(folder, expected, source)
-    check_model_folder(folder, spec.family, components)
+    if spec.checkpoint_files:
+        check_checkpoint_folder(folder, spec)
+    else:
+        check_model_folder(folder, spec.family, components)
     _record_pull(spec, snapshot.commit or folder.name, workflow, what.split(" ")[1])
     return folder
 
