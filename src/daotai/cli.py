@@ -321,6 +321,10 @@ def render(
 
     retakes = TakePolicy(takes, parse_budget(take_budget), tuple(c.strip() for c in retake_on.split(",") if c.strip()),
                          keep_takes)
+    if takes > 1 and cluster:
+        from daotai.errors import OptionError
+
+        raise OptionError.at("--takes", takes, "retakes run on this machine only; leave out --cluster to use them")
     settings = PipelineSettings(
         backend=backend,
         codec=codec,
