@@ -21,6 +21,10 @@ from daotai.server.testing import ServerProcess  # noqa: E402
 # of a server started without --warm pays the imports and the GL or model load, 1.7x a later one).
 MARGIN_RATIO = 0.25
 MARGIN_S = 0.5
+# A tiny neural model on the CPU: torch's kernels are primed per tensor shape, and a job's prompt
+# is tokenised to another length than the warm-up's, so its first text encoding pays ~1 s
+# (against the ~60-80 s of imports and model load a server without --warm puts on its first job).
+NEURAL_MARGIN_S = 1.5
 SCRIPT = {"fps": 24, "size": "320x180", "characters": [{"id": "ana", "colour": "#3366cc"}],
           "shots": [{"shot_id": "a", "duration": 0.5, "subject": "ana", "camera": "push_in"},
                     {"shot_id": "b", "duration": 0.5, "subject": "ana", "camera": "pan_left"}]}
@@ -42,6 +46,7 @@ def job_seconds(server: ServerProcess, script: dict, backend: str = "previz") ->
     """Seconds from POST /v1/jobs to the job reading completed (polled every 20 ms)."""
     started = time.perf_counter()
     job = httpx.post(f"{server.url}/v1/jobs", params={"backend": backend}, json=script, timeout=30).json()
+    server.job_ids = [*getattr(server, "job_ids", []), job["id"]]
     while True:
         status = httpx.get(f"{server.url}/v1/jobs/{job['id']}").json()
         if status["status"] in ("completed", "failed", "cancelled"):
@@ -68,6 +73,10 @@ def test_a_warm_previz_server_serves_its_first_job_as_fast_as_the_next(tmp_path)
         state = wait_warm(server)
         assert state["spec"] == "previz" and state["seconds"] > 0
         first, warm = first_and_warm(server, SCRIPT)
+        # one backend served every job, and every manifest still says which rasteriser drew it
+        for job_id in server.job_ids:
+            manifest = httpx.get(f"{server.url}/v1/jobs/{job_id}/files/manifest").json()
+            assert any("previz OpenGL" in n for s in manifest["shots"] for n in s["notices"]), job_id
     finally:
         server.stop()
     print(f"\npreviz --warm: first job {first:.2f} s, later jobs (median of 3) {warm:.2f} s, "
@@ -101,7 +110,7 @@ def test_a_warm_neural_server_loads_its_model_before_the_first_job(tmp_path, tin
     print(f"\nwan (tiny) --warm: first job {first:.2f} s, later jobs (median of 3) {warm:.2f} s, "
           f"warm-up {state['seconds']:.2f} s")
     assert "warm in" in log
-    assert first <= warm * (1 + MARGIN_RATIO) + MARGIN_S, (first, warm)
+    assert first <= warm * (1 + MARGIN_RATIO) + NEURAL_MARGIN_S, (first, warm)
 
 
 def test_warm_refuses_an_unknown_backend_before_serving(tmp_path):

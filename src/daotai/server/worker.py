@@ -450,7 +450,10 @@ def warm_up(data_dir: str | Path, spec: str, executor: HeldBackendExecutor, spee
     atomic_write_text(state, json.dumps({"spec": spec, "ready": False}) + "\n")
     try:
         warm = parse_warm(spec)
-        script = {"shots": [{"shot_id": "warm_up", "duration": WARM_SHOT_S}], **({"size": warm.size} if warm.size else {})}
+        # one character framed as the subject: the paths a typical job takes (figures, subject checks)
+        script = {"characters": [{"id": "warm_up"}],
+                  "shots": [{"shot_id": "warm_up", "duration": WARM_SHOT_S, "subject": "warm_up"}],
+                  **({"size": warm.size} if warm.size else {})}
         plan = plan_script(validate_script(script))
         settings = replace(job_settings(data_dir, warm.backend, "script", warm.options, None, speed), cache=None)
         with tempfile.TemporaryDirectory(prefix=".warm-", dir=data_dir) as folder:

@@ -100,6 +100,7 @@ def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
                 pose_phase=p.pose_phase,
                 head_turn_deg=p.head_turn,
                 kind=characters[p.id].kind,
+                pose_weight=p.pose_weight,
                 look=looks[p.id],
             )
             for p in people
@@ -133,7 +134,7 @@ class PrevizBackend:
         self.soften_px = options.soften_px
         self._renderer: PrevizRenderer | None = None
         self._key: tuple | None = None
-        self._announced = False
+        self._announced: Plan | None = None  # the plan (run) last told which rasteriser draws
 
     def _renderer_for(self, plan: Plan) -> PrevizRenderer:
         key = (plan.width, plan.height, plan.scene.model_dump_json())
@@ -151,8 +152,10 @@ class PrevizBackend:
         """Yield a Frame per planned frame (RGB + depth + mask) and progress every few frames."""
         renderer = self._renderer_for(job.plan)
         shot = job.shot
-        if not self._announced:  # once per backend: the manifest keeps which rasteriser drew the frames
-            self._announced = True
+        # once per run (a warm server's worker keeps one backend for many jobs): every manifest
+        # keeps which rasteriser drew the frames
+        if self._announced is not job.plan:
+            self._announced = job.plan
             yield Notice("info", f"previz OpenGL: {renderer.describe()}", shot.shot_id)
         yield Progress("render", shot.shot_id, 0, shot.frames)
         for index, state in enumerate(frame_states(job.plan, shot)):
