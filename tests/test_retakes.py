@@ -117,3 +117,15 @@ def test_policy_and_budget_are_checked():
     assert TakePolicy(retake_on=("camera", "subject")).checks == {"camera", "camera_path", "subject"}
     assert TakePolicy(retake_on=("any",)).checks is None
     assert len({take_seed(7, k) for k in range(1, 17)}) == 16 and take_seed(7, 1) == 7
+
+
+def test_takes_with_a_cluster_are_refused_before_any_work(tmp_path):
+    from typer.testing import CliRunner
+
+    from daotai import cli
+
+    script, _ = plan_seed(tmp_path)
+    result = CliRunner().invoke(cli.app, ["render", str(script), "-o", str(tmp_path / "out"), "--takes", "2",
+                                          "--cluster", "local"])
+    assert isinstance(result.exception, OptionError) and "--cluster" in str(result.exception)
+    assert not (tmp_path / "out").exists()
