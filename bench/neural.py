@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -919,6 +920,10 @@ def gpus_bench(args: Any) -> None:
         config["width"], config["height"] = RESOLUTIONS[args.resolution]
     device = args.device or ("cpu" if args.tiny else "cuda")
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    if device == "cpu":
+        # On the CPU a "GPU" is a share of the cores: each of N ranks takes cores // N threads,
+        # so the 1-process reference gets one share too (else it races the others for every core).
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(counts)))
     steps = args.steps or (4 if args.tiny else facts["steps"])
     work = Path(tempfile.mkdtemp(prefix="daotai-bench-"))
     folder = args.folder or work / f"{family}-{args.arch}-random"
@@ -957,6 +962,15 @@ def gpus_bench(args: Any) -> None:
 
 
 def main() -> None:
+    import sys
+
+    if "--model" in sys.argv and sys.argv[sys.argv.index("--model") + 1:][:1] == ["h3"]:
+        # MiniMax-H3 has its own bench (a released-size partition cannot be saved on a bench machine's disk).
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import h3
+
+        rest = sys.argv[1:sys.argv.index("--model")] + sys.argv[sys.argv.index("--model") + 2:]
+        raise SystemExit(h3.main(rest))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="tiny random model on the CPU (smoke test)")
     parser.add_argument("--gpus", default=None, metavar="COUNTS",
@@ -964,9 +978,9 @@ def main() -> None:
     parser.add_argument("--arch", choices=("1.3b", "14b"), default="1.3b", help="with --gpus: Wan transformer size")
     parser.add_argument("--resolution", choices=tuple(RESOLUTIONS), default="480p", help="with --gpus: frame size")
     parser.add_argument("--speed", default="off", help="with --gpus: the backend's speed mode for every count")
-    parser.add_argument("--model", choices=("wan", "ltx", "wan-vace"), default="wan",
+    parser.add_argument("--model", choices=("wan", "ltx", "wan-vace", "h3"), default="wan",
                         help="wan: Wan2.1-T2V-1.3B, 480x832, 81 frames, CFG 5; ltx: LTX-Video 2B, 768x512, "
-                             "121 frames, CFG 3")
+                             "121 frames, CFG 3; h3: MiniMax-H3 at its released size (bench/h3.py)")
     parser.add_argument("--only", default=None,
                         help="comma-separated contenders to run after stock (e.g. exact,fast,attn-fa4)")
     parser.add_argument("--attention", action="store_true",
