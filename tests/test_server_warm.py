@@ -125,3 +125,35 @@ def test_warm_refuses_an_unknown_backend_before_serving(tmp_path):
                            "--data-dir", str(tmp_path), "--warm", "previz@big"], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2 and "832x480" in done.stderr
+
+
+def test_a_held_backend_renders_each_job_as_a_fresh_one_would(tmp_path):
+    """Jobs through one held previz backend (sizes and scenes changing between them) give the
+    bytes a fresh backend gives."""
+    import hashlib
+
+    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import validate_script
+    from daotai.server.worker import HeldBackendExecutor
+
+    other = {**seeded(4), "size": "160x96", "scene": {"time_of_day": "night"}}
+
+    def render(script: dict, out, executor=None) -> dict[str, str]:
+        plan = plan_script(validate_script(script))
+        events = list(run(plan, out, PipelineSettings(), executor=executor))
+        assert isinstance(events[-1], Finished)
+        return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(out.rglob("*")) if p.is_file() and p.suffix in (".mp4", ".png")}  # .mkv: random ids
+
+    held = HeldBackendExecutor()
+    try:
+        first = render(seeded(3), tmp_path / "held-1", held)
+        backend = held._held[1]
+        assert render(other, tmp_path / "held-2", held) == render(other, tmp_path / "fresh-2")
+        again = render(seeded(3), tmp_path / "held-3", held)
+        assert held._held[1] is backend  # one backend served all three jobs
+    finally:
+        held.close()
+    assert first == again == render(seeded(3), tmp_path / "fresh-1")
+    assert any(name.startswith("shots/") for name in first)
