@@ -129,3 +129,16 @@ def test_takes_with_a_cluster_are_refused_before_any_work(tmp_path):
                                           "--cluster", "local"])
     assert isinstance(result.exception, OptionError) and "--cluster" in str(result.exception)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_shot_rendered_once_is_not_reused_for_a_run_with_takes(installed):
+    from daotai.pipeline import PipelineSettings, encode_settings_for, shot_keys
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import validate_script
+
+    plan = plan_script(validate_script(SCRIPT))
+    once = PipelineSettings(backend="fickle", controls=False)
+    thrice = PipelineSettings(backend="fickle", controls=False, retakes=TakePolicy(takes=3))
+    budgeted = PipelineSettings(backend="fickle", controls=False, retakes=TakePolicy(takes=3, budget_s=60.0))
+    keys = [shot_keys(plan, s, encode_settings_for(s), None)["pan"] for s in (once, thrice, budgeted)]
+    assert keys[0] != keys[1] == keys[2]

@@ -621,8 +621,12 @@ def shot_keys(plan: Plan, settings: PipelineSettings, encode: Any, source: Path 
     spec = spec_for(settings.backend)
     model = (settings.options.get("model") or spec.default_model) if spec.family is not None else None
     memo: dict[Path, str] = {}
-    return {shot.shot_id: shot_key(key_fields(plan, shot, settings.backend, dict(settings.options), settings.controls,
-                                              encode, source, model, memo))
+    # With retakes the kept take depends on how many takes a shot may have and which checks judge
+    # them, so a shot rendered once is not reused for a run asking for takes (daotai.retakes)
+    takes = {"retakes": {"takes": settings.retakes.takes, "retake_on": sorted(settings.retakes.retake_on)}} \
+        if settings.retakes.takes > 1 else {}
+    return {shot.shot_id: shot_key({**key_fields(plan, shot, settings.backend, dict(settings.options),
+                                                 settings.controls, encode, source, model, memo), **takes})
             for shot in plan.shots}
 
 
