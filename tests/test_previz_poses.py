@@ -104,3 +104,22 @@ def test_a_sitter_is_lower_and_sits_on_a_seat_and_poses_render_the_same_twice():
         assert _render(plan, i, 3).rgb.tobytes() == _render(plan, i, 3).rgb.tobytes()
     pointing = _render(plan, 2)
     assert ((pointing.masks == 1) != (standing.masks == 1)).sum() > 100  # the arm comes up toward the lens
+
+
+def test_sitting_down_getting_up_and_settling_after_a_walk_are_gradual():
+    lone = [{"id": "lin", "facing": 0}]
+    down = _plan({"action": "Lin sits down", "framing": "full"}, {"action": "林站起来", "framing": "full"},
+                 {"action": "Lin walks to the chair and sits", "framing": "full", "duration": 1.5,
+                  "blocking": [{"character": "lin", "to": [0.5, 0.5], "end": 0.4}]}, characters=lone)
+    weights = [[_me(s, i).pose_weight for i in range(s.frames)] for s in down.shots]
+    assert weights[0][0] == 0.0 and weights[0][-1] == pytest.approx(1.0, abs=0.01)
+    assert all(a <= b for a, b in zip(weights[0], weights[0][1:], strict=False))  # down, never back up
+    assert weights[1][0] == 1.0 and weights[1][-1] == pytest.approx(0.0, abs=0.01)
+    walking = [_me(down.shots[2], i).walking for i in range(down.shots[2].frames)]
+    after = walking.index(False)
+    assert weights[2][after] < 0.1 and weights[2][-1] == pytest.approx(1.0)  # settles once the walk is over
+    tops = []
+    for frame in (0, down.shots[0].frames // 2, down.shots[0].frames - 1):
+        masks = _render(down, 0, frame).masks
+        tops.append(int(np.nonzero((masks == 1).any(axis=1))[0].min()))
+    assert tops[0] < tops[1] < tops[2]  # the head goes down as she sits

@@ -34,11 +34,13 @@ class CharacterFrame(PlanModel):
     pose: str | None = Field(default=None, description="run, sit, talk or point; None: stand, or walk when walking")
     pose_phase: float = Field(default=0.0, description="radians of a talking figure's gesture cycle")
     head_turn: float = Field(default=0.0, description="degrees the head turns from the body's facing, + to its left")
+    pose_weight: float = Field(default=1.0, description="how far into its pose from standing: 0..1 (sitting down, "
+                               "getting up, settling after a walk)")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        unused = {"pose": None, "pose_phase": 0.0, "head_turn": 0.0}
+        unused = {"pose": None, "pose_phase": 0.0, "head_turn": 0.0, "pose_weight": 1.0}
         return {k: v for k, v in data.items() if not (k in unused and v == unused[k])}
 
 

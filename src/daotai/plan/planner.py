@@ -67,6 +67,8 @@ from daotai.script.vocab import (
     DIRECTION_SIGNS,
     LOOK_WORDS,
     SENSOR_WIDTH_MM,
+    SIT_DOWN_WORDS,
+    STAND_UP_WORDS,
     TURN_WORDS,
 )
 
@@ -247,6 +249,7 @@ def _character_frames(
     times = np.linspace(0.0, shot.duration, n_frames) if n_frames > 1 else np.zeros(1)  # (n,) seconds
     intent = read_intent(shot, present, subject, names or {}, where)
     tracks: dict[str, dict[str, np.ndarray]] = {}
+    arrivals: dict[str, float] = {}  # when each walker's last walk of the shot ends (s)
     for char_id in present:
         x0, z0 = stage.position[char_id]
         scale = stage.heights[char_id] / 1.75
@@ -293,6 +296,7 @@ def _character_frames(
             phase_so_far += length / stride * math.pi
         if moves:
             stage.auto_facing.discard(char_id)  # the walk set where they face
+            arrivals[char_id] = max(shot.duration if m.end is None else m.end for m in moves)
         tracks[char_id] = track
         stage.position[char_id] = (float(track["x"][-1]), float(track["z"][-1]))
         stage.facing[char_id] = float(track["facing"][-1])
@@ -305,6 +309,9 @@ def _character_frames(
             held = intent.poses.get(char_id)
             pose = ("run" if track["running"][i] else None) if walking else (
                 held if held in ("sit", "talk", "point") else None)
+            weight = 1.0
+            if pose is not None and not walking:
+                weight = _pose_weight(float(times[i]), intent.change.get(char_id), arrivals.get(char_id))
             head = 0.0
             look = intent.look_at.get(char_id)
             if look is not None:
@@ -322,6 +329,7 @@ def _character_frames(
                 pose=pose,
                 pose_phase=_r(2.0 * math.pi * TALK_GESTURE_HZ * times[i]) if pose == "talk" else 0.0,
                 head_turn=_r(head),
+                pose_weight=_r(weight),
             ))
         frames.append(tuple(people))
     return frames
@@ -331,6 +339,7 @@ RUN_SPEED_MPS = 2.2  # a blocking move faster than this (1.75 m person) is a run
 RUN_STRIDE_M = 1.35  # one running step of a 1.75 m person
 TALK_GESTURE_HZ = 0.9  # a talking figure's hands go round this often
 TURN_S = 0.8  # a turn on the spot takes this long (or half the shot)
+POSE_CHANGE_S = 0.8  # sitting down, getting up, or settling into a pose after a walk takes this long
 HEAD_TURN_MAX_DEG = 70.0  # the head turns this far from the body's facing, no further
 
 
@@ -341,6 +350,7 @@ class Intent:
     poses: dict[str, str]
     look_at: dict[str, str | tuple[float, float, float]]
     turn_to: dict[str, str]  # character id or "half"
+    change: dict[str, str]  # "in": from standing into the pose at the start; "out": from it to standing
 
 
 def _words(text: str) -> list[tuple[int, str]]:
@@ -349,11 +359,28 @@ def _words(text: str) -> list[tuple[int, str]]:
 
 
 def _mentions(text: str, words: tuple[str, ...]) -> int | None:
-    """Where the first of ``words`` occurs in ``text`` (English whole words, Chinese as written), else None."""
+    """Where the first of ``words`` occurs in ``text`` (English whole words or phrases, Chinese as written), else None."""
     lowered = text.lower()
     found = [pos for pos, w in _words(text) if w in words and w.isascii()]
     found += [lowered.find(w) for w in words if not w.isascii() and w in lowered]
+    found += [m.start() for w in words if w.isascii() and " " in w
+              for m in [re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", lowered)] if m]
     return min(found) if found else None
+
+
+def _pose_weight(t: float, change: str | None, arrival: float | None) -> float:
+    """How far into its held pose a character is at shot time ``t`` (smoothstep over POSE_CHANGE_S)."""
+    def eased(u: float) -> float:
+        u = min(max(u, 0.0), 1.0)
+        return u * u * (3.0 - 2.0 * u)
+
+    if arrival is not None:  # settles into the pose once the walk is over
+        return eased((t - arrival) / POSE_CHANGE_S)
+    if change == "in":
+        return eased(t / POSE_CHANGE_S)
+    if change == "out":
+        return 1.0 - eased(t / POSE_CHANGE_S)
+    return 1.0
 
 
 def _named_after(text: str, at: int, candidates: dict[str, str]) -> str | None:
@@ -378,6 +405,7 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
         poses.setdefault(line.character, "talk")
     look_at: dict[str, str | tuple[float, float, float]] = {}
     turn_to: dict[str, str] = {}
+    change: dict[str, str] = {}
     if subject is not None:
         others = {c: names.get(c, c) for c in present if c != subject}
         text = shot.action
@@ -390,6 +418,10 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
             target = _named_after(text, look, others)
             if target is not None:
                 look_at[subject] = target
+        if _mentions(text, STAND_UP_WORDS) is not None:
+            poses[subject], change[subject] = "sit", "out"
+        elif poses.get(subject) == "sit" and _mentions(text, SIT_DOWN_WORDS) is not None:
+            change[subject] = "in"
         turn = _mentions(text, TURN_WORDS)
         if turn is not None:
             turn_to[subject] = _named_after(text, turn, others) or "half"
@@ -414,7 +446,7 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
             raise PlanError.at(f"{where}.look_at", shot.look_at, "must be a character in the shot "
                                f"({', '.join(present)}) or [x, y, z]")
         look_at[subject] = shot.look_at if isinstance(shot.look_at, str) else tuple(shot.look_at)
-    return Intent(poses, look_at, turn_to)
+    return Intent(poses, look_at, turn_to, change)
 
 
 def _wrap(deg: float) -> float:

@@ -343,6 +343,10 @@ ACTION_POSE_WORDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 LOOK_WORDS: tuple[str, ...] = ("look", "looks", "looking", "watch", "watches", "watching", "glance", "glances",
                                "stare", "stares", "staring", "gaze", "gazes", "看", "望", "盯", "瞧", "注视")
+# Changes of pose within a shot: into a seat from standing, or up out of it.
+SIT_DOWN_WORDS: tuple[str, ...] = ("sits down", "sit down", "sitting down", "takes a seat", "坐下", "落座")
+STAND_UP_WORDS: tuple[str, ...] = ("stands up", "stand up", "standing up", "gets up", "get up", "rises from", "站起",
+                                   "起身")
 TURN_WORDS: tuple[str, ...] = ("turn", "turns", "turning", "turned", "spin", "spins", "转身", "回头", "转向", "转过")
 
 

@@ -444,6 +444,14 @@ SITTING = Pose(hip=(math.pi / 2, math.pi / 2), knee=(math.pi / 2, math.pi / 2), 
 POINTING = Pose(shoulder=(0.0, math.radians(84.0)), elbow=(ELBOW_REST_RAD, math.radians(4.0)))
 
 
+def _blend(a: Pose, b: Pose, w: float) -> Pose:
+    """Joint angles ``w`` of the way from pose ``a`` to pose ``b``."""
+    def mix(x, y):
+        return tuple(p + (q - p) * w for p, q in zip(x, y, strict=True)) if isinstance(x, tuple) else x + (y - x) * w
+
+    return Pose(**{f.name: mix(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(Pose)})
+
+
 def talk_pose(phase: float) -> Pose:
     """Small gestures at ``phase`` radians: both forearms raised, each hand circling a little."""
     return Pose(
@@ -501,6 +509,8 @@ def figure_pose(fig: Figure) -> Pose:
         pose = {"sit": SITTING, "point": POINTING}.get(fig.pose or "", STANDING)
         if fig.pose == "talk":
             pose = talk_pose(fig.pose_phase)
+        if fig.pose_weight < 1.0:  # on the way into (or out of) the pose from standing
+            pose = _blend(STANDING, pose, fig.pose_weight)
     if fig.head_turn_deg:
         pose = dataclasses.replace(pose, head_turn=math.radians(fig.head_turn_deg))
     return pose
@@ -589,7 +599,10 @@ def _sitting_drop() -> float:
 
 def head_drop(fig: Figure) -> float:
     """How far below a standing figure's the head is this frame, in height units (sitting lowers it)."""
-    return _sitting_drop() if fig.pose == "sit" and not fig.walking else 0.0
+    if fig.pose != "sit" or fig.walking:
+        return 0.0
+    return _sitting_drop() if fig.pose_weight >= 1.0 else float(
+        -_bone_matrices(figure_pose(fig), SHOULDER_X)[0, 1, 3])
 
 
 def figure_head_top(fig: Figure) -> np.ndarray:

@@ -116,6 +116,7 @@ class Figure:
     pose_phase: float = 0.0  # radians of the talking gesture cycle
     head_turn_deg: float = 0.0  # the head turned from the facing, + to the figure's left
     kind: str = "person"  # "person" or "animal" (drawn on four legs)
+    pose_weight: float = 1.0  # how far into ``pose`` from standing (sitting down, getting up)
 
     def __post_init__(self) -> None:
         if not self.char_id:
