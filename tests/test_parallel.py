@@ -228,3 +228,53 @@ def test_doctor_says_which_split_fits_each_preset():
     check = _split_check("cuda: a 48 GiB card", 48 * GIB)
     assert check.name.startswith("wan 14B, 81 frames, split")
     assert "draft: --gpus" in check.value and "final:" in check.value
+
+
+def test_backends_whose_pipeline_a_rank_cannot_rebuild_refuse_a_split():
+    from daotai.render.neural.runner import DiffusersShotRunner
+    from daotai.render.spec import DiffusersOptions
+
+    def custom_build(model, family, runtime):  # e.g. camera adapters attached after loading
+        raise AssertionError("never called: refused before loading")
+
+    runner = DiffusersShotRunner("wan", DiffusersOptions(gpus=2, device="cpu"), "wan2.1-t2v-1.3b", build=custom_build)
+    with pytest.raises(BackendError, match="gpus: 2 is not available for the wan family yet"):
+        runner.prepare()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_rank_and_writes_no_shot(tiny_wan, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    _, script = plan_at(tmp_path)
+    out = tmp_path / "out"
+    render = subprocess.Popen(
+        [sys.executable, "-m", "daotai.cli", "render", str(script), "--backend", "wan", "--model", str(tiny_wan),
+         "--device", "cpu", "--steps", "400", "--gpus", "2", "--no-cache", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def ranks() -> list[int]:
+        found = subprocess.run(["ps", "-o", "pid=", "--ppid", str(render.pid)], capture_output=True, text=True)
+        return [int(pid) for pid in found.stdout.split()]
+
+    try:
+        deadline = time.monotonic() + 240
+        while len(ranks()) < 3 and time.monotonic() < deadline:  # 2 ranks + multiprocessing's resource tracker
+            time.sleep(0.5)
+        children = ranks()
+        assert len(children) >= 3, render.stderr.read() if render.poll() is not None else "ranks never started"
+        time.sleep(15)  # into the denoise loop
+        os.killpg(render.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C: the whole foreground group
+        _, stderr = render.communicate(timeout=120)
+    finally:
+        if render.poll() is None:
+            os.killpg(render.pid, signal.SIGKILL)
+    assert render.returncode == 130, stderr[-2000:]
+    assert "interrupted" in stderr.lower() or "stopped" in stderr.lower()
+    time.sleep(2)
+    alive = [pid for pid in children if Path(f"/proc/{pid}").exists()
+             and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]]
+    assert alive == []  # every rank is gone
+    assert not (out / "shots" / "s01.mp4").exists()

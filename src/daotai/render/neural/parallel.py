@@ -54,6 +54,8 @@ class RankSetup:
     device_kind: str  # cuda | cpu
     first_device: int  # cuda index of rank 0 (rank i uses first_device + i)
     sdpa: str | None  # SDPA kernel forced around the denoise loop (None: PyTorch's choice)
+    # (setup, device) -> (pipeline on device, resolved model): a module-level function, so it pickles by name
+    load: Callable[[RankSetup, Any], tuple[Any, Any]]
 
 
 # ---------------------------------------------------------------- context-parallel plans
@@ -329,6 +331,8 @@ class RankGroup:
 
     def close(self) -> None:
         """Ask every rank to stop; terminate, then kill, those that do not within the grace time."""
+        if self.cancel is not None:
+            self.cancel.set()  # ranks busy with a shot stop together at its next step
         for commands in self.commands:
             try:
                 commands.put(("stop",))
@@ -396,8 +400,6 @@ def _join_and_load(rank: int, setup: RankSetup) -> tuple[Any, Any, Any]:
     import torch
     import torch.distributed as dist
 
-    from daotai.render.neural.runner import DiffusersShotRunner
-
     if setup.device_kind == "cuda":
         device = torch.device("cuda", setup.first_device + rank)
         torch.cuda.set_device(device)
@@ -409,22 +411,12 @@ def _join_and_load(rank: int, setup: RankSetup) -> tuple[Any, Any, Any]:
         backend = "gloo"
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{setup.port}", rank=rank,
                             world_size=setup.world, device_id=device if backend == "nccl" else None)
-    options = setup.options_type.model_validate({**setup.options, "gpus": 1, "device": str(device), "offload": "none"})
-    # Step caches decide per rank from each rank's own shard and could disagree (a deadlock), and
-    # compiled regions would trace around the split hooks: the ranks run without speed levers.
-    runner = DiffusersShotRunner(setup.family, options, setup.default_model, speed_levers=False)
-    runner.prepare()
-    runner.pipe, runner.resolved = runner.build(runner.model, runner.family, runner.runtime)
-    runner.pipe.set_progress_bar_config(disable=True)
-    from daotai.render.neural.runner import set_shift
-
-    set_shift(runner.pipe, runner.defaults.shift if runner.defaults else None)
-    runner.pipe.to(device)
+    pipe, resolved = setup.load(setup, device)
     for name in ("transformer", "transformer_2"):
-        module = getattr(runner.pipe, name, None)
+        module = getattr(pipe, name, None)
         if module is not None:
             enable_context_parallel(module, setup.world, rank, device)
-    return runner.pipe, device, runner.resolved
+    return pipe, device, resolved
 
 
 def _run(pipe: Any, device: Any, rank: int, setup: RankSetup, kwargs: dict[str, Any], seed: int,

@@ -84,6 +84,11 @@ class DiffusersShotRunner:
         """Resolve the device and the model's effective defaults (cheap; nothing is loaded)."""
         from daotai.runtime.device import resolve_runtime
 
+        if getattr(self.options, "gpus", 1) > 1 and (self.build is not _load_checked or type(self) is not DiffusersShotRunner):
+            # A rank rebuilds the pipeline from family, options and model alone: a custom build hook
+            # (camera adapters) or a runner with its own loading (MiniMax-H3) cannot be rebuilt there.
+            raise BackendError(f"gpus: {self.options.gpus} is not available for the {self.family} family yet; "
+                               "use gpus=1")
         if self.runtime is None:
             self.runtime = resolve_runtime(self.device)
         self.defaults = effective_defaults(self.family, self.options, self.model)
@@ -116,8 +121,6 @@ class DiffusersShotRunner:
         from daotai.render.speed import levers_for
 
         gpus, kind = self.options.gpus, self.runtime.kind
-        if self.build is not _load_checked or type(self) is not DiffusersShotRunner:
-            raise BackendError(f"gpus: {gpus} is not available for the {self.family} family yet; use gpus=1")
         if self.offload not in (None, "none"):
             raise BackendError(f"gpus: {gpus} keeps the whole model on each device; offload={self.offload!r} "
                                "cannot be combined with it")
@@ -127,7 +130,7 @@ class DiffusersShotRunner:
             self._check_group_fits(request, gpus)
         setup = RankSetup(world=gpus, port=free_port(), family=self.family, options=self.options.model_dump(),
                           options_type=type(self.options), default_model=self.model, device_kind=kind,
-                          first_device=first, sdpa=levers_for(self.speed, kind).sdpa)
+                          first_device=first, sdpa=levers_for(self.speed, kind).sdpa, load=load_on_rank)
         group = RankGroup(setup)
         group.start()
         self.group, self.resolved = group, group.resolved
@@ -352,6 +355,20 @@ class DiffusersShotRunner:
                 torch.cuda.empty_cache()
         except ImportError:
             pass
+
+
+def load_on_rank(setup: Any, device: Any) -> tuple[Any, Any]:
+    """A rank's pipeline (see daotai.render.neural.parallel): the runner's own build, whole on ``device``."""
+    options = setup.options_type.model_validate({**setup.options, "gpus": 1, "device": str(device), "offload": "none"})
+    # Step caches decide per rank from each rank's own shard and could disagree (a deadlock), and
+    # compiled regions would trace around the split hooks: the ranks run without speed levers.
+    runner = DiffusersShotRunner(setup.family, options, setup.default_model, speed_levers=False)
+    defaults = runner.prepare()
+    pipe, resolved = runner.build(runner.model, runner.family, runner.runtime)
+    pipe.set_progress_bar_config(disable=True)
+    set_shift(pipe, defaults.shift)
+    pipe.to(device)
+    return pipe, resolved
 
 
 def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
