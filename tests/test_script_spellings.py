@@ -137,7 +137,8 @@ def test_other_field_names_read_as_the_canonical_ones():
 
 @pytest.mark.parametrize("doc, expected", [
     (shot(camra="pan"), "shots[0].camra: 'pan' is not a known field of shots[0]; did you mean 'camera'?"),
-    (shot(lens=35), "shots[0].lens: 35 is not a known field of shots[0]; the lens is set as camera.fov, the vertical "
+    (shot(lens=35), "shots[0].lens: 35 is not a known field of shots[0]; the lens is set as camera.focal_length_mm "
+                    "(millimetres on camera.sensor, Super 35 unless named) or as camera.fov, the vertical "
                     "field of view in degrees: 35 mm on a full-frame camera is fov 37.8"),
     (shot(fov=40), "shots[0].fov: 40 is not a known field of shots[0]; it belongs to the shot's camera: write it as "
                    "camera.fov"),

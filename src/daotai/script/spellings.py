@@ -45,7 +45,8 @@ def alternatives(model: str, field: str) -> tuple[str, ...]:
 
 def _lens_rule(value: Any) -> str:
     """Where the lens goes, with the fov of a focal length when the value gives one."""
-    rule = "the lens is set as camera.fov, the vertical field of view in degrees"
+    rule = ("the lens is set as camera.focal_length_mm (millimetres on camera.sensor, Super 35 unless named) "
+            "or as camera.fov, the vertical field of view in degrees")
     millimetres = _focal_length(value)
     if millimetres is not None:
         rule += f": {millimetres:g} mm on a full-frame camera is fov {focal_length_to_fov(millimetres):.1f}"
@@ -107,7 +108,7 @@ def guessed_key_rule(model: str, key: str, value: Any) -> str | None:
         return None
     if key in ("lens", "focal_length"):
         rule = _lens_rule(value)
-        return rule.replace("camera.fov", "fov") if model == "CameraSpec" else rule
+        return rule.replace("camera.", "") if model == "CameraSpec" else rule
     return rule.format(key=key)
 
 
