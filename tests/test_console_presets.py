@@ -35,7 +35,7 @@ def test_presets_are_saved_checked_listed_and_removed(tmp_path):
         assert wrong.status_code == 422 and "steps" in wrong.text
         assert httpx.put(f"{url}/v1/presets/bad", json={"size": "huge"}).status_code == 422
         assert httpx.put(f"{url}/v1/presets/bad", json={"colour": 1}).status_code == 422
-        assert httpx.put(f"{url}/v1/presets/Bad Name", json={}).status_code in (400, 404)
+        assert httpx.put(f"{url}/v1/presets/Bad Name", json={}).status_code == 422
         assert httpx.delete(f"{url}/v1/presets/flat").json()["deleted"] is True
         assert httpx.get(f"{url}/v1/presets/flat").status_code == 404
         assert [p["name"] for p in httpx.get(f"{url}/v1/presets").json()["data"]] == ["wan-draft"]

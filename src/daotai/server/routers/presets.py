@@ -21,7 +21,14 @@ from daotai.server.schemas import ErrorReply, error_responses
 from daotai.server.state import ServerState
 from daotai.server.store import NotFound
 
-PRESET_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,39}$"
+PRESET_NAME = re.compile(NAME_PATTERN)
+PRESET_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+    "type": "object", "additionalProperties": False,
+    "properties": {"backend": {"type": "string", "default": "previz"},
+                   "options": {"type": "object", "description": "the backend's options (daotai backends)"},
+                   "size": {"type": ["string", "null"], "description": "a size preset: preview, draft, final"},
+                   "description": {"type": "string", "maxLength": 500}}}}}}}
 PRESET_FIELDS = ("backend", "options", "size", "description")
 
 
@@ -77,8 +84,8 @@ def build_router(state: ServerState) -> APIRouter:
                 continue  # a half-removed file; the next listing will not have it
         return {"object": "list", "data": found}
 
-    @router.put("/v1/presets/{name}", responses={**errors, 422: {"model": ErrorReply}})
-    async def save_preset(request: Request, name: str = PathParam(..., max_length=40)):
+    @router.put("/v1/presets/{name}", responses={**errors, 422: {"model": ErrorReply}}, openapi_extra=PRESET_BODY)
+    async def save_preset(request: Request, name: str = PathParam(..., max_length=40, pattern=NAME_PATTERN)):
         """Save (or replace) a preset: `{"backend", "options", "size", "description"}`, each
         checked as a job's would be (422 naming the field)."""
         from daotai.script.load import parse_document
@@ -89,7 +96,7 @@ def build_router(state: ServerState) -> APIRouter:
         return preset
 
     @router.get("/v1/presets/{name}", responses=errors)
-    def get_preset(name: str = PathParam(..., max_length=40)):
+    def get_preset(name: str = PathParam(..., max_length=40, pattern=NAME_PATTERN)):
         """One saved preset."""
         path = path_of(name)
         if not path.is_file():
@@ -97,7 +104,7 @@ def build_router(state: ServerState) -> APIRouter:
         return json.loads(path.read_text(encoding="utf-8"))
 
     @router.delete("/v1/presets/{name}", responses=errors)
-    def delete_preset(name: str = PathParam(..., max_length=40)):
+    def delete_preset(name: str = PathParam(..., max_length=40, pattern=NAME_PATTERN)):
         """Remove a saved preset."""
         path = path_of(name)
         if not path.is_file():
