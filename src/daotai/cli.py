@@ -558,8 +558,9 @@ def serve(
         None, "--speed", help="neural backends, every job: exact (default) | fast (approximate, faster) | off"
     ),
     warm: Optional[list[str]] = typer.Option(
-        None, "--warm", help="BACKEND[:MODEL][@WxH] to load before the first request (repeatable, one per "
-        "--concurrency slot): a short render at WxH (default 1280x720) loads and compiles what jobs use, e.g. "
+        None, "--warm", help="a backend to load before the first request, written BACKEND, BACKEND:MODEL or "
+        "BACKEND:MODEL@WxH (repeatable, one per --concurrency slot): a short render at WxH (default 1280x720) "
+        "loads and compiles what jobs use, e.g. "
         "--warm previz or --warm wan:wan2.1-t2v-1.3b@832x480; GET /health says when it is ready"
     ),
 ) -> None:
