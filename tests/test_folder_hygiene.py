@@ -149,6 +149,15 @@ def test_a_first_render_stopped_leaves_no_folder(stage, tmp_path, monkeypatch):
     assert "was not created" in stopped.value.__notes__[-1]
 
 
+def test_a_render_into_an_empty_folder_stopped_leaves_it_empty(tmp_path, monkeypatch):
+    (tmp_path / "out").mkdir()
+    _stop_at(monkeypatch, "assembly")
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        render(script("s1"), tmp_path / "out")
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and list((tmp_path / "out").iterdir()) == []
+    assert "is untouched (it was empty)" in stopped.value.__notes__[-1]
+
+
 def test_finished_shots_of_a_stopped_render_are_cached_and_the_next_render_resumes(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     _stop_in_shot(monkeypatch, "s3")

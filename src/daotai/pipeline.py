@@ -495,7 +495,7 @@ class RunTrace:
     """How far a run got: what a stopped run's note says."""
 
     total: int = 0
-    existed: bool = False  # the output folder held something before the run
+    before: str = "absent"  # what the output folder held before the run (OutputFolder.state)
     stage: str = "plan"
     shot: str | None = None  # the shot being rendered
     finished: list[str] = field(default_factory=list)  # shots whose files were complete
@@ -532,8 +532,9 @@ def stopped_note(out_dir: Path, trace: RunTrace, settings: PipelineSettings) -> 
              "manifest": "while writing the manifest", "swap": "while putting the new render in place"}
     done = f"{len(trace.finished)} of {trace.total} shot(s) finished" + \
         (f" ({', '.join(trace.finished[:8])}{' …' if len(trace.finished) > 8 else ''})" if trace.finished else "")
-    folder = (f"{out_dir} is untouched: it still holds the earlier render" if trace.existed
-              else f"{out_dir} was not created")
+    folder = {"absent": f"{out_dir} was not created", "empty": f"{out_dir} is untouched (it was empty)",
+              "not_a_render": f"{out_dir} is untouched"}.get(
+        trace.before, f"{out_dir} is untouched: it still holds the earlier render")
     if trace.cached:
         resume = (f"The finished shots are kept in the shot cache ({settings.cache}): render again with the same "
                   f"command to resume; only the {trace.total - len(trace.cached)} other shot(s) are drawn")
@@ -927,7 +928,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         out_dir = out_dir.resolve()  # the folder it names is replaced, not the link
     folder = check_output_folder(out_dir, plan, source, settings.force)  # refused here, before any work
     staging = open_staging(Path(os.path.abspath(out_dir)))
-    trace = RunTrace(total=len(plan.shots), existed=folder.state not in ("absent", "empty"))
+    trace = RunTrace(total=len(plan.shots), before=folder.state)
     try:
         result = yield from _final_paths(
             _render_into(plan, staging, settings, ctx, source, health, executor, enc, trace), staging, out_dir, trace)
