@@ -146,3 +146,13 @@ def test_unused_place_fields_leave_the_script_hash_alone():
     data = _script({"camera": {"type": "pan", "rotate": [20, 0, 0]}}, characters=[{"id": "a"}])
     dumped = validate_script(data).model_dump(mode="json")["shots"][0]["camera"]
     assert not {"side", "distance_m", "height_m", "position", "focal_length_mm", "sensor", "aim", "follow"} & set(dumped)
+
+
+def test_a_placed_camera_without_a_framing_names_the_size_it_makes():
+    one = [{"id": "a"}]
+    far = _plan({"camera": {"side": "left", "distance_m": 6}}, characters=one).shots[0]
+    near = _plan({"camera": {"position": [0.0, 1.4, 0.5]}}, characters=one).shots[0]
+    asked = _plan({"framing": "close_up", "camera": {"distance_m": 6}}, characters=one).shots[0]
+    assert far.framing == "wide" and far.prompt.startswith("Wide shot")
+    assert near.framing in ("close_up", "medium_close_up")
+    assert asked.framing == "close_up"  # a framing the script names stays (and QC holds the picture to it)

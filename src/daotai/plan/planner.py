@@ -54,6 +54,7 @@ from daotai.plan.staging import (
     inside_figure,
     place_camera,
     place_explicitly,
+    size_at,
     stage_camera,
     time_of_day_from_words,
     wardrobe_from_appearance,
@@ -550,6 +551,10 @@ def plan_script(script: Script) -> Plan:
                 placement = place_explicitly(placement, bodies[subject], place, shot.angle.value)
             if _place_given(shot):  # where the planner chose, the warning below says what it found instead
                 _refuse_a_blocked_start(shot, index, placement, bodies, subject)
+                if "framing" not in shot.model_fields_set and (shot.camera.distance_m or shot.camera.position):
+                    # the script placed the camera and named no size: the plan names the size it makes
+                    framing = size_at(placement.distance, fov, bodies[subject].height,
+                                      ANIMAL_FRAMING_SCALE if kinds[subject] == "animal" else 1.0)
             if fov != shot.camera.fov:
                 camera_spec = shot.camera.model_copy(update={"fov": fov})
             if framing != "over_the_shoulder" and not _place_given(shot):
@@ -652,7 +657,7 @@ def plan_script(script: Script) -> Plan:
                 requested_duration_s=float(shot.duration),
                 seed=seed,
                 subject=subject,
-                framing=shot.framing.value,
+                framing=framing,
                 angle=shot.angle.value,
                 characters=tuple(present),
                 move=move,

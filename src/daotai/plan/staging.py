@@ -71,6 +71,24 @@ def framing_distance(framing: str, fov_deg: float, subject_height: float) -> flo
     return visible / (2.0 * math.tan(math.radians(fov_deg) / 2.0))
 
 
+SIZES = ("extreme_close_up", "close_up", "medium_close_up", "medium", "medium_full", "full", "wide", "extreme_wide")
+
+
+def size_at(distance: float, fov_deg: float, subject_height: float, close_scale: float = 1.0) -> str:
+    """The shot size a camera ``distance`` m from the aim with a vertical ``fov_deg`` makes of a subject:
+    the one whose visible height is nearest (by ratio) to what the frame shows there. ``close_scale``:
+    how many times a person's share a close size shows of this subject (an animal's)."""
+    shows = 2.0 * distance * math.tan(math.radians(fov_deg) / 2.0)  # metres of frame height at the aim
+
+    def visible(size: str) -> float:
+        rule = FRAMING_RULES[size]
+        if not rule.scale_with_height:
+            return rule.visible_m
+        return rule.visible_m * subject_height / REFERENCE_HEIGHT_M * close_scale
+
+    return min(SIZES, key=lambda size: abs(math.log(shows / visible(size))))
+
+
 def place_camera(
     framing: str,
     angle: str,
