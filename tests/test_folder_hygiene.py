@@ -337,3 +337,24 @@ def test_the_command_line_qc_fails_on_a_replaced_shot(tmp_path, old_render):
 def test_staging_folders_are_hidden_siblings_on_the_same_file_system(tmp_path):
     staging = staging_folder(tmp_path / "out")
     assert staging.parent == tmp_path and staging.name.startswith(f".out{STAGING_MARK}")
+
+
+def test_ctrl_c_in_the_command_line_exits_130_with_what_was_finished(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "film.json").write_text(json.dumps(script("s1", "s2", "s3", duration=3.0)))
+    env = dict(os.environ, COLUMNS="200", DAOTAI_NO_CACHE="1")
+    proc = subprocess.Popen([sys.executable, "-m", "daotai.cli", "render", "film.json", "-o", "out"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any((p / "plan.json").is_file() for p in tmp_path.glob(f".out{STAGING_MARK}*")):
+        assert proc.poll() is None and time.monotonic() < deadline, "the render never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C in a terminal sends
+    _, stderr = proc.communicate(timeout=120)
+    said = " ".join(stderr.split())
+    assert proc.returncode == 130, stderr
+    assert "cancelled" in said and "Render stopped" in said, said
+    assert "to resume: daotai render film.json -o out" in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["film.json"]

@@ -345,13 +345,16 @@ def render(
     try:
         result = run_with_progress(plan_obj, output, settings, source=script, console=err)
     except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        if interrupted and not getattr(exc, "__notes__", None):  # Ctrl-C landed outside the pipeline's frames
+            exc.add_note(f"Render stopped; {output} is as it was: a render replaces it only once complete.")
         if getattr(exc, "__notes__", None):  # the render said what it finished: name the command that resumes
             import shlex
 
             exc.add_note(f"to resume: daotai {shlex.join(sys.argv[1:])}")
-        if isinstance(exc, KeyboardInterrupt):  # typer would turn Ctrl-C into a silent exit 130
+        if interrupted:  # typer would turn Ctrl-C into a silent exit 130
             stopped = Cancelled("interrupted (Ctrl-C)")
-            for note in getattr(exc, "__notes__", None) or ():
+            for note in exc.__notes__:
                 stopped.add_note(note)
             raise stopped from None
         raise
@@ -771,6 +774,8 @@ def main() -> None:
     try:
         # Without standalone mode click returns an Exit's code instead of raising it.
         code = app(standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C in any command into a silent exit 130
+            err.print("[yellow]cancelled[/yellow] interrupted; no partial files were left at output paths")
         if isinstance(code, int) and code:
             sys.exit(code)
     except Cancelled as exc:
