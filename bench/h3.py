@@ -161,6 +161,27 @@ class ForwardTimer:
         return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
 
 
+class StageTimer:
+    """Seconds spent in the pipeline call and in each decoder, accumulated (synchronised on CUDA)."""
+
+    def __init__(self, sync: Any):
+        self.sync, self.seconds = sync, {}
+
+    def wrap(self, owner: Any, attribute: str, label: str) -> None:
+        original = getattr(owner, attribute)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self.sync()
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.sync()
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
+
+        setattr(owner, attribute, timed)
+
+
 def _device_tools(device: str) -> tuple[Any, Any, Any]:
     import torch
 
@@ -224,6 +245,10 @@ def run_stock(folder: Path, tiny: bool, device: str, plan: Any, steps: int, work
     prompt = compose_h3_prompt(plan, shot, workflow, (), video=workflow == "ref2va", keyframe=None)
     timer = ForwardTimer(sync)
     handles = timer.attach(getattr(pipe, name))
+    stages = StageTimer(sync)
+    stages.wrap(pipe.vae, "decode", "video decode")
+    stages.wrap(pipe.audio_vae, "decode", "audio decode")
+    stages.wrap(pipe.text_encoder, "forward", "prompt encode")
 
     def call() -> Any:
         return pipe(prompt=prompt, num_frames=frames, height=plan.height, width=plan.width,
@@ -237,6 +262,7 @@ def run_stock(folder: Path, tiny: bool, device: str, plan: Any, steps: int, work
     first_forwards = list(timer.seconds)
     if workflow == "t2va":  # the warm call, as for ours (ref2va is measured once: it is the expensive one)
         timer.seconds.clear()
+        stages.seconds.clear()
         reset()
         started = time.perf_counter()
         out = call()
@@ -244,11 +270,13 @@ def run_stock(folder: Path, tiny: bool, device: str, plan: Any, steps: int, work
         total = time.perf_counter() - started
     else:
         total = first_total
+    stage_seconds = dict(stages.seconds, denoise=sum(timer.seconds))
     for handle in handles:
         handle.remove()
     video = to_uint8(out["videos"])
     result = {"contender": f"stock {workflow}", "forwards": first_forwards[:1] + timer.seconds[
               len(first_forwards) if workflow != "t2va" else 0:], "total_s": total, "cold_s": first_total,
+              "stages": stage_seconds,
               "peak_gib": peak(), "frames": video}
     pipe = out = None  # drop the 66 GB partition before the next contender builds its own
     _free()
@@ -285,6 +313,12 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
         # The render a director waits for once the backend is warm: the same shot again, end to end.
         first_forwards = list(timer.seconds)
         timer.seconds.clear()
+        stages = StageTimer(sync)
+        pipe = backend.runner.pipe
+        stages.wrap(pipe.vae, "decode", "video decode")
+        stages.wrap(pipe.audio_vae, "decode", "audio decode")
+        stages.wrap(pipe.text_encoder, "forward", "prompt encode")
+        stages.wrap(pipe, "__call__", "pipeline call")
         reset()
         started = time.perf_counter()
         events = list(backend.render(RenderJob(plan, plan.shots[0], controls=False), RunContext()))
@@ -296,7 +330,7 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
     frames = np.stack([e.rgb for e in events if isinstance(e, Frame)])
     cache = getattr(backend.runner.pipe.transformer, "_daotai_interval_cache", None)
     result = {"contender": f"ours {speed}", "forwards": first_forwards[:1] + timer.seconds, "total_s": total,
-              "cold_s": first_total, "peak_gib": peak(),
+              "cold_s": first_total, "peak_gib": peak(), "stages": dict(stages.seconds, denoise=sum(timer.seconds)),
               "frames": frames, "notices": [n for n in notices if "speed" in n or "tier" in n or "linears" in n
                                             or "compiled" in n or "cache" in n],
               "cache": (cache.computed, cache.reused) if cache is not None else None}
@@ -365,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"   forwards {[round(s, 2) for s in row['forwards']]}, total {row['total_s']:.1f} s, "
               f"peak {row['peak_gib']:.1f} GiB", flush=True)
+        print("   stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in row.get("stages", {}).items()), flush=True)
         for text in row.get("notices", []):
             print(f"   {text[:160]}", flush=True)
     if args.ref2va:
@@ -390,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         table.append({"contender": row["contender"], "s_per_forward": per, "first_forward_s": row["forwards"][0]
                       if row["forwards"] else None, "forwards_of_49": computed, "ratio_vs_stock": ratio,
                       "denoise_50_steps_s": per * computed, "peak_gib": row["peak_gib"], "psnr_vs_stock": quality,
-                      "total_s": row["total_s"], "cold_s": row.get("cold_s"), "cache": row.get("cache"),
+                      "total_s": row["total_s"], "cold_s": row.get("cold_s"), "stages": row.get("stages"),
+                      "cache": row.get("cache"),
                       "notices": row.get("notices", [])})
     print("\n50-step denoise: 49 forwards (the schedule's last sigma is 0); the fast mode's step cache computes "
           f"{steps50['fast']} of them (exact, independent of the weights).")
