@@ -51,6 +51,7 @@ FRAMINGS = ("extreme_close_up", "close_up", "medium_close_up", "medium", "medium
 ANGLES = ("low", "eye_level", "high", "birds_eye", "dutch")
 LENSES_MM = (18, 24, 35, 50, 85, 135)  # full-frame focal lengths: a 24 mm tall gate
 CHECKS = ("format", "frames", "camera", "subject", "fidelity", "audio")  # first in the table; others follow
+ALWAYS_JUDGED = ("format", "frames")  # checks that run on every shot but say nothing when they pass
 DURATION_S = 1.5
 SUBJECT = "a"
 PASSER_BY = "b"
@@ -91,17 +92,22 @@ def corpus(quick: bool) -> list[Case]:
     return cases
 
 
-def _shot(case: Case) -> dict[str, Any]:
+# Where the walkers go, turn about: the subject takes a few steps across, someone crosses behind
+# her, farther back. Characters stay where the previous shot left them, so each walking shot
+# walks to the other end.
+WALKS = {SUBJECT: ((0.0, 0.0), (0.6, 0.2)), PASSER_BY: ((-2.5, -3.0), (2.5, -3.0))}
+
+
+def _shot(case: Case, walks_before: int) -> dict[str, Any]:
     camera: dict[str, Any] = {"type": case.move, "fov": round(fov_for_lens(case.lens_mm), 2)}
     if case.direction is not None:
         camera["direction"] = case.direction
     shot: dict[str, Any] = {"shot_id": case.shot_id, "duration": DURATION_S, "subject": SUBJECT,
                             "framing": case.framing, "angle": case.angle, "camera": camera}
     if case.walking:
-        # the subject takes a few steps across; someone crosses behind, farther back
         shot["characters"] = [SUBJECT, PASSER_BY]
-        shot["blocking"] = [{"character": SUBJECT, "to": [0.6, 0.2]},
-                            {"character": PASSER_BY, "to": [2.5, -3.0]}]
+        shot["blocking"] = [{"character": who, "to": list(ends[(walks_before + 1) % 2])}
+                            for who, ends in WALKS.items()]
     else:
         shot["characters"] = [SUBJECT]
     return shot
@@ -109,11 +115,16 @@ def _shot(case: Case) -> dict[str, Any]:
 
 def script_for(cases: list[Case], size: str) -> dict[str, Any]:
     """One script holding every case as a shot, in an office set with its default set pieces."""
+    shots = []
+    walks = 0
+    for case in cases:
+        shots.append(_shot(case, walks))
+        walks += case.walking
     return {"size": size, "fps": 24, "seed": 7, "scene": {"name": "office"},
-            "characters": [{"id": SUBJECT, "height": 1.75, "position": [0, 0], "colour": "#3366cc"},
-                           {"id": PASSER_BY, "height": 1.7, "position": [-2.5, -3.0], "facing": 90,
+            "characters": [{"id": SUBJECT, "height": 1.75, "position": list(WALKS[SUBJECT][0]), "colour": "#3366cc"},
+                           {"id": PASSER_BY, "height": 1.7, "position": list(WALKS[PASSER_BY][0]), "facing": 90,
                             "colour": "#cc5533"}],
-            "shots": [_shot(c) for c in cases]}
+            "shots": shots}
 
 
 # --------------------------------------------------------------------------- faults
@@ -220,11 +231,12 @@ def green_frames(clip: Clip, frames: list[np.ndarray], work: Path) -> Faulted | 
 def wrong_move(clip: Clip, frames: list[np.ndarray], work: Path) -> Faulted | None:
     """A different move made from the first frame: a pan (image shift) where the plan's main effect
     is growth or a roll, an image-wide zoom where it is a sideways or vertical move; as large as the
-    plan's own move (at least 24 px at the frame's edge)."""
+    plan's own move, and at least a tenth of the frame's width at its edge (a default pan turns
+    30 degrees, a default zoom grows the picture 1.67 times)."""
     import cv2
 
     height, width = frames[0].shape[:2]
-    amount = max(24.0, _camera_px(clip, 0, len(frames) - 1))
+    amount = max(0.1 * width, _camera_px(clip, 0, len(frames) - 1))
     scale_kinds = ("static", "handheld", "dolly", "zoom", "dolly_zoom", "roll")
     pan = clip.shot.move.type in scale_kinds
     half_diagonal = 0.5 * math.hypot(width, height)
@@ -358,7 +370,7 @@ def rates(correct: list[dict[str, Any]], faulted: list[dict[str, Any]]) -> dict[
     table = {}
     seen = {check for c in correct for check in c["checked"]}
     for check in [*CHECKS, *sorted(seen - set(CHECKS))]:
-        judged = [c for c in correct if check in c["checked"]]
+        judged = correct if check in ALWAYS_JUDGED else [c for c in correct if check in c["checked"]]
         alarms = [c for c in judged if check in c["failing"]]
         owned = [f for f in faulted if f["check"] == check]
         missed = [f for f in owned if not f["caught"]]

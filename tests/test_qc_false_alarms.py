@@ -389,3 +389,40 @@ def test_a_move_over_flat_picture_changes_nothing():
     assert warped_change(stripes, grid, flow, (320, 180)) > 10.0
     flow[:, 0] = np.inf  # points that leave the view move nothing here
     assert warped_change(stripes, grid, flow, (320, 180)) == 0.0
+
+
+LONG_LENS_TRUCK = {"size": "preview", "seed": 7, "scene": {"name": "office"},
+                   "characters": [{"id": "a", "height": 1.75, "position": [0.6, 0.2]},
+                                  {"id": "b", "height": 1.7, "position": [2.5, -3.0], "facing": 90}],
+                   "shots": [{"shot_id": "truck", "duration": 1.5, "subject": "a", "framing": "full",
+                              "angle": "low", "camera": {"type": "truck", "direction": "right", "fov": 10.16}}]}
+
+
+def test_a_long_lens_truck_past_set_pieces_is_checked(tmp_path):
+    """At 135 mm a truck sweeps desks and screens across the frame; a flat-shaded set has its
+    corners on their outlines, where the tracker's window holds both sides, and 34 of 35 frame
+    pairs were skipped as too little texture (a reversed truck passed). Such tracks may follow
+    either side now: the shot is checked, and the truck played backwards fails."""
+    plan, qc = _render(LONG_LENS_TRUCK, tmp_path / "out")
+    entry = _entry(qc, "truck")
+    assert entry["ok"], entry["failures"]
+    camera = entry["camera"]
+    assert camera["checked"] and camera["pairs_evaluated"] >= 20, camera["summary"]  # was 1 of 35
+    assert _component(entry, "horizontal")["direction_ok"] is True
+    out = tmp_path / "out"
+    frames = list(decode_frames(out / "shots" / "truck.mp4"))[::-1]
+    backwards = _rewrite(out / "shots" / "truck.mp4", tmp_path / "reversed.mp4", frames, plan.fps)
+    entry = check_shot(plan, plan.shots[0], backwards, None,
+                       controls={"depth": out / "control" / "truck_depth.mkv", "mask": out / "control" / "truck_mask.mkv"})
+    assert not entry["ok"] and _component(entry, "horizontal")["direction_ok"] is False, entry["summary"]
+
+
+def test_the_fidelity_verdict_says_near_flat_frames_were_left_out(moves):
+    plan, _, out = moves
+    frames = list(decode_frames(out / "shots" / "pan.mp4"))
+    samples = {i: frames[i] for i in (0, 10, 20)}
+    samples[5] = np.full_like(frames[5], 90)  # a rendered frame with nothing in it: its PSNR means nothing
+    entry = check_shot(plan, plan.shot("pan"), out / "shots" / "pan.mp4", samples)
+    assert entry["fidelity"]["frames_flat_excluded"] == [5]
+    verdict = next(v for v in entry["verdicts"] if v["check"] == "fidelity")
+    assert verdict["ok"] and verdict["text"].endswith("(1 near-flat frame left out)"), verdict

@@ -55,6 +55,11 @@ frame b. Steps 2 and 3 above then become:
     moves on its own: walking characters, overlays drawn over the picture), with no close-up
     fallback: a pair left with too few other tracks is skipped.
 
+Where step 2' leaves fewer than ``min_tracks`` tracks (a flat-shaded set has its corners on
+outlines: a long-lens truck past desks kept under a tenth), the depth-edge tracks come back,
+planned at the point of their neighbourhood's band of planned motions nearest the measured one
+(either side of the edge may carry them); a move the wrong way or of another size misses the band.
+
 ``DEPTH_MAP_CONFIG`` is the configuration meant for DepthMap scenes (weaker corners kept).
 
 Known limit: a moving object missing from the depth model that carries clearly more tracks
@@ -64,6 +69,7 @@ than the background can be taken for the background.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -411,8 +417,11 @@ def _depth_map_reproject(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov
 
 def _depth_map_screen(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
                       points_uv: np.ndarray, width: int, height: int, depth: DepthMap,
-                      radius_px: float, edge_flow_px: float) -> tuple[np.ndarray, np.ndarray]:
-    """(edge, moving) masks (N,) for tracks starting at points_uv in frame a.
+                      radius_px: float, edge_flow_px: float
+                      ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """(edge, moving) masks (N,) for tracks starting at points_uv in frame a, and the band
+    (low, high), each (N, 2) px, of the planned flows within ``radius_px`` (NaN where none is
+    defined): what a track on an edge may do, following either side.
 
     ``edge``: the planned flow of the pixels within ``radius_px`` is no affine field (off by
     more than ``edge_flow_px`` somewhere): the track's window straddles an occlusion edge
@@ -440,9 +449,12 @@ def _depth_map_screen(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b:
         fitted = design @ (np.linalg.pinv(design) @ np.nan_to_num(flow))  # (N, M, 2) affine fit
         residual = np.linalg.norm(flow - fitted, axis=2).max(axis=1)  # (N,) px; NaN behind b
     edge = ~(residual <= edge_flow_px)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN neighbourhoods: behind camera b
+        band = (np.nanmin(flow, axis=1), np.nanmax(flow, axis=1))  # (N, 2) each
     if depth.exclude is None:
-        return edge, np.zeros(n, dtype=bool)
-    return edge, depth.exclude[cells[..., 1], cells[..., 0]].any(axis=1)
+        return edge, np.zeros(n, dtype=bool), band
+    return edge, depth.exclude[cells[..., 1], cells[..., 0]].any(axis=1), band
 
 
 def _check_cam(cam: np.ndarray, name: str) -> np.ndarray:
@@ -1210,18 +1222,20 @@ class _PairResult:
 
 
 def _planned_depth_map(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: DepthMap,
-                       config: CameraCheckConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Planned motion (K, 2), NaN where undefined or on an edge, and the moving-pixel mask."""
+                       config: CameraCheckConfig
+                       ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Planned motion (K, 2), NaN where undefined or on an edge, the moving-pixel mask and the
+    band of planned motions around each track (see _depth_map_screen)."""
     a, b = pair.index_a, pair.index_b
     start = pair.points_uv
     radius = config.depth_edge_radius_px / pair.analysis_scale  # full-resolution px
     edge_flow = config.depth_edge_flow_px / pair.analysis_scale
     planned = _depth_map_reproject(cams[a], fovs[a], cams[b], fovs[b], start, pair.width,
                                    pair.height, model) - start  # (K, 2) px
-    edge, moving = _depth_map_screen(cams[a], fovs[a], cams[b], fovs[b], start, pair.width,
-                                     pair.height, model, radius, edge_flow)
+    edge, moving, band = _depth_map_screen(cams[a], fovs[a], cams[b], fovs[b], start, pair.width,
+                                           pair.height, model, radius, edge_flow)
     planned[edge] = np.nan
-    return planned, moving
+    return planned, moving, band
 
 
 def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: SceneModel,
@@ -1233,8 +1247,9 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     min_tracks = config.tracker.min_tracks
     a, b = pair.index_a, pair.index_b
     start, moved = pair.points_uv, pair.displacement  # (K, 2) each
+    band = None
     if isinstance(model, DepthMap):
-        planned, on_chars = _planned_depth_map(pair, cams, fovs, model, config)
+        planned, on_chars, band = _planned_depth_map(pair, cams, fovs, model, config)
     else:
         planned = _reproject(cams[a], fovs[a], cams[b], fovs[b], start, width, height,
                              model) - start  # (K, 2) px; NaN where the point falls behind cam b
@@ -1248,7 +1263,19 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
     # excludes (a walker, a name label snapped to whole pixels) does not.
     off_chars = usable & ~on_chars
     nominal = planned  # where the plan's motion is taken from for the components
-    if isinstance(model, DepthMap) or int(off_chars.sum()) >= min_tracks:
+    if band is not None and int(off_chars.sum()) < min_tracks:
+        # A flat-shaded set has its corners on silhouettes, where the tracker's window holds both
+        # sides (a truck past close set pieces keeps under a tenth of its tracks off them). Rather
+        # than skip the pair, those tracks may follow either side: planned at the point of the
+        # band of their neighbourhood's planned motions nearest the measured one, so a move the
+        # wrong way or of another size still misses it.
+        low, high = band
+        edge = ~usable & ~on_chars & np.all(np.isfinite(low), axis=1) & np.all(np.isfinite(high), axis=1)
+        planned = planned.copy()
+        planned[edge] = np.clip(moved[edge], low[edge], high[edge])
+        nominal = planned
+        usable = off_chars | edge
+    elif isinstance(model, DepthMap) or int(off_chars.sum()) >= min_tracks:
         usable = off_chars
     elif on_chars.any():
         # A character's track follows the plan if it lands anywhere in its depth band.

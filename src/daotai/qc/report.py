@@ -602,7 +602,11 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         fidelity, problems, notes = _fidelity(samples, decoded_samples)
         entry["fidelity"] = fidelity
         mean = fidelity["psnr_mean_db"]
-        verdict("fidelity", problems, f"encode PSNR {mean:.1f} dB" if mean is not None else "encode lossless")
+        flat = len(fidelity["frames_flat_excluded"])
+        # near-flat frames (a plain wall, a fade's black) say nothing about the encode: say they were left out
+        left_out = f" ({flat} near-flat frame{'s' if flat > 1 else ''} left out)" if flat else ""
+        verdict("fidelity", [problem + left_out for problem in problems],
+                (f"encode PSNR {mean:.1f} dB" if mean is not None else "encode lossless") + left_out)
         warnings += notes
     verdict("audio", _audio_checks(entry, path, shot.frames / float(Fraction(*plan.fps_fraction)),
                                    plan.soundtrack is not None if audio is None else audio))
