@@ -278,3 +278,32 @@ def test_ctrl_c_stops_every_rank_and_writes_no_shot(tiny_wan, tmp_path):
              and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]]
     assert alive == []  # every rank is gone
     assert not (out / "shots" / "s01.mp4").exists()
+
+
+@pytest.mark.slow
+def test_a_cluster_renders_a_split_shot_in_its_placement_group(tiny_wan, tmp_path):
+    ray = pytest.importorskip("ray")
+    from daotai.cluster import executor_for
+    from daotai.encode.video import probe
+    from daotai.pipeline import Finished, PipelineSettings, run
+
+    plan, source = plan_at(tmp_path)
+    # Two GPUs declared to Ray: the actor's placement group and its 2 ranks are real; with
+    # device=cpu the ranks split the shot over gloo instead of NCCL.
+    ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    try:
+        settings = PipelineSettings(backend="wan", options={"model": str(tiny_wan), "device": "cpu", "steps": 2,
+                                                            "gpus": 2}, camera_qc=False, cluster="local")
+        events = list(run(plan, tmp_path / "out", settings, source=source, executor=executor_for(settings)))
+        from ray.util.placement_group import placement_group_table
+
+        groups = list(placement_group_table().values())
+    finally:
+        ray.shutdown()
+    assert isinstance(events[-1], Finished)
+    assert probe(tmp_path / "out" / "shots" / "s01.mp4").frames == plan.shots[0].frames
+    notices = [getattr(e, "text", "") for e in events]
+    assert any("split over 2 CPU processes" in text for text in notices)
+    assert [(g["strategy"], list(g["bundles"].values()), g["state"]) for g in groups] == [
+        ("STRICT_PACK", [{"CPU": 2.0, "GPU": 2.0}], "REMOVED")]  # reserved for the actor, released after
