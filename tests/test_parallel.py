@@ -307,3 +307,19 @@ def test_a_cluster_renders_a_split_shot_in_its_placement_group(tiny_wan, tmp_pat
     assert any("split over 2 CPU processes" in text for text in notices)
     assert [(g["strategy"], list(g["bundles"].values()), g["state"]) for g in groups] == [
         ("STRICT_PACK", [{"CPU": 2.0, "GPU": 2.0}], "REMOVED")]  # reserved for the actor, released after
+
+
+def test_after_a_failed_group_the_next_shot_starts_a_new_one(monkeypatch, tmp_path):
+    from daotai.render.neural.parallel import RankGroup
+    from daotai.render.neural.runner import DiffusersShotRunner
+    from daotai.render.spec import DiffusersOptions
+
+    plan, _ = plan_at(tmp_path)
+    runner = DiffusersShotRunner("wan", DiffusersOptions(gpus=2, device="cpu"), "wan2.1-t2v-1.3b")
+    loads = []
+    monkeypatch.setattr(runner, "load_for", lambda request, shot_id: iter(loads.append(shot_id) or ()))
+    failed = RankGroup.__new__(RankGroup)
+    failed.broken = True  # what a rank's failure leaves (its ranks already stopped)
+    runner.group = failed
+    list(runner.ensure_loaded(plan, plan.shots[0]))
+    assert runner.group is None and loads == ["s01"]  # loads again instead of reusing the failed group

@@ -74,6 +74,8 @@ class DiffusersShotRunner:
 
     def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
         """Load once (first shot), then reuse; yields load progress and the placement notice."""
+        if self.group is not None and self.group.broken:
+            self.group = None  # a rank failed on an earlier shot (the group stopped them all): start a new one
         if self.pipe is not None or self.group is not None:
             return
         self.prepare()
