@@ -157,3 +157,38 @@ def test_a_held_backend_renders_each_job_as_a_fresh_one_would(tmp_path):
         held.close()
     assert first == again == render(seeded(3), tmp_path / "fresh-1")
     assert any(name.startswith("shots/") for name in first)
+
+
+@pytest.mark.slow
+def test_a_warm_worker_comes_back_after_a_job_for_another_backend(tmp_path):
+    """One slot, --warm previz: a job for another backend replaces the warm worker; once the queue
+    is empty the warm worker is started (and warmed) again."""
+    from daotai.server.store import JobStore, NewJob
+    from daotai.server.worker import Dispatcher, DispatcherConfig
+
+    store = JobStore(tmp_path / "data")
+    dispatcher = Dispatcher(store, DispatcherConfig(concurrency=1, warm=("previz",), rewarm_after_s=0.5))
+    dispatcher.start()
+    try:
+        def ready_pid(timeout_s: float = 120.0) -> int:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                warm = dispatcher.warm_workers()
+                if warm and warm[0]["ready"]:
+                    return warm[0]["pid"]
+                assert not (warm and warm[0]["error"]), warm
+                time.sleep(0.1)
+            raise AssertionError("no warm previz worker became ready")
+
+        first = ready_pid()
+        script = seeded(1, {**SCRIPT, "size": "64x64"})
+        job, _ = store.create(NewJob("script", "wan", "1", "64x64", json.dumps(script),
+                                     options=json.dumps({"model": str(tmp_path / "no-such-model")})))
+        deadline = time.monotonic() + 120
+        while store.get(job.id).status not in ("completed", "failed", "cancelled") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert store.get(job.id).status == "failed"  # no such model: it ran, in a wan worker
+        assert ready_pid() != first  # the previz worker made room, then came back warm
+        assert [s.model for s in dispatcher.slots] == ["previz"]
+    finally:
+        dispatcher.stop()

@@ -50,6 +50,7 @@ class DispatcherConfig:
     # BACKEND[:MODEL] per warm worker, started with the server and loaded before the first job
     # (`daotai serve --warm`); one per concurrency slot at most, kept however long they idle.
     warm: tuple[str, ...] = ()
+    rewarm_after_s: float = 60.0  # a --warm worker replaced by another backend's comes back, once idle, after this
 
 
 # ------------------------------------------------------------------ server side
@@ -83,11 +84,13 @@ class Dispatcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._warmed_at: dict[str, float] = {}  # --warm spec → when its worker was last started
 
     def start(self) -> None:
         """Start the dispatch loop in a daemon thread (its worker processes die with the server)."""
         with self._lock:  # warm workers first: they load while the server starts answering
             for spec in self.config.warm[: self.config.concurrency]:
+                self._warmed_at[spec] = time.monotonic()
                 self.slots.append(_Slot(self._spawn(spec), parse_warm(spec).backend, idle_since=time.monotonic(),
                                         warm=spec))
         self._thread = threading.Thread(target=self._loop, name="daotai-dispatcher", daemon=True)
@@ -143,11 +146,31 @@ class Dispatcher:
                 elif slot.warm is None and now - slot.idle_since > self.config.idle_exit_s:
                     self.slots.remove(slot)
                     _end_process(slot.proc, 10.0)
+            queue_empty = False
             while not self._stop.is_set() and self._has_capacity():
                 job = self.store.claim_next()
                 if job is None:
+                    queue_empty = True
                     break
                 self._assign(job.id, job.attempts, job.model)
+            if queue_empty and not self._stop.is_set():
+                self._rewarm(now)
+
+    def _rewarm(self, now: float) -> None:
+        """With nothing queued, bring back a --warm worker that a job for another backend replaced
+        (or that died): an idle worker of another backend makes room for it. At most once a
+        minute per spec, so a warm-up that keeps failing does not spin."""
+        for spec in self.config.warm[: self.config.concurrency]:
+            if any(slot.warm == spec for slot in self.slots) or now - self._warmed_at.get(spec, -1e9) < self.config.rewarm_after_s:
+                continue
+            if len(self.slots) >= self.config.concurrency:
+                other = next((s for s in self.slots if s.job_id is None and s.warm is None), None)
+                if other is None:
+                    return  # every slot is busy or warm: try again on a later tick
+                self.slots.remove(other)
+                _end_process(other.proc, 10.0)
+            self._warmed_at[spec] = now
+            self.slots.append(_Slot(self._spawn(spec), parse_warm(spec).backend, idle_since=now, warm=spec))
 
     def _has_capacity(self) -> bool:
         idle = sum(1 for slot in self.slots if slot.job_id is None)
