@@ -218,3 +218,11 @@ def test_modulation_projections_keep_their_dtype_and_the_module_reports_its_comp
     assert type(block.adaln_proj.linear) is torch.nn.Linear  # AdaLN modulation is never rounded
     assert type(block.attn.to_q).__name__ == "Int8Linear" and replaced > 0
     assert get_parameter_dtype(block.attn.to_q) == torch.bfloat16  # what diffusers casts inputs to
+
+
+def test_h3_decodes_in_the_dtype_its_vae_ships_for_on_cuda():
+    from daotai.runtime.device import Runtime, vae_dtype_for
+
+    cuda = Runtime("cuda", "cuda", "bfloat16", "bfloat16", "float32", 0)
+    assert vae_dtype_for(cuda, "h3") == torch.bfloat16  # the device rule (float32) was 7.7x slower to decode
+    assert vae_dtype_for(cuda, "wan") == torch.float32
