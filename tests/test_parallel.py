@@ -323,3 +323,25 @@ def test_after_a_failed_group_the_next_shot_starts_a_new_one(monkeypatch, tmp_pa
     runner.group = failed
     list(runner.ensure_loaded(plan, plan.shots[0]))
     assert runner.group is None and loads == ["s01"]  # loads again instead of reusing the failed group
+
+
+@pytest.mark.slow
+def test_an_ltx_keyframe_shot_splits_like_any_other(tmp_path):
+    from builders import build_ltx
+
+    model = build_ltx(tmp_path / "ltx-condition", condition=True)
+    plan, _ = plan_at(tmp_path)
+    frames = {}
+    for gpus in (1, 2):
+        from daotai.render.registry import create_backend
+
+        backend = create_backend("ltx", {"model": str(model), "device": "cpu", "steps": 2, "gpus": gpus,
+                                         "keyframe": "previz"})
+        try:
+            events = list(backend.render(RenderJob(plan, plan.shots[0], controls=False), RunContext()))
+        finally:
+            backend.close()
+        frames[gpus] = np.stack([e.rgb for e in events if isinstance(e, Frame)])
+    difference = int(np.abs(frames[2].astype(np.int16) - frames[1].astype(np.int16)).max())
+    print(f"ltx keyframe: max abs difference {difference} levels")
+    assert difference <= MAX_LEVELS

@@ -47,10 +47,10 @@ class LTXBackend:
             yield {"frame_rate": int(round(request.fps))}
             if self.keyframe == "none":
                 return
-            if type(self.runner.pipe).__name__ != "LTXConditionPipeline":
+            if self.runner.pipeline_class != "LTXConditionPipeline":
                 raise BackendError(
                     f"keyframe: 'previz' needs an LTXConditionPipeline model; {self.runner.model} is "
-                    f"{type(self.runner.pipe).__name__}; use --model ltx-video-0.9.7-distilled"
+                    f"{self.runner.pipeline_class}; use --model ltx-video-0.9.7-distilled"
                 )
             yield {"image": first_previz_frame(job, ctx, request), "frame_index": 0}
 

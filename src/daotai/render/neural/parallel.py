@@ -19,7 +19,8 @@ vanished exits by itself. Cancelling between steps is agreed by all ranks (an al
 the flag each step), so they all stop at the same step and no collective is left waiting.
 
 Context-parallel plans: diffusers ships ``_cp_plan`` for ``WanTransformer3DModel`` and
-``LTXVideoTransformer3DModel``; :data:`PLANS` adds one for ``WanVACETransformer3DModel``.
+``LTXVideoTransformer3DModel``; :data:`PLANS` adds one for ``WanVACETransformer3DModel`` and
+extends LTX's with the per-token timesteps of its keyframe-conditioned pipeline.
 """
 
 from __future__ import annotations
@@ -130,8 +131,24 @@ def share_masks_across_heads(module: Any) -> None:
             sub.set_processor(SharedMaskLTXProcessor())
 
 
+def ltx_plan() -> dict[str, Any]:
+    """diffusers' LTX plan plus the per-token timesteps (B, S) that LTXConditionPipeline passes, split with the tokens.
+
+    A conditioned frame is denoised on its own schedule, so its tokens carry their own
+    timestep; left whole, each rank would apply the whole sequence's modulation to its shard.
+    Plain LTXPipeline passes one timestep per video (B,), which the hook leaves whole.
+    """
+    from diffusers import LTXVideoTransformer3DModel
+    from diffusers.models._modeling_parallel import ContextParallelInput
+
+    plan = dict(LTXVideoTransformer3DModel._cp_plan)
+    plan[""] = {**plan[""], "timestep": ContextParallelInput(split_dim=1, expected_dims=2, split_output=False)}
+    return plan
+
+
 PLANS: dict[str, Callable[[], dict[str, Any]]] = {
     "WanVACETransformer3DModel": vace_plan,
+    "LTXVideoTransformer3DModel": ltx_plan,
 }
 
 
@@ -228,6 +245,7 @@ class RankGroup:
         self.results: Any = None
         self.cancel: Any = None
         self.resolved: Any = None  # rank 0's resolved model (path, hashes) for notices and the manifest
+        self.pipeline_class = ""  # the class name of the ranks' pipeline (e.g. LTXConditionPipeline)
         self.peaks: dict[int, int] = {}  # per rank, the last call's peak bytes (GPU memory; host RSS on the CPU)
         self.broken = False
 
@@ -246,7 +264,7 @@ class RankGroup:
             self.commands.append(commands)
             self.processes.append(process)
         ready = self._collect("ready", lambda message: None)
-        self.resolved = ready[0]
+        self.resolved, self.pipeline_class = ready[0]
 
     def run(self, kwargs: dict[str, Any], seed: int, callback: Callable) -> Any:
         """One pipeline call on every rank; rank 0's frames as (F, H, W, 3) uint8.
@@ -371,7 +389,7 @@ def rank_main(rank: int, setup: RankSetup, commands: Any, results: Any, cancel: 
     threading.Thread(target=_exit_without_supervisor, args=(supervisor,), daemon=True).start()
     try:
         pipe, device, resolved = _join_and_load(rank, setup)
-        results.put(("ready", rank, resolved if rank == 0 else None))
+        results.put(("ready", rank, (resolved, type(pipe).__name__) if rank == 0 else None))
         while True:
             command = commands.get()
             if command[0] == "stop":

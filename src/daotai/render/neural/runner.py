@@ -164,6 +164,11 @@ class DiffusersShotRunner:
                            f"{request.height}, {request.frames} frames, more than the "
                            f"{self.runtime.memory_bytes / 1024**3:.1f} GiB each has; {advice}")
 
+    @property
+    def pipeline_class(self) -> str:
+        """The loaded pipeline's class name, also when the pipeline lives in the ranks of a split shot."""
+        return self.group.pipeline_class if self.group is not None else type(self.pipe).__name__
+
     def _apply_speed(self) -> None:
         """Select and apply the speed levers for this device (kernel levers only when nothing is offloaded)."""
         from daotai.render.speed import apply_levers, cache_only, levers_for, resolve_levers
