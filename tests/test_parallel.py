@@ -161,6 +161,7 @@ def test_a_split_shot_asks_ray_for_its_gpus_on_one_node():
     assert actor_resources("previz", None, gpus=2).placement() is None  # CPU backends take no GPUs
 
 
+@pytest.mark.slow
 def test_a_split_shot_actor_lands_in_a_placement_group_of_its_gpus_on_a_real_cluster():
     ray = pytest.importorskip("ray")
     from ray.util.placement_group import placement_group_table
