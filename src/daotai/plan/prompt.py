@@ -407,6 +407,29 @@ def h3_voices(plan: Plan, shot: ShotPlan) -> tuple[str, ...]:
     return tuple(speakers[:H3_MAX_AUDIO_REFERENCES])
 
 
+def h3_outline(plan: Plan, shot: ShotPlan, forced: str = "auto") -> dict[str, object]:
+    """What the h3 backend will ask MiniMax-H3 for a shot, from the plan alone (the console shows it before
+    Render): {workflow, why, references: labels in the order the backend sends them, segments}."""
+    from daotai.plan.timing import plan_segments
+
+    workflow, why = h3_workflow(plan, shot, forced)
+    references: list[str] = []
+    if workflow == "ref2va":
+        has_image = {c.id: bool(c.reference_images) for c in plan.characters}
+        references += [f"<Picture {i}> {c} ({'reference image' if has_image[c] else 'colour swatch'})"
+                       for i, c in enumerate(h3_pictures(shot), start=1)]
+        references.append(f"<Video 1> previz of {shot.shot_id}")
+        references += [f"<Audio {j}> voice of {c}" for j, c in enumerate(h3_voices(plan, shot), start=1)]
+    elif workflow == "fl2va":
+        references.append("<Picture 1> first frame: the previous shot's last frame, else the shot's first previz "
+                          "frame")
+    snap = catalog.family("h3").snap
+    assert snap.frame_step and snap.native_fps and snap.min_seconds and snap.max_seconds
+    segments = len(plan_segments(shot.duration_s, snap.native_fps, snap.frame_step, snap.frame_offset,
+                                 snap.min_seconds, snap.max_seconds))
+    return {"workflow": workflow, "why": why, "references": references, "segments": segments}
+
+
 def h3_prompt_for(plan: Plan, shot: ShotPlan, forced: str = "auto") -> str:
     """What the h3 backend sends for a shot's first generation, from the plan alone (``daotai prompts``)."""
     workflow, _ = h3_workflow(plan, shot, forced)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from daotai.errors import Issue, ScriptError
+from daotai.errors import BackendError, Issue, ScriptError
 from daotai.server.references import reference_issues
 from daotai.server.schemas import SCRIPT_BODY, ErrorReply, error_responses, issue_dicts
 from daotai.server.state import ServerState
@@ -97,7 +97,17 @@ def render_plan(state: ServerState, script: Any, backend: str, options: dict[str
         plan, _ = job_plan(json.dumps(script.model_dump(mode="json", by_alias=True)), "script", None, store, folder)
         settings = job_settings(store.data_dir, backend, "script", options, state.dispatcher.config.cluster,
                                 state.dispatcher.config.speed)
-        return planned_reuse(plan, settings, source=folder / "script.json")
+        try:
+            shots = planned_reuse(plan, settings, source=folder / "script.json")
+        except BackendError:  # e.g. the model is not downloaded: nothing can be reused, every shot renders
+            shots = [{"shot_id": s.shot_id, "key": None, "render": "rendered"} for s in plan.shots]
+        if backend == "h3":  # which workflow each shot will use and what it is conditioned on, in order
+            from daotai.plan.prompt import h3_outline
+
+            by_id = {s.shot_id: s for s in plan.shots}
+            for entry in shots:
+                entry.update(h3_outline(plan, by_id[entry["shot_id"]], str(options.get("workflow") or "auto")))
+        return shots
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

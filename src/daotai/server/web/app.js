@@ -594,9 +594,13 @@ async function showRenderPlan() {
   box.replaceChildren(
     el("p", { class: "plan-summary" }, summary),
     el("ul", { class: "plan-shots" }, ...shots.map((s) => el("li", {
-      class: `plan-shot ${s.render}`, dataset: { shot: s.shot_id, render: s.render },
+      class: `plan-shot ${s.render}`, dataset: { shot: s.shot_id, render: s.render, workflow: s.workflow || "" },
       title: s.key ? `key ${s.key.slice(0, 12)}` : "",
-    }, `${s.shot_id} · ${t(s.render === "reused" ? "will_reuse" : "will_render")}`))),
+    }, `${s.shot_id} · ${t(s.render === "reused" ? "will_reuse" : "will_render")}`,
+    // MiniMax-H3: the workflow the shot will use, why, and its references in the order they are sent.
+    ...(s.workflow ? [el("span", { class: "plan-workflow", title: s.why || "" }, ` · ${s.workflow}`
+      + (s.segments > 1 ? ` ×${s.segments}` : "")),
+    el("ul", { class: "plan-refs" }, ...(s.references || []).map((r) => el("li", {}, r)))] : [])))),
   );
 }
 
