@@ -31,6 +31,9 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h): an exception daotai did not raise on purpose, i.e. a bug
 
 
+STDIN = "-"  # a script argument of '-' reads the script from standard input
+
+
 def _load(script_path: Path, preset: Optional[str] = None, resolution: Optional[str] = None):
     from daotai.script.load import check_reference_files, load_script
     from daotai.script.presets import apply_preset, apply_size
@@ -39,7 +42,13 @@ def _load(script_path: Path, preset: Optional[str] = None, resolution: Optional[
         from daotai.errors import Issue, OptionError
 
         raise OptionError([Issue("--resolution", resolution, f"and --preset {preset!r} both set the frame size; give one")])
-    script = load_script(script_path)
+    if str(script_path) == STDIN:  # `-`: the script comes on stdin; files it names are relative to here
+        from daotai.script.load import read_script_stream
+
+        script = read_script_stream(sys.stdin.buffer)
+        script_path = Path.cwd() / "<stdin>"
+    else:
+        script = load_script(script_path)
     missing = check_reference_files(script, script_path.resolve().parent)
     if missing:
         raise ScriptError(missing, str(script_path))
@@ -62,7 +71,7 @@ def _speed_mode(value: Optional[str]) -> Optional[str]:
 
 @app.command()
 def validate(
-    script: Path = typer.Argument(..., help="script file (.json, .yaml)"),
+    script: Path = typer.Argument(..., help="script file (.json, .yaml), or - to read it from stdin"),
     as_json: bool = typer.Option(False, "--json", help="print problems as JSON"),
     normalised: bool = typer.Option(
         False, "--normalised", "--normalized", help="print the script in its canonical form (every alias and "
@@ -240,7 +249,8 @@ def render(
     controls: bool = typer.Option(True, "--controls/--no-controls", help="write depth and mask channels"),
     strict: bool = typer.Option(False, "--strict", help="exit non-zero when quality checks fail"),
     enhance_spec: Optional[str] = typer.Option(
-        None, "--enhance", help="also deliver restored copies, e.g. upscale=2,interpolate=60,deflicker,match=<shot id>"
+        None, "--enhance", help="also deliver restored copies: comma-separated steps, e.g. "
+        "'upscale=2, interpolate=60, deflicker, match=SHOT_ID' (see daotai enhance)"
     ),
     model: Optional[str] = typer.Option(None, "--model", help="neural backends: registry name or diffusers folder"),
     device: Optional[str] = typer.Option(None, "--device", help="neural backends: auto | cuda | cuda:N | mps | cpu"),
@@ -329,6 +339,7 @@ def render(
         backend=backend,
         codec=codec,
         encoder=check_mode(encoder),
+        size_preset=preset.strip().lower() if preset else None,
         controls=controls,
         shots=tuple(s.strip() for s in shots.split(",") if s.strip()) if shots else (),
         strict=strict,
@@ -446,6 +457,9 @@ def _image_steps(upscale, interpolate, deflicker, match_colour, method, model, s
     return steps
 
 
+_MATCH_HELP = "reference clip whose colour to match (also spelled --match-color)"
+
+
 @app.command()
 def enhance(
     source: Path = typer.Argument(..., help="video or still image to restore"),
@@ -453,7 +467,8 @@ def enhance(
     upscale: Optional[str] = typer.Option(None, "--upscale", help=_UPSCALE_HELP),
     interpolate: Optional[str] = typer.Option(None, "--interpolate", help=_INTERP_HELP),
     deflicker: bool = typer.Option(False, "--deflicker", help="remove fast brightness flicker"),
-    match_colour: Optional[Path] = typer.Option(None, "--match-colour", "--match-color", help="reference clip"),
+    match_colour: Optional[Path] = typer.Option(None, "--match-colour", help=_MATCH_HELP),
+    match_color: Optional[Path] = typer.Option(None, "--match-color", hidden=True),  # US spelling, kept out of --help
     method: str = typer.Option("classical", "--method", help=_METHOD_HELP),
     interpolate_method: str = typer.Option("dis", "--interpolate-method", help="dis (optical flow) | blend"),
     model: Optional[Path] = typer.Option(
@@ -482,7 +497,7 @@ def enhance(
     if is_image(source):
         from daotai.errors import NO_VALUE, EncodeError, OptionError
 
-        chosen = _image_steps(upscale, interpolate, deflicker, match_colour, method, model, sha256, denoise,
+        chosen = _image_steps(upscale, interpolate, deflicker, match_colour or match_color, method, model, sha256, denoise,
                               denoise_strength)
         try:
             image_steps(chosen)
@@ -499,7 +514,8 @@ def enhance(
 
         raise OptionError.at("--denoise", True, "works on still images; for a clip use --deflicker or --method diffusion")
 
-    steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256,
+    steps = _cli_steps(upscale, interpolate, deflicker, match_colour or match_color, method, interpolate_method,
+                       model, sha256,
                        strength=strength, steps=schedule, prompt=prompt, seed=seed, device=device)
     probe(source)  # a missing or unreadable input is reported before the progress bar appears
     events = enhance_iter(source, output, steps)
@@ -530,7 +546,8 @@ def watch(
     upscale: Optional[str] = typer.Option(None, "--upscale", help=_UPSCALE_HELP),
     interpolate: Optional[str] = typer.Option(None, "--interpolate", help=_INTERP_HELP),
     deflicker: bool = typer.Option(False, "--deflicker", help="remove fast brightness flicker"),
-    match_colour: Optional[Path] = typer.Option(None, "--match-colour", "--match-color", help="reference clip"),
+    match_colour: Optional[Path] = typer.Option(None, "--match-colour", help=_MATCH_HELP),
+    match_color: Optional[Path] = typer.Option(None, "--match-color", hidden=True),  # US spelling, kept out of --help
     method: str = typer.Option("classical", "--method", help=_METHOD_HELP),
     once: bool = typer.Option(False, "--once", help="scan once and exit"),
     interval: float = typer.Option(2.0, "--interval", help="seconds between scans"),
@@ -539,7 +556,7 @@ def watch(
     """Enhance every new video dropped into FOLDER to <name>_enhanced.mp4 beside it."""
     from daotai.post.watch import run_watch
 
-    steps = _cli_steps(upscale, interpolate, deflicker, match_colour, method, "dis", None, None)
+    steps = _cli_steps(upscale, interpolate, deflicker, match_colour or match_color, method, "dis", None, None)
     for event in run_watch(folder, steps, once=once, interval_s=interval, settle_s=settle):
         colour = {"done": "green", "failed": "red"}.get(event.status, "dim")
         if event.status != "waiting" or once:

@@ -53,7 +53,10 @@ class PipelineSettings:
     backend: str = "previz"
     codec: str = "h264"
     crf: int | None = None
-    preset: str | None = None  # None: chosen per backend and frame size
+    preset: str | None = None  # the encoder's (x264) preset; None: chosen per backend and frame size
+    # The user's --preset (preview | draft | final …), which chose the frame size; recorded in the
+    # manifest beside the x264 preset so a render says how it was asked for. None: the script's size.
+    size_preset: str | None = None
     controls: bool = True
     shots: tuple[str, ...] = ()
     strict: bool = False
@@ -1092,7 +1095,8 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
 
     # Assembly streams frames; progress is reported once it returns (it is a fraction of render time).
     yield Progress("assemble", None, 0, plan.total_frames)
-    result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack)
+    closing = plan.fade_out.frames / float(fps) if plan.fade_out is not None else 0.0  # the film's fade to black
+    result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack, fade_out_s=closing)
     if result.audio is not None and result.audio["limiter_gain_reduction_db"] > 0:
         yield Notice("info", f"the mix peaked at {result.audio['peak_before_limiter']:.3f} and was limited by up to "
                              f"{result.audio['limiter_gain_reduction_db']:.1f} dB so nothing clips")

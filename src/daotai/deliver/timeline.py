@@ -295,6 +295,9 @@ def build_timeline(plan: Plan, shot_files: dict[str, str], sound: TimelineSound 
             if i > 0:
                 track[-1].effects.append(otio.schema.Effect(name="fade out", effect_name="FadeOut", metadata={"frames": k}))
         track.append(clip)
+    if plan.fade_out is not None:  # the film's closing fade to black, on the last clip
+        track[-1].effects.append(otio.schema.Effect(name="fade out", effect_name="FadeOut",
+                                                    metadata={"frames": plan.fade_out.frames, "closing": True}))
     if sound is not None and sound.any:
         timeline.tracks.append(_shot_audio_track(plan, shot_files, trims, sound, rate))
         timeline.tracks.append(_soundtrack_track(plan, sound, rate))
@@ -335,6 +338,9 @@ def _shot_audio_track(plan: Plan, shot_files: dict[str, str], trims: list[list[i
         if i + 1 < len(plan.shots) and plan.shots[i + 1].transition.type == "fade":
             clip.effects.append(otio.schema.Effect(name="fade out", effect_name="AudioFadeOut",
                                                    metadata={"frames": plan.shots[i + 1].transition.frames}))
+        if i + 1 == len(plan.shots) and plan.fade_out is not None:  # the film's sound fades with its picture
+            clip.effects.append(otio.schema.Effect(name="fade out", effect_name="AudioFadeOut",
+                                                   metadata={"frames": plan.fade_out.frames, "closing": True}))
         track.append(clip)
         previous_is_clip = True
     return track
@@ -364,6 +370,9 @@ def _soundtrack_track(plan: Plan, sound: TimelineSound, rate: float) -> otio.sch
                                                  otio.opentime.RationalTime(length, rate)),
         )
         clip.metadata["daotai"] = {"gain_db": sound.soundtrack_gain_db, "offset_s": sound.soundtrack_offset_s}
+        if plan.fade_out is not None and begin + length == total:  # the music fades out with the film
+            clip.effects.append(otio.schema.Effect(name="fade out", effect_name="AudioFadeOut",
+                                                   metadata={"frames": plan.fade_out.frames, "closing": True}))
         track.append(clip)
     return track
 

@@ -203,10 +203,13 @@ class Plan(PlanModel):
     total_frames: int
     total_duration_s: float
     soundtrack: SoundtrackPlan | None = None
+    # The film's closing fade to black over the last shot's last ``frames`` (Script.fade_out);
+    # None: the film ends on a cut. Unlike a shot's transition it joins to nothing after it.
+    fade_out: TransitionPlan | None = None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("soundtrack",))
+        return _without_none(handler(self), ("soundtrack", "fade_out"))
 
     @property
     def has_sound(self) -> bool:

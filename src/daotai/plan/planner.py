@@ -495,6 +495,22 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if kind == "crossfade" else 2)), frames=count)
 
 
+def _closing_fade(seconds: float | None, last: ShotPlan, fps: float) -> TransitionPlan | None:
+    """The film's fade to black at its end, on the last shot's last frames; None for no fade.
+
+    It takes round(seconds·fps) frames (at least one) and must fit in the last shot beside the
+    frames its own transition in already uses."""
+    if not seconds:
+        return None
+    count = max(1, frames_for(seconds, fps))
+    incoming = last.transition.frames
+    if count + incoming > last.frames:
+        used = f", {incoming} of them used by its {last.transition.type} in" if incoming else ""
+        raise PlanError.at("fade_out", seconds, f"s ({count} frames) must fit inside the last shot "
+                           f"{last.shot_id!r} ({last.frames} frames{used})")
+    return TransitionPlan(type="fade", duration_s=_r(count / fps), frames=count)
+
+
 def scene_time_of_day(script: Script) -> str:
     """The scene's time of day: as the script gives it, else as its name or description says
     ("a park at sunset" is dusk, 夜市 is night), else day."""
@@ -729,6 +745,7 @@ def plan_script(script: Script) -> Plan:
         shots=tuple(shots),
         total_frames=cursor,
         total_duration_s=_r(cursor / fps),
+        fade_out=_closing_fade(script.fade_out, shots[-1], fps),
         soundtrack=(
             SoundtrackPlan(path=script.soundtrack.path, offset_s=script.soundtrack.offset, gain_db=script.soundtrack.gain_db)
             if script.soundtrack is not None else None

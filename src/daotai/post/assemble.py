@@ -15,6 +15,9 @@ Transition semantics (``ClipSpec.transition_in`` joins the previous clip to this
   black over its last k frames (its last frame is black) and this clip fades in from black
   over its first k frames (its first frame is black). Nothing overlaps, so the total length
   is unchanged. On the first clip it is a fade-in from black.
+* the sequence's ``fade_out`` of d seconds (the film's end): the last clip fades to black
+  over its last m = round(d·fps) frames (its last frame is black), its sound with it, and
+  the soundtrack fades over the same frames. Length is unchanged.
 
 Rounding is half up, computed exactly on the decimal duration and the rational rate.
 
@@ -58,6 +61,7 @@ __all__ = [
     "ClipSpec",
     "Transition",
     "assemble",
+    "end_fade_frames",
     "limit",
     "mix_sound",
     "place_soundtrack",
@@ -158,8 +162,15 @@ def transition_frames(transition: Transition, fps: int | float | str | Fraction)
     return 0
 
 
+def end_fade_frames(seconds: float, fps: int | float | str | Fraction) -> int:
+    """Frames the sequence's closing fade to black takes: m = round(d·fps), 0 for no fade."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+        raise EncodeError(f"fade_out: {seconds!r} must be a finite number of seconds >= 0")
+    return _half_up(Fraction(repr(float(seconds))) * as_fps(fps))
+
+
 def _joins(
-    frame_counts: Sequence[int], transitions: Sequence[Transition], fps: Fraction
+    frame_counts: Sequence[int], transitions: Sequence[Transition], fps: Fraction, end_fade: int = 0
 ) -> list[_Join]:
     """Validate the clip list and work out every clip's transition frames."""
     if len(frame_counts) != len(transitions):
@@ -198,13 +209,14 @@ def _joins(
     joins = []
     last = len(frame_counts) - 1
     for i, count in enumerate(frame_counts):
-        fade_out = fades[i + 1] if i < last else 0
+        fade_out = fades[i + 1] if i < last else end_fade
         overlap_out = overlaps[i + 1] if i < last else 0
         used_in, used_out = overlaps[i] + fades[i], overlap_out + fade_out
         if used_in + used_out > count:
+            closing = " (the sequence's fade_out)" if i == last and end_fade else ""
             raise EncodeError(
                 f"clips[{i}]: its transitions in ({used_in} frames) and out ({used_out} "
-                f"frames) overlap; the clip has only {count} frames"
+                f"frames{closing}) overlap; the clip has only {count} frames"
             )
         joins.append(_Join(overlaps[i], fades[i], fade_out, overlap_out))
     return joins
@@ -312,13 +324,15 @@ def assemble(
     settings: EncodeSettings | None = None,
     on_progress: ProgressCallback | None = None,
     soundtrack: np.ndarray | None = None,
+    fade_out_s: float = 0.0,
 ) -> AssemblyResult:
     """Write the clips as one video at out_path, joined by their transitions (see module doc).
 
     All clips must have the same size and frame rate ``fps``. ``on_progress(done, total)``
     is called after every written frame; raising from it (e.g. Cancelled) stops the work
     and leaves nothing at out_path. ``soundtrack``: (N, 2) float32 at 48 kHz spanning exactly
-    the sequence (see :func:`place_soundtrack`), mixed under the clips' sounds.
+    the sequence (see :func:`place_soundtrack`), mixed under the clips' sounds. ``fade_out_s``:
+    seconds over which the end of the sequence fades to black and silence (0: it ends on a cut).
     """
     rate = as_fps(fps)
     if not clips:
@@ -341,7 +355,8 @@ def assemble(
             )
         infos.append(info)
     counts = [info.frames for info in infos]
-    joins = _joins(counts, [clip.transition_in for clip in clips], rate)
+    end_fade = end_fade_frames(fade_out_s, rate)
+    joins = _joins(counts, [clip.transition_in for clip in clips], rate, end_fade)
     total = int(sum(counts)) - sum(join.overlap_in for join in joins)
     width, height = infos[0].width, infos[0].height
     starts = _clip_starts(counts, joins)
@@ -351,6 +366,8 @@ def assemble(
         if soundtrack.ndim != 2 or soundtrack.shape != (want, 2):
             raise EncodeError(f"soundtrack: shape {soundtrack.shape} must be ({want}, 2): the picture's "
                               f"{total} frames at 48 kHz stereo")
+        if end_fade:
+            soundtrack = soundtrack * _closing_fade(total, end_fade, rate, want)[:, None]
     audio = None
     if soundtrack is not None or any(clip.audio for clip in clips):
         from daotai.encode.audio import MIX_RATE, ROLE_MIX, mux_audio, probe_audio, read_audio
@@ -426,6 +443,13 @@ def clip_envelope(count: int, join: _Join, fps: Fraction, length: int, rate: int
     if not (join.overlap_out or join.fade_out) or last:
         env[length - declick:] *= _ramp(declick)[::-1]
     return env.astype(np.float32)
+
+
+def _closing_fade(total: int, fade: int, fps: Fraction, length: int, rate: int = 48000) -> np.ndarray:
+    """(length,) float32 gain of the sequence's sound under its closing fade: 1, then down to 0
+    at the last frame, following the picture's brightness (the same ramp as a clip's fade-out)."""
+    frames = np.arange(length, dtype=np.float64) * float(fps) / rate  # (length,) frame time of each sample
+    return np.clip((total - 1 - frames) / fade, 0.0, 1.0).astype(np.float32)
 
 
 def place_soundtrack(samples: np.ndarray, offset_s: float, total: int, gain_db: float = 0.0,

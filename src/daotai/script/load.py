@@ -12,7 +12,7 @@ import json
 import math
 import types
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, BinaryIO, Iterable, Mapping
 
 import yaml
 from pydantic import ValidationError
@@ -46,6 +46,22 @@ def load_script(path: str | Path) -> Script:
     raw = file.read_bytes()
     fmt = "yaml" if file.suffix.lower() in (".yaml", ".yml") else "json"
     return parse_script(raw, fmt=fmt, source=source)
+
+
+def read_script_stream(stream: BinaryIO, source: str = "<stdin>") -> Script:
+    """Read, parse and validate a script from a byte stream (``daotai validate -``).
+
+    There is no file name to tell the format, so text whose first non-blank character opens
+    a JSON object or array is JSON and anything else is YAML (a superset of JSON anyway).
+    """
+    raw = stream.read(MAX_SCRIPT_BYTES + 1)  # one byte over the limit is enough to refuse it
+    return parse_script(raw, fmt=guess_format(raw), source=source)
+
+
+def guess_format(raw: str | bytes) -> str:
+    """'json' when the text starts (after a BOM and blanks) with { or [, else 'yaml'."""
+    head = raw[:4096].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:4096]
+    return "json" if head.lstrip("\ufeff \t\r\n")[:1] in ("{", "[") else "yaml"
 
 
 def parse_script(text: str | bytes, fmt: str = "json", source: str | None = None) -> Script:
@@ -104,12 +120,31 @@ def _parse_yaml(text: str, source: str | None) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
+        tab_line = _tab_indented_line(text, getattr(exc, "problem_mark", None))
+        if tab_line is not None:
+            raise ScriptError(
+                [Issue("", NO_VALUE, f"line {tab_line}: tabs are not allowed for indentation in YAML; use spaces")],
+                source,
+            ) from None
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "syntax error"
         raise ScriptError([Issue("", NO_VALUE, f"is not valid YAML: {problem}{where}")], source) from None
     except RecursionError:
         raise ScriptError([Issue("", NO_VALUE, f"nests deeper than {MAX_DEPTH} levels")], source) from None
+
+
+def _tab_indented_line(text: str, mark: Any) -> int | None:
+    """1-based number of the line PyYAML stopped at when a tab indents it, else of the first
+    tab-indented line; None when no line is indented with a tab (the error is something else)."""
+    lines = text.splitlines()
+
+    def indented_with_tab(line: str) -> bool:
+        return "\t" in line[: len(line) - len(line.lstrip(" \t"))]
+
+    if mark is not None and 0 <= mark.line < len(lines) and indented_with_tab(lines[mark.line]):
+        return mark.line + 1
+    return next((n for n, line in enumerate(lines, 1) if indented_with_tab(line)), None)
 
 
 class _NonFinite(str):

@@ -478,7 +478,8 @@ class BlockingMove(Model):
 
 
 class Transition(Model):
-    """How this shot joins the previous one."""
+    """How this shot joins the previous one: a fade dips to black between them (on the first shot, fades
+    in from black); the film's fade to black at its end is the script's fade_out."""
 
     type: TransitionKindField = TransitionKind.cut
     duration: bounded_seconds(ge=0, le=10) | None = Field(
@@ -663,10 +664,16 @@ class Script(Model):
         default=None, validation_alias=_key_aliases("soundtrack"),
         description="music under the whole sequence: a file name or {path, offset, gain_db} (alias: 配乐, 音乐)",
     )
+    # A shot's transition joins it to the shot before; the film's end has no next shot, so its
+    # fade to black is said here. None (or 0): the film ends on its last frame.
+    fade_out: bounded_seconds(ge=0, le=10) | None = Field(
+        default=None, description="seconds over which the film fades to black and silence at its end; "
+        "default: no fade (it ends on the last shot's last frame)",
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _omit_unused(handler(self), ("soundtrack",))
+        return _omit_unused(handler(self), ("soundtrack", "fade_out"))
 
     def character(self, char_id: str) -> Character:
         """The character with this id (the script is validated, so it exists)."""
