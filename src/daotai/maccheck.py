@@ -108,7 +108,7 @@ def run_check(config: CheckConfig) -> dict[str, Any]:
     report["doctor"] = _section("doctor", doctor_rows, say)
     report["previz"] = _section("previz", lambda: previz(config, work / "previz"), say)
     report["mlx_parity"] = _section("mlx_parity", lambda: mlx_parity(work / "models"), say)
-    report["wan_mlx"] = _section("wan_mlx", lambda: wan_mlx(config, work / "models"), say)
+    report["wan_mlx"] = _section("wan_mlx", lambda: wan_mlx(config, work), say)
     report["encode"] = _section("encode", lambda: encode(config.quick), say)
     report["seconds"] = round(time.perf_counter() - started, 1)
     write_report(report, config.report_dir)
@@ -372,9 +372,9 @@ def _memory_stages() -> tuple[list[dict[str, Any]], Callable[[Any], dict]]:
     return stages, sample
 
 
-def _timed_script(work: Path, size: str) -> Path:
-    """The one-shot script every timed render uses: a slow push-in on one character, 1 s."""
-    path = work / "timed.json"
+def _timed_script(path: Path, size: str) -> Path:
+    """The one-shot script every timed render uses, written to ``path``: a slow push-in on one character, 1 s."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
         "title": "mac check", "fps": 24, "size": size, "seed": 7,
         "scene": {"name": "office", "description": "a quiet office at day"},
@@ -433,14 +433,16 @@ def _precisions_that_fit(folder: Path, width: int, height: int, frames: int) -> 
     return [bits for bits in PRECISIONS if footprint_peak(base.with_bits(bits, GROUP_SIZE), width, height, frames) <= budget]
 
 
-def _converted(source: Path, bits: int | None, work: Path) -> Path:
-    """The folder at this precision: the source itself for float32, else an MLX conversion (made once)."""
+def _converted(source: Path, label: str, bits: int | None, work: Path) -> Path:
+    """The folder at this precision: the source itself for float32, else an MLX conversion (made once,
+    kept in ``work/converted`` under the model's label)."""
     from daotai.mlx.convert import convert, read_manifest
 
     if bits is None:
         return source
-    dest = work / f"{source.name}-q{bits}"
+    dest = work / "converted" / f"{label}-q{bits}"
     if read_manifest(dest) is None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
         convert(source, dest, bits, GROUP_SIZE)
     return dest
 
@@ -464,17 +466,20 @@ def _model_folder(config: CheckConfig) -> Path | None:
 
 
 def wan_mlx(config: CheckConfig, work: Path) -> dict[str, Any]:
-    """Timed wan-mlx (and wan-vace-mlx, when registered) renders at each precision that fits."""
+    """Timed wan-mlx (and wan-vace-mlx, when registered) renders at each precision that fits; ``work``
+    holds the tiny models (``models/``), conversions, scripts and renders."""
     from daotai.mlx import require_mlx
     from daotai.render.registry import backend_names
 
     require_mlx("the wan-mlx timing")
-    work.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, Any]] = []
     vace_registered = "wan-vace-mlx" in backend_names()
-    models: list[tuple[str, Path, dict[str, Any]]] = [("wan-mlx", _tiny_wan(work / "tiny-wan"), TINY_RENDER)]
+    # (backend, label, model folder, render settings); the label names its conversions, script and output
+    models: list[tuple[str, str, Path, dict[str, Any]]] = [
+        ("wan-mlx", "tiny-wan", _tiny_wan(work / "models" / "tiny-wan"), TINY_RENDER)]
     if vace_registered:
-        models.append(("wan-vace-mlx", _tiny_wan(work / "tiny-wan-vace", vace=True), TINY_RENDER))
+        models.append(("wan-vace-mlx", "tiny-wan-vace", _tiny_wan(work / "models" / "tiny-wan-vace", vace=True),
+                       TINY_RENDER))
     skipped: list[str] = []
     real = None
     try:
@@ -482,32 +487,31 @@ def wan_mlx(config: CheckConfig, work: Path) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001  (a missing model is noted, the tiny runs still count)
         skipped.append(f"{config.model or REAL_MODEL}: {exc}")
     if real is not None:
-        models.append(("wan-mlx", real, REAL_RENDER))
+        models.append(("wan-mlx", "model", real, REAL_RENDER))
     elif not config.quick and not skipped:
         skipped.append(f"{REAL_MODEL} not pulled (daotai models pull {REAL_MODEL}): only the tiny model was timed")
     from daotai.plan.planner import plan_script
     from daotai.render.neural.request import native_request
     from daotai.script.load import load_script
 
-    for backend, source, render in models:
-        (work / source.name).mkdir(parents=True, exist_ok=True)
-        script = _timed_script(work / source.name, render["size"])
+    for backend, label, source, render in models:
+        script = _timed_script(work / "scripts" / f"{label}.json", render["size"])
         plan = plan_script(load_script(script))
         request = native_request(plan, plan.shots[0], _defaults_for(backend, source, render["steps"]))
         fits = _precisions_that_fit(source, request.width, request.height, request.frames)
         for bits in QUICK_PRECISIONS if config.quick else PRECISIONS:
             precision = "float32" if bits is None else f"{bits}-bit g{GROUP_SIZE}"
             if bits not in fits:
-                runs.append({"backend": backend, "model": source.name, "precision": precision,
+                runs.append({"backend": backend, "model": label, "precision": precision,
                              "status": "does not fit this machine's memory budget (planner estimate)"})
                 continue
             try:
-                folder = _converted(source, bits, work)
+                folder = _converted(source, label, bits, work)
                 entry = _timed_render(backend, folder, precision, script, render["steps"],
-                                      work / "out" / f"{backend}-{source.name}-{precision.split()[0]}")
-                entry["status"] = "ok"
+                                      work / "out" / f"{backend}-{label}-{precision.split()[0]}")
+                entry.update(model=label, folder=source.name, status="ok")
             except Exception as exc:  # noqa: BLE001  (one precision failing is reported; the next still runs)
-                entry = {"backend": backend, "model": source.name, "precision": precision,
+                entry = {"backend": backend, "model": label, "precision": precision,
                          "status": f"error: {type(exc).__name__}: {exc}"}
             runs.append(entry)
     return {"wan_vace_mlx_registered": vace_registered, "runs": runs, "notes": skipped}
