@@ -226,3 +226,33 @@ def test_h3_decodes_in_the_dtype_its_vae_ships_for_on_cuda():
     cuda = Runtime("cuda", "cuda", "bfloat16", "bfloat16", "float32", 0)
     assert vae_dtype_for(cuda, "h3") == torch.bfloat16  # the device rule (float32) was 7.7x slower to decode
     assert vae_dtype_for(cuda, "wan") == torch.float32
+
+
+def test_the_attention_kernel_choice_is_scoped_to_the_transformer_forward(monkeypatch):
+    import contextlib
+    import inspect
+
+    from daotai.render import speed
+
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def recording(config):
+        entered.append(config.sdpa)
+        yield
+
+    monkeypatch.setattr(speed, "denoise_context", recording)
+    transformer = builders.h3_transformer(1)
+    parameters = list(inspect.signature(transformer.forward).parameters)
+    speed.scope_to_forward(transformer, speed.SpeedConfig(mode="exact", sdpa="cudnn"))
+    assert list(inspect.signature(transformer.forward).parameters) == parameters  # modular blocks read these
+    vae_like = torch.nn.Linear(4, 4)
+    vae_like(torch.zeros(1, 4))  # anything else in the pipeline call runs outside the choice
+    assert entered == []
+    with pytest.raises(TypeError):  # the wrapped forward is the real one (it still checks its arguments)
+        transformer.forward()
+    assert entered == ["cudnn"]
+    unchanged = builders.h3_transformer(1)
+    original = unchanged.forward
+    speed.scope_to_forward(unchanged, speed.SpeedConfig(mode="off"))
+    assert unchanged.forward == original  # nothing to scope: left as it was

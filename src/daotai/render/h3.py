@@ -428,7 +428,13 @@ class H3Runner(DiffusersShotRunner):
 
     def _speed_up(self, fresh: list[tuple[str, Any]]) -> None:
         """Apply the speed mode's levers to newly loaded partitions (kernel levers only when nothing is offloaded)."""
-        from daotai.render.speed import apply_transformer_levers, cache_only, levers_for, resolve_levers
+        from daotai.render.speed import (
+            apply_transformer_levers,
+            cache_only,
+            levers_for,
+            resolve_levers,
+            scope_to_forward,
+        )
 
         if self.speed_config is None:
             config = levers_for(self.speed, self.runtime.kind)
@@ -447,6 +453,9 @@ class H3Runner(DiffusersShotRunner):
             self.adapted.add(id(module))
             # MiniMax-H3's transformer is called with the share of denoising done: its timesteps rise.
             done = apply_transformer_levers(module, self.speed_config, self.forwards(), timesteps_descending=False)
+            # The kernel choice applies to the transformer alone: the pipeline call also decodes video, whose
+            # VAE attention then runs as in the stock pipeline.
+            scope_to_forward(module, self.speed_config)
             if done:
                 self.adaptations.append(f"{name}: {', '.join(done)}")
 
@@ -575,7 +584,7 @@ class H3Runner(DiffusersShotRunner):
 
     def generate_h3(self, shot: ShotPlan, generation: Generation, ctx: RunContext) -> Iterator[Event | tuple]:
         """Run one generation (retrying once a tier lower on out-of-memory); ends with ("result", Result)."""
-        from daotai.render.speed import SpeedConfig, denoise_context
+        from daotai.render.speed import SpeedConfig, compile_tag_context
         from daotai.runtime.device import generator_for
 
         assert self.defaults is not None
@@ -595,7 +604,9 @@ class H3Runner(DiffusersShotRunner):
 
             handle = transformer.register_forward_hook(after_forward)
             try:
-                with denoise_context(self.speed_config or SpeedConfig()):
+                # The kernel order is scoped to the transformer's forward (scope_to_forward); the compile-cache
+                # tag of that choice covers the whole call.
+                with compile_tag_context(self.speed_config or SpeedConfig()):
                         out = self.pipe(prompt=generation.prompt, num_frames=generation.frames,
                                     height=generation.height, width=generation.width, num_inference_steps=steps,
                                     generator=generator_for(generation.seed), output_type="pt",

@@ -416,9 +416,38 @@ def denoise_context(config: SpeedConfig) -> Iterator[None]:
         if config.attention == "fa4":
             stack.enter_context(flash_attention_impl("FA4"))
         stack.enter_context(sdpa_kernel(order, set_priority=True))
-        if config.compile_blocks:
-            stack.enter_context(_compile_cache_tag(f"daotai-sdpa-{sdpa}-flash-{'fa4' if config.attention == 'fa4' else 'builtin'}"))
+        stack.enter_context(compile_tag_context(config))
         yield
+
+
+def compile_tag_context(config: SpeedConfig) -> Any:
+    """The compile-cache tag of ``config``'s attention choice, for the duration (nothing to tag: a null context)."""
+    sdpa = "flash" if config.attention == "fa4" else config.sdpa
+    if not config.compile_blocks or sdpa is None:
+        return contextlib.nullcontext()
+    return _compile_cache_tag(f"daotai-sdpa-{sdpa}-flash-{'fa4' if config.attention == 'fa4' else 'builtin'}")
+
+
+def scope_to_forward(module: Any, config: SpeedConfig) -> None:
+    """Apply ``config``'s attention kernel choice (denoise_context) around ``module``'s forward only.
+
+    For pipelines whose call also decodes with attention (MiniMax-H3's VAE decoder): the kernel
+    order chosen for the transformer's shapes is not imposed on the decoder, which then runs
+    exactly as in the stock pipeline. ``inspect.signature(module.forward)`` still reads the
+    original parameters (diffusers' modular blocks select the transformer's inputs by them).
+    """
+    import functools
+
+    if config.sdpa is None and config.attention != "fa4":
+        return
+    original = module.forward
+
+    @functools.wraps(original)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with denoise_context(config):
+            return original(*args, **kwargs)
+
+    module.forward = forward
 
 
 @contextlib.contextmanager
