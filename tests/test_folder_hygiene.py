@@ -358,3 +358,15 @@ def test_ctrl_c_in_the_command_line_exits_130_with_what_was_finished(tmp_path):
     assert "cancelled" in said and "Render stopped" in said, said
     assert "to resume: daotai render film.json -o out" in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["film.json"]
+
+
+def test_the_manifest_names_every_file_by_its_path_in_the_folder(tmp_path):
+    # Two shots' files of one name in different folders must both be listed (and checked).
+    from daotai.deliver.manifest import output_files
+
+    for rel in ("sequence.mp4", "shots/a.mp4", "enhanced/shots/a.mp4", "shots/.a.mp4.tmp"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(rel.encode())
+    (tmp_path / "manifest.json").write_text("{}")
+    assert output_files(tmp_path) == {rel: sha256_file(tmp_path / rel)
+                                      for rel in ("enhanced/shots/a.mp4", "sequence.mp4", "shots/a.mp4")}

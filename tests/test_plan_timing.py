@@ -160,3 +160,22 @@ def test_snap_for_reports_without_changing_the_request():
 def test_snap_for_refuses_bad_frames():
     with pytest.raises(PlanError, match="frames: 0 must be an integer >= 1"):
         snap_for(SNAP_RULES["wan"], 832, 480, 0)
+
+
+@pytest.mark.parametrize("step, offset, min_s, max_s", [(4, 1, 1.0, 81 / 16), (8, 1, 0.5, 121 / 16)])
+def test_segments_cover_every_frame_once_within_the_models_length(step, offset, min_s, max_s):
+    # Each later segment repeats its predecessor's last frame, so n segments of F frames supply
+    # F + (n - 1)(F - 1): counting that shared frame twice would ask the model for longer clips.
+    from daotai.plan.timing import plan_segments
+
+    longest = max(f for f in range(1, 400) if is_snapped(f, step, offset) and f <= max_s * 16 + 1e-9)
+    for wanted in range(1, 4 * longest):
+        segments = plan_segments(wanted / 16, 16.0, step, offset, min_s, max_s)
+        assert sum(s.keep for s in segments) == wanted
+        assert [s.start for s in segments] == [sum(s.keep for s in segments[:i]) for i in range(len(segments))]
+        for s in segments:
+            assert is_snapped(s.frames, step, offset) and s.frames <= longest, (wanted, s)
+            assert 1 <= s.keep <= s.frames - (1 if s.index else 0), (wanted, s)
+        if len(segments) > 1:  # the fewest segments that can make it
+            n = len(segments) - 1
+            assert longest + (n - 1) * (longest - 1) < wanted, (wanted, segments)

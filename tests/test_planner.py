@@ -222,3 +222,38 @@ def test_motion_code_in_plan_round_trips():
     m = np.array([0.1, 0.0, -0.3])
     angle = np.arccos(np.clip(decoded @ m / (np.linalg.norm(decoded) * np.linalg.norm(m)), -1, 1))
     assert angle <= ANGLE_ERROR_BOUND_RAD
+
+
+def test_seeds_are_the_same_in_every_process():
+    # Seeds come from sha256 of their parts, never from Python's per-process hash(): a plan made
+    # tomorrow, on another machine or under another PYTHONHASHSEED gives the same numbers.
+    data = {"seed": 5, "characters": [{"id": "a"}, {"id": "b", "seed": 99}],
+            "shots": [{"shot_id": "s1"}, {"shot_id": "s2"}, {"shot_id": "s3", "seed": 1234}]}
+    plan = _plan(data)
+    assert [s.seed for s in plan.shots] == [3963576101, 681305572, 1234]
+    assert plan.characters[0].seed == 2281398167
+
+
+@pytest.mark.parametrize("camera, motion, rotate, fov_end", [
+    ({"type": "crane"}, (0, 1.5, 0), (0, -10, 0), 60),  # rises and tilts down to keep the subject
+    ({"type": "crane", "direction": "up"}, (0, 1.5, 0), (0, -10, 0), 60),
+    ({"type": "crane", "direction": "down"}, (0, -1.5, 0), (0, 10, 0), 60),
+    ({"type": "dolly"}, (0, 0, -1), (0, 0, 0), 60),  # a third of the 3 m to the subject, forward (-z)
+    ({"type": "dolly", "direction": "out"}, (0, 0, 1), (0, 0, 0), 60),
+    ({"type": "pan", "direction": "left"}, (0, 0, 0), (-30, 0, 0), 60),
+    ({"type": "pan", "direction": "right"}, (0, 0, 0), (30, 0, 0), 60),
+    ({"type": "tilt", "direction": "down"}, (0, 0, 0), (0, -15, 0), 60),
+    ({"type": "truck", "direction": "left"}, (-1, 0, 0), (0, 0, 0), 60),
+    ({"type": "truck", "direction": "right"}, (1, 0, 0), (0, 0, 0), 60),
+    ({"type": "zoom"}, (0, 0, 0), (0, 0, 0), 36),  # a zoom in narrows the lens
+    ({"type": "zoom", "direction": "out"}, (0, 0, 0), (0, 0, 0), 100),
+], ids=lambda v: "-".join(str(x) for x in v.values()) if isinstance(v, dict) else None)
+def test_default_moves_go_the_way_their_names_say(camera, motion, rotate, fov_end):
+    from daotai.plan.planner import resolve_move
+    from daotai.script.schema import CameraSpec
+
+    move = resolve_move(CameraSpec.model_validate(camera), 3.0)  # subject 3 m away
+    assert move.motion == pytest.approx(motion)
+    assert move.rotate == pytest.approx(rotate)
+    assert move.fov_end == pytest.approx(fov_end)
+

@@ -261,3 +261,31 @@ def test_unknown_interpolation_method_lists_the_supported_ones():
     # No maintained loader runs neural interpolation weights (RIFE/FILM), so there is none to name.
     with pytest.raises(OptionError, match=r"interpolate.method: 'rife' must be one of dis, blend"):
         parse_steps("interpolate=x2,interpolate_method=rife")
+
+
+@pytest.mark.parametrize("t", [0.25, 0.75])
+def test_in_betweens_lean_toward_the_nearer_frame(t):
+    # Off the middle, the frame at time t is (1 - t) of the first and t of the second: with no
+    # motion every weighting path (visible pixels, occluded pixels, plain blend, flow) gives it.
+    from daotai.render.motion import Grids, Pair, blend, in_between, synthesise
+
+    a, b = np.full((48, 64, 3), 40, np.uint8), np.full((48, 64, 3), 200, np.uint8)
+    expected = round(40 * (1 - t) + 200 * t)
+    grids = Grids(64, 48)
+    w, h = grids.flow_size
+    still = np.zeros((h, w, 2), np.float32)
+    for seen in (1.0, 0.0):  # 1: every pixel visible in the other frame; 0: all occluded (fallback)
+        visible = np.full((h, w), seen, np.float32)
+        out = synthesise(a, b, t, Pair(still, still, visible, visible), grids)
+        assert np.abs(out.astype(int) - expected).max() <= 1, (seen, out.mean())
+    assert np.abs(blend(a, b, t).astype(int) - expected).max() <= 1
+    assert np.abs(in_between(a, b, t).astype(int) - expected).max() <= 1
+
+
+@pytest.mark.parametrize("frames_in, fps_in, fps_out, frames_out", [
+    (5, 24, 60, 13), (3, 24, 60, 8), (10, 24, 48, 20), (1, 24, 60, 3), (7, 30, 24, 6),
+])
+def test_interpolated_clips_keep_their_duration(frames_in, fps_in, fps_out, frames_out):
+    from daotai.post.interpolate import output_frame_count
+
+    assert output_frame_count(frames_in, Fraction(fps_in), Fraction(fps_out)) == frames_out

@@ -240,3 +240,23 @@ def test_json_schema_lists_fields_and_aliases():
     assert "中景" in schema["$defs"]["Framing"]["description"]
     assert "fov" in schema["$defs"]["CameraSpec"]["properties"]
     json.dumps(schema)
+
+
+@pytest.mark.parametrize("start, end, ok", [(1, 1, False), (1, 0.5, False), (1, 1.04, True)])
+def test_a_walk_must_end_after_it_starts(start, end, ok):
+    data = {"characters": [{"id": "a"}], "shots": [{"shot_id": "s", "duration": 3, "blocking": [
+        {"character": "a", "to": [1, 0], "start": start, "end": end}]}]}
+    if ok:
+        validate_script(data)
+        return
+    with pytest.raises(ScriptError, match=r"shots\[0\]\.blocking\[0\].*must be later than start"):
+        validate_script(data)
+
+
+def test_a_script_over_two_mebibytes_is_refused_unread(tmp_path):
+    # The limit is a number users read in the docs; tests that build inputs from the constant
+    # itself would pass whatever it became.
+    big = tmp_path / "big.json"
+    big.write_text('{"shots": [{"shot_id": "s"}], "notes": "' + "x" * (2 * 1024 * 1024) + '"}', encoding="utf-8")
+    with pytest.raises(ScriptError, match="byte limit"):
+        load_script(big)

@@ -163,3 +163,31 @@ def test_wrong_names_are_answered_with_the_right_one(doc, expected):
 def test_focal_length_to_fov():
     assert focal_length_to_fov(50) == pytest.approx(26.99, abs=0.01)
     assert focal_length_to_fov(24) == pytest.approx(53.13, abs=0.01)
+
+
+@pytest.mark.parametrize("word, kind, direction", [
+    ("左摇", "pan", "left"), ("右摇", "pan", "right"), ("上摇", "tilt", "up"), ("下摇", "tilt", "down"),
+    ("推", "dolly", "in"), ("推进", "dolly", "in"), ("推镜头", "dolly", "in"), ("拉", "dolly", "out"),
+    ("拉远", "dolly", "out"), ("左移", "truck", "left"), ("右移", "truck", "right"), ("升", "crane", "up"),
+    ("降", "crane", "down"), ("上升", "crane", "up"), ("下降", "crane", "down"),
+    ("pan_left", "pan", "left"), ("push_in", "dolly", "in"), ("pull_out", "dolly", "out"),
+])
+def test_camera_words_name_their_move_and_its_direction(word, kind, direction):
+    for camera in (word, {"type": word}):
+        cam = validate_script({"shots": [{"shot_id": "s", "camera": camera}]}).shots[0].camera
+        assert (cam.type.value, cam.direction.value) == (kind, direction), camera
+
+
+@pytest.mark.parametrize("fov_end", [0.5, 170, 175])
+def test_validate_refuses_a_zoom_end_the_planner_cannot_make(fov_end):
+    # validate and the planner agree on the lens: what validate passes, the plan can make.
+    with pytest.raises(ScriptError) as caught:
+        validate_script({"shots": [{"shot_id": "s", "camera": {"type": "zoom", "fov_end": fov_end}}]})
+    assert "shots[0].camera.fov_end" in str(caught.value)
+
+
+def test_the_widest_zoom_end_validate_passes_plans():
+    from daotai.plan.planner import plan_script
+
+    script = validate_script({"shots": [{"shot_id": "s", "camera": {"type": "zoom", "fov_end": 169.9}}]})
+    assert plan_script(script).shots[0].move.fov_end == pytest.approx(169.9)

@@ -402,3 +402,48 @@ def test_openai_client_lists_the_backends_and_what_they_can_do(client):
     assert client.models.retrieve("wan-vace").id == "wan-vace"
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("no-such-model")
+
+
+def test_a_file_reached_through_a_symlinked_folder_is_not_served(idle, tmp_path):
+    # The file itself is regular; the folder above it inside out/ points outside the job.
+    url, store = idle
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "sequence.mp4").write_text("CANARY-SECRET")
+    job_id = httpx.post(f"{url}/v1/videos", json={"prompt": "p", **SMALL}).json()["id"]
+    from daotai.server.store import OutputFile
+
+    store.claim_next()
+    work = store.job_dir(job_id) / "work-1"
+    work.mkdir(parents=True)
+    (work / "media").symlink_to(outside, target_is_directory=True)
+    assert store.complete(job_id, 1, work, [OutputFile("video", "media/sequence.mp4", "0" * 64, 13)])
+    for reply in (httpx.get(f"{url}/v1/videos/{job_id}/content"), httpx.get(f"{url}/v1/jobs/{job_id}/files/video")):
+        assert reply.status_code == 404 and b"CANARY" not in reply.content
+
+
+def test_serving_beyond_loopback_needs_a_token():
+    from daotai.errors import OptionError
+    from daotai.server.security import check_bind
+
+    for host in ("127.0.0.1", "localhost", "::1"):
+        check_bind(host, None)
+    check_bind("0.0.0.0", "a-token")
+    for token in (None, ""):
+        with pytest.raises(OptionError, match="--host"):
+            check_bind("0.0.0.0", token)
+
+
+def test_a_body_without_content_length_is_cut_off_at_the_cap(idle):
+    # Chunked upload: no Content-Length header to refuse early, so the guard counts what arrives.
+    url, store = idle
+
+    def chunks():
+        yield b'{"prompt": "'
+        for _ in range(17):
+            yield b" " * (1 << 20)
+        yield b'"}'
+
+    reply = httpx.post(f"{url}/v1/videos", content=chunks(), headers={"content-type": "application/json"})
+    assert reply.status_code == 413 and reply.json()["error"]["code"] == "body_too_large"
+    assert store.counts() == {}

@@ -141,3 +141,29 @@ def test_rate_without_smpte_timecode_keeps_the_otio(tmp_path):
     assert [p.name for p in written] == ["timeline.otio"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["timeline.otio"]
     assert otio.adapters.read_from_file(str(tmp_path / "timeline.otio")).duration().value == plan.total_frames
+
+
+@pytest.mark.parametrize("seconds", [0.125, 5 / 24, 0.25])  # 3, 5 and 6 frames: odd lengths split unevenly
+def test_dissolves_use_exactly_the_handles_their_clips_were_trimmed_by(seconds):
+    # A k-frame dissolve blends the outgoing clip's last k frames with the incoming clip's first k:
+    # the outgoing clip is cut short by out_offset (its handle), the incoming starts in_offset late.
+    from daotai.deliver.timeline import TimelineSound, build_timeline
+
+    data = {"fps": 24, "characters": [{"id": "a"}],
+            "shots": [{"shot_id": "s", "duration": 1},
+                      {"shot_id": "t", "duration": 1, "transition": {"type": "crossfade", "duration": seconds}}]}
+    plan = plan_script(validate_script(data))
+    k = plan.shots[1].transition.frames
+    assert k == round(seconds * 24)
+    timeline = build_timeline(plan, {"s": "shots/s.mp4", "t": "shots/t.mp4"},
+                              TimelineSound(shots_with_sound=frozenset({"s", "t"})))
+    for track in timeline.tracks[:2]:  # V1 and A1 are cut and dissolved alike
+        outgoing, dissolve, incoming = list(track)
+        assert isinstance(dissolve, otio.schema.Transition), track.name
+        in_offset, out_offset = round(dissolve.in_offset.value), round(dissolve.out_offset.value)
+        assert in_offset + out_offset == k
+        out_end = outgoing.source_range.end_time_exclusive().value
+        assert round(outgoing.media_reference.available_range.duration.value - out_end) == out_offset, track.name
+        assert round(incoming.source_range.start_time.value) == in_offset, track.name
+        assert round(out_end - in_offset) == plan.shots[0].frames - k  # the blend starts k frames from the end
+    assert round(timeline.duration().value) == plan.total_frames
