@@ -178,3 +178,65 @@ def test_match_color_spelling_still_works(tmp_path):
     result = daotai("enhance", str(clip), "-o", str(tmp_path / "b.mp4"), "--match-color", str(clip))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "b.mp4").exists()
+
+
+# ------------------------------------------------------------------ what a render will cost
+
+
+def test_cost_rule_matches_the_measured_wan_step():
+    """docs/performance.md: Wan 1.3B, 480x832, 81 frames, CFG: 566 TFLOP a step; stock 1.2 s a step on an
+    H200 whose matmuls reach 790 TFLOP/s."""
+    from daotai import catalog
+    from daotai.render.cost import neural_seconds_per_shot, step_flops
+
+    footprint = catalog.footprint("wan2.1-t2v-1.3b")
+    assert step_flops(footprint, 832, 480, 81, 5.0) == pytest.approx(566e12, rel=0.05)
+    seconds, frames = neural_seconds_per_shot("wan2.1-t2v-1.3b", 832, 480, 5.0, 790e12, steps=1)
+    assert frames == 81 and seconds == pytest.approx(1.2, rel=0.05)
+
+
+def test_previz_cost_is_timed_here_and_long_renders_are_flagged():
+    from daotai.render.cost import LONG_RENDER_S, CostEstimate, estimate_cost, format_duration
+
+    plan = plan_script(validate_script(script()))
+    estimate = estimate_cost(plan, "previz")
+    assert estimate is not None and estimate.frames == plan.total_frames
+    assert 0 < estimate.seconds_per_frame < 60 and "timed here" in estimate.basis
+    assert estimate_cost(plan, "previz", quick=True) is None  # too small to be worth timing before a render
+    assert CostEstimate("previz", 7200, 1.0, "x").long and not CostEstimate("previz", 100, 1.0, "x").long
+    assert LONG_RENDER_S == 1800
+    assert [format_duration(s) for s in (40, 720, 7500, 3 * 86400)] == ["40 s", "12 min", "2 h 05 min", "3.0 days"]
+
+
+def test_a_4k_120fps_render_is_warned_about_before_it_starts(capsys):
+    from daotai.cli import _announce_cost
+    from daotai.pipeline import PipelineSettings
+
+    big = validate_script({"size": "4K", "fps": 120, "shots": [{"shot_id": f"s{i}", "duration": 60} for i in range(10)]})
+    _announce_cost(plan_script(big), PipelineSettings(), Path("out"), dry_run=False)
+    warning = capsys.readouterr().err
+    assert "warning" in warning and "72,000 frames" in warning and "over 30 min" in warning
+
+
+def test_dry_run_plans_and_estimates_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    result = daotai("render", "examples/office.json", "-o", str(out), "--dry-run", "--cache", str(tmp_path / "c"))
+    assert result.returncode == 0, result.stderr
+    assert "4 shots, 264 frames" in result.stdout and "estimate: about" in result.stdout
+    assert "nothing was written" in result.stdout
+    assert list(tmp_path.iterdir()) == []  # no output folder, no staging folder, no cache
+
+
+def test_doctor_judges_time_as_well_as_memory():
+    from daotai.doctor import _hardware_encoders, _practicality
+
+    slow = _practicality("none (CPU only)", 64 * 1024**3, flops=(50e9, "cpu"))  # a laptop CPU's float32 rate
+    rows = {c.name: c for c in slow}
+    small = rows["wan2.1-t2v-1.3b, 5 s draft shot (estimate)"]
+    assert not small.ok and "fits" in small.value and "impractical here" in small.value and "days" in small.value
+    fast = {c.name: c for c in _practicality("cuda: H200", 140 * 1024**3, flops=(790e12, "cuda"))}
+    assert fast["wan2.1-t2v-1.3b, 5 s draft shot (estimate)"].ok
+    assert "min a shot" in fast["wan2.1-t2v-1.3b, 5 s draft shot (estimate)"].value
+    if not Path("/dev/nvidiactl").exists():
+        encoders = _hardware_encoders("none (CPU only)")
+        assert "nvenc" not in encoders.value.replace("NVENC", "")  # no encoder named that cannot open here

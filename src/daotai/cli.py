@@ -302,6 +302,9 @@ def render(
         "recovered camera path), motion (judder, frozen frames), subject, framing, any, or a qc.json check name"
     ),
     keep_takes: bool = typer.Option(False, "--keep-takes", help="keep the takes not chosen under takes/<shot id>/"),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="plan, print how long the render would take on this machine, and write nothing"
+    ),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc.
 
@@ -353,6 +356,10 @@ def render(
         retakes=retakes,
     )
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
+    if dry_run or not settings.cluster:  # a cluster's machines are not this one: no estimate there
+        _announce_cost(plan_obj, settings, output, dry_run)
+        if dry_run:
+            return
     try:
         result = run_with_progress(plan_obj, output, settings, source=script, console=err)
     except BaseException as exc:
@@ -394,6 +401,26 @@ def qc(
         from daotai.errors import QualityError
 
         raise QualityError(f"quality checks failed: see {folder / 'qc.json'}")
+
+
+def _announce_cost(plan_obj, settings, output: Path, dry_run: bool) -> None:
+    """Before rendering: with --dry-run the plan and its estimated time (nothing is written); otherwise a
+    warning when the render would run longer than LONG_RENDER_S here. Small previz plans are not timed."""
+    from daotai.plan.planner import select_shots
+    from daotai.render.cost import LONG_RENDER_S, estimate_cost, format_duration
+
+    chosen = select_shots(plan_obj, list(settings.shots)) if settings.shots else plan_obj
+    estimate = estimate_cost(chosen, settings.backend, settings.options, quick=not dry_run)
+    if dry_run:
+        out.print(f"dry run: {len(chosen.shots)} shot{'s' if len(chosen.shots) != 1 else ''}, {chosen.total_frames} "
+                  f"frames ({chosen.total_duration_s:g} s at {chosen.fps:g} fps, {chosen.width}x{chosen.height}) "
+                  f"with {settings.backend} → {output}")
+        out.print("estimate: " + escape(estimate.describe() if estimate else "not known for this backend"))
+        out.print("nothing was written")
+    elif estimate is not None and estimate.long:
+        err.print(f"[yellow]warning[/yellow] this render would take {escape(estimate.describe())}, over "
+                  f"{format_duration(LONG_RENDER_S)}; --preset preview, fewer shots (--shots) or a faster machine "
+                  "make it shorter (Ctrl-C stops it; what is finished is kept)")
 
 
 def _enhance_spec(spec: str) -> str:

@@ -6,10 +6,12 @@ import importlib.util
 import os
 import platform
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
 
+from daotai.render.cost import hours_for
 from daotai.runtime.memory import GIB, choose_settings, gpus_that_fit
 from daotai.script.schema import SIZE_PRESETS
 
@@ -67,11 +69,11 @@ def _speed_levers(accel: str) -> list[Check]:
 
 
 def _encoders() -> str:
+    """The software encoders this FFmpeg build has (the hardware ones have their own row, opened for real)."""
     import av
 
     names = []
-    for codec in ("libx264", "libx265", "prores_ks", "ffv1", "libsvtav1", "h264_videotoolbox", "hevc_videotoolbox",
-                  "h264_nvenc", "hevc_nvenc"):
+    for codec in ("libx264", "libx265", "prores_ks", "ffv1", "libsvtav1"):
         try:
             av.codec.Codec(codec, "w")
             names.append(codec)
@@ -80,13 +82,62 @@ def _encoders() -> str:
     return ", ".join(names)
 
 
-def _hardware_encoders() -> Check:
+def _hardware_encoders(accel: str = "") -> Check:
     """What `render --encoder hardware` would find: each of the platform's hardware encoders opened for a
-    few tiny frames (compiled in is not enough: NVENC is in PyAV's Linux wheels and fails without a GPU)."""
+    few tiny frames (compiled in is not enough: NVENC is in PyAV's Linux wheels and fails without a GPU).
+    NVENC is named only where there is an NVIDIA GPU; elsewhere the row says there is none to use."""
     from daotai.encode.hardware import installed_probes, summarise
 
-    probes = installed_probes().values()
-    return Check("hardware encoders (--encoder)", summarise(probes), any(p.opens for p in probes))
+    probes = list(installed_probes().values())
+    usable = [p for p in probes if p.opens]
+    if not usable and probes and all("nvenc" in p.name for p in probes) and not _nvidia(accel):
+        return Check("hardware encoders (--encoder)", "none: NVENC needs an NVIDIA GPU and there is none here "
+                     "(renders use the software encoder)", False)
+    return Check("hardware encoders (--encoder)", summarise(probes), bool(usable))
+
+
+def _nvidia(accel: str) -> bool:
+    """Whether there is an NVIDIA GPU: CUDA that is not a ROCm build answering as CUDA, or, when torch
+    cannot see one (a CPU-only torch), the NVIDIA driver's device node."""
+    if accel.startswith("cuda"):
+        import torch
+
+        return getattr(torch.version, "hip", None) is None
+    return Path("/dev/nvidiactl").exists()
+
+
+# A shot taking longer than this on one machine is called impractical: a short film of a dozen
+# shots would take days.
+IMPRACTICAL_SHOT_S = 3600.0
+PRACTICAL_MODELS = ("wan2.1-t2v-1.3b", "wan2.1-t2v-14b")  # what doctor times: the smallest and the largest Wan
+
+
+def _practicality(accel: str, accel_bytes: int, flops: tuple[float, str] | None = None) -> list[Check]:
+    """Whether each Wan model is usable here, not only whether it fits: memory (the planner) and time
+    for one 5 s draft shot (render.cost's rule at this machine's measured matmul rate)."""
+    from daotai.render.cost import matmul_flops, neural_seconds_per_shot
+
+    if flops is None:
+        if importlib.util.find_spec("torch") is None:
+            return []
+        flops = matmul_flops()
+    rate, device = flops
+    width, height = SIZE_PRESETS["draft"]
+    checks = []
+    for model in PRACTICAL_MODELS:
+        seconds, frames = neural_seconds_per_shot(model, width, height, 5.0, rate)
+        fit = choose_settings(model, width, height, frames, accel_bytes * 0.9) if accel_bytes else None
+        took = hours_for(seconds)
+        if fit is None:
+            value, ok = f"does not fit in memory here (would take {took} a shot even if it did)", False
+        elif seconds > IMPRACTICAL_SHOT_S:
+            value, ok = f"fits ({fit.offload} offload) but would take {took} a shot on {device}: impractical here", False
+        else:
+            value, ok = f"fits ({fit.offload} offload), {took} a shot on {device}", True
+        checks.append(Check(f"{model}, 5 s draft shot (estimate)", value, ok))
+    checks.append(Check("matmul rate (measured)", f"{rate / 1e12:.3g} TFLOP/s on {device} "
+                        f"({'bf16' if device.split(':')[0] in ('cuda', 'mps') else 'float32'})", True))
+    return checks
 
 
 def _split_check(accel: str, accel_bytes: int) -> Check:
@@ -119,7 +170,7 @@ def collect() -> list[Check]:
         checks.append(Check(package, found or "not installed (pip install 'daotai[neural]')", found is not None))
     checks.extend(_speed_levers(accel))
     checks.append(Check("video encoders", _encoders(), True))
-    checks.append(_hardware_encoders())
+    checks.append(_hardware_encoders(accel))
     try:
         from daotai.render.previz.gl import context_backend, create_context, describe_context
 
@@ -139,6 +190,7 @@ def collect() -> list[Check]:
                 if est else "does not fit"))
         checks.append(Check("wan 1.3B, 81 frames (estimate)", "; ".join(fits), True))
         checks.append(_split_check(accel, accel_bytes))
+        checks.extend(_practicality(accel, accel_bytes))
     # wan-mlx on Apple Silicon: what fits on each common Mac size, and on this Mac when it is one
     # (planning only, no MLX import; this_mac() is None unless macOS on arm64)
     from daotai.mlx.memory import doctor_rows, this_mac
