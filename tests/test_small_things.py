@@ -162,6 +162,15 @@ def test_validate_dash_reads_the_script_from_stdin():
     assert "line 3: tabs are not allowed" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_render_dash_renders_a_script_from_stdin(tmp_path):
+    out = tmp_path / "out"
+    result = daotai("render", "-", "-o", str(out), "--no-cache", stdin=json.dumps(script()))
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["source"]["path"] is None  # no file to name or hash
+    assert len(list(decode_frames(out / "sequence.mp4"))) == 42
+
+
 # ------------------------------------------------------------------ --help
 
 

@@ -235,7 +235,8 @@ def _backend_options(pairs: list[str], **shorthands: object) -> dict[str, object
 
 @app.command()
 def render(
-    script: Path = typer.Argument(..., help="script file, or a plan .json written by `daotai plan`"),
+    script: Path = typer.Argument(..., help="script file, a plan .json written by `daotai plan`, or - to read a "
+                                  "script from stdin"),
     output: Path = typer.Option(Path("out"), "-o", "--output", help="output folder"),
     backend: str = typer.Option("previz", "--backend", help="render backend"),
     preset: Optional[str] = typer.Option(None, "--preset", help="preview | draft | final: override the size"),
@@ -361,7 +362,9 @@ def render(
         if dry_run:
             return
     try:
-        result = run_with_progress(plan_obj, output, settings, source=script, console=err)
+        # a script read from stdin has no file: its sound and images are found from here (as _load checked them)
+        source = None if str(script) == STDIN else script
+        result = run_with_progress(plan_obj, output, settings, source=source, console=err)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         if interrupted and not getattr(exc, "__notes__", None):  # Ctrl-C landed outside the pipeline's frames
