@@ -114,10 +114,11 @@ def test_a_render_with_a_closing_fade_ends_black_and_records_the_preset(tmp_path
     source = tmp_path / "fade.json"
     source.write_text(json.dumps(script(fade_out=0.5)))
     out = tmp_path / "out"
-    result = daotai("render", str(source), "-o", str(out), "--preset", "preview", "--no-cache")
+    result = daotai("render", str(source), "-o", str(out), "--preset", "preview", "--no-cache", "--enhance", "upscale=2")
     assert result.returncode == 0, result.stderr
-    frames = list(decode_frames(out / "sequence.mp4"))
-    assert len(frames) == 42 and is_black(frames[-1]) and not is_black(frames[-7])
+    for sequence in ("sequence.mp4", "sequence_enhanced.mp4"):  # the restored copy fades out too
+        frames = list(decode_frames(out / sequence))
+        assert len(frames) == 42 and is_black(frames[-1]) and not is_black(frames[-7]), sequence
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["settings"]["size_preset"] == "preview"  # what the user asked for
     assert manifest["settings"]["preset"] in ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium",
@@ -249,3 +250,18 @@ def test_doctor_judges_time_as_well_as_memory():
     if not Path("/dev/nvidiactl").exists():
         encoders = _hardware_encoders("none (CPU only)")
         assert "nvenc" not in encoders.value.replace("NVENC", "")  # no encoder named that cannot open here
+
+
+def test_comfy_assembly_of_a_render_with_a_closing_fade_is_the_same_file(tmp_path):
+    from daotai.comfy.driver import drive
+    from daotai.comfy.script import load_director_script
+    from daotai.comfy.sequence import assemble_shots, shots_in_folder
+    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.render.base import RunContext
+
+    director = load_director_script(json.dumps(script(fade_out=0.5)))
+    out = tmp_path / "render"
+    assert any(isinstance(e, Finished) for e in run(director.plan, out, PipelineSettings(camera_qc=False)))
+    result = drive(assemble_shots(director.plan, shots_in_folder(director.plan, out), tmp_path / "seq"), RunContext())
+    assert result.sequence.read_bytes() == (out / "sequence.mp4").read_bytes()
+    assert is_black(list(decode_frames(result.sequence))[-1])

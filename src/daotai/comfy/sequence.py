@@ -146,7 +146,8 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
         ctx.check()  # a stop between frames leaves nothing at the sequence's path
 
     yield Progress("assemble", None, 0, plan.total_frames)
-    result = assemble(clips, layout.sequence, fps, enc, on_progress=on_frame, soundtrack=soundtrack)
+    closing = plan.fade_out.frames / float(fps) if plan.fade_out is not None else 0.0  # as the render's assembly
+    result = assemble(clips, layout.sequence, fps, enc, on_progress=on_frame, soundtrack=soundtrack, fade_out_s=closing)
     yield Progress("assemble", None, plan.total_frames, plan.total_frames)
     timeline = write_timeline(plan, {s.shot_id: layout.relative("shot", s.shot_id) for s in plan.shots},
                               layout.timeline)

@@ -446,7 +446,9 @@ def enhance_render(
         ctx.check()
 
     yield Progress("assemble", None, 0, 1, "enhanced")
-    assembled = assemble(clips, sequence, result.fps, settings, on_progress=check)
+    # the film's closing fade, in seconds so it spans the same time at an interpolated frame rate
+    closing = plan.fade_out.frames / float(Fraction(*plan.fps_fraction)) if plan.fade_out is not None else 0.0
+    assembled = assemble(clips, sequence, result.fps, settings, on_progress=check, fade_out_s=closing)
     yield Progress("assemble", None, 1, 1, "enhanced")
     yield Output("sequence_enhanced", str(sequence))
     record = {
