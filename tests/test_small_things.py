@@ -265,3 +265,16 @@ def test_comfy_assembly_of_a_render_with_a_closing_fade_is_the_same_file(tmp_pat
     result = drive(assemble_shots(director.plan, shots_in_folder(director.plan, out), tmp_path / "seq"), RunContext())
     assert result.sequence.read_bytes() == (out / "sequence.mp4").read_bytes()
     assert is_black(list(decode_frames(result.sequence))[-1])
+
+
+def test_a_choice_of_shots_keeps_the_closing_fade_and_checks_it_fits():
+    from daotai.plan.planner import select_shots
+
+    fading = validate_script({"fps": 12, "fade_out": 1, "shots": [
+        {"shot_id": "long", "duration": 3}, {"shot_id": "short", "duration": 1, "transition": "fade"},
+        {"shot_id": "end", "duration": 2}]})
+    plan = plan_script(fading)
+    assert select_shots(plan, ["long"]).fade_out == plan.fade_out  # the chosen film still fades out
+    with pytest.raises(PlanError) as caught:
+        select_shots(plan, ["long", "short"])  # 12 frames of fade + 3 of the dip in > 12
+    assert caught.value.issues[0].path == "fade_out" and "'short'" in caught.value.issues[0].rule

@@ -922,4 +922,9 @@ def select_shots(plan: Plan, shot_ids: list[str]) -> Plan:
             cursor -= transition.frames
         retimed.append(shot.model_copy(update={"start_frame": cursor, "transition": transition}))
         cursor += shot.frames
+    closing, last = plan.fade_out, retimed[-1]
+    if closing is not None and closing.frames + last.transition.frames > last.frames:  # refused before any render
+        raise PlanError.at("fade_out", closing.duration_s, f"s ({closing.frames} frames) must fit inside the last "
+                           f"chosen shot {last.shot_id!r} ({last.frames} frames, {last.transition.frames} of them "
+                           f"used by its {last.transition.type} in); choose another last shot or shorten fade_out")
     return plan.model_copy(update={"shots": tuple(retimed), "total_frames": cursor, "total_duration_s": _r(cursor / plan.fps)})
