@@ -426,3 +426,24 @@ def test_the_fidelity_verdict_says_near_flat_frames_were_left_out(moves):
     assert entry["fidelity"]["frames_flat_excluded"] == [5]
     verdict = next(v for v in entry["verdicts"] if v["check"] == "fidelity")
     assert verdict["ok"] and verdict["text"].endswith("(1 near-flat frame left out)"), verdict
+
+
+@pytest.mark.parametrize("share, ok", [(0.0, True), (0.2, True), (0.5, False), (1.0, False)])
+def test_a_subject_hidden_for_more_than_a_quarter_of_the_shot_fails(share, ok):
+    """b stands on the line from the lens to a for the first ``share`` of the shot (scene model)."""
+    from daotai.qc.report import check_subject
+
+    data = {"size": "preview", "characters": [{"id": "a", "position": [0, 0]}, {"id": "b", "position": [4, 4]}],
+            "shots": [{"shot_id": "s", "duration": 2, "subject": "a", "framing": "medium", "camera": "static"}]}
+    plan = plan_script(validate_script(data))
+    shot = plan.shots[0]
+    frames = []
+    for i, people in enumerate(shot.character_frames):
+        lens = np.array(shot.cameras[i].cam_to_world).reshape(4, 4)[:3, 3]
+        a = next(p for p in people if p.id == "a")
+        between = tuple((np.array(a.position) + lens[[0, 2]]) / 2)
+        hide = i < share * len(shot.character_frames)
+        frames.append(tuple(p.model_copy(update={"position": between}) if p.id == "b" and hide else p for p in people))
+    entry = check_subject(plan, shot.model_copy(update={"character_frames": tuple(frames)}))
+    assert entry["ok"] is ok, entry
+    assert (entry["blocked_by"] == "b") is (share > 0)
