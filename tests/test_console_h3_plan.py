@@ -53,7 +53,7 @@ def test_without_the_model_pulled_every_shot_will_render(tmp_path, monkeypatch):
     assert body["shots"][0]["workflow"] == "ref2va"
 
 
-def test_the_console_shows_the_h3_workflow_before_render(page):
+def test_the_console_shows_the_h3_workflow_before_render(page):  # noqa: F811  (the imported fixture)
     page.select_option("#example-select", "quick")
     page.click("#load-example")
     page.wait_for_selector("#validation-status[data-state=ok]")
