@@ -69,6 +69,7 @@ SEEDS = ("tests/test_planner.py::test_seeds_are_the_same_in_every_process",
 T_TIMING = "tests/test_plan_timing.py"
 T_CAMERA = "tests/test_plan_camera.py"
 WORDS = ("tests/test_script_spellings.py::test_camera_words_name_their_move_and_its_direction",
+         "tests/test_script_spellings.py::test_the_editor_schema_lists_the_chinese_camera_words_the_reader_takes",
          "tests/test_script_spellings.py::test_camera_phrases")
 FOV_END = ("tests/test_script_spellings.py::test_validate_refuses_a_zoom_end_the_planner_cannot_make",
            "tests/test_script_spellings.py::test_the_widest_zoom_end_validate_passes_plans")
@@ -138,7 +139,7 @@ MUTATIONS: tuple[Mutation, ...] = (
        WORDS, "左摇 (pan left) read as pan right"),
     _m("script.alias_tui_jin", "script/vocab.py",
        '"推进": ("dolly", {"direction": "in"}),', "",
-       WORDS, "the alias 推进 (push in) forgotten"),
+       WORDS, "the alias 推进 (push in) forgotten: it still reads as 推 + 进, but editors no longer offer it"),
     _m("script.fov_end_max", "script/schema.py",
        "fov_end: bounded(gt=1, lt=170) | None = None", "fov_end: bounded(gt=1, lt=179) | None = None",
        FOV_END, "fov_end 175 passes validate, then fails in the planner"),
@@ -195,7 +196,8 @@ MUTATIONS: tuple[Mutation, ...] = (
        ("tests/test_audio_qc.py",), "sound seconds longer or shorter than the picture passes"),
     _m("qc.framing_invisible", "qc/framing.py",
        "if counts[shot.subject] < MIN_VISIBLE_PX:", "if counts[shot.subject] < 0:",
-       ("tests/test_framing_qc.py",), "a subject absent from the first frame is measured as if there"),
+       ("tests/test_framing_qc.py::test_a_subject_missing_from_the_first_frame_is_not_measured",
+        "tests/test_framing_qc.py"), "a subject absent from the first frame is measured as if there"),
     # ------------------------------------------------------------------ post/
     _m("post.interp_weights_reversed", "render/motion.py",
        "w0 = (1 - t) * warp(pair.v0, ft0, grids.small, cv2.BORDER_CONSTANT)  # (h, w) float32\n"
@@ -230,7 +232,8 @@ MUTATIONS: tuple[Mutation, ...] = (
        "                if n > count:",
        "            for side, count in ((i - 1, frame_counts[i - 1]), (i, frame_counts[i])):\n"
        "                if n > count + 1:",
-       (T_ASSEMBLE,), "a crossfade longer than its shot is accepted"),
+       "tests/test_assemble.py::test_a_crossfade_one_frame_longer_than_a_clip_is_refused_naming_the_clip",
+       "a crossfade one frame longer than its shot is accepted (a later check refuses it less clearly)"),
     # --------------------------------------------------------------- deliver/
     _m("deliver.dissolve_offsets_swapped", "deliver/timeline.py",
        "                    in_offset=otio.opentime.RationalTime(k // 2, rate),\n"

@@ -221,3 +221,12 @@ def test_cancel_from_progress_leaves_nothing(tmp_path):
     with pytest.raises(Cancelled):
         assemble([ClipSpec(a), ClipSpec(b)], tmp_path / "seq.mp4", 24, on_progress=stop)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("counts", [[4, 10], [10, 4]])
+def test_a_crossfade_one_frame_longer_than_a_clip_is_refused_naming_the_clip(counts):
+    cut, five = Transition("cut", 0.0), Transition("crossfade", 5 / 24)
+    side = counts.index(4)
+    with pytest.raises(EncodeError, match=rf"crossfade of .* \(5 frames at 24 fps\) is longer than clip {side} \(4 frames\)"):
+        planned_frame_count(counts, [cut, five], 24)
+    assert planned_frame_count([5, 5], [cut, five], 24) == 5

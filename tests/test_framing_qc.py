@@ -113,3 +113,15 @@ def test_qc_json_reports_framing_and_fails_a_wrong_one(tmp_path: Path):
     shot_file = next((tmp_path / "shots").glob("*cu*"))
     entry = check_shot(plan, wrong, shot_file, None, camera=False)
     assert not entry["ok"] and any(f.startswith("framing: asked full") for f in entry["failures"])
+
+
+def test_a_subject_missing_from_the_first_frame_is_not_measured():
+    data = {"size": {"width": W, "height": H}, "scene": {"name": "stage", "set_pieces": []},
+            "characters": [{"id": "a"}], "shots": [{"shot_id": "s", "duration": 0.2, "framing": "medium", "subject": "a"}]}
+    plan = plan_script(validate_script(data))
+    frames = _first_frames(plan)
+    masks = frames["s"].masks.copy()
+    masks[masks == 1] = 0  # a is gone
+    entry = measure_framing(plan, plan.shots[0], masks, frames["s"].depth)
+    assert not entry["ok"] and entry["share"] is None and entry["size_ok"] is False
+    assert entry["problems"] == ["subject a not in the picture at the start, so its framing cannot be seen"]

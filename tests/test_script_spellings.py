@@ -191,3 +191,13 @@ def test_the_widest_zoom_end_validate_passes_plans():
 
     script = validate_script({"shots": [{"shot_id": "s", "camera": {"type": "zoom", "fov_end": 169.9}}]})
     assert plan_script(script).shots[0].move.fov_end == pytest.approx(169.9)
+
+
+def test_the_editor_schema_lists_the_chinese_camera_words_the_reader_takes():
+    # Editors and the console offer the words the schema lists; a word dropped from the alias
+    # table would still read (as 推 + 进) but no longer be offered.
+    from daotai.script.jsonschema import script_json_schema
+
+    listed = script_json_schema()["$defs"]["CameraType"]["description"].split(": ", 1)[1].split(", ")
+    for word in ("左摇", "右摇", "上摇", "下摇", "推", "推进", "推镜头", "拉", "拉远", "左移", "右移", "升", "降"):
+        assert word in listed, word
