@@ -133,6 +133,10 @@ MUTATIONS: tuple[Mutation, ...] = (
        "motion = (0.0, 0.0, -round(subject_distance / 3.0, 3))",
        "motion = (0.0, 0.0, -round(subject_distance / 1.0, 3))",
        MOVES, "a default push-in runs the lens into the subject"),
+    _m("plan.focal_full_angle", "plan/geometry.py",
+       "return (size_px / 2.0) / math.tan(math.radians(fov_deg) / 2.0)",
+       "return (size_px / 2.0) / math.tan(math.radians(fov_deg))",
+       "tests/test_geometry.py", "focal length from the whole field of view instead of half"),
     # ---------------------------------------------------------------- script/
     _m("script.zuo_yao_right", "script/vocab.py",
        '"左摇": ("pan", {"direction": "left"})', '"左摇": ("pan", {"direction": "right"})',
@@ -198,6 +202,9 @@ MUTATIONS: tuple[Mutation, ...] = (
        "if counts[shot.subject] < MIN_VISIBLE_PX:", "if counts[shot.subject] < 0:",
        ("tests/test_framing_qc.py::test_a_subject_missing_from_the_first_frame_is_not_measured",
         "tests/test_framing_qc.py"), "a subject absent from the first frame is measured as if there"),
+    _m("qc.psnr_peak", "qc/metrics.py",
+       "return 10.0 * math.log10(255.0**2 / mse)", "return 10.0 * math.log10(255.0 / mse)",
+       ("tests/test_qc_metrics.py::test_psnr_values_and_errors", FIDELITY), "PSNR against the peak, not its square"),
     # ------------------------------------------------------------------ post/
     _m("post.interp_weights_reversed", "render/motion.py",
        "w0 = (1 - t) * warp(pair.v0, ft0, grids.small, cv2.BORDER_CONSTANT)  # (h, w) float32\n"
@@ -234,6 +241,16 @@ MUTATIONS: tuple[Mutation, ...] = (
        "                if n > count + 1:",
        "tests/test_assemble.py::test_a_crossfade_one_frame_longer_than_a_clip_is_refused_naming_the_clip",
        "a crossfade one frame longer than its shot is accepted (a later check refuses it less clearly)"),
+    _m("post.fade_rounding", "post/assemble.py",
+       "out *= weight\n    out += 128", "out *= weight\n    out += 0",
+       ("tests/test_assemble.py::test_faded_and_blended_frames_are_rounded_not_truncated", T_ASSEMBLE),
+       "faded frames truncated instead of rounded (a dark cast)"),
+    _m("post.colour_offset", "post/colour.py",
+       "offset = np.asarray(target.mean) - np.asarray(source.mean) * gain",
+       "offset = np.asarray(target.mean) - np.asarray(source.mean)",
+       ("tests/test_post_restore.py::test_the_colour_transfer_maps_source_statistics_exactly_onto_the_target",
+        "tests/test_post_restore.py::test_match_colour_moves_lab_statistics_to_reference"),
+       "colour matching forgets that the gain moves the mean too"),
     # --------------------------------------------------------------- deliver/
     _m("deliver.dissolve_offsets_swapped", "deliver/timeline.py",
        "                    in_offset=otio.opentime.RationalTime(k // 2, rate),\n"
@@ -253,6 +270,10 @@ MUTATIONS: tuple[Mutation, ...] = (
        "hashes[path.name] = sha256_file(path)",
        "tests/test_folder_hygiene.py::test_the_manifest_names_every_file_by_its_path_in_the_folder",
        "the manifest names nested files by their base name only"),
+    _m("deliver.usd_focal_width", "deliver/cameras.py",
+       "focal = fy * VERTICAL_APERTURE_MM / height", "focal = fy * VERTICAL_APERTURE_MM / width",
+       "tests/test_camera_files.py::test_usd_cameras_match_the_plan_at_every_frame",
+       "USD focal length from the frame's width (wrong lens in DCC tools)"),
     # ----------------------------------------------------------------- server
     _m("server.served_file_outside_out", "server/state.py",
        "        if not resolved.is_relative_to(root):\n            return None\n",

@@ -230,3 +230,16 @@ def test_a_crossfade_one_frame_longer_than_a_clip_is_refused_naming_the_clip(cou
     with pytest.raises(EncodeError, match=rf"crossfade of .* \(5 frames at 24 fps\) is longer than clip {side} \(4 frames\)"):
         planned_frame_count(counts, [cut, five], 24)
     assert planned_frame_count([5, 5], [cut, five], 24) == 5
+
+
+def test_faded_and_blended_frames_are_rounded_not_truncated():
+    # The 8.8 fixed-point gain and mix round to nearest: truncating would darken every faded or
+    # dissolved frame by up to one code value.
+    from daotai.post.assemble import _mix, _scale
+
+    values = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)  # every code value
+    for gain in (0.1, 0.25, 0.5, 0.7, 0.9):
+        exact = values.astype(np.float64) * round(gain * 256) / 256
+        assert np.abs(_scale(values, gain) - exact).max() <= 0.5, gain
+        mixed = values.astype(np.float64) * (256 - round(gain * 256)) / 256 + 255 * round(gain * 256) / 256
+        assert np.abs(_mix(values, np.full_like(values, 255), gain) - mixed).max() <= 0.5, gain

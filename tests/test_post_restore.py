@@ -289,3 +289,13 @@ def test_interpolated_clips_keep_their_duration(frames_in, fps_in, fps_out, fram
     from daotai.post.interpolate import output_frame_count
 
     assert output_frame_count(frames_in, Fraction(fps_in), Fraction(fps_out)) == frames_out
+
+
+def test_the_colour_transfer_maps_source_statistics_exactly_onto_the_target():
+    from daotai.post.colour import LabStats, reinhard
+
+    source, target = LabStats((50.0, 4.0, -2.0), (10.0, 5.0, 8.0)), LabStats((60.0, -1.0, 3.0), (20.0, 5.0, 4.0))
+    transfer = reinhard(source, target)
+    for i in range(3):
+        assert source.mean[i] * transfer.gain[i] + transfer.offset[i] == pytest.approx(target.mean[i])
+        assert source.std[i] * transfer.gain[i] == pytest.approx(target.std[i])
