@@ -290,13 +290,15 @@ FACE_TO_FACE = {"size": "480x270", "scene": {"name": "office"},
                                {"id": "b", "position": [1.2, 0], "facing": -90}],
                 "shots": [{"shot_id": "clear", "duration": 1.5, "subject": "a", "framing": "wide",
                            "camera": {"type": "orbit", "orbit": -90}},
+                          # b steps onto the line between the lens and a in the first 0.3 s and stays there
+                          # (the planner now stages a master so that nobody starts on that line).
                           {"shot_id": "hidden", "duration": 1.5, "subject": "a", "framing": "wide",
-                           "camera": {"type": "orbit", "orbit": 90}}]}
+                           "blocking": [{"character": "b", "to": [0.18, 1.43], "start": 0, "end": 0.3}]}]}
 
 
 @pytest.mark.parametrize("controls", [True, False], ids=["mask", "scene-model"])
 def test_subject_hidden_in_a_face_to_face_master_fails(tmp_path, controls):
-    """The master arcs onto the line between them: b ends up in front of a, the subject."""
+    """In the master b steps in front of a, the subject, and stays: a is hidden for most of the shot."""
     _, qc = _render(FACE_TO_FACE, tmp_path / "out", controls=controls)
     clear, hidden = _entry(qc, "clear"), _entry(qc, "hidden")
     assert clear["ok"], clear["failures"]
