@@ -235,9 +235,10 @@ def test_seeds_are_the_same_in_every_process():
 
 
 @pytest.mark.parametrize("camera, motion, rotate, fov_end", [
-    ({"type": "crane"}, (0, 1.5, 0), (0, -10, 0), 60),  # rises and tilts down to keep the subject
-    ({"type": "crane", "direction": "up"}, (0, 1.5, 0), (0, -10, 0), 60),
-    ({"type": "crane", "direction": "down"}, (0, -1.5, 0), (0, 10, 0), 60),
+    # rises and tilts down by the angle the rise subtends 3 m away, so the subject stays in frame
+    ({"type": "crane"}, (0, 1.5, 0), (0, -26.565, 0), 60),
+    ({"type": "crane", "direction": "up"}, (0, 1.5, 0), (0, -26.565, 0), 60),
+    ({"type": "crane", "direction": "down"}, (0, -1.5, 0), (0, 26.565, 0), 60),
     ({"type": "dolly"}, (0, 0, -1), (0, 0, 0), 60),  # a third of the 3 m to the subject, forward (-z)
     ({"type": "dolly", "direction": "out"}, (0, 0, 1), (0, 0, 0), 60),
     ({"type": "pan", "direction": "left"}, (0, 0, 0), (-30, 0, 0), 60),
@@ -257,3 +258,26 @@ def test_default_moves_go_the_way_their_names_say(camera, motion, rotate, fov_en
     assert move.rotate == pytest.approx(rotate)
     assert move.fov_end == pytest.approx(fov_end)
 
+
+
+@pytest.mark.parametrize("framing", ["medium", "close_up", "wide"])
+def test_a_default_crane_up_keeps_the_subject_in_the_frame_to_its_end(framing):
+    # A fixed 10° tilt lost a medium shot's subject below the frame by the end of the rise.
+    import numpy as np
+
+    from daotai.plan.geometry import intrinsics_from_matrix, project
+
+    plan = _plan({"size": [640, 360], "characters": [{"id": "a", "height": 1.8}],
+                  "shots": [{"shot_id": "up", "duration": 2, "subject": "a", "framing": framing, "camera": "crane"}]})
+    shot = plan.shots[0]
+    head = np.array([[0.0, 1.8 * 0.93, 0.0]]) + np.array([[*_ground(plan, shot, "a")]])
+    for frame in (shot.cameras[0], shot.cameras[-1]):
+        cam_to_world = np.array(frame.cam_to_world).reshape(4, 4)
+        uv, depth = project(head, cam_to_world, intrinsics_from_matrix(np.array(frame.K).reshape(3, 3)))
+        assert depth[0] > 0 and 0 <= uv[0, 0] <= 640 and 0 <= uv[0, 1] <= 360, (framing, uv[0])
+
+
+def _ground(plan, shot, character_id: str) -> tuple[float, float, float]:
+    """The character's ground point (x, 0, z) at the shot's start."""
+    placed = next(p for p in shot.character_frames[0] if p.id == character_id)
+    return (placed.position[0], 0.0, placed.position[1])

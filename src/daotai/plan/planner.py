@@ -154,6 +154,12 @@ def resolve_move(spec: CameraSpec, subject_distance: float) -> ResolvedMove:
     if spec.motion is None and kind == "crane":
         rise = max(motion[1], round(CRANE_RISE_PER_M * subject_distance, 3))
         motion = (0.0, rise, 0.0)
+    if spec.rotate is None and kind == "crane":
+        # Tilt by the angle the rise subtends at the subject, so the aim point that starts in the
+        # middle of the frame ends there (a fixed 10° lost a medium shot's subject below the frame).
+        rise = abs(motion[1])
+        tilt = round(math.degrees(math.atan2(rise, max(subject_distance, 0.1))), 3) if rise else 0.0
+        defaults = {**defaults, "rotate": (0.0, -tilt if motion[1] >= 0 else tilt, 0.0)}
     if spec.motion is None and kind == "truck":
         motion = (max(motion[0], round(TRUCK_PER_M * subject_distance, 3)), 0.0, 0.0)
     rotate = spec.rotate if spec.rotate is not None else defaults.get("rotate", (0.0, 0.0, 0.0))
