@@ -9,7 +9,9 @@ check it against the reference signals of EBU Tech 3341.
 
 from __future__ import annotations
 
+import gc
 import math
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,27 @@ START_TOLERANCE_S = 0.5 / 48000  # the first decoded sample must sit at time zer
 AAC_FRAME = 1024  # samples: the granularity of an AAC stream's length
 
 
-def loudness(samples: np.ndarray, rate: int) -> dict[str, float | None]:
-    """BS.1770 / R128 figures of (N, C) float32 samples: integrated LUFS, LRA, true and sample peak."""
+def _r128_metadata(samples: np.ndarray, rate: int) -> dict[str, str]:
+    """The last ``lavfi.r128.*`` values FFmpeg's ebur128 meter gives for (N, C) float32 samples.
+
+    The meter's figures travel as frame metadata, which PyAV exposes only from version 17 on, so
+    an ``ametadata`` filter prints them to a log file instead: the same values (FFmpeg formats
+    both with three decimals) on every PyAV the floor in pyproject.toml admits. FFmpeg closes
+    the log when the graph is freed, so the graph lives in ``_meter_to_log`` alone."""
+    with tempfile.TemporaryDirectory(prefix="daotai-r128-") as folder:
+        log = Path(folder) / "r128.txt"
+        _meter_to_log(samples, rate, log)
+        gc.collect()  # frees the graph if a reference cycle kept it, closing the log
+        values: dict[str, str] = {}
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.startswith("lavfi.r128."):
+                values[key] = value.strip()
+        return values
+
+
+def _meter_to_log(samples: np.ndarray, rate: int, log: Path) -> None:
+    """Run (N, C) float32 samples through ebur128 and an ametadata printer writing to ``log``."""
     import av
     import av.filter
 
@@ -36,21 +57,20 @@ def loudness(samples: np.ndarray, rate: int) -> dict[str, float | None]:
     graph = av.filter.Graph()
     source = graph.add_abuffer(format="flt", sample_rate=rate, layout=layout, time_base=Fraction(1, rate))
     meter = graph.add("ebur128", "metadata=1:peak=true+sample")
+    # The path is quoted for FFmpeg's option parser; a temporary folder's name holds no quote.
+    printer = graph.add("ametadata", f"mode=print:file='{log.as_posix()}'")
     sink = graph.add("abuffersink")
     source.link_to(meter)
-    meter.link_to(sink)
+    meter.link_to(printer)
+    printer.link_to(sink)
     graph.configure()
-    last: dict[str, str] = {}
 
     def drain() -> None:
-        nonlocal last
         while True:
             try:
-                frame = graph.pull()
+                graph.pull()
             except (av.BlockingIOError, av.EOFError):
                 return
-            if frame.metadata:
-                last = dict(frame.metadata)
 
     block = 1 << 15
     for start in range(0, samples.shape[0], block):
@@ -63,6 +83,11 @@ def loudness(samples: np.ndarray, rate: int) -> dict[str, float | None]:
         drain()
     graph.push(None)
     drain()
+
+
+def loudness(samples: np.ndarray, rate: int) -> dict[str, float | None]:
+    """BS.1770 / R128 figures of (N, C) float32 samples: integrated LUFS, LRA, true and sample peak."""
+    last = _r128_metadata(samples, rate)
 
     def number(key: str) -> float | None:
         try:
