@@ -239,14 +239,25 @@ def _transfer_px(xa: np.ndarray, xb: np.ndarray, rotation: np.ndarray, zoom: flo
     return np.where(rays[:, 2] > 0, error, np.inf)
 
 
-def _triangulate(xa: np.ndarray, xb: np.ndarray, rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
-    """Points (N, 3) in camera a from normalised coordinates, camera b = [R | t] of camera a."""
-    import cv2
+def triangulate(xa: np.ndarray, xb: np.ndarray, rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """Points (N, 3) in camera a from normalised coordinates, camera b = [R | t] of camera a.
 
-    pa = np.hstack([np.eye(3), np.zeros((3, 1))])
-    pb = np.hstack([rotation, translation.reshape(3, 1)])
-    homogeneous = cv2.triangulatePoints(pa, pb, xa.T.astype(np.float64), xb.T.astype(np.float64))
-    return (homogeneous[:3] / homogeneous[3]).T
+    Linear (DLT) triangulation: each point is the null vector of the 4x4 system its two views
+    give, solved for all points at once by one batched SVD. Written here rather than called
+    from OpenCV because ``cv2.triangulatePoints`` returns None in OpenCV 5.0."""
+    pa = np.hstack([np.eye(3), np.zeros((3, 1))])  # (3, 4)
+    pb = np.hstack([rotation, translation.reshape(3, 1)])  # (3, 4)
+    xa = np.asarray(xa, dtype=np.float64)  # (N, 2)
+    xb = np.asarray(xb, dtype=np.float64)  # (N, 2)
+    system = np.stack([
+        xa[:, :1] * pa[2] - pa[0],
+        xa[:, 1:2] * pa[2] - pa[1],
+        xb[:, :1] * pb[2] - pb[0],
+        xb[:, 1:2] * pb[2] - pb[1],
+    ], axis=1)  # (N, 4, 4)
+    homogeneous = np.linalg.svd(system)[2][:, -1, :]  # (N, 4): right singular vector of the smallest value
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return homogeneous[:, :3] / homogeneous[:, 3:4]
 
 
 def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrinsics] | geometry.Intrinsics,
@@ -323,7 +334,7 @@ def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrins
             continue
         t_unit = t_unit.ravel()
         good = pose_mask.ravel() > 0
-        unit_points = _triangulate(xa[good], xb[good], r_e, t_unit)  # camera a, unit baseline
+        unit_points = triangulate(xa[good], xb[good], r_e, t_unit)  # camera a, unit baseline
         ids = [common[i] for i in np.flatnonzero(good)]
         w2c_key = np.linalg.inv(key_pose)
         ratios = []
