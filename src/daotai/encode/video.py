@@ -968,6 +968,16 @@ def _stream_fps(stream: Any) -> Fraction:
     return Fraction(0)
 
 
+def _stated_range(codec: str, decoded_range: int) -> int:
+    """The colour range of a stream, with ProRes's unstated range read as video range.
+
+    A QuickTime 'colr' atom carries no range flag and a ProRes bitstream is video range by
+    definition; FFmpeg 8's decoder says so, FFmpeg 7 (PyAV 14, our floor) leaves it unspecified."""
+    if codec == "prores" and decoded_range == 0:
+        return RANGE_LIMITED
+    return decoded_range
+
+
 def probe(path: str | os.PathLike[str]) -> VideoInfo:
     """Size, rate, frame count, exact duration, codec, colour tags and faststart of a file."""
     source = Path(path)
@@ -995,7 +1005,7 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
             color_primaries=int(context.color_primaries),
             color_trc=int(context.color_trc),
             colorspace=int(context.colorspace),
-            color_range=int(context.color_range),
+            color_range=_stated_range(str(context.name), int(context.color_range)),
             faststart=_has_faststart(source),
         )
     except av.FFmpegError as error:
