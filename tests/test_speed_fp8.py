@@ -44,6 +44,24 @@ def test_fp8_linear_matches_the_linear_it_replaces(dtype):
     assert "fp8=e4m3 row-wise" in repr(fp8)
 
 
+def test_the_reference_product_is_the_scaled_gemm_of_the_same_operands():
+    """Off CUDA the module multiplies the float8 operands in fp32; where this torch's CPU kernel
+    takes row-wise scales, _scaled_mm (what CUDA runs) gives the same product."""
+    torch.manual_seed(3)
+    linear = torch.nn.Linear(64, 48)
+    fp8 = fp8_linear_class()(linear)
+    x = torch.randn(7, 64)
+    values, scales = quantize_rows(x)
+    try:
+        want = torch._scaled_mm(values, fp8.weight_fp8.t(), scale_a=scales, scale_b=fp8.weight_scale,
+                                bias=linear.bias.detach(), out_dtype=torch.float32)
+    except (RuntimeError, NotImplementedError) as error:
+        pytest.skip(f"this torch's CPU _scaled_mm refuses row-wise scales: {error}")
+    with torch.no_grad():
+        got = fp8(x)
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.fixture()
 def narrow_ok(monkeypatch):
     """Let the tiny models' 32- and 64-wide layers take FP8 (the default floor is 2048 outputs)."""

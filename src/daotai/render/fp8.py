@@ -2,8 +2,9 @@
 
 Each eligible ``nn.Linear`` inside a transformer's repeated blocks is replaced by ``Fp8Linear``:
 the weight is quantised once, per output channel, and the activations per token at every call,
-so one outlier only coarsens its own row. The product runs in ``torch._scaled_mm`` (FP8 tensor
-cores on Ada/Hopper and newer, an fp32 reference on the CPU) and comes back in the input's dtype.
+so one outlier only coarsens its own row. On CUDA the product runs in ``torch._scaled_mm`` (FP8
+tensor cores on Ada/Hopper and newer); elsewhere it is computed in fp32 from the same float8
+operands, as a reference. It comes back in the input's dtype.
 This is a numerics change (3 mantissa bits per operand), so it belongs to ``fast`` only; the
 bench reports the deviation it causes.
 
@@ -65,9 +66,17 @@ def _linear_class() -> type:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             rows = x.reshape(-1, self.in_features)  # (tokens, in)
             values, scales = quantize_rows(rows)
+            bias = None if self.bias is None else self.bias.to(x.dtype)
+            if values.device.type != "cuda":
+                # The same product from the same float8 operands, in fp32: the CPU's row-wise
+                # _scaled_mm exists on some torch releases only (2.11 refuses it), and nothing
+                # fast runs there anyway; this keeps the numerics testable everywhere.
+                wide = (values.float() * scales) @ (self.weight_fp8.float() * self.weight_scale.t()).t()  # (tokens, out)
+                out = (wide if bias is None else wide + bias.float()).to(x.dtype)
+                return out.reshape(*x.shape[:-1], self.out_features)
             # weight_fp8.t() is the column-major (in, out) operand the FP8 GEMM needs, without a copy.
             out = torch._scaled_mm(values, self.weight_fp8.t(), scale_a=scales, scale_b=self.weight_scale,
-                                   bias=None if self.bias is None else self.bias.to(x.dtype), out_dtype=x.dtype)
+                                   bias=bias, out_dtype=x.dtype)
             return out.reshape(*x.shape[:-1], self.out_features)
 
         def extra_repr(self) -> str:
