@@ -116,9 +116,17 @@ def test_doctor_reports_machine():
     for word in ("cpu cores", "memory", "video encoders", "libx264", "previz OpenGL"):
         assert word in result.stdout
     if importlib.util.find_spec("torch") is not None:
-        # the speed modes' levers on this machine: on a CPU, exact changes nothing and fast caches steps
-        assert "speed exact" in result.stdout and "no levers" in result.stdout
-        assert "cache=interval" in result.stdout
+        import torch
+
+        from daotai.render.speed import levers_for, resolve_levers
+
+        # the speed modes' levers on this machine's device, as the render would resolve them
+        kind = "cuda" if torch.cuda.is_available() else "cpu"
+        for mode in ("exact", "fast"):
+            text = resolve_levers(levers_for(mode, kind), kind).levers_text()
+            assert f"speed {mode}" in result.stdout and text in result.stdout
+        if kind == "cpu":  # on a CPU, exact changes nothing and fast caches steps
+            assert "no levers" in result.stdout and "cache=interval" in result.stdout
 
 
 @pytest.mark.slow
