@@ -8,6 +8,7 @@ import json
 import struct
 import wave
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,3 +164,32 @@ def test_a_server_job_renders_under_an_uploaded_soundtrack(tmp_path, monkeypatch
         assert len(container.streams.audio) == 1
     manifest = json.loads((out / "manifest.json").read_text())
     assert any(r["reference"] == f"upload:{sound.json()['id']}" for r in manifest["references"])
+
+
+def test_sound_and_images_decode_where_packages_come_from_pythonpath(tmp_path):
+    """A bare interpreter that finds PyAV, Pillow and daotai only through PYTHONPATH (a container
+    image, a portable ComfyUI) still decodes uploads: the isolated decoding child is handed the
+    parent's path, since isolated mode ignores PYTHONPATH."""
+    import os
+    import subprocess
+    import sysconfig
+    import venv
+
+    bare = tmp_path / "bare"
+    venv.EnvBuilder(with_pip=False).create(bare)
+    python = bare / "bin" / "python"
+    packages = [sysconfig.get_paths()["purelib"], str(Path(__file__).parents[1] / "src")]
+    probe = ("import sys, pathlib; from daotai.server.images import check_sound, check_image; "
+             "d = pathlib.Path(sys.argv[1]); "
+             "print(check_sound(d.joinpath('a.wav').read_bytes(), d / 'staging').seconds); "
+             "print(check_image(d.joinpath('a.png').read_bytes(), d / 'staging', 10**6).width)")
+    (tmp_path / "a.wav").write_bytes(wav_bytes(1.0))
+    from PIL import Image
+
+    Image.new("RGB", (24, 16), (200, 30, 30)).save(tmp_path / "a.png")
+    assert subprocess.run([str(python), "-c", "import av"], capture_output=True).returncode != 0  # really bare
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(packages)}
+    done = subprocess.run([str(python), "-c", probe, str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1.0", "24"]

@@ -61,6 +61,17 @@ class CheckedImage:
     png: Path | None
 
 
+def _isolated_python(code: str, *args: str) -> list[str]:
+    """The command line of a decoding child: Python in isolated mode (no environment variables,
+    no user site, not the current folder) that imports from this process's own path.
+
+    Isolation alone drops a PYTHONPATH, and with it PyAV or Pillow wherever an environment
+    provides packages that way (a container image, a portable ComfyUI), so the parent's path
+    is handed over in the code itself; the current folder ('') stays out."""
+    path = [entry for entry in sys.path if entry]
+    return [sys.executable, "-I", "-c", f"import sys\nsys.path[:] = {path!r}\n{code}", *args]
+
+
 def check_image(data: bytes, staging: Path, max_pixels: int, field: str = "input_reference",
                 keep_png: bool = True, timeout_s: float = 20.0) -> CheckedImage:
     """Decode uploaded bytes fully in a memory- and CPU-limited subprocess; raises ImageRejected.
@@ -78,7 +89,7 @@ def check_image(data: bytes, staging: Path, max_pixels: int, field: str = "input
     src.write_bytes(data)
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-c", _DECODE_CHILD, str(src), str(dst) if keep_png else "-", str(max_pixels)],
+            _isolated_python(_DECODE_CHILD, str(src), str(dst) if keep_png else "-", str(max_pixels)),
             capture_output=True, timeout=timeout_s, check=False,
         )
     except subprocess.TimeoutExpired:
@@ -210,7 +221,7 @@ def check_sound(data: bytes, staging: Path, field: str = "file", max_seconds: fl
     src = staging / f"{secrets.token_hex(8)}.upload"
     src.write_bytes(data)
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _SOUND_CHILD, str(src), fmt, repr(float(max_seconds))],
+        done = subprocess.run(_isolated_python(_SOUND_CHILD, str(src), fmt, repr(float(max_seconds))),
                               capture_output=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise ImageRejected(f"{field}: decoding took longer than {timeout_s:g} s", code="invalid_sound") from None
