@@ -51,22 +51,49 @@ def test_validate_json_output(tmp_path):
 
 
 def test_validate_plans_too_and_exits_like_render(tmp_path):
-    """A script validate passes also plans: a plan problem fails validate with its path, exit 3."""
+    """A script validate passes also plans: a plan problem fails validate with its path, exit 2 (as render)."""
     script = tmp_path / "xfade.json"
     script.write_text(json.dumps({"characters": [{"id": "a"}],
                                   "shots": [{"shot_id": "s1", "duration": 1, "transition": {"type": "crossfade",
                                                                                            "duration": 0.5}},
                                             {"shot_id": "s2", "duration": 1}]}))
     result = daotai("validate", str(script))
-    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.returncode == 2, result.stdout + result.stderr
     assert "shots[0].transition.type: 'crossfade' needs a previous shot" in result.stderr
     assert "Traceback" not in result.stderr
     as_json = daotai("validate", "--json", str(script))
     payload = json.loads(as_json.stdout)
-    assert as_json.returncode == 3 and payload["ok"] is False and payload["stage"] == "plan"
+    assert as_json.returncode == 2 and payload["ok"] is False and payload["stage"] == "plan"
     assert payload["issues"][0]["path"] == "shots[0].transition.type"
     rendered = daotai("render", str(script), "-o", str(tmp_path / "out"))
-    assert rendered.returncode == 3 and "shots[0].transition.type" in rendered.stderr
+    assert rendered.returncode == 2 and "shots[0].transition.type" in rendered.stderr
+
+
+def test_validate_plan_and_render_list_every_plan_problem_at_once(tmp_path):
+    """Three shots with a plan problem each and a closing fade too long: all four named, exit 2, nothing written."""
+    script = tmp_path / "many.json"
+    script.write_text(json.dumps({"size": "160x96", "characters": [{"id": "a"}, {"id": "b"}], "fade_out": 5,
+                                  "shots": [{"shot_id": "s1", "duration": 1, "transition": {"type": "crossfade"}},
+                                            {"shot_id": "s2", "duration": 1, "characters": ["a"],
+                                             "framing": "two_shot"},
+                                            {"shot_id": "s3", "duration": 1, "camera": {"aim": "zz"}}]}))
+    expected = ["shots[0].transition.type: 'crossfade' needs a previous shot",
+                "shots[1].framing: 'two_shot' needs a second character",
+                "shots[2].camera.aim: 'zz' must be 'subject' or the id of a character",
+                "fade_out: 5.0 s (120 frames) must fit inside the last shot 's3'"]
+    for args in (("validate", str(script)), ("plan", str(script), "-o", str(tmp_path / "plan.json")),
+                 ("render", str(script), "-o", str(tmp_path / "out"))):
+        done = daotai(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "4 problems in the script (found while planning it)" in done.stderr, done.stderr
+        positions = [done.stderr.find(line) for line in expected]
+        assert -1 not in positions and positions == sorted(positions), done.stderr
+        assert "Traceback" not in done.stderr and "to resume" not in done.stderr
+    as_json = json.loads(daotai("validate", "--json", str(script)).stdout)
+    assert as_json["stage"] == "plan"
+    assert [i["path"] for i in as_json["issues"]] == ["shots[0].transition.type", "shots[1].framing",
+                                                      "shots[2].camera.aim", "fade_out"]
+    assert not (tmp_path / "plan.json").exists() and not (tmp_path / "out").exists()
 
 
 def test_validate_loads_no_torch():

@@ -39,7 +39,7 @@ TABLE = {
     DaotaiError: (1, 500),
     ScriptError: (2, 422),
     OptionError: (2, 422),
-    PlanError: (3, 422),
+    PlanError: (2, 422),
     BackendError: (4, 500),
     DependencyMissing: (5, 501),
     EncodeError: (6, 500),
@@ -210,7 +210,7 @@ def test_unknown_speed_mode_is_an_option_error(tmp_path):
     assert done.returncode == 2 and "speed: 'fsat' must be one of off, exact, fast" in done.stderr
 
 
-def test_unplannable_script_exits_3_with_the_path(tmp_path):
+def test_unplannable_script_exits_2_with_the_path(tmp_path):
     done = daotai("plan", str(crossfade_first(tmp_path)), "-o", str(tmp_path / "plan.json"))
     assert done.returncode == PlanError.exit_code
     assert "shots[0].transition.type: 'crossfade' needs a previous shot" in done.stderr

@@ -203,6 +203,45 @@ def test_chinese_script_prompts_use_english_camera_vocabulary():
     assert "orbits" in plan.shots[3].prompt
 
 
+def test_every_shot_is_planned_and_all_plan_problems_are_raised_together():
+    """One problem no longer hides the next: each shot's pose, look, transition and camera, then the closing fade."""
+    data = {"characters": [{"id": "a"}, {"id": "b"}], "fade_out": 5,
+            "shots": [{"shot_id": "s1", "duration": 1, "transition": {"type": "crossfade"}, "pose": {"zed": "sit"}},
+                      {"shot_id": "s2", "duration": 1, "characters": ["a"], "framing": "two_shot"},
+                      {"shot_id": "s3", "duration": 1, "look_at": "nobody", "camera": {"aim": "zz"}},
+                      {"shot_id": "s4", "duration": 1, "transition": {"type": "crossfade", "duration": 3}}]}
+    with pytest.raises(PlanError) as caught:
+        _plan(data)
+    found = [(i.path, i.value) for i in caught.value.issues]
+    assert found == [("shots[0].pose.zed", "sit"), ("shots[0].transition.type", "crossfade"),
+                     ("shots[1].framing", "two_shot"), ("shots[2].look_at", "nobody"), ("shots[2].camera.aim", "zz"),
+                     ("shots[3].transition.duration", 3.0), ("fade_out", 5.0)]
+    assert all(i.rule for i in caught.value.issues)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "7 problems in the script (found while planning it)" and len(lines) == 8
+    assert lines[1] == "  shots[0].pose.zed: 'sit' names no character of the shot (a, b)"
+    assert caught.value.exit_code == 2
+
+
+def test_one_plan_problem_reads_as_before_and_a_good_shot_after_it_adds_none():
+    data = {"characters": [{"id": "a"}],
+            "shots": [{"shot_id": "s1", "duration": 1, "transition": {"type": "crossfade"}},
+                      {"shot_id": "s2", "duration": 1, "transition": {"type": "crossfade", "duration": 0.5}}]}
+    with pytest.raises(PlanError) as caught:
+        _plan(data)
+    assert [i.path for i in caught.value.issues] == ["shots[0].transition.type"]
+    assert str(caught.value).startswith("shots[0].transition.type: 'crossfade' needs a previous shot")
+
+
+def test_a_dolly_zoom_through_the_subject_names_its_field():
+    data = _one_shot({"type": "dolly_zoom", "motion": [0, 0, -10]})
+    with pytest.raises(PlanError) as caught:
+        _plan(data)
+    (issue,) = caught.value.issues
+    assert issue.path == "shots[0].camera.motion[2]" and issue.value == -10
+    assert "through the subject" in issue.rule
+
+
 def test_select_shots_retimes_and_rejects_unknown():
     plan = plan_script(load_script(EXAMPLES / "office.json"))
     part = select_shots(plan, ["s02", "s03"])

@@ -81,7 +81,9 @@ def validate(
     """Check a script and plan it; list every problem with its JSON path, value and rule.
 
     It plans as render does (timing, transitions, staging, cameras), so a script validate
-    passes also starts to render; the exit codes are render's (2 script, 3 plan)."""
+    passes also starts to render. Field problems come first (a script with them cannot be
+    planned); once there are none, every shot is planned and all plan problems are listed
+    together. Either kind exits 2, as render does."""
     from daotai.errors import PlanError
 
     try:

@@ -6,8 +6,8 @@
     ├── ScriptError            exit 2    HTTP 422  the script breaks a rule (carries every Issue)
     ├── OptionError            exit 2    HTTP 422  a backend or command option is unknown, ill-typed
     │                                              or out of range (carries every Issue)
-    ├── PlanError              exit 3    HTTP 422  a valid script that cannot be planned as asked
-    │                                              (carries the Issue when it has a JSON path)
+    ├── PlanError              exit 2    HTTP 422  a valid script that cannot be planned as asked
+    │                                              (carries every Issue of every shot that has a JSON path)
     ├── BackendError           exit 4    HTTP 500  a render backend failed or is unknown
     │   └── DependencyMissing  exit 5    HTTP 501  an optional package is absent (names the pip command)
     ├── EncodeError            exit 6    HTTP 500  encoding / decoding / probing a video failed
@@ -180,11 +180,13 @@ def _json_path(loc: Any) -> str:
 class PlanError(DaotaiError):
     """A valid script that cannot be planned as asked.
 
-    ``issues`` holds the broken rule with its JSON path when one is known (see ``at``);
-    ``path`` is the first issue's path, or None.
+    ``issues`` holds the broken rules with their JSON paths when known (see ``at`` and ``of``):
+    the planner tries every shot and reports all of them at once. ``path`` is the first issue's
+    path, or None. Its exit code is the script's (2): either way the user edits the script, and
+    ``daotai validate`` answers both kinds with the same code.
     """
 
-    exit_code = 3
+    exit_code = 2
     http_status = 422
     code = "unplannable_script"
 
@@ -201,6 +203,16 @@ class PlanError(DaotaiError):
         """A plan error at one JSON path of the script: message ``path: value rule``."""
         issue = Issue(path, value, rule)
         return cls(str(issue), (issue,))
+
+    @classmethod
+    def of(cls, issues: list[Issue] | tuple[Issue, ...]) -> "PlanError":
+        """Every plan problem at once: one issue reads as ``at`` does, several as a count and one line each."""
+        issues = tuple(issues)
+        if not issues:
+            raise ValueError("PlanError.of needs at least one issue")
+        if len(issues) == 1:
+            return cls(str(issues[0]), issues)
+        return cls(_problems(issues, "the script (found while planning it)"), issues)
 
 
 class BackendError(DaotaiError):

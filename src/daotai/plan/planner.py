@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from daotai import __version__, catalog
-from daotai.errors import PlanError
+from daotai.errors import NO_VALUE, Issue, PlanError
 from daotai.plan import camera as cam
 from daotai.plan import prompt as prompts
 from daotai.plan.model import (
@@ -139,8 +139,9 @@ def _rt(values: Any) -> tuple[float, ...]:
     return tuple(_r(v) for v in np.asarray(values, dtype=np.float64).ravel())
 
 
-def resolve_move(spec: CameraSpec, subject_distance: float) -> ResolvedMove:
-    """Fill a camera spec's unset fields from its type's defaults (and direction)."""
+def resolve_move(spec: CameraSpec, subject_distance: float, where: str = "camera") -> ResolvedMove:
+    """Fill a camera spec's unset fields from its type's defaults (and direction); ``where`` is the
+    spec's JSON path, for errors."""
     kind = spec.type.value
     defaults = _TYPE_DEFAULTS[kind]
     sign = 1
@@ -188,10 +189,8 @@ def resolve_move(spec: CameraSpec, subject_distance: float) -> ResolvedMove:
     if fov_end is None and kind == "dolly_zoom":
         end_distance = subject_distance + motion[2]
         if end_distance <= TOO_CLOSE_M:
-            raise PlanError(
-                f"camera.motion[2] {motion[2]:g} would carry a dolly zoom through the subject "
-                f"({subject_distance:.2f} m away); use a smaller push-in"
-            )
+            raise PlanError.at(f"{where}.motion[2]", motion[2], f"would carry a dolly zoom through the subject "
+                               f"({subject_distance:.2f} m away); use a smaller push-in")
         fov_end = cam.dolly_zoom_fov_end(spec.fov, subject_distance, end_distance)
     if fov_end is None:
         fov_end = spec.fov
@@ -249,12 +248,13 @@ def character_colour(character: Character, index: int) -> tuple[float, float, fl
 def _character_frames(
     shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float,
     subject: str | None = None, names: dict[str, str] | None = None, where: str = "shots[0]",
+    problems: list[Issue] | None = None,
 ) -> list[tuple[CharacterFrame, ...]]:
     """Per-frame position/facing/walk phase/pose of every present character; updates the stage."""
     # Shot time of each frame: the last frame shows the end of the shot, as the camera's
     # easing does (t = i / (n - 1)), so a walk that ends with the shot arrives on screen.
     times = np.linspace(0.0, shot.duration, n_frames) if n_frames > 1 else np.zeros(1)  # (n,) seconds
-    intent = read_intent(shot, present, subject, names or {}, where)
+    intent = read_intent(shot, present, subject, names or {}, where, problems)
     tracks: dict[str, dict[str, np.ndarray]] = {}
     arrivals: dict[str, float] = {}  # when each walker's last walk of the shot ends (s)
     for char_id in present:
@@ -404,9 +404,12 @@ def _named_after(text: str, at: int, candidates: dict[str, str]) -> str | None:
 
 
 def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names: dict[str, str],
-                where: str) -> Intent:
+                where: str, problems: list[Issue] | None = None) -> Intent:
     """Poses, looks and turns from the shot's explicit `pose`/`look_at`, else from its `action` verbs
-    (for the subject) and its dialogue (speakers talk)."""
+    (for the subject) and its dialogue (speakers talk).
+
+    A `pose` or `look_at` that cannot be given is added to ``problems`` and left out; without
+    ``problems`` it is raised (PlanError with every such issue of the shot)."""
     poses: dict[str, str] = {}
     for line in shot.dialogue:
         poses.setdefault(line.character, "talk")
@@ -436,23 +439,31 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
             target = _named_after(text, 0, others)
             if target is not None:
                 look_at[subject] = target
+    found: list[Issue] = []  # a pose or look that cannot be given is left out and said
     if isinstance(shot.pose, dict):
         for char_id, pose in shot.pose.items():
             if char_id not in present:
-                raise PlanError.at(f"{where}.pose.{char_id}", pose.value, "names no character of the shot "
-                                   f"({', '.join(present) or 'none'})")
+                found.append(Issue(f"{where}.pose.{char_id}", pose.value, "names no character of the shot "
+                                   f"({', '.join(present) or 'none'})"))
+                continue
             poses[char_id] = pose.value
     elif shot.pose is not None:
         if subject is None:
-            raise PlanError.at(f"{where}.pose", shot.pose.value, "needs a subject in the shot")
-        poses[subject] = shot.pose.value
+            found.append(Issue(f"{where}.pose", shot.pose.value, "needs a subject in the shot"))
+        else:
+            poses[subject] = shot.pose.value
     if shot.look_at is not None:
         if subject is None:
-            raise PlanError.at(f"{where}.look_at", shot.look_at, "needs a subject in the shot")
-        if isinstance(shot.look_at, str) and shot.look_at not in present:
-            raise PlanError.at(f"{where}.look_at", shot.look_at, "must be a character in the shot "
-                               f"({', '.join(present)}) or [x, y, z]")
-        look_at[subject] = shot.look_at if isinstance(shot.look_at, str) else tuple(shot.look_at)
+            found.append(Issue(f"{where}.look_at", shot.look_at, "needs a subject in the shot"))
+        elif isinstance(shot.look_at, str) and shot.look_at not in present:
+            found.append(Issue(f"{where}.look_at", shot.look_at, "must be a character in the shot "
+                               f"({', '.join(present)}) or [x, y, z]"))
+        else:
+            look_at[subject] = shot.look_at if isinstance(shot.look_at, str) else tuple(shot.look_at)
+    if found and problems is None:
+        raise PlanError.of(found)
+    if problems is not None:
+        problems.extend(found)
     return Intent(poses, look_at, turn_to, change)
 
 
@@ -482,39 +493,55 @@ def _ground_point(look: str | tuple[float, float, float], tracks: dict[str, dict
     return float(look[0]), float(look[2])
 
 
-def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, frames: int) -> TransitionPlan:
+_CUT = TransitionPlan(type="cut", duration_s=0.0, frames=0)
+
+
+def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, frames: int,
+                problems: list[Issue]) -> TransitionPlan:
+    """The shot's transition in; one that cannot be made is added to ``problems`` and planned as a cut."""
     kind = shot.transition.type.value
     seconds = shot.transition.seconds
     if kind == "cut":
-        return TransitionPlan(type="cut", duration_s=0.0, frames=0)
+        return _CUT
     count = max(1, round(seconds * fps)) if kind == "crossfade" else max(1, round(seconds * fps / 2.0))
     where = f"shots[{index}].transition"
+    problem = None
     if kind == "crossfade":
         if prev_frames is None:
-            raise PlanError.at(f"{where}.type", kind, "needs a previous shot to blend from; use 'fade' or 'cut' "
-                               "on the first shot")
-        if count > min(prev_frames, frames):
-            raise PlanError.at(f"{where}.duration", seconds, f"s ({count} frames) must not exceed either adjacent "
-                               f"shot ({prev_frames} and {frames} frames)")
+            problem = Issue(f"{where}.type", kind, "needs a previous shot to blend from; use 'fade' or 'cut' "
+                            "on the first shot")
+        elif count > min(prev_frames, frames):
+            problem = Issue(f"{where}.duration", seconds, f"s ({count} frames) must not exceed either adjacent "
+                            f"shot ({prev_frames} and {frames} frames)")
     elif count > frames or (prev_frames is not None and count > prev_frames):
-        raise PlanError.at(f"{where}.duration", seconds, "s of fade must fit inside the adjacent shots")
+        problem = Issue(f"{where}.duration", seconds, "s of fade must fit inside the adjacent shots")
+    if problem is not None:
+        problems.append(problem)
+        return _CUT
     return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if kind == "crossfade" else 2)), frames=count)
 
 
-def _closing_fade(seconds: float | None, last: ShotPlan, fps: float) -> TransitionPlan | None:
-    """The film's fade to black at its end, on the last shot's last frames; None for no fade.
+def _closing_fade(seconds: float | None, shot_id: str, frames: int, incoming: TransitionPlan, fps: float,
+                  problems: list[Issue]) -> TransitionPlan | None:
+    """The film's fade to black at its end, on the last shot's last frames; None for no fade (or one
+    that does not fit, added to ``problems``).
 
     It takes round(seconds·fps) frames (at least one) and must fit in the last shot beside the
     frames its own transition in already uses."""
     if not seconds:
         return None
     count = max(1, frames_for(seconds, fps))
-    incoming = last.transition.frames
-    if count + incoming > last.frames:
-        used = f", {incoming} of them used by its {last.transition.type} in" if incoming else ""
-        raise PlanError.at("fade_out", seconds, f"s ({count} frames) must fit inside the last shot "
-                           f"{last.shot_id!r} ({last.frames} frames{used})")
+    if count + incoming.frames > frames:
+        used = f", {incoming.frames} of them used by its {incoming.type} in" if incoming.frames else ""
+        problems.append(Issue("fade_out", seconds, f"s ({count} frames) must fit inside the last shot "
+                              f"{shot_id!r} ({frames} frames{used})"))
+        return None
     return TransitionPlan(type="fade", duration_s=_r(count / fps), frames=count)
+
+
+def _issues_of(exc: PlanError, where: str) -> tuple[Issue, ...]:
+    """A PlanError's issues; one raised without a JSON path is placed at ``where``."""
+    return exc.issues or (Issue(where, NO_VALUE, str(exc)),)
 
 
 def scene_time_of_day(script: Script) -> str:
@@ -539,6 +566,8 @@ def plan_script(script: Script) -> Plan:
     shots: list[ShotPlan] = []
     cursor = 0
     prev_frames: int | None = None
+    last_transition = TransitionPlan(type="cut", duration_s=0.0, frames=0)
+    problems: list[Issue] = []  # every shot's plan problems, reported together once all shots were tried
     for index, shot in enumerate(script.shots):
         n_frames = frames_for(shot.duration, fps)
         present = shot.characters if shot.characters is not None else all_ids
@@ -547,102 +576,20 @@ def plan_script(script: Script) -> Plan:
         warnings: list[str] = []
         if len(present) == 2:
             stage.face_each_other(present)
-        camera_spec = shot.camera
         framing = shot.framing.value
         bodies = {c: stage.body(c) for c in present}  # where they stand as the shot starts
-        character_frames = _character_frames(shot, present, stage, n_frames, fps, subject, names, f"shots[{index}]")
-        lens_fov = _lens_fov(shot.camera, width / height)
-        fov_given = "fov" in shot.camera.model_fields_set or shot.camera.focal_length_mm is not None
-        if subject is not None:
-            others = tuple(bodies[c] for c in present if c != subject)
-            path = np.array([p.position for frame in character_frames for p in frame], np.float64)
-            try:
-                placement, fov, _ = stage_camera(
-                    framing, shot.angle.value, lens_fov, width / height, bodies[subject], others,
-                    fov_given=fov_given, path=path,
-                )
-            except ValueError:
-                raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
-                                   "(list both in shots[].characters)") from None
-            if kinds[subject] == "animal" and FRAMING_RULES[framing].scale_with_height:
-                placement = _toward_the_head(placement, bodies[subject])
-            place = _camera_place(shot, index, framing, bodies)
-            if shot.camera.follow and not place.moves_the_camera:
-                place = _beside_the_path(place, bodies[subject], character_frames, present.index(subject))
-            if place.moves_the_camera or place.aim is not None:
-                placement = place_explicitly(placement, bodies[subject], place, shot.angle.value)
-            if _place_given(shot):  # where the planner chose, the warning below says what it found instead
-                _refuse_a_blocked_start(shot, index, placement, bodies, subject)
-                if "framing" not in shot.model_fields_set and (shot.camera.distance_m or shot.camera.position):
-                    # the script placed the camera and named no size: the plan names the size it makes
-                    framing = size_at(placement.distance, fov, bodies[subject].height,
-                                      ANIMAL_FRAMING_SCALE if kinds[subject] == "animal" else 1.0)
-            if fov != shot.camera.fov:
-                camera_spec = shot.camera.model_copy(update={"fov": fov})
-            if framing != "over_the_shoulder" and not _place_given(shot):
-                hidden = hidden_by(placement, bodies[subject], others)
-                if hidden:
-                    warnings.append(f"{', '.join(hidden)} stands between the camera and {subject} at the start of the shot")
-        elif framing in ("over_the_shoulder", "two_shot"):
-            raise PlanError.at(f"shots[{index}].framing", framing, "needs two characters in the shot")
-        else:
-            placement = place_camera(framing, shot.angle.value, lens_fov, (0.0, 0.0), 1.75, 0.0)
-            place = _camera_place(shot, index, framing, bodies)
-            if place.moves_the_camera or place.aim is not None:
-                placement = place_explicitly(placement, Body("", (0.0, 0.0), 1.75, 0.0), place, shot.angle.value)
-            if lens_fov != shot.camera.fov:
-                camera_spec = shot.camera.model_copy(update={"fov": lens_fov})
-        move = resolve_move(camera_spec, placement.distance)
-        traj = cam.trajectory(
-            placement.cam_to_world,
-            cam.Move(
-                motion=move.motion,
-                rotate=move.rotate,
-                orbit=move.orbit,
-                fov=move.fov,
-                fov_end=move.fov_end if move.fov_end != move.fov else None,
-                easing=move.easing,
-                shake=move.shake,
-                orbit_center=placement.aim_point,
-                shake_seed=derive_seed(seed, "shake"),
-            ),
-            n_frames,
-            fps,
-        )
-        poses = np.array(traj.cam_to_world)  # (n, 4, 4)
-        fovs = np.array(traj.fov)  # (n,) degrees
-        if move.type == "dolly_zoom" and shot.camera.fov_end is None:
-            # Hold the subject's size on every frame, not only at both ends: the fov follows
-            # the distance (d · tan(fov/2) constant) instead of a tan-linear blend.
-            distances = np.linalg.norm(poses[:, :3, 3] - np.array(placement.aim_point), axis=1)
-            half = math.tan(math.radians(move.fov) / 2.0) * placement.distance / distances
-            fovs = np.degrees(2.0 * np.arctan(half))
-        if move.follow and subject is not None:
-            start = np.array(character_frames[0][present.index(subject)].position)
-            for i, frame in enumerate(character_frames):
-                now = np.array(frame[present.index(subject)].position)
-                poses[i, 0, 3] += now[0] - start[0]
-                poses[i, 2, 3] += now[1] - start[1]
-        if shot.camera.follow and subject is not None:
-            track = np.array([frame[present.index(subject)].position for frame in character_frames], np.float64)
-            poses = _turn_to_follow(poses, np.array(placement.aim_point), track - track[0],
-                                    DUTCH_ROLL_DEG if shot.angle.value == "dutch" else 0.0)
-            move = move.model_copy(update={"rotate": _turns_over_shot(poses), "pan_follow": True})
-        if subject is not None:
-            aim = np.array(placement.aim_point)
-            closest = float(np.min(np.linalg.norm(poses[:, :3, 3] - aim, axis=1)))
-            if closest < min(TOO_CLOSE_M, 0.5 * placement.distance):
-                warnings.append(
-                    f"the camera comes within {closest:.2f} m of {subject}'s aim point: it may pass through the subject"
-                )
-        if np.any(poses[:, 1, 3] < 0.02):
-            warnings.append("the camera goes below the ground (y < 0) during the shot")
-        cameras = tuple(
-            CameraFrame(cam_to_world=_rt(poses[i]), fov=_r(fovs[i]), K=_rt(cam.intrinsics(float(fovs[i]), width, height)))
-            for i in range(n_frames)
-        )
+        character_frames = _character_frames(shot, present, stage, n_frames, fps, subject, names, f"shots[{index}]",
+                                             problems)
+        transition = _transition(shot, index, fps, prev_frames, n_frames, problems)
+        prev_frames, last_transition = n_frames, transition
+        try:
+            framing, move, placement, cameras = _shot_camera(shot, index, framing, present, subject, bodies,
+                                                             character_frames, kinds, width, height, fps, seed,
+                                                             warnings)
+        except PlanError as exc:  # this shot's camera cannot be placed: the next shots are still planned
+            problems.extend(_issues_of(exc, f"shots[{index}].camera"))
+            continue
         code = encode_motion(move.motion)
-        transition = _transition(shot, index, fps, prev_frames, n_frames)
         if transition.type == "crossfade":
             cursor -= transition.frames
         others = [(names[c], script.character(c).appearance) for c in present if c != subject]
@@ -698,7 +645,10 @@ def plan_script(script: Script) -> Plan:
             )
         )
         cursor += n_frames
-        prev_frames = n_frames
+    closing = _closing_fade(script.fade_out, script.shots[-1].shot_id, prev_frames or 0, last_transition, fps,
+                            problems)
+    if problems:
+        raise PlanError.of(problems)
     pieces = script.scene.set_pieces
     if pieces is None:
         resolved = tuple(
@@ -751,7 +701,7 @@ def plan_script(script: Script) -> Plan:
         shots=tuple(shots),
         total_frames=cursor,
         total_duration_s=_r(cursor / fps),
-        fade_out=_closing_fade(script.fade_out, shots[-1], fps),
+        fade_out=closing,
         soundtrack=(
             SoundtrackPlan(path=script.soundtrack.path, offset_s=script.soundtrack.offset, gain_db=script.soundtrack.gain_db)
             if script.soundtrack is not None else None
@@ -760,6 +710,105 @@ def plan_script(script: Script) -> Plan:
 
 
 
+
+def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...], subject: str | None,
+                 bodies: dict[str, Body], character_frames: list, kinds: dict[str, str], width: int, height: int,
+                 fps: float, seed: int, warnings: list[str]):
+    """The shot's camera: where it starts, its move and every frame's pose and lens; PlanError names the field
+    that cannot be planned. Returns (framing, move, placement, cameras); warnings are appended."""
+    n_frames = len(character_frames)
+    camera_spec = shot.camera
+    lens_fov = _lens_fov(shot.camera, width / height)
+    fov_given = "fov" in shot.camera.model_fields_set or shot.camera.focal_length_mm is not None
+    if subject is not None:
+        others = tuple(bodies[c] for c in present if c != subject)
+        path = np.array([p.position for frame in character_frames for p in frame], np.float64)
+        try:
+            placement, fov, _ = stage_camera(
+                framing, shot.angle.value, lens_fov, width / height, bodies[subject], others,
+                fov_given=fov_given, path=path,
+            )
+        except ValueError:
+            raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
+                               "(list both in shots[].characters)") from None
+        if kinds[subject] == "animal" and FRAMING_RULES[framing].scale_with_height:
+            placement = _toward_the_head(placement, bodies[subject])
+        place = _camera_place(shot, index, framing, bodies)
+        if shot.camera.follow and not place.moves_the_camera:
+            place = _beside_the_path(place, bodies[subject], character_frames, present.index(subject))
+        if place.moves_the_camera or place.aim is not None:
+            placement = place_explicitly(placement, bodies[subject], place, shot.angle.value)
+        if _place_given(shot):  # where the planner chose, the warning below says what it found instead
+            _refuse_a_blocked_start(shot, index, placement, bodies, subject)
+            if "framing" not in shot.model_fields_set and (shot.camera.distance_m or shot.camera.position):
+                # the script placed the camera and named no size: the plan names the size it makes
+                framing = size_at(placement.distance, fov, bodies[subject].height,
+                                  ANIMAL_FRAMING_SCALE if kinds[subject] == "animal" else 1.0)
+        if fov != shot.camera.fov:
+            camera_spec = shot.camera.model_copy(update={"fov": fov})
+        if framing != "over_the_shoulder" and not _place_given(shot):
+            hidden = hidden_by(placement, bodies[subject], others)
+            if hidden:
+                warnings.append(f"{', '.join(hidden)} stands between the camera and {subject} at the start of the shot")
+    elif framing in ("over_the_shoulder", "two_shot"):
+        raise PlanError.at(f"shots[{index}].framing", framing, "needs two characters in the shot")
+    else:
+        placement = place_camera(framing, shot.angle.value, lens_fov, (0.0, 0.0), 1.75, 0.0)
+        place = _camera_place(shot, index, framing, bodies)
+        if place.moves_the_camera or place.aim is not None:
+            placement = place_explicitly(placement, Body("", (0.0, 0.0), 1.75, 0.0), place, shot.angle.value)
+        if lens_fov != shot.camera.fov:
+            camera_spec = shot.camera.model_copy(update={"fov": lens_fov})
+    move = resolve_move(camera_spec, placement.distance, f"shots[{index}].camera")
+    traj = cam.trajectory(
+        placement.cam_to_world,
+        cam.Move(
+            motion=move.motion,
+            rotate=move.rotate,
+            orbit=move.orbit,
+            fov=move.fov,
+            fov_end=move.fov_end if move.fov_end != move.fov else None,
+            easing=move.easing,
+            shake=move.shake,
+            orbit_center=placement.aim_point,
+            shake_seed=derive_seed(seed, "shake"),
+        ),
+        n_frames,
+        fps,
+    )
+    poses = np.array(traj.cam_to_world)  # (n, 4, 4)
+    fovs = np.array(traj.fov)  # (n,) degrees
+    if move.type == "dolly_zoom" and shot.camera.fov_end is None:
+        # Hold the subject's size on every frame, not only at both ends: the fov follows
+        # the distance (d · tan(fov/2) constant) instead of a tan-linear blend.
+        distances = np.linalg.norm(poses[:, :3, 3] - np.array(placement.aim_point), axis=1)
+        half = math.tan(math.radians(move.fov) / 2.0) * placement.distance / distances
+        fovs = np.degrees(2.0 * np.arctan(half))
+    if move.follow and subject is not None:
+        start = np.array(character_frames[0][present.index(subject)].position)
+        for i, frame in enumerate(character_frames):
+            now = np.array(frame[present.index(subject)].position)
+            poses[i, 0, 3] += now[0] - start[0]
+            poses[i, 2, 3] += now[1] - start[1]
+    if shot.camera.follow and subject is not None:
+        track = np.array([frame[present.index(subject)].position for frame in character_frames], np.float64)
+        poses = _turn_to_follow(poses, np.array(placement.aim_point), track - track[0],
+                                DUTCH_ROLL_DEG if shot.angle.value == "dutch" else 0.0)
+        move = move.model_copy(update={"rotate": _turns_over_shot(poses), "pan_follow": True})
+    if subject is not None:
+        aim = np.array(placement.aim_point)
+        closest = float(np.min(np.linalg.norm(poses[:, :3, 3] - aim, axis=1)))
+        if closest < min(TOO_CLOSE_M, 0.5 * placement.distance):
+            warnings.append(
+                f"the camera comes within {closest:.2f} m of {subject}'s aim point: it may pass through the subject"
+            )
+    if np.any(poses[:, 1, 3] < 0.02):
+        warnings.append("the camera goes below the ground (y < 0) during the shot")
+    cameras = tuple(
+        CameraFrame(cam_to_world=_rt(poses[i]), fov=_r(fovs[i]), K=_rt(cam.intrinsics(float(fovs[i]), width, height)))
+        for i in range(n_frames)
+    )
+    return framing, move, placement, cameras
 
 def _lens_fov(camera: CameraSpec, aspect: float) -> float:
     """The vertical fov the script asks for: from focal_length_mm on the sensor's width, else fov."""
