@@ -113,6 +113,42 @@ def test_missing_file_and_unknown_backend_are_clear(tmp_path):
     assert "not a known backend" in result.stderr and "Traceback" not in result.stderr
 
 
+def _without_models(tmp_path: Path) -> dict[str, str]:
+    """An environment whose Hugging Face cache and licence records are empty folders."""
+    return {"HF_HUB_CACHE": str(tmp_path / "hub"), "DAOTAI_CONFIG_DIR": str(tmp_path / "config")}
+
+
+@pytest.mark.parametrize("backend, command", [
+    ("wan", "daotai models pull wan2.1-t2v-1.3b"),
+    ("ltx", "daotai models pull ltx-video-2b"),
+    ("h3", "daotai models pull minimax-h3 --accept-licence"),  # the catalog's one model with a licence to accept
+])
+def test_a_model_not_downloaded_is_the_first_and_only_thing_said(backend, command, tmp_path):
+    """Before the estimate (over 30 min on a CPU, so it would warn), the controls notice and the progress bar;
+    with the command that pulls it; and no resume line, since nothing ran."""
+    env = dict(os.environ, COLUMNS="400", **_without_models(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "daotai.cli", "render", "examples/minimal.json", "-o",
+                           str(tmp_path / "out"), "--backend", backend], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)
+    assert done.returncode == 4, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error backend {backend} (its default model): "), done.stderr
+    assert "is not downloaded" in lines[0] and lines[0].split("with: ")[1].startswith(command), lines[0]
+    assert ("--accept-licence" in lines[0]) == (backend == "h3")
+    assert done.stdout == "" and not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]  # no staging folder either
+
+
+def test_a_dry_run_names_the_missing_model_before_its_estimate(tmp_path):
+    env = dict(os.environ, COLUMNS="400", **_without_models(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "daotai.cli", "render", "examples/minimal.json", "-o",
+                           str(tmp_path / "out"), "--backend", "wan", "--dry-run"], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("warning backend wan (its default model): wan2.1-t2v-1.3b is not downloaded")
+    assert "daotai models pull wan2.1-t2v-1.3b" in done.stderr and "estimate:" in done.stdout
+
+
 def test_schema_is_json_with_defs():
     result = daotai("schema")
     assert result.returncode == 0

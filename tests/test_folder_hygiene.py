@@ -140,6 +140,28 @@ def test_a_rerender_stopped_at_any_stage_leaves_the_earlier_render_whole(stage, 
     assert "shots/s4.mp4" in manifest["files"] and not (out / "shots" / "s3.mp4").exists()
 
 
+def test_an_error_before_any_shot_ran_says_nothing_about_resuming(tmp_path, monkeypatch, capsys):
+    """A backend that fails before its first shot (its model, its licence) left nothing to resume: the error alone."""
+    from daotai import cli
+    from daotai.errors import BackendError
+
+    def refuses(*args, **kwargs):
+        raise BackendError("the backend refused before its first shot")
+
+    monkeypatch.setattr(pipeline.LocalExecutor, "render_shots", refuses)
+    with pytest.raises(BackendError) as failed:
+        render(script("s1", "s2"), tmp_path / "out")
+    assert not getattr(failed.value, "__notes__", None) and list(tmp_path.iterdir()) == []
+    (tmp_path / "film.json").write_text(json.dumps(script("s1")))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["daotai", "render", "film.json", "-o", "out", "--no-cache"])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    said = capsys.readouterr().err
+    assert exited.value.code == BackendError.exit_code and "the backend refused before its first shot" in said
+    assert "to resume" not in said and "Render stopped" not in said, said
+
+
 @pytest.mark.parametrize("stage", ["first shot", "manifest"])
 def test_a_first_render_stopped_leaves_no_folder(stage, tmp_path, monkeypatch):
     _stop_at(monkeypatch, stage)

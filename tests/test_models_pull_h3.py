@@ -88,3 +88,26 @@ def test_an_unknown_workflow_is_refused_with_the_choices(hub):
     result = CliRunner().invoke(cli.app, ["models", "pull", H3, "--workflow", "i2v", "--accept-licence"])
     assert result.exit_code != 0 and hub.downloads == []
     assert "t2va" in str(result.exception) and "ref2va" in str(result.exception)
+
+
+def test_the_command_a_render_names_for_a_missing_model_is_the_one_that_pulls_it(hub):
+    """`render --backend h3` without the weights names `models pull minimax-h3 --accept-licence`; run as
+    given, that command pulls the model and records the licence, and the render's check then passes."""
+    import shlex
+
+    from daotai import cli
+    from daotai.errors import BackendError
+    from daotai.pipeline import PipelineSettings, require_models
+
+    settings = PipelineSettings(backend="h3")
+    with pytest.raises(BackendError) as missing:
+        require_models(settings)
+    command = str(missing.value).split("with: ")[1].split(" (")[0]
+    assert command == f"daotai models pull {H3} --accept-licence"
+    assert "MiniMax H3 Community License" in str(missing.value)  # what --accept-licence accepts is shown
+    words = shlex.split(command)
+    result = CliRunner().invoke(cli.app, words[1:])
+    assert result.exit_code == 0, result.output
+    require_models(settings)  # downloaded now: nothing to refuse
+    assert models.licence_acceptance(models.spec_for(H3)) is not None
+    assert models.pull_command(models.spec_for(H3)) == f"daotai models pull {H3}"  # accepted once, not asked again

@@ -318,7 +318,8 @@ def render(
     backend, options, model files, encode settings and library versions) are reused from the
     shot cache; the manifest says which shots were rendered and which reused."""
     from daotai.cli_progress import run_with_progress
-    from daotai.pipeline import PipelineSettings, load_plan_or_script, resolved_options
+    from daotai.errors import BackendError
+    from daotai.pipeline import PipelineSettings, load_plan_or_script, require_models, resolved_options
 
     scripts_read: list[Path] = []
 
@@ -359,6 +360,12 @@ def render(
         retakes=retakes,
     )
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
+    try:  # so is a model that is not downloaded, before the estimate and any warning
+        require_models(settings)
+    except BackendError as exc:
+        if not dry_run:
+            raise
+        err.print(f"[yellow]warning[/yellow] {escape(str(exc))}")  # a dry run still says what the render would take
     if dry_run or not settings.cluster:  # a cluster's machines are not this one: no estimate there
         _announce_cost(plan_obj, settings, output, dry_run)
         if dry_run:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Literal, M
 
 import numpy as np
 
-from daotai.errors import Cancelled, EncodeError, Issue, PlanError, ScriptError
+from daotai.errors import BackendError, Cancelled, EncodeError, Issue, PlanError, ScriptError
 from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
@@ -225,6 +225,31 @@ def resolved_options(settings: PipelineSettings):
     merged = {k: v for k, v in settings.option_defaults.items() if k in fields and v is not None}
     merged.update(settings.options)
     return spec.validate_options(merged)
+
+
+def require_models(settings: PipelineSettings, options=None) -> None:
+    """Refuse, before any estimate or work, a render whose backend would load a catalog model (or a
+    Control-Camera checkpoint) that is not downloaded here; the error names the command that pulls it.
+    A cluster's workers load their own copies, so a cluster run is not checked here."""
+    from daotai.render.registry import spec_for
+    from daotai.runtime.models import require_pulled
+
+    spec = spec_for(settings.backend)
+    if spec.family is None or settings.cluster:
+        return
+    options = options if options is not None else resolved_options(settings)
+    given = getattr(options, "model", None)
+    needed = [(str(given or spec.default_model or ""), f"backend {spec.name}" + ("" if given else " (its default model)")),
+              (str(getattr(options, "checkpoint", None) or ""), f"backend {spec.name}, -O checkpoint")]
+    missing = []
+    for name, needed_by in needed:
+        try:
+            if name:
+                require_pulled(name, needed_by)
+        except BackendError as exc:
+            missing.append(str(exc))
+    if missing:  # both at once when the model and the checkpoint are missing
+        raise BackendError("\n  ".join(missing))
 
 
 def backend_env(source: Path | None = None, health: Callable[[Any], dict] | None = None):
@@ -917,6 +942,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
     spec = spec_for(settings.backend)
     options = resolved_options(settings)  # refused here, before any work, when an option is wrong
+    require_models(settings, options)  # and a model that is not downloaded
     settings = replace(settings, options=options.model_dump())  # the manifest records them, validated
     if settings.controls and not spec.controls:
         # Neural backends make no depth/mask; the run goes on with controls off.
@@ -939,7 +965,10 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         swap_folder(staging, os.path.abspath(out_dir), keep_old=folder.keep_old)
     except BaseException as exc:
         remove_quietly(staging)
-        if not isinstance(exc, GeneratorExit):
+        # What was finished and how to go on, once a shot started (or the user stopped the run):
+        # an error before any shot ran is the whole story, with nothing to resume.
+        ran = bool(trace.shot or trace.finished) or trace.stage not in ("plan", "render")
+        if not isinstance(exc, GeneratorExit) and (ran or isinstance(exc, (KeyboardInterrupt, Cancelled))):
             exc.add_note(stopped_note(out_dir, trace, settings))
         raise
     if folder.keep_old is not None:

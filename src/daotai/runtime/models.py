@@ -151,6 +151,33 @@ def cached_path(spec: ModelRow) -> Path | None:
     return None
 
 
+def pull_command(row: ModelRow) -> str:
+    """The command that downloads ``row``: with --accept-licence while its licence still has to be accepted."""
+    gated = row.licence_gated and licence_acceptance(row) is None
+    return f"daotai models pull {row.name}" + (" --accept-licence" if gated else "")
+
+
+def not_downloaded(row: ModelRow, needed_by: str) -> BackendError:
+    """The error for a catalog model that is not downloaded: who needs it, where daotai looked and the
+    command that downloads it (with its licence's points when the command accepts them)."""
+    command = pull_command(row)
+    licence = f" (it accepts the licence: {licence_text(row)})" if command.endswith("--accept-licence") else ""
+    return BackendError(f"{needed_by}: {row.name} is not downloaded (looked in {_storage(row)}); download it "
+                        f"(~{row.size_gb:g} GB) with: {command}{licence}")
+
+
+def require_pulled(name_or_path: str, needed_by: str) -> None:
+    """Refuse, before any work, a catalog model that is not downloaded (:func:`not_downloaded`).
+
+    A folder, or a name the catalog does not know, is left to the loader, which says what is wrong
+    with it."""
+    if Path(name_or_path).expanduser().exists():
+        return
+    row = catalog.model_row(name_or_path)
+    if row is not None and cached_path(row) is None:
+        raise not_downloaded(row, needed_by)
+
+
 def checkpoint_folder(name: str) -> Path | None:
     """The pulled folder of a checkpoint row called ``name`` (checked against its manifest), or None
     when ``name`` is no such row; a row not pulled yet says how to pull it."""
@@ -159,7 +186,7 @@ def checkpoint_folder(name: str) -> Path | None:
         return None
     path = cached_path(spec)
     if path is None:
-        raise BackendError(f"checkpoint: {spec.name} is not downloaded; run: daotai models pull {spec.name}")
+        raise BackendError(f"checkpoint: {spec.name} is not downloaded; run: {pull_command(spec)}")
     check_manifest(path, full=False)
     return path
 
@@ -193,7 +220,7 @@ def resolve_model(name_or_path: str) -> ResolvedModel:
     if path is None:
         raise BackendError(
             f"--model: {spec.name} is not downloaded (looked in the Hugging Face cache); "
-            f"run: daotai models pull {spec.name}"
+            f"run: {pull_command(spec)}"
         )
     return ResolvedModel(spec.name, path, spec)
 
