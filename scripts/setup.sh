@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Idempotent set-up: a virtual environment in .venv with daotai and its test tools, plus, on
-# Debian/Ubuntu as root, Mesa's EGL driver for the headless previz renderer when it is missing.
+# Debian/Ubuntu as root, the system packages that are missing: Mesa's EGL driver (headless
+# OpenGL for previz) and a CJK font (Chinese labels), and for the dev extra Chromium (web
+# console tests), poppler-utils (storyboard PDF test) and Xvfb (GLX previz test). It lists
+# them, each with what it is for, before installing anything.
+#   DAOTAI_NO_SYSTEM_PACKAGES=1  install no system package: list what is missing and the apt-get command
+#   DAOTAI_SKIP_CHROMIUM=1       everything but Chromium
+#   DAOTAI_EXTRAS=a,b            the Python extras to install (default below; empty: the base install)
 # Portable on purpose: Bash 3.2 (macOS's /bin/bash), no GNU-only tools (the hash is taken
 # with Python), package-manager hints only where that package manager exists.
 set -euo pipefail
@@ -43,52 +49,104 @@ need_cjk_font() {
   ! command -v fc-list >/dev/null 2>&1 || [ -z "$(fc-list :lang=zh 2>/dev/null | head -n 1)" ]
 }
 
-# Chinese names on previz labels and contact sheets need a CJK font (optional: without one,
-# labels fall back to the ASCII character id). macOS ships CJK fonts.
-if [ "$OS" = Linux ] && need_cjk_font && on_debian; then
-  echo "setup: installing a CJK font for labels (fonts-wqy-microhei)" >&2
-  (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fontconfig fonts-wqy-microhei >/dev/null) ||
-    echo "setup: could not install a CJK font; labels will use character ids" >&2
-fi
+dev_extras() {
+  case ",$EXTRAS," in *,dev,*) return 0 ;; esac
+  return 1
+}
 
-# Headless previz on Linux renders through EGL; macOS (CGL) and Windows (WGL) have their own.
-if [ "$OS" = Linux ] && need_gl_libs; then
-  if on_debian; then
-    echo "setup: installing Mesa EGL (headless OpenGL for previz)" >&2
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri >/dev/null
-  elif [ -f /etc/debian_version ]; then
-    echo "setup: Mesa EGL not found; install it (apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)" >&2
-  else
-    echo "setup: Mesa's EGL driver not found; install Mesa's EGL and software rasteriser with your package manager" >&2
+# System packages are gathered first, then said (what and why), then installed in one go, so
+# nothing reaches the system unannounced. DAOTAI_NO_SYSTEM_PACKAGES=1 skips the install and
+# prints the command to run instead. Each entry: packages, what they are for, what happens
+# without them, and whether set-up can go on without them (optional) or not (required).
+PACKAGES=()
+WHY=()
+WITHOUT=()
+REQUIRED=()
+wanted=0
+want() {
+  PACKAGES[$wanted]=$1
+  WHY[$wanted]=$2
+  WITHOUT[$wanted]=$3
+  REQUIRED[$wanted]=$4
+  wanted=$((wanted + 1))
+}
+
+if [ "$OS" = Linux ]; then
+  # Headless previz on Linux renders through EGL; macOS (CGL) and Windows (WGL) have their own.
+  if need_gl_libs; then
+    want "libegl1 libegl-mesa0 libgl1-mesa-dri" "Mesa's EGL driver: headless OpenGL for the previz renderer" \
+      "previz cannot render on this machine" required
+  fi
+  # Chinese names on previz labels and contact sheets need a CJK font (without one, labels fall
+  # back to the ASCII character id). macOS ships CJK fonts.
+  if need_cjk_font; then
+    want "fontconfig fonts-wqy-microhei" "a CJK font: Chinese names on previz labels and contact sheets" \
+      "labels show character ids instead of Chinese names" optional
+  fi
+  # The web console's end-to-end tests drive Debian's Chromium through Playwright (never a
+  # browser that Playwright would download).
+  if dev_extras && [ ! -x /usr/bin/chromium ] && [ "${DAOTAI_SKIP_CHROMIUM:-0}" != 1 ]; then
+    want "chromium" "Chromium: the web console's browser tests (tests/test_web_console.py)" \
+      "the web console tests fail" optional
+  fi
+  # The console's storyboard test renders the printed PDF with poppler's pdftoppm/pdftotext.
+  if dev_extras && ! command -v pdftoppm >/dev/null 2>&1; then
+    want "poppler-utils" "poppler's pdftoppm: the storyboard PDF test renders the printed board" \
+      "the board PDF is checked without rendering it" optional
+  fi
+  # The previz tests also render through GLX on a virtual X display (the non-EGL context path a
+  # Mac or a desktop Linux session takes).
+  if dev_extras && ! command -v Xvfb >/dev/null 2>&1; then
+    want "xvfb" "Xvfb: a virtual X display for the previz test of the GLX context" \
+      "the GLX previz test is skipped" optional
   fi
 fi
 
-# The web console's end-to-end tests drive Debian's Chromium through Playwright (never a
-# browser that Playwright would download).
-if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && [ ! -x /usr/bin/chromium ] && [ "${DAOTAI_SKIP_CHROMIUM:-0}" != 1 ]; then
-  if on_debian; then
-    echo "setup: installing Chromium (web console tests)" >&2
-    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ||
-      echo "setup: could not install Chromium; tests/test_web_console.py will fail" >&2
+say_wanted() {
+  local i=0
+  while [ "$i" -lt "$wanted" ]; do
+    echo "  ${PACKAGES[$i]}: ${WHY[$i]} (without it ${WITHOUT[$i]})" >&2
+    i=$((i + 1))
+  done
+}
+
+if [ "$wanted" -gt 0 ]; then
+  all=""
+  i=0
+  while [ "$i" -lt "$wanted" ]; do
+    all="$all ${PACKAGES[$i]}"
+    i=$((i + 1))
+  done
+  if [ "${DAOTAI_NO_SYSTEM_PACKAGES:-0}" = 1 ]; then
+    echo "setup: not installing system packages (DAOTAI_NO_SYSTEM_PACKAGES=1); missing here:" >&2
+    say_wanted
+    if [ -f /etc/debian_version ]; then
+      echo "setup: to install them yourself: sudo apt-get install$all" >&2
+    fi
+  elif on_debian; then
+    echo "setup: installing system packages with apt-get (DAOTAI_NO_SYSTEM_PACKAGES=1 skips this):" >&2
+    say_wanted
+    apt-get update -qq >/dev/null || echo "setup: apt-get update failed; installing from the current lists" >&2
+    i=0
+    while [ "$i" -lt "$wanted" ]; do
+      # shellcheck disable=SC2086  # the package list is meant to split into words
+      if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${PACKAGES[$i]} >/dev/null; then
+        if [ "${REQUIRED[$i]}" = required ]; then
+          echo "setup: could not install ${PACKAGES[$i]}: ${WITHOUT[$i]}" >&2
+          exit 1
+        fi
+        echo "setup: could not install ${PACKAGES[$i]}; ${WITHOUT[$i]}" >&2
+      fi
+      i=$((i + 1))
+    done
   else
-    echo "setup: /usr/bin/chromium not found; the web console tests need it" >&2
+    # Not root on Debian, or another system: say what is missing and leave it to the user.
+    echo "setup: system packages missing here (install them with your package manager):" >&2
+    say_wanted
+    if [ -f /etc/debian_version ]; then
+      echo "setup: on Debian/Ubuntu: sudo apt-get install$all" >&2
+    fi
   fi
-fi
-
-# The console's storyboard test renders the printed PDF with poppler's pdftoppm/pdftotext.
-if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && ! command -v pdftoppm >/dev/null 2>&1 && on_debian; then
-  echo "setup: installing poppler-utils (storyboard PDF test)" >&2
-  (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils >/dev/null) ||
-    echo "setup: could not install poppler-utils; the board PDF is checked without rendering it" >&2
-fi
-
-# The previz tests also render through GLX on a virtual X display (the non-EGL context path a
-# Mac or a desktop Linux session takes).
-if [[ ",$EXTRAS," == *,dev,* ]] && [ "$OS" = Linux ] && ! command -v Xvfb >/dev/null 2>&1 && on_debian; then
-  echo "setup: installing Xvfb (previz tests of the GLX context)" >&2
-  (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null) ||
-    echo "setup: could not install Xvfb; the GLX previz test will be skipped" >&2
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Lint, then run the whole test suite (sets itself up first). Extra arguments go to pytest.
+# Set-up (scripts/setup.sh) lists the system packages it is about to install, each with what it
+# is for, before installing them on Debian/Ubuntu as root: Mesa's EGL driver and a CJK font,
+# and for the tests Chromium, poppler-utils and Xvfb.
+#   DAOTAI_NO_SYSTEM_PACKAGES=1  install none (the tests that need one fail or are skipped; the
+#                                set-up prints the apt-get command that would install them)
+#   DAOTAI_TEST_WORKERS=N        pytest processes (default 2; 0: one process)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "test.sh: setting up .venv and missing system packages (scripts/setup.sh; DAOTAI_NO_SYSTEM_PACKAGES=1 skips the latter)" >&2
 bash scripts/setup.sh
 # ruff's rules and exceptions live in pyproject.toml ([tool.ruff]); any finding fails the run.
 .venv/bin/ruff check src tests bench
