@@ -116,3 +116,101 @@ def test_the_cameras_command_writes_every_shot_without_rendering(tmp_path):
     names = sorted(p.name for p in (tmp_path / "cams").iterdir())
     assert names == sorted([f"{s.shot_id}.pose.txt" for s in plan.shots] + [f"{s.shot_id}.c2w.json" for s in plan.shots])
     assert "cameras" in result.output and f"{2 * len(plan.shots)} files" in result.output
+
+
+# ------------------------------------------------------------------ in a render: only when asked
+
+TINY = {"fps": 12, "size": "160x96", "scene": {"name": "test stage", "set_pieces": []}, "characters": [{"id": "a"}],
+        "shots": [{"shot_id": "s1", "duration": 0.5, "subject": "a", "camera": "pan_right"}]}
+# The command line with usd-core made unimportable, as in an install without the `usd` extra.
+WITHOUT_USD = "import sys; sys.modules['pxr'] = None; from daotai.cli import main; sys.argv[0] = 'daotai'; main()"
+
+
+def render_cli(tmp_path: Path, *args: str, code: str = "from daotai.cli import main; main()"):
+    import os
+    import subprocess
+    import sys
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / "film.json"
+    script.write_text(json.dumps(TINY))
+    return subprocess.run([sys.executable, "-c", code, "render", str(script), "-o", str(tmp_path / "out"),
+                           "--no-controls", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "300"})
+
+
+def test_a_render_writes_usd_cameras_only_when_asked(tmp_path):
+    """The same command writes the same camera files whether or not usd-core is installed: none by default."""
+    pytest.importorskip("pxr", reason="the asked-for case needs usd-core: pip install 'daotai[usd]'")
+    plain = render_cli(tmp_path / "plain")
+    assert plain.returncode == 0, plain.stderr
+    names = sorted(p.name for p in (tmp_path / "plain" / "out" / "cameras").iterdir())
+    assert names == ["s1.c2w.json", "s1.pose.txt"]
+    manifest = json.loads((tmp_path / "plain" / "out" / "manifest.json").read_text())
+    assert manifest["settings"]["usd_cameras"] is False and manifest["skipped_outputs"] == []
+
+    asked = render_cli(tmp_path / "asked", "--usd-cameras")
+    assert asked.returncode == 0, asked.stderr
+    names = sorted(p.name for p in (tmp_path / "asked" / "out" / "cameras").iterdir())
+    assert names == ["s1.c2w.json", "s1.pose.txt", "s1.usda", "sequence.usda"]
+    manifest = json.loads((tmp_path / "asked" / "out" / "manifest.json").read_text())
+    assert manifest["settings"]["usd_cameras"] is True and "cameras/s1.usda" in manifest["files"]
+    assert manifest["skipped_outputs"] == []
+
+
+def test_usd_cameras_asked_for_without_usd_core_are_skipped_with_a_notice_and_a_manifest_entry(tmp_path):
+    done = render_cli(tmp_path, "--usd-cameras", code=WITHOUT_USD)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "USD cameras (cameras/<shot_id>.usda, cameras/sequence.usda) will not be written: usd-core is not " \
+           "installed; install it with: pip install 'daotai[usd]'" in said, said
+    assert said.index("will not be written") < said.index("s1")  # said before the shot is rendered
+    names = sorted(p.name for p in (tmp_path / "out" / "cameras").iterdir())
+    assert names == ["s1.c2w.json", "s1.pose.txt"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["skipped_outputs"] == [{"output": "USD cameras (cameras/<shot_id>.usda, cameras/sequence.usda)",
+                                            "reason": "usd-core is not installed",
+                                            "install": "pip install 'daotai[usd]'"}]
+    assert manifest["settings"]["usd_cameras"] is False  # what the run did; skipped_outputs says what was asked
+
+
+def test_the_cameras_command_writes_usd_only_with_usd(tmp_path):
+    from typer.testing import CliRunner
+
+    from daotai.cli import app
+
+    script = next(p for p in EXAMPLES if p.name == "minimal.json")
+    plain = CliRunner().invoke(app, ["cameras", str(script), "-o", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    assert not list((tmp_path / "plain").glob("*.usda"))
+    import subprocess
+    import sys
+
+    refused = subprocess.run([sys.executable, "-c", WITHOUT_USD, "cameras", str(script), "-o", str(tmp_path / "usd"),
+                              "--usd"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 5 and "pip install 'daotai[usd]'" in refused.stderr, refused.stderr
+    assert not (tmp_path / "usd").exists() or not list((tmp_path / "usd").iterdir())
+
+
+def test_the_readme_lists_what_a_default_render_writes(tmp_path):
+    """Every file of a plain render is in the README's list, and USD cameras are listed as --usd-cameras only."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "film.json"
+    script.write_text(json.dumps({**TINY, "fps": 24}))  # a SMPTE rate: the XML and EDL are written too
+    done = subprocess.run([sys.executable, "-m", "daotai.cli", "render", str(script), "-o", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("## What a render writes", 1)[1].split("```", 2)[1]
+    for name in {f.split("/")[0] + ("/" if "/" in f else "") for f in files}:
+        assert name in block, (name, files)
+    for name in (f for f in files if f.startswith(("cameras/", "shots/", "control/"))):
+        kind = name.split("/", 1)[1].replace("s1", "", 1)  # the file's kind without the shot id: .pose.txt, _mask.mkv …
+        assert kind in block, (name, block)
+    assert not [f for f in files if f.endswith(".usda")]
+    assert all("--usd-cameras" in line for line in block.splitlines() if ".usda" in line)

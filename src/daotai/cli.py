@@ -165,17 +165,15 @@ def cameras(
     script: Path = typer.Argument(..., help="script file"),
     output: Path = typer.Option(..., "-o", "--output", help="folder for the camera files"),
     preset: Optional[str] = typer.Option(None, "--preset", help="preview | draft | final: override the size"),
-    usd: Optional[bool] = typer.Option(None, "--usd/--no-usd", help="USD cameras (default: when usd-core is installed)"),
+    usd: bool = typer.Option(False, "--usd/--no-usd", help="also USD cameras (needs usd-core: pip install "
+                             "'daotai[usd]'); default: pose files and camera-to-world JSON only"),
 ) -> None:
-    """Write every shot's planned camera for other tools: pose files, camera-to-world JSON, USD; no render."""
-    from daotai.deliver.cameras import usd_available, write_cameras
+    """Write every shot's planned camera for other tools: pose files, camera-to-world JSON, USD (--usd); no render."""
+    from daotai.deliver.cameras import write_cameras
     from daotai.plan.planner import plan_script
 
     result = plan_script(_load(script, preset))
     written = write_cameras(result, output, usd)
-    if usd is None and not usd_available():
-        err.print("[yellow]note[/yellow] no USD cameras: usd-core is not installed; install it with: "
-                  "pip install 'daotai[usd]'")
     out.print(f"[green]cameras[/green] {len(result.shots)} shots, {len(written)} files → {output}")
 
 
@@ -250,6 +248,10 @@ def render(
         "(hardware for final deliveries, 1920x1080 and larger)"
     ),
     controls: bool = typer.Option(True, "--controls/--no-controls", help="write depth and mask channels"),
+    usd_cameras: bool = typer.Option(
+        False, "--usd-cameras", help="also write USD cameras (cameras/<shot>.usda, sequence.usda; needs usd-core: "
+        "pip install 'daotai[usd]', else they are skipped with a notice and a manifest entry)"
+    ),
     strict: bool = typer.Option(False, "--strict", help="exit non-zero when quality checks fail"),
     enhance_spec: Optional[str] = typer.Option(
         None, "--enhance", help="also deliver restored copies: comma-separated steps, e.g. "
@@ -348,6 +350,7 @@ def render(
         encoder=check_mode(encoder),
         size_preset=preset.strip().lower() if preset else None,
         controls=controls,
+        usd_cameras=usd_cameras,
         shots=tuple(s.strip() for s in shots.split(",") if s.strip()) if shots else (),
         strict=strict,
         **({"enhance": _enhance_spec(enhance_spec)} if enhance_spec else {}),

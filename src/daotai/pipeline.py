@@ -84,6 +84,12 @@ class PipelineSettings:
     # Render into a folder that is not a render of this script (check_output_folder): the folder
     # is replaced whole; one that held files daotai did not write is kept aside, never deleted.
     force: bool = False
+    # USD cameras (cameras/<shot>.usda, sequence.usda) beside the pose files and JSON: only when
+    # asked, so what a render writes never depends on which extras happen to be installed.
+    usd_cameras: bool = False
+    # Outputs asked for but not written because an optional package is missing: run() fills it
+    # (with a notice before any work) and the manifest lists it as "skipped_outputs".
+    skipped_outputs: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -948,6 +954,14 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         # Neural backends make no depth/mask; the run goes on with controls off.
         settings = replace(settings, controls=False)
         yield Notice("info", f"backend {settings.backend!r} makes no control channels: rendering without controls")
+    if settings.usd_cameras:
+        from daotai.deliver.cameras import usd_skipped
+
+        skipped = usd_skipped()
+        if skipped is not None:  # said now, before any work, and kept in the manifest
+            settings = replace(settings, usd_cameras=False, skipped_outputs=(*settings.skipped_outputs, skipped))
+            yield Notice("warning", f"{skipped['output']} will not be written: {skipped['reason']}; "
+                                    f"install it with: {skipped['install']}")
     enc = encode_settings_for(settings, plan.width, plan.height)  # codec/crf/preset checked before any work
     from daotai.encoder_choice import resolve_encoder
 
@@ -1082,7 +1096,7 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     yield Output("contact_sheet", str(layout.contact_sheet))
     # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables;
     # the timeline's clips name them
-    cameras = write_cameras(plan, out_dir / "cameras")
+    cameras = write_cameras(plan, out_dir / "cameras", usd=settings.usd_cameras)
     sound = sound_summary(plan, records, source, report) if soundtrack is not None or any(r.audio for r in records) else None
     write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
                    timeline_sound(plan, records, sound), camera_files_by_shot(plan, cameras, layout.timeline.parent))

@@ -15,7 +15,8 @@ Per shot (``<shot_id>`` below), written into one folder (``daotai cameras script
 - ``<shot_id>.usda`` — a USD stage with a ``UsdGeom.Camera`` whose transform, focal length and
   apertures are time-sampled per frame (time code = frame number, ``timeCodesPerSecond`` = the
   plan's rate, metres, y up). USD cameras look down -z with y up, as daotai's do, so the matrices
-  are the plan's own. Needs ``usd-core`` (``pip install 'daotai[usd]'``).
+  are the plan's own. Written only when asked (``daotai cameras --usd``, ``daotai render
+  --usd-cameras``); needs ``usd-core`` (``pip install 'daotai[usd]'``).
 
 Per sequence: ``sequence.usda`` with every shot's camera at its sequence frames and one
 ``/daotai/camera`` that follows the cut (at each frame, the shot that started last).
@@ -138,6 +139,18 @@ def usd_available() -> bool:
     return True
 
 
+USD_OUTPUTS = "USD cameras (cameras/<shot_id>.usda, cameras/sequence.usda)"
+USD_INSTALL = "pip install 'daotai[usd]'"
+
+
+def usd_skipped() -> dict[str, str] | None:
+    """None when USD cameras can be written here; else what is skipped, why and the install command
+    (the manifest's ``skipped_outputs`` entry)."""
+    if usd_available():
+        return None
+    return {"output": USD_OUTPUTS, "reason": "usd-core is not installed", "install": USD_INSTALL}
+
+
 def _usd_name(shot_id: str) -> str:
     """A valid USD prim name for a shot id."""
     cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in shot_id)
@@ -213,15 +226,16 @@ def sequence_usda(plan: Plan) -> str:
 # ---------------------------------------------------------------- writing
 
 
-def write_cameras(plan: Plan, folder: str | Path, usd: bool | None = None) -> list[Path]:
+def write_cameras(plan: Plan, folder: str | Path, usd: bool = False) -> list[Path]:
     """Write every shot's camera files (and sequence.usda) into ``folder``; returns the paths written.
 
-    ``usd``: None writes USD when usd-core is installed; True requires it; False skips it.
+    ``usd``: True writes USD cameras too (DependencyMissing, naming the install command, without
+    usd-core); False, the default, writes the pose files and JSON only, whatever is installed.
     """
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    if usd is None:
-        usd = usd_available()
+    if usd:
+        require_usd()  # refused before any file is written
     written = []
     for shot in plan.shots:
         written.append(atomic_write_text(out / f"{shot.shot_id}.pose.txt", pose_text(plan, shot)))

@@ -66,7 +66,7 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
         "script_hash": plan.script_hash,
         "plan_sha256": hashlib.sha256(plan_text.encode("utf-8")).hexdigest(),
         "settings": {
-            **asdict(settings),
+            **{k: v for k, v in asdict(settings).items() if k != "skipped_outputs"},
             "effective_crf": encode.effective_crf,
             "tune": encode.tune,
             "preset": encode.preset,
@@ -92,6 +92,8 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
             for r in records
         ],
         **({"sound": sound} if sound else {}),
+        # outputs asked for but not written for want of an optional package: what, why, the install command
+        "skipped_outputs": [dict(s) for s in getattr(settings, "skipped_outputs", ())],
         "timings_s": {k: round(v, 4) for k, v in timings.items()},
         "files": output_files(out_dir),
     }
