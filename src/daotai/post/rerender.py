@@ -123,8 +123,8 @@ class _Model:
             from diffusers import WanVideoToVideoPipeline
         except ImportError:
             raise BackendError(
-                "upscale.method: 'diffusion' needs diffusers' WanVideoToVideoPipeline (diffusers >= 0.33); "
-                "run: pip install -U 'diffusers>=0.33'"
+                "upscale.method: 'diffusion' needs diffusers' WanVideoToVideoPipeline (diffusers >= 0.40, the floor of daotai[neural]); "
+                "run: pip install -U 'diffusers>=0.40'"
             ) from None
 
         def build(model: str, family: str, runtime: Any) -> tuple[Any, Any]:
