@@ -391,8 +391,8 @@ class CameraCheckNode(io.ComfyNode):
             display_name="Camera Check (daotai)",
             category=CATEGORY,
             description="Track the motion in a clip and compare it with the motion the shot's planned camera "
-                        "implies: pass/fail, the mean flow error, and each move (pan, tilt, roll, zoom/dolly) "
-                        "planned against measured.",
+                        "implies for the shot's previz depth: pass/fail, the mean flow error, and each move (pan, "
+                        "tilt, roll, zoom/dolly) planned against measured.",
             is_output_node=True,
             inputs=[
                 Script.Input("script"),
@@ -414,7 +414,7 @@ class CameraCheckNode(io.ComfyNode):
     @classmethod
     def execute(cls, script: DirectorScript, shot_id: str = "", video: Any = None, images: Any = None,
                 fps: float = 0.0, stride: int = 1) -> io.NodeOutput:
-        from daotai.comfy.check import check_clip
+        from daotai.comfy.check import check_clip, previz_depth
 
         shot = script.shot(shot_id)
         if video is not None:
@@ -423,7 +423,8 @@ class CameraCheckNode(io.ComfyNode):
             frames, rate = _rgb(images), None
         else:
             raise OptionError([Issue("video", NO_VALUE, "is not connected; connect a VIDEO or an IMAGE batch")])
-        result = check_clip(script.plan, shot, frames, float(fps) or rate, stride=int(stride))
+        depth = _run(lambda ctx: previz_depth(script.plan, shot, ctx))
+        result = check_clip(script.plan, shot, frames, float(fps) or rate, stride=int(stride), depth=depth)
         error = result.adherence.error_mean_px
         return io.NodeOutput(bool(result.ok), float(error) if np.isfinite(error) else -1.0, result.report(),
                              result.to_json())

@@ -305,11 +305,11 @@ class _ControlDepthMaps:
             self._index += 1
             self._current = (depth_mm, mask)
         depth_mm, mask = self._current
-        exclude = _moving_on_their_own(self._shot, index, mask, self._labels) if mask is not None else None
+        exclude = moving_on_their_own(self._shot, index, mask, self._labels) if mask is not None else None
         return DepthMap.from_millimetres(depth_mm, exclude)
 
 
-def _moving_on_their_own(shot: ShotPlan, index: int, mask: np.ndarray, labels: list[str] | None) -> np.ndarray:
+def moving_on_their_own(shot: ShotPlan, index: int, mask: np.ndarray, labels: list[str] | None) -> np.ndarray:
     """(H, W) bool of one frame: walking characters (from the mask control) and, for previz, name labels."""
     people = shot.character_frames[index]
     walkers = [j + 1 for j, person in enumerate(people) if person.walking]
@@ -319,7 +319,7 @@ def _moving_on_their_own(shot: ShotPlan, index: int, mask: np.ndarray, labels: l
     return exclude
 
 
-def _label_names(plan: Plan, shot: ShotPlan) -> list[str]:
+def label_names(plan: Plan, shot: ShotPlan) -> list[str]:
     """Per mask value - 1, the longest text previz may draw as the character's label."""
     characters = {c.id: c for c in plan.characters}
     people = shot.character_frames[0] if shot.character_frames else ()
@@ -529,7 +529,7 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     metric_frames: list[np.ndarray] = []
     metric_excludes: list[np.ndarray | None] = []
     masks = iter(_decode_gray(mask_path)) if camera and mask_path is not None else None
-    label_names = _label_names(plan, shot) if labels else None
+    label_texts = label_names(plan, shot) if labels else None
 
     def frames_with_capture() -> Iterator[np.ndarray]:
         from daotai.qc.camera_metrics import shrink
@@ -541,11 +541,11 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
                 metric_frames.append(shrink(frame))
                 mask = next(masks, None) if masks is not None else None
                 metric_excludes.append(None if mask is None else
-                                       _moving_on_their_own(shot, index, mask, label_names))
+                                       moving_on_their_own(shot, index, mask, label_texts))
             yield frame
     if camera and shot.frames >= 2:
         if depth_path is not None:
-            names = _label_names(plan, shot) if labels else None
+            names = label_names(plan, shot) if labels else None
             models = _ControlDepthMaps(shot, depth_path, mask_path, names)
             source, config = "control_depth", DEPTH_MAP_CONFIG
         else:
