@@ -78,7 +78,7 @@ def test_the_pack_loads_with_valid_schemas(comfy):
     for node_id, cls in comfy.nodes.items():
         schema = cls.GET_SCHEMA()
         assert schema.node_id == node_id and schema.category == "daotai" and schema.description
-        assert schema.check() == []
+        assert comfy.schema_problems(schema) == []
 
 
 def test_the_stub_catches_broken_schemas(comfy):
@@ -98,7 +98,7 @@ def test_the_stub_catches_broken_schemas(comfy):
 
     with pytest.raises(ValueError, match="unique between inputs and outputs"):
         Clash.GET_SCHEMA()
-    problems = Clash.define_schema().check()
+    problems = comfy.schema_problems(Clash.define_schema())
     assert any("default 0 lies outside [1, 8]" in p for p in problems)
     assert any("'c' is not one of the options" in p for p in problems)
 
@@ -160,11 +160,11 @@ def test_previz_node_frames_equal_daotai_renders(comfy, script, cli_render):
     from daotai.encode.video import decode_frames, decode_gray
     from daotai.qc.metrics import psnr
 
-    comfy.api.PROGRESS.clear()
+    comfy.progress.clear()
     images, depth, mask, video, fps = comfy.run(comfy.nodes["DaotaiPrevizRender"], script=script, shot_id="pan")
     assert tuple(images.shape) == (12, 180, 320, 3) and tuple(depth.shape) == (12, 180, 320, 3)
     assert tuple(mask.shape) == (12, 180, 320) and fps == 12.0
-    assert comfy.api.PROGRESS[-1] == (12, 12)  # the progress bar reached the end
+    assert comfy.progress[-1] == (12, 12)  # the progress bar (comfy.utils.ProgressBar) reached the end
     ours = np.rint(images.numpy() * 255).astype(np.uint8)
     decoded = list(decode_frames(cli_render / "shots" / "pan.mp4"))
     assert len(decoded) == 12

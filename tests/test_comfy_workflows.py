@@ -77,6 +77,7 @@ def ours():
                     "outputs": [str(o.io_type) for o in schema.outputs],
                     "output_names": [o.display_name or str(o.io_type) for o in schema.outputs],
                     "widget_inputs": widgets,
+                    "value_problem": pack.widget_value_problem,
                 }
             yield described
     finally:
@@ -153,7 +154,8 @@ def test_workflow_is_valid_and_uses_only_known_nodes(path, ours):
             widgets = declared["widget_inputs"]
             assert len(values) == len(widgets), f"{where}: {len(values)} widget values for {len(widgets)} widgets"
             for widget, value in zip(widgets, values, strict=True):
-                assert widget.check_value(value) is None, f"{where} widget {widget.id}: {widget.check_value(value)}"
+                problem = declared["value_problem"](widget, value)
+                assert problem is None, f"{where} widget {widget.id}: {problem}"
 
     for link in links.values():
         assert link[1] in nodes and link[3] in nodes, f"{path.name} link {link[0]} joins a missing node"

@@ -1,13 +1,18 @@
 """What ComfyUI's loader and executor do with a V3 node pack, as a test harness over the stub.
 
 ``load_pack(module)`` awaits the module's ``comfy_entrypoint``, checks it returned a
-``ComfyExtension``, and registers every node after checking its schema (``Schema.check``: ids
+``ComfyExtension``, and registers every node after checking its schema (``schema_problems``: ids
 unique within and across nodes, every socket typed, widget defaults valid). ``run_node(cls,
 **inputs)`` runs one node the way the executor runs it: unknown inputs refused, missing widget
 values filled with their defaults, required inputs enforced, widget values checked against
 their ranges and options, ``validate_inputs`` called with the constant inputs it names (a
 string answer fails the prompt, as in ComfyUI), then ``execute``; the outputs are checked
 against the declared types. Failures raise :class:`PromptError` with ComfyUI-like messages.
+
+The stricter checks live here, not in the stub, so that the stub has no name ComfyUI 0.3.64
+lacks (tests/test_comfy_stub_surface.py). Progress goes where ComfyUI's server sends it: to the
+global hook of ``comfy.utils``, which here records ``(value, total)`` in ``PROGRESS`` and, as the
+server's hook does, raises ``InterruptProcessingException`` when stop was pressed.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
+import math
 import sys
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,8 +32,113 @@ STUB = Path(__file__).resolve().parent
 OWN_MODULES = ("comfy_api", "comfy")  # top-level packages of the stub
 
 
+PROGRESS: list[tuple[int, int]] = []  # every progress update of the running node, in order
+
+
 class PromptError(Exception):
     """The prompt (graph) would be refused before running, or a node broke its declared contract."""
+
+
+def _progress_hook(value: int, total: int, preview: Any = None, node_id: str | None = None) -> None:
+    """What ComfyUI's server does with a progress update: stop when asked, else show it (here: record it)."""
+    import comfy.model_management
+
+    comfy.model_management.throw_exception_if_processing_interrupted()
+    PROGRESS.append((value, total))
+
+
+# ------------------------------------------------------------------ stricter checks of declarations
+
+
+def _number_problems(widget: Any, kind: type | tuple[type, ...]) -> list[str]:
+    found = []
+    for name in ("default", "min", "max", "step"):
+        value = getattr(widget, name, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            found.append(f"{name} {value!r} is not a {widget.io_type} value")
+        elif isinstance(value, float) and not math.isfinite(value):
+            found.append(f"{name} {value!r} is not finite")
+    if found:
+        return found
+    if widget.min is not None and widget.max is not None and widget.min > widget.max:
+        found.append(f"min {widget.min} > max {widget.max}")
+    if widget.default is None:
+        found.append("has no default")
+    elif ((widget.min is not None and widget.default < widget.min)
+          or (widget.max is not None and widget.default > widget.max)):
+        found.append(f"default {widget.default} lies outside [{widget.min}, {widget.max}]")
+    if widget.step is not None and widget.step <= 0:
+        found.append(f"step {widget.step} must be > 0")
+    return found
+
+
+def _number_value(widget: Any, value: Any, kind: type | tuple[type, ...]) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, kind):
+        return f"{value!r} is not a {widget.io_type}"
+    if widget.min is not None and value < widget.min:
+        return f"{value} is below the minimum {widget.min}"
+    if widget.max is not None and value > widget.max:
+        return f"{value} is above the maximum {widget.max}"
+    return None
+
+
+_PLAIN = {"BOOLEAN": bool, "STRING": str}
+_NUMBER = {"INT": int, "FLOAT": (int, float)}
+
+
+def widget_problems(widget: Any) -> list[str]:
+    """Where a widget's declared default (and range, options) breaks its own rules."""
+    kind = widget.io_type
+    if kind in _NUMBER:
+        return _number_problems(widget, _NUMBER[kind])
+    if kind in _PLAIN:
+        return [] if isinstance(widget.default, _PLAIN[kind]) else [f"default {widget.default!r} is not a {kind}"]
+    if kind == "COMBO":
+        if not widget.options:
+            return ["has no options"]
+        if len(set(widget.options)) != len(widget.options):
+            return [f"options {widget.options!r} repeat a value"]
+        if widget.default is not None and widget.default not in widget.options:
+            return [f"default {widget.default!r} is not one of the options {widget.options!r}"]
+    return []
+
+
+def widget_value_problem(widget: Any, value: Any) -> str | None:
+    """Why ``value`` is not acceptable for ``widget``, or None (what ComfyUI's prompt validation refuses)."""
+    kind = widget.io_type
+    if kind in _NUMBER:
+        return _number_value(widget, value, _NUMBER[kind])
+    if kind in _PLAIN:
+        return None if isinstance(value, _PLAIN[kind]) else f"{value!r} is not a {kind}"
+    if kind == "COMBO":
+        return None if value in widget.options else f"{value!r} is not one of {widget.options!r}"
+    return None
+
+
+def schema_problems(schema: Any) -> list[str]:
+    """Every problem a careful reviewer would flag in a node's declaration (stricter than ComfyUI)."""
+    from comfy_api.latest import io
+
+    problems = []
+    if not schema.node_id or not isinstance(schema.node_id, str):
+        problems.append(f"node_id {schema.node_id!r} must be a non-empty string")
+    if not schema.display_name:
+        problems.append(f"{schema.node_id}: has no display_name")
+    for item in [*(schema.inputs or []), *(schema.outputs or [])]:
+        if not isinstance(item, (io.Input, io.Output)):
+            problems.append(f"{schema.node_id}: {item!r} is not an Input or Output")
+            continue
+        if not item.id:
+            problems.append(f"{schema.node_id}: an input or output has no id")
+        if not getattr(item.Parent, "io_type", None):
+            problems.append(f"{schema.node_id}.{item.id}: has no type")
+        if isinstance(item, io.WidgetInput):
+            problems += [f"{schema.node_id}.{item.id}: {p}" for p in widget_problems(item)]
+    ids = [i.id for i in schema.inputs or []] + [o.id for o in schema.outputs or []]
+    repeated = sorted(name for name, count in Counter(ids).items() if count > 1)
+    if repeated:
+        problems.append(f"{schema.node_id}: ids {repeated} repeat (inputs and outputs share one namespace)")
+    return problems
 
 
 def _stub_module_names(extra: tuple[str, ...]) -> list[str]:
@@ -49,10 +161,13 @@ def stub_pack(pack_dir: Path, name: str = "daotai_comfyui_pack") -> Iterator[Sim
         sys.modules[name] = module
         spec.loader.exec_module(module)
         import comfy.model_management as model_management
+        import comfy.utils
         import comfy_api.latest as latest
 
+        comfy.utils.set_progress_bar_global_hook(_progress_hook)
         yield SimpleNamespace(nodes=load_pack(module), run=run_node, PromptError=PromptError, api=latest,
-                              mm=model_management, module=module)
+                              mm=model_management, module=module, progress=PROGRESS,
+                              schema_problems=schema_problems, widget_value_problem=widget_value_problem)
     finally:
         sys.path.remove(str(STUB))
         for key in _stub_module_names(extra):
@@ -76,7 +191,7 @@ def load_pack(module: Any) -> dict[str, Any]:
     registry: dict[str, Any] = {}
     for cls in nodes:
         schema = cls.GET_SCHEMA()
-        problems = schema.check()
+        problems = schema_problems(schema)
         if problems:
             raise PromptError("; ".join(problems))
         if schema.node_id in registry:
@@ -132,7 +247,7 @@ def run_node(cls: Any, **given: Any) -> tuple:
     from comfy_api.latest import io
 
     schema = cls.GET_SCHEMA()
-    problems = schema.check()
+    problems = schema_problems(schema)
     if problems:
         raise PromptError("; ".join(problems))
     node = schema.node_id
@@ -145,7 +260,7 @@ def run_node(cls: Any, **given: Any) -> tuple:
         if item.id in given and given[item.id] is not None:
             value = given[item.id]
             if isinstance(item, io.WidgetInput):
-                problem = item.check_value(value)
+                problem = widget_value_problem(item, value)
                 if problem:
                     raise PromptError(f"{node}.{item.id}: Value not valid: {problem}")
             else:

@@ -4,7 +4,8 @@ The library's long work is a generator of events (:mod:`daotai.render.base`) tha
 result; a ComfyUI node wants a plain call with a progress bar and a stop button. :func:`drive`
 bridges the two: Progress events go to a callback, and a caller's interrupt flag sets the
 run context's cancel event, so the library stops at its next check with
-:class:`~daotai.errors.Cancelled`.
+:class:`~daotai.errors.Cancelled`. A callback may raise (ComfyUI's progress hook raises when
+stop was pressed): the generator is closed, so its clean-up runs, and the exception goes on.
 """
 
 from __future__ import annotations
@@ -32,4 +33,8 @@ def drive(events: Generator[Event, None, T], ctx: RunContext, on_progress: Progr
         except StopIteration as stop:
             return stop.value
         if on_progress is not None and isinstance(event, Progress) and event.total > 0:
-            on_progress(event.done, event.total)
+            try:
+                on_progress(event.done, event.total)
+            except BaseException:
+                events.close()  # a front end's stop raised in its progress call: the work ends here
+                raise

@@ -141,21 +141,13 @@ def _video_frames(video: Any) -> tuple[np.ndarray, Fraction | None]:
 
 
 def _progress_hook() -> Callable[[int, int], None] | None:
-    """ComfyUI's progress bar for the running node, or None outside ComfyUI's executor."""
-    latest = _latest()
-    sync = getattr(latest, "ComfyAPISync", None)
-    if sync is not None:
-        execution = sync().execution
-        broken: list[bool] = []
+    """ComfyUI's progress bar for the running node (``comfy.utils.ProgressBar``), or None outside ComfyUI.
 
-        def report(done: int, total: int) -> None:
-            if not broken:
-                try:
-                    execution.set_progress(done, total)
-                except Exception:  # noqa: BLE001 - no executing node (a test harness): stop reporting
-                    broken.append(True)
-
-        return report
+    The bar reports through the hook ComfyUI's server installs, which finds the running node
+    itself and raises ``InterruptProcessingException`` when the user pressed stop. (ComfyUI
+    0.3.64's ``ComfyAPISync()`` has no ``execution`` to report through: its sync wrapper never
+    sets it.)
+    """
     try:
         from comfy.utils import ProgressBar
     except ImportError:

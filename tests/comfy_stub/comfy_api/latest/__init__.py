@@ -1,9 +1,13 @@
 """Stub of ComfyUI 0.3.64's ``comfy_api.latest`` (see tests/comfy_stub/README.md).
 
 ``io`` (node schemas and types), ``ComfyExtension`` (what ``comfy_entrypoint`` returns),
-``ComfyAPISync().execution.set_progress`` (the progress bar; here it records the calls in
-``PROGRESS``), ``Input.Video``, ``InputImpl.VideoFromFile`` / ``VideoFromComponents`` and
-``Types.VideoComponents``.
+``ComfyAPI`` / ``ComfyAPISync``, ``Input.Video``, ``InputImpl.VideoFromFile`` /
+``VideoFromComponents`` and ``Types.VideoComponents``.
+
+``ComfyAPISync()`` has no public attribute, as in the release: there ``ComfyAPI_latest``
+declares ``execution: Execution`` under ``from __future__ import annotations``, so the sync
+wrapper finds a string, not a class, and never sets ``execution`` on its instances. A node's
+progress bar is ``comfy.utils.ProgressBar`` (the stub's ``comfy/utils.py``).
 """
 
 from __future__ import annotations
@@ -12,8 +16,6 @@ from abc import ABC, abstractmethod
 
 from . import _io as io
 from ._video import VideoCodec, VideoComponents, VideoContainer, VideoFromComponents, VideoFromFile, VideoInput
-
-PROGRESS: list[tuple[float, float]] = []  # every set_progress(value, max_value) call, in order
 
 
 class ComfyExtension(ABC):
@@ -27,21 +29,15 @@ class ComfyExtension(ABC):
         """The pack's node classes."""
 
 
-class _Execution:
-    def set_progress(self, value: float, max_value: float, node_id: str | None = None, preview_image=None,
-                     ignore_size_limit: bool = False) -> None:
-        """Move the running node's progress bar (recorded in PROGRESS)."""
-        PROGRESS.append((value, max_value))
+class ComfyAPI:
+    """The versioned API class (its ``Execution`` is reachable only through a running server)."""
+
+    VERSION = "latest"
+    STABLE = False
 
 
 class ComfyAPISync:
-    """The synchronous API object nodes create to report progress."""
-
-    def __init__(self) -> None:
-        self.execution = _Execution()
-
-
-ComfyAPI = ComfyAPISync
+    """The synchronous wrapper of ComfyAPI: in 0.3.64 its instances carry nothing public."""
 
 
 class Input:
@@ -59,6 +55,4 @@ class Types:
     VideoComponents = VideoComponents
 
 
-comfy_io = io
-
-__all__ = ["ComfyAPI", "ComfyAPISync", "ComfyExtension", "Input", "InputImpl", "Types", "comfy_io", "io"]
+__all__ = ["ComfyAPI", "ComfyAPISync", "ComfyExtension", "Input", "InputImpl", "Types", "io"]

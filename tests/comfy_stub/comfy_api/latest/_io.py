@@ -4,15 +4,14 @@ Signatures follow the release: ``Schema(node_id, display_name, category, inputs,
 hidden, description, is_output_node, …)``; ``Int.Input(id, display_name, optional, tooltip,
 lazy, default, min, max, step, …)``; ``Output(id, display_name, tooltip, is_output_list)``;
 ``NodeOutput(*args, ui=None, expand=None, block_execution=None)``. ``Schema.validate`` checks
-what the release checks (ids unique); ``Schema.check`` adds the stricter checks the test
-harness runs (see tests/comfy_stub/README.md).
+what the release checks (ids unique); the stricter checks the test harness runs live in
+``comfy_stub_harness`` (see tests/comfy_stub/README.md), so the stub has no name the release lacks.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -27,16 +26,6 @@ class UploadType(str, Enum):
     audio = "audio_upload"
     video = "video_upload"
     model = "file_upload"
-
-
-class IOType(str):
-    """A socket type name; ``*`` matches anything and ``A,B`` matches A or B (as ComfyUI compares them)."""
-
-    def accepts(self, other: str) -> bool:
-        if self == "*" or other == "*":
-            return True
-        mine, theirs = set(self.split(",")), set(str(other).split(","))
-        return mine <= theirs or theirs <= mine
 
 
 # ------------------------------------------------------------------ inputs and outputs
@@ -57,7 +46,7 @@ class Input:
         self.extra_dict = extra_dict or {}
 
     @property
-    def io_type(self) -> IOType:
+    def io_type(self) -> str:
         return self.Parent.io_type
 
     def as_dict(self) -> dict:
@@ -82,14 +71,6 @@ class WidgetInput(Input):
         values = {"default": self.default, "socketless": self.socketless, "forceInput": self.force_input}
         return super().as_dict() | {k: v for k, v in values.items() if v is not None}
 
-    def problems(self) -> list[str]:
-        """Where the declared default breaks the widget's own rules (stub-only check)."""
-        return []
-
-    def check_value(self, value: Any) -> str | None:
-        """Why ``value`` is not acceptable for this widget, or None (what ComfyUI's prompt validation refuses)."""
-        return None
-
 
 class Output:
     """A node output."""
@@ -104,14 +85,14 @@ class Output:
         self.is_output_list = is_output_list
 
     @property
-    def io_type(self) -> IOType:
+    def io_type(self) -> str:
         return self.Parent.io_type
 
 
-class ComfyType:
-    """A socket type: ``io_type`` plus its Input (and Output) classes."""
+class ComfyTypeIO:
+    """A socket type: ``io_type`` plus its Input and Output classes."""
 
-    io_type: IOType = None  # type: ignore[assignment]
+    io_type: str = None  # type: ignore[assignment]
     Type: Any = Any
 
     class Input(Input):
@@ -122,10 +103,10 @@ class ComfyType:
 
 
 def comfytype(io_type: str):
-    """Bind ``io_type`` to a ComfyType subclass and give it its own Input / Output classes."""
+    """Bind ``io_type`` to a ComfyTypeIO subclass and give it its own Input / Output classes."""
 
     def bind(cls: type) -> type:
-        cls.io_type = IOType(io_type)
+        cls.io_type = io_type
         cls.Input = type(f"{cls.__name__}Input", (cls.Input,), {"Parent": cls})
         cls.Output = type(f"{cls.__name__}Output", (cls.Output,), {"Parent": cls})
         return cls
@@ -133,50 +114,18 @@ def comfytype(io_type: str):
     return bind
 
 
-def Custom(io_type: str) -> type[ComfyType]:
+def Custom(io_type: str) -> type[ComfyTypeIO]:
     """A socket type for values only the pack's own nodes understand."""
 
     @comfytype(io_type)
-    class CustomType(ComfyType):
+    class CustomType(ComfyTypeIO):
         pass
 
     return CustomType
 
 
-def _number_problems(widget: Any, kind: type | tuple[type, ...]) -> list[str]:
-    found = []
-    for name in ("default", "min", "max", "step"):
-        value = getattr(widget, name, None)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
-            found.append(f"{name} {value!r} is not a {widget.io_type} value")
-        elif isinstance(value, float) and not math.isfinite(value):
-            found.append(f"{name} {value!r} is not finite")
-    if found:
-        return found
-    if widget.min is not None and widget.max is not None and widget.min > widget.max:
-        found.append(f"min {widget.min} > max {widget.max}")
-    if widget.default is None:
-        found.append("has no default")
-    elif ((widget.min is not None and widget.default < widget.min)
-          or (widget.max is not None and widget.default > widget.max)):
-        found.append(f"default {widget.default} lies outside [{widget.min}, {widget.max}]")
-    if widget.step is not None and widget.step <= 0:
-        found.append(f"step {widget.step} must be > 0")
-    return found
-
-
-def _number_value(widget: Any, value: Any, kind: type | tuple[type, ...]) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, kind):
-        return f"{value!r} is not a {widget.io_type}"
-    if widget.min is not None and value < widget.min:
-        return f"{value} is below the minimum {widget.min}"
-    if widget.max is not None and value > widget.max:
-        return f"{value} is above the maximum {widget.max}"
-    return None
-
-
 @comfytype("BOOLEAN")
-class Boolean(ComfyType):
+class Boolean(ComfyTypeIO):
     Type = bool
 
     class Input(WidgetInput):
@@ -188,15 +137,9 @@ class Boolean(ComfyType):
             self.label_on = label_on
             self.label_off = label_off
 
-        def problems(self) -> list[str]:
-            return [] if isinstance(self.default, bool) else [f"default {self.default!r} is not a BOOLEAN"]
-
-        def check_value(self, value: Any) -> str | None:
-            return None if isinstance(value, bool) else f"{value!r} is not a BOOLEAN"
-
 
 @comfytype("INT")
-class Int(ComfyType):
+class Int(ComfyTypeIO):
     Type = int
 
     class Input(WidgetInput):
@@ -210,15 +153,9 @@ class Int(ComfyType):
             self.control_after_generate = control_after_generate
             self.display_mode = display_mode
 
-        def problems(self) -> list[str]:
-            return _number_problems(self, int)
-
-        def check_value(self, value: Any) -> str | None:
-            return _number_value(self, value, int)
-
 
 @comfytype("FLOAT")
-class Float(ComfyType):
+class Float(ComfyTypeIO):
     Type = float
 
     class Input(WidgetInput):
@@ -231,15 +168,9 @@ class Float(ComfyType):
             self.min, self.max, self.step, self.round = min, max, step, round
             self.display_mode = display_mode
 
-        def problems(self) -> list[str]:
-            return _number_problems(self, (int, float))
-
-        def check_value(self, value: Any) -> str | None:
-            return _number_value(self, value, (int, float))
-
 
 @comfytype("STRING")
-class String(ComfyType):
+class String(ComfyTypeIO):
     Type = str
 
     class Input(WidgetInput):
@@ -252,15 +183,9 @@ class String(ComfyType):
             self.placeholder = placeholder
             self.dynamic_prompts = dynamic_prompts
 
-        def problems(self) -> list[str]:
-            return [] if isinstance(self.default, str) else [f"default {self.default!r} is not a STRING"]
-
-        def check_value(self, value: Any) -> str | None:
-            return None if isinstance(value, str) else f"{value!r} is not a STRING"
-
 
 @comfytype("COMBO")
-class Combo(ComfyType):
+class Combo(ComfyTypeIO):
     Type = str
 
     class Input(WidgetInput):
@@ -279,81 +204,69 @@ class Combo(ComfyType):
             self.control_after_generate = control_after_generate
             self.upload = upload
 
-        def problems(self) -> list[str]:
-            if not self.options:
-                return ["has no options"]
-            if len(set(self.options)) != len(self.options):
-                return [f"options {self.options!r} repeat a value"]
-            if self.default is not None and self.default not in self.options:
-                return [f"default {self.default!r} is not one of the options {self.options!r}"]
-            return []
-
-        def check_value(self, value: Any) -> str | None:
-            return None if value in self.options else f"{value!r} is not one of {self.options!r}"
-
 
 @comfytype("IMAGE")
-class Image(ComfyType):
+class Image(ComfyTypeIO):
     """(batch, height, width, channels) float tensor in [0, 1]."""
 
 
 @comfytype("MASK")
-class Mask(ComfyType):
+class Mask(ComfyTypeIO):
     """(batch, height, width) float tensor in [0, 1]."""
 
 
 @comfytype("WAN_CAMERA_EMBEDDING")
-class WanCameraEmbedding(ComfyType):
+class WanCameraEmbedding(ComfyTypeIO):
     """(1, 24, latent frames, height, width) float tensor: Plücker rays packed 4 frames per latent frame."""
 
 
 @comfytype("LATENT")
-class Latent(ComfyType):
+class Latent(ComfyTypeIO):
     pass
 
 
 @comfytype("CONDITIONING")
-class Conditioning(ComfyType):
+class Conditioning(ComfyTypeIO):
     pass
 
 
 @comfytype("MODEL")
-class Model(ComfyType):
+class Model(ComfyTypeIO):
     pass
 
 
 @comfytype("CLIP")
-class Clip(ComfyType):
+class Clip(ComfyTypeIO):
     pass
 
 
 @comfytype("VAE")
-class Vae(ComfyType):
+class Vae(ComfyTypeIO):
     pass
 
 
 @comfytype("CLIP_VISION")
-class ClipVision(ComfyType):
+class ClipVision(ComfyTypeIO):
     pass
 
 
 @comfytype("CLIP_VISION_OUTPUT")
-class ClipVisionOutput(ComfyType):
+class ClipVisionOutput(ComfyTypeIO):
     pass
 
 
 @comfytype("AUDIO")
-class Audio(ComfyType):
+class Audio(ComfyTypeIO):
     pass
 
 
 @comfytype("VIDEO")
-class Video(ComfyType):
+class Video(ComfyTypeIO):
     """A ``comfy_api.latest.Input.Video`` (VideoFromFile, VideoFromComponents)."""
 
 
 @comfytype("*")
-class AnyType(ComfyType):
+class AnyType(ComfyTypeIO):
     pass
 
 
@@ -387,7 +300,6 @@ class Schema:
     is_api_node: bool = False
     not_idempotent: bool = False
     enable_expand: bool = False
-    extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         """What ComfyUI checks: input ids unique, output ids unique, and no id both an input and an output."""
@@ -414,29 +326,6 @@ class Schema:
         for index, output in enumerate(self.outputs or []):
             if output.id is None:
                 output.id = f"_{index}_{output.io_type}_"
-
-    def check(self) -> list[str]:
-        """Stub-only, stricter: every problem a careful reviewer would flag in the declaration."""
-        problems = []
-        if not self.node_id or not isinstance(self.node_id, str):
-            problems.append(f"node_id {self.node_id!r} must be a non-empty string")
-        if not self.display_name:
-            problems.append(f"{self.node_id}: has no display_name")
-        for item in [*(self.inputs or []), *(self.outputs or [])]:
-            if not isinstance(item, (Input, Output)):
-                problems.append(f"{self.node_id}: {item!r} is not an Input or Output")
-                continue
-            if not item.id:
-                problems.append(f"{self.node_id}: an input or output has no id")
-            if not getattr(item.Parent, "io_type", None):
-                problems.append(f"{self.node_id}.{item.id}: has no type")
-            if isinstance(item, WidgetInput):
-                problems += [f"{self.node_id}.{item.id}: {p}" for p in item.problems()]
-        try:
-            self.validate()
-        except ValueError as exc:
-            problems.append(f"{self.node_id}: {exc}")
-        return problems
 
 
 class ComfyNode:
