@@ -229,6 +229,11 @@ def test_sequence_from_the_render_shots_equals_the_render_sequence(director, ren
     assert result.frames == director.plan.total_frames == 12 + 12 - 3
     assert result.timeline[0].name == "timeline.otio" and result.timeline[0].is_file()
     assert [p.name for p in result.shots] == ["pan.mp4", "push.mp4"]
+    # 12 fps has no SMPTE timecode: FCP XML and EDL are written at 24 fps in real time, and said so
+    assert [p.name for p in result.timeline] == ["timeline.otio", "timeline.xml", "timeline.edl"]
+    assert "written at 24 fps in real time" in result.editorial_note and result.editorial_note in result.summary()
+    manifest = json.loads((rendered / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["timeline_editorial"]["fps"] == 24 and manifest["timeline_editorial"]["source_fps"] == 12
 
 
 def test_sequence_from_frames_and_a_choice_of_shots(director, pan_frames, tmp_path):

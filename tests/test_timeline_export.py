@@ -132,15 +132,17 @@ def test_edl_reads_back(render):
     assert "CROSSFADE INTO PUSH" in edl.read_text()
 
 
-def test_rate_without_smpte_timecode_keeps_the_otio(tmp_path):
+def test_rate_without_smpte_timecode_keeps_the_otio_and_retimes_xml_and_edl(tmp_path):
     from daotai.deliver.timeline import write_timeline
 
     plan = plan_script(validate_script(dict(SCRIPT, fps=12)))  # both adapters need SMPTE timecode rates
     clips = {s.shot_id: f"shots/{s.shot_id}.mp4" for s in plan.shots}
     written = write_timeline(plan, clips, tmp_path / "timeline.otio")
-    assert [p.name for p in written] == ["timeline.otio"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["timeline.otio"]
-    assert otio.adapters.read_from_file(str(tmp_path / "timeline.otio")).duration().value == plan.total_frames
+    assert [p.name for p in written] == ["timeline.otio", "timeline.xml", "timeline.edl"]
+    native = otio.adapters.read_from_file(str(tmp_path / "timeline.otio"))
+    assert native.duration().value == plan.total_frames and native.duration().rate == 12  # the .otio as rendered
+    edl = otio.adapters.read_from_file(str(tmp_path / "timeline.edl"), rate=24)  # the same seconds at 24 fps
+    assert edl.duration().to_seconds() == native.duration().to_seconds()
 
 
 @pytest.mark.parametrize("seconds", [0.125, 5 / 24, 0.25])  # 3, 5 and 6 frames: odd lengths split unevenly

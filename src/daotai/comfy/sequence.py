@@ -40,6 +40,13 @@ class Sequence:
     shots: tuple[Path, ...]  # in sequence order
     frames: int
     plan: Plan  # the plan of the assembled shots (re-timed as a sequence)
+    editorial_note: str = ""  # how timeline.xml / .edl were retimed (a rate SMPTE timecode lacks), or ""
+
+    def summary(self) -> str:
+        """For the node's panel: what was written, and the editorial retiming when there was one."""
+        names = ", ".join(p.name for p in self.timeline)
+        lines = [f"{self.sequence.name}: {self.frames} frames; timeline: {names}"]
+        return "\n".join([*lines, self.editorial_note] if self.editorial_note else lines)
 
 
 def chosen_shots(plan: Plan, shot_ids: str | list[str] | tuple[str, ...] = "") -> Plan:
@@ -107,7 +114,7 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
     ``backend`` choose the encode settings as ``daotai render --codec … --backend …`` does;
     ``source`` is the script file its soundtrack is relative to (None: the current folder).
     """
-    from daotai.deliver.timeline import write_timeline
+    from daotai.deliver.timeline import editorial_retime, write_timeline
     from daotai.encode.audio import ROLE_SOUNDTRACK, probe_audio
     from daotai.pipeline import PipelineSettings, encode_settings_for, load_soundtrack
     from daotai.post.assemble import ClipSpec, Transition, assemble
@@ -151,8 +158,9 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
     yield Progress("assemble", None, plan.total_frames, plan.total_frames)
     timeline = write_timeline(plan, {s.shot_id: layout.relative("shot", s.shot_id) for s in plan.shots},
                               layout.timeline)
+    retime = editorial_retime(plan)
     return Sequence(folder=layout.root, sequence=layout.sequence, timeline=tuple(timeline), shots=tuple(placed),
-                    frames=result.frames, plan=plan)
+                    frames=result.frames, plan=plan, editorial_note=retime.note() if retime is not None else "")
 
 
 def shots_in_folder(plan: Plan, folder: str | Path) -> dict[str, Path]:

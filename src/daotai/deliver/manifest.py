@@ -51,6 +51,8 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
                    source: Path | None, *, encode: EncodeSettings, sound: dict | None = None) -> dict:
     """Write manifest.json (atomically) and return it; ``encode`` is what the run encoded its videos with,
     ``sound`` the run's sound (soundtrack file and hash, what each shot carries, the mix's loudness)."""
+    from daotai.deliver.timeline import editorial_retime
+
     script_sha = None
     if source is not None and Path(source).is_file():
         script_sha = sha256_file(source)
@@ -94,6 +96,8 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
         **({"sound": sound} if sound else {}),
         # outputs asked for but not written for want of an optional package: what, why, the install command
         "skipped_outputs": [dict(s) for s in getattr(settings, "skipped_outputs", ())],
+        # FCP XML and EDL of a plan whose rate SMPTE timecode lacks: written at which rate, and how
+        **({"timeline_editorial": retime.to_dict()} if (retime := editorial_retime(plan)) is not None else {}),
         "timings_s": {k: round(v, 4) for k, v in timings.items()},
         "files": output_files(out_dir),
     }

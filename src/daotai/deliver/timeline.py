@@ -4,6 +4,16 @@ Beside it, when the OTIO adapter plugins are installed, timeline.xml (FCP 7 XML,
 Premiere / Resolve) and timeline.edl (CMX 3600). Every non-cut transition also gets a
 marker on the incoming clip, which survives formats without transition objects.
 
+Both editorial formats count in SMPTE timecode, which has no 12 or 16 fps (the rates of
+animatics and of Wan's clips). Such a timeline is written to them at the nearest rate they
+carry (:func:`editorial_rate`: 24 for 12 or 16 fps) in real time, not frame for frame: every
+shot keeps its length in seconds and every cut lands on the nearest frame of that rate, so
+the edit matches ``sequence.mp4`` and the shot files (unchanged, at the plan's rate) play at
+100% speed in a sequence of that rate. An editor would rather conform a 16 fps clip into a
+24 fps sequence than get no XML or EDL at all, or one that plays the shots 1.5 times too fast.
+The retiming is stated in the files (an XML comment, EDL comment lines), in the .otio's
+``metadata["daotai"]["editorial"]`` (and the manifest, through :func:`editorial_retime`).
+
 Crossfades follow the sequence exactly: a k-frame crossfade overlaps the last k frames of
 the outgoing shot; OTIO models that by trimming the outgoing clip by the transition's
 ``out_offset`` and the incoming clip by its ``in_offset`` (the trims are the handles the
@@ -380,6 +390,115 @@ def _soundtrack_track(plan: Plan, sound: TimelineSound, rate: float) -> otio.sch
 # Editorial exchange formats written beside the .otio when their OTIO adapter plugin is
 # installed (otio-fcp-adapter, otio-cmx3600-adapter): suffix → adapter name.
 EDITORIAL_FORMATS = {".xml": "fcp_xml", ".edl": "cmx_3600"}
+# Rates a timeline at a rate SMPTE timecode lacks is written at in those formats: the whole-number
+# timecode rates every editing program takes (OTIO's own nearest rate for 16 fps is 23.976, a
+# broadcast rate an animatic has no reason to use).
+EDITORIAL_RATES = (24, 25, 30, 48, 50, 60)
+
+
+@dataclass(frozen=True)
+class EditorialRetime:
+    """How a timeline is written to FCP XML and EDL when its rate has no SMPTE timecode."""
+
+    source_fps: Fraction  # the plan's rate: the shot files' and the .otio's
+    fps: Fraction  # the rate the editorial files count in
+
+    @property
+    def max_shift_s(self) -> float:
+        """The furthest a cut moves: half a frame at the editorial rate."""
+        return 0.5 / float(self.fps)
+
+    def note(self) -> str:
+        """What an editor reads in the files and the manifest."""
+        src, dst = f"{float(self.source_fps):g}", f"{float(self.fps):g}"
+        return (f"Shots run at {src} fps, a rate SMPTE timecode (FCP XML, EDL) does not carry: this timeline "
+                f"is written at {dst} fps in real time. Each shot keeps its length in seconds and each cut "
+                f"lands on the nearest {dst} fps frame (at most {self.max_shift_s * 1000:.0f} ms off). The shot "
+                f"files are unchanged at {src} fps: cut them into a {dst} fps sequence at 100% speed.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fps": float(self.fps), "source_fps": float(self.source_fps), "formats": sorted(EDITORIAL_FORMATS),
+                "note": self.note()}
+
+
+def editorial_rate(fps: Fraction) -> Fraction:
+    """The rate FCP XML and EDL count in: ``fps`` when SMPTE timecode has it, else the nearest of
+    EDITORIAL_RATES (the lower on a tie)."""
+    if otio.opentime.RationalTime.is_valid_timecode_rate(float(fps)):
+        return Fraction(fps)
+    return Fraction(min(EDITORIAL_RATES, key=lambda rate: (abs(rate - fps), rate)))
+
+
+def editorial_retime(plan: Plan) -> EditorialRetime | None:
+    """The plan's editorial retiming, or None when its rate has SMPTE timecode."""
+    fps = Fraction(*plan.fps_fraction)
+    rate = editorial_rate(fps)
+    return None if rate == fps else EditorialRetime(source_fps=fps, fps=rate)
+
+
+def _at(time: otio.opentime.RationalTime, source: float, target: float) -> otio.opentime.RationalTime:
+    """``time`` (counted at ``source``) on the nearest frame at ``target``."""
+    return otio.opentime.RationalTime(round(time.value * target / source), target)
+
+
+def _retime_markers(item: Any, source: float, target: float) -> None:
+    for marker in getattr(item, "markers", []):
+        start = _at(marker.marked_range.start_time, source, target)
+        marker.marked_range = otio.opentime.TimeRange(start, _at(marker.marked_range.duration, source, target))
+
+
+def retimed(timeline: otio.schema.Timeline, retime: EditorialRetime) -> otio.schema.Timeline:
+    """A copy of ``timeline`` counted at ``retime.fps`` in real time: cut points (cumulative, so no
+    drift) and trims on the nearest frame, media ranges rounded up so the trims stay inside them."""
+    source, target = float(retime.source_fps), float(retime.fps)
+    copy = timeline.deepcopy()
+    for track in copy.tracks:
+        position = 0  # frames at the source rate, where the next item starts on the track
+        for item in track:
+            if isinstance(item, otio.schema.Transition):
+                item.in_offset = _at(item.in_offset, source, target)
+                item.out_offset = _at(item.out_offset, source, target)
+                continue
+            length = item.source_range.duration.value
+            start = round(position * target / source)
+            end = round((position + length) * target / source)
+            position += length
+            first = _at(item.source_range.start_time, source, target)
+            item.source_range = otio.opentime.TimeRange(first, otio.opentime.RationalTime(end - start, target))
+            reference = getattr(item, "media_reference", None)
+            if reference is not None and reference.available_range is not None:
+                available = reference.available_range
+                frames = math.ceil(available.duration.value * target / source)
+                frames = max(frames, int(first.value) + end - start)
+                reference.available_range = otio.opentime.TimeRange(_at(available.start_time, source, target),
+                                                                     otio.opentime.RationalTime(frames, target))
+            _retime_markers(item, source, target)
+            for effect in item.effects:
+                if "frames" in effect.metadata:
+                    effect.metadata["frames"] = round(effect.metadata["frames"] * target / source)
+    return copy
+
+
+def _noted(text: str, adapter: str, retime: EditorialRetime) -> str:
+    """``text`` (an adapter's output) with the retiming note in the format's own comment syntax."""
+    if adapter == "fcp_xml":
+        note = "<!-- " + retime.note().replace("--", "-") + " -->"
+        if text.startswith("<?xml"):
+            declaration, _, rest = text.partition("\n")
+            return f"{declaration}\n{note}\n{rest}"
+        return f"{note}\n{text}"
+    if adapter == "cmx_3600":
+        # comment lines belong to an event (a reader refuses them before the first one): the first event's
+        lines = text.split("\n")
+        at = next((i + 1 for i, line in enumerate(lines) if line[:3].isdigit()), len(lines))
+        return "\n".join(lines[:at] + [f"* NOTE: {line}" for line in _wrapped(retime.note())] + lines[at:])
+    return text
+
+
+def _wrapped(text: str, width: int = 70) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width)
 
 
 def available_editorial_formats() -> dict[str, str]:
@@ -388,18 +507,21 @@ def available_editorial_formats() -> dict[str, str]:
     return {suffix: name for suffix, name in EDITORIAL_FORMATS.items() if name in names}
 
 
-def write_editorial(timeline: otio.schema.Timeline, base: str | Path) -> list[Path]:
-    """FCP 7 XML and CMX 3600 EDL of the timeline at base.xml / base.edl (those available)."""
+def write_editorial(timeline: otio.schema.Timeline, base: str | Path,
+                    retime: EditorialRetime | None = None) -> list[Path]:
+    """FCP 7 XML and CMX 3600 EDL of the timeline at base.xml / base.edl (those available);
+    ``retime``: the timeline's rate has no SMPTE timecode, write it at ``retime.fps`` (module doc)."""
     written = []
+    if retime is not None:
+        timeline = retimed(timeline, retime)
     for suffix, adapter in available_editorial_formats().items():
         target = Path(base).with_suffix(suffix)
         try:
             text = otio.adapters.write_to_string(timeline, adapter)
         except Exception as error:  # noqa: BLE001 - a third-party plugin; the .otio stays the record
-            # e.g. CMX 3600 only knows SMPTE timecode rates (24, 25, 30, …): a 12 fps animatic has no EDL
             log.warning("%s not written: the %s adapter refused this timeline (%s)", target.name, adapter, error)
             continue
-        atomic_write_text(target, text)
+        atomic_write_text(target, _noted(text, adapter, retime) if retime is not None else text)
         written.append(target)
         if adapter == "cmx_3600":
             written.extend(_audio_edls(timeline, target))
@@ -436,5 +558,8 @@ def write_timeline(plan: Plan, shot_files: dict[str, str], path: str | Path,
                    camera_files: Mapping[str, Mapping[str, str]] | None = None) -> list[Path]:
     """Write the timeline as .otio JSON atomically, plus .xml / .edl beside it; returns the paths."""
     timeline = build_timeline(plan, shot_files, sound, camera_files)
+    retime = editorial_retime(plan)
+    if retime is not None:
+        timeline.metadata["daotai"]["editorial"] = retime.to_dict()
     atomic_write_text(path, otio.adapters.write_to_string(timeline, "otio_json"))
-    return [Path(path), *write_editorial(timeline, path)]
+    return [Path(path), *write_editorial(timeline, path, retime)]
