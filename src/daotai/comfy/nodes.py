@@ -418,8 +418,9 @@ class CameraCheckNode(io.ComfyNode):
         depth = _run(lambda ctx: previz_depth(script.plan, shot, ctx))
         result = check_clip(script.plan, shot, frames, float(fps) or rate, stride=int(stride), depth=depth)
         error = result.adherence.error_mean_px
-        return io.NodeOutput(bool(result.ok), float(error) if np.isfinite(error) else -1.0, result.report(),
-                             result.to_json())
+        report = result.report()
+        return io.NodeOutput(bool(result.ok), float(error) if np.isfinite(error) else -1.0, report,
+                             result.to_json(), ui={"text": [report]})
 
 
 def _output_folder(folder: str) -> Path:
@@ -497,7 +498,8 @@ class AssembleSequenceNode(io.ComfyNode):
         target = _output_folder(folder)
         result = _run(lambda ctx: assemble_shots(plan, sources, target, codec=codec, backend=backend,
                                                  source=script.source, ctx=ctx))
-        return io.NodeOutput(_video_from_file(result.sequence), str(result.sequence), str(result.timeline[0]))
+        return io.NodeOutput(_video_from_file(result.sequence), str(result.sequence), str(result.timeline[0]),
+                             ui={"text": [result.summary()]})
 
 
 NODES: list[type[io.ComfyNode]] = [
