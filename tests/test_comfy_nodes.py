@@ -115,6 +115,17 @@ def test_script_node_refuses_a_bad_script_with_its_json_path(comfy):
         comfy.run(node, script_text=json.dumps(SCRIPT), preset="huge")
 
 
+def test_a_bad_script_is_reported_once_and_errors_carry_no_dump(comfy, script):
+    bad = json.dumps({"shots": [{"shot_id": "a", "camera": {"fov": 190}}]})
+    with pytest.raises(comfy.PromptError) as refused:
+        comfy.run(comfy.nodes["DaotaiDirectorScript"], script_text=bad, script_file="", preset="preview")
+    assert str(refused.value).count("shots[0].camera.fov: 190") == 1
+    # ComfyUI's error report holds str() of the failed node's inputs: a line each, not the plan
+    _, _, _, _, _, trajectory, _ = comfy.run(comfy.nodes["DaotaiShotCamera"], script=script, shot_id="pan")
+    assert str(script) == f"DirectorScript({script.summary()})" and len(str(script)) < 200
+    assert len(str(trajectory)) < 200 and "12 frames" in str(trajectory)
+
+
 def test_script_node_reads_a_file_and_notices_edits(comfy, tmp_path):
     node = comfy.nodes["DaotaiDirectorScript"]
     path = tmp_path / "script.yaml"

@@ -276,8 +276,9 @@ def run_node(cls: Any, **given: Any) -> tuple:
         constants = {k: v for k, v in values.items()
                      if isinstance(declared[k], io.WidgetInput) and (takes_all or k in parameters)}
         answer = cls.validate_inputs(**constants)
-        if answer is not True:
-            raise PromptError(f"{node}: Failed to validate prompt: {answer}")
+        if answer is not True:  # as ComfyUI reports it: once for every input the method names
+            raise PromptError(f"{node}: Failed to validate prompt: " +
+                              "\n".join(f"{name} - {answer}" for name in constants))
     output = cls.EXECUTE_NORMALIZED(**values)
     outputs = schema.outputs or []
     if len(output.args) != len(outputs):

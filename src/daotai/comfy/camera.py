@@ -46,6 +46,9 @@ class ShotCameras:
     fov: np.ndarray  # (F,) float64 vertical field of view, degrees
     K: np.ndarray  # (F, 3, 3) float64 pixel intrinsics (OpenCV image axes)
 
+    def __repr__(self) -> str:  # short in ComfyUI's error reports (not every frame's matrices)
+        return f"ShotCameras({self.shot_id}: {len(self.fov)} frames, {self.width}x{self.height} at {self.fps:g} fps)"
+
     @property
     def frames(self) -> int:
         return int(self.cam_to_world.shape[0])

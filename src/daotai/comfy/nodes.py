@@ -224,11 +224,15 @@ class DirectorScriptNode(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, script_text: str = "", script_file: str = "", preset: str = AS_WRITTEN) -> bool | str:
+    def validate_inputs(cls, script_text: str = "") -> bool | str:
+        # ComfyUI repeats the answer once for every input this method names, so it names one: a script
+        # written in the node is checked before the graph runs; a script_file (which wins over the text,
+        # and may change before the run) is checked when the node runs. The preset is one of its options.
         from daotai.comfy.script import script_problem
 
-        text = "" if (script_file or "").strip() else script_text
-        return script_problem(text, script_file, preset) or True
+        if not (script_text or "").strip():
+            return True
+        return script_problem(script_text) or True
 
     @classmethod
     def fingerprint_inputs(cls, script_text: str = "", script_file: str = "", preset: str = AS_WRITTEN) -> Any:

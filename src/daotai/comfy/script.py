@@ -41,6 +41,11 @@ class DirectorScript:
                 return shot
         raise OptionError.at("shot_id", wanted, "is not a shot of the script", valid=self.shot_ids)
 
+    def __repr__(self) -> str:
+        # ComfyUI puts str() of a failed node's inputs into its error report: the summary, not the
+        # whole script and plan (tens of KB of per-frame cameras)
+        return f"DirectorScript({self.summary()})"
+
     def summary(self) -> str:
         """One line: shots, frames, seconds, size and fps."""
         plan = self.plan
