@@ -23,6 +23,7 @@ from daotai.errors import (
     Cancelled,
     DaotaiError,
     DependencyMissing,
+    DiskFull,
     EncodeError,
     Issue,
     OptionError,
@@ -44,6 +45,7 @@ TABLE = {
     DependencyMissing: (5, 501),
     EncodeError: (6, 500),
     QualityError: (7, 500),
+    DiskFull: (8, 507),
     Cancelled: (130, 409),
 }
 
@@ -58,6 +60,8 @@ def sample(kind: type[DaotaiError]) -> DaotaiError:
         return PlanError.at("shots[0].transition.type", "crossfade", "needs a previous shot to blend from")
     if kind is DependencyMissing:
         return DependencyMissing("uvicorn", "server", "daotai serve")
+    if kind is DiskFull:
+        return DiskFull("/data/out", 12 * 1024**2, 44 * 1024**2, "this render (3 shots, 288 frames at 1280x720)")
     return kind(f"a {kind.__name__} for the test")
 
 
@@ -88,7 +92,7 @@ def test_every_class_has_its_exit_code_and_http_status():
 def test_the_docstring_drawing_matches_the_classes():
     drawn = {}
     for line in errors.__doc__.splitlines():
-        found = re.search(r"(\w+Error|DependencyMissing|Cancelled)\s+exit (\d+)\s+HTTP (\d+)", line)
+        found = re.search(r"(\w+Error|DependencyMissing|DiskFull|Cancelled)\s+exit (\d+)\s+HTTP (\d+)", line)
         if found:
             drawn[found.group(1)] = (int(found.group(2)), int(found.group(3)))
     assert drawn == {kind.__name__: pair for kind, pair in TABLE.items()}

@@ -12,6 +12,8 @@
     │   └── DependencyMissing  exit 5    HTTP 501  an optional package is absent (names the pip command)
     ├── EncodeError            exit 6    HTTP 500  encoding / decoding / probing a video failed
     ├── QualityError           exit 7    HTTP 500  qc --strict found failures
+    ├── DiskFull               exit 8    HTTP 507  not enough free disk space for the work (says where,
+    │                                              how much is free and how much the work needs)
     └── Cancelled              exit 130  HTTP 409  the user or a caller stopped the work
 
     anything else              exit 70   HTTP 500  a bug: the CLI prints one line and "this is a bug"
@@ -34,6 +36,8 @@ Every message is one line a user can act on: field, value and the rule.
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,3 +262,57 @@ class Cancelled(DaotaiError):
     exit_code = 130
     http_status = 409
     code = "cancelled"
+
+
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # no space left; the user's disk quota is spent
+
+
+def size_text(count: int) -> str:
+    """Bytes as people read them in ``df -h``: '812 KiB', '37.5 MiB', '1.2 GiB'."""
+    value = float(count)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+class DiskFull(DaotaiError):
+    """Not enough free disk space for the work: refused before it starts (``needed`` is known and
+    over ``free``), or the disk filled up while writing (``writing`` names the file).
+
+    ``folder`` is where the space is missing, ``free`` the bytes free there when the error was
+    raised, ``needed`` what the work needs there in all (an estimate; None when unknown) and
+    ``what`` the work in words ("this render (3 shots, 288 frames at 1280x720 with controls)").
+    """
+
+    exit_code = 8
+    http_status = 507
+    code = "disk_full"
+
+    def __init__(self, folder: str | os.PathLike[str], free: int, needed: int | None = None, what: str = "the work",
+                 writing: str | None = None):
+        self.folder = os.fspath(folder)
+        self.free = int(free)
+        self.needed = None if needed is None else int(needed)
+        self.what = what
+        self.writing = writing
+        need = f"; {what} needs about {size_text(self.needed)}" if self.needed is not None else ""
+        if writing is not None:
+            head = (f"disk full: {self.folder} ran out of space while writing {writing} ({size_text(self.free)} "
+                    f"free now{need}); nothing was left half-written")
+        else:
+            head = f"not enough disk space in {self.folder}: {size_text(self.free)} free{need}"
+        super().__init__(f"{head}; free some space there (or choose a folder on another disk) and try again")
+
+
+def disk_full_cause(exc: BaseException | None) -> OSError | None:
+    """The OSError that says the disk (or the user's quota) is full somewhere in ``exc``'s chain
+    (``exc`` itself, its cause or context); None when the error is something else."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
