@@ -17,6 +17,11 @@ output folder (:func:`staging_folder`, ``.<name>.daotai-staging-<8 hex>``) and
 or the new one, never a mix. On Linux the two are exchanged in one ``renameat2`` call; where
 the OS cannot exchange, the old folder is renamed aside first and the new one renamed in (a
 crash between the two leaves the old folder whole under its aside name).
+
+Because no file is ever written in place (every writer makes a new file and renames it onto
+the target), one file may safely appear under two names: :func:`link_or_copy` hard-links a
+finished file (a shot cache entry) into an output folder where the file system allows it, and
+a later write to either name replaces that name's file without touching the other.
 """
 
 from __future__ import annotations
@@ -201,6 +206,35 @@ def swap_folder(staging: str | os.PathLike[str], target: str | os.PathLike[str],
         remove_quietly(old)
 
 
+# Why os.link may refuse where a copy works: another file system (EXDEV), a file system without
+# hard links or one that forbids them here (EPERM, EOPNOTSUPP, ENOSYS, EACCES), too many links (EMLINK).
+_NO_LINK_ERRNOS = frozenset({errno.EXDEV, errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS,
+                             errno.EACCES, errno.EMLINK})
+
+
+def link_or_copy(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> bool:
+    """Give the finished file ``source`` a second name ``target`` (which must not exist): a hard
+    link where the file system allows one, else a copy. True when linked (no bytes were written).
+
+    Safe only for files nobody writes in place: daotai never does (see the module's docstring).
+    """
+    try:
+        os.link(source, target)
+        return True
+    except OSError as exc:
+        if exc.errno not in _NO_LINK_ERRNOS:
+            raise
+    shutil.copyfile(source, target)
+    return False
+
+
+def target_of_temp(path: str | os.PathLike[str]) -> Path | None:
+    """The file a temp file made by :func:`temp_path` stands for; None for any other name."""
+    entry = Path(path)
+    match = _TEMP_NAME.match(entry.name)
+    return entry.with_name(match["name"]) if match else None
+
+
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     """Hex sha256 of a file, read in chunks."""
     digest = hashlib.sha256()
@@ -212,6 +246,6 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
 
 __all__ = [
     "ASIDE_MARK", "STAGING_MARK", "TEMP_MARK", "atomic_path", "atomic_write_bytes", "atomic_write_text",
-    "exchange_paths", "is_temp_for", "publish", "remove_quietly", "remove_temp_files", "sha256_file",
-    "siblings_of", "staging_folder", "swap_folder", "temp_path", "temp_files_for",
+    "exchange_paths", "is_temp_for", "link_or_copy", "publish", "remove_quietly", "remove_temp_files", "sha256_file",
+    "siblings_of", "staging_folder", "swap_folder", "target_of_temp", "temp_path", "temp_files_for",
 ]

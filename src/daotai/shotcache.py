@@ -11,8 +11,17 @@ change pixels. Same key, same bytes: a render reuses a cached shot instead of dr
 An entry holds the shot's files, the frames the pipeline keeps for QC and the contact sheet
 (lossless, so every deliverable built from them is byte-identical to a full render), and a
 record with each file's sha256 (a damaged entry is found and rendered again). Entries are
-written whole (a temp folder renamed into place); the least recently used go first when the
-cache outgrows its cap.
+written whole (a temp folder renamed into place) and never changed afterwards (their files are
+made read-only); the least recently used go first when the cache outgrows its cap, which is at
+most a quarter of the cache's file system (:data:`DISK_SHARE`).
+
+An entry's files and a render's files are one file under two names where the file system
+allows it (hard links, :func:`daotai.files.link_or_copy`): a rendered shot is linked into the
+cache and a reused one linked into the output folder, so a shot's bytes are on the disk once
+however many renders show it. This is safe because nothing in daotai writes into a file in
+place (every writer renames a new file onto its target), so replacing or deleting one name
+leaves the other whole; a file edited in place by another program is caught by the entry's
+sha256 when it is next reused. Across file systems the files are copied.
 
 An entry also keeps the shot's qc.json entry once it has been checked, under the QC variant
 that made it (whether the camera was checked, and a fingerprint of the QC code): a render that
@@ -28,6 +37,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Generator
@@ -39,10 +49,14 @@ from typing import Any
 import numpy as np
 
 from daotai import __version__
-from daotai.files import atomic_path, sha256_file
+from daotai.files import atomic_path, link_or_copy, sha256_file
 
 CACHE_FORMAT = 1  # bump when an entry's layout or the key's fields change
 DEFAULT_CAP_BYTES = 20 * 1024**3  # a few hundred previz shots, or tens of 720p neural ones
+# The cache never holds more than this share of its file system, whatever its cap: on a small disk
+# (a 40 MB data folder) a 20 GB cap would let the cache take the room the renders it speeds up need.
+DISK_SHARE = 0.25
+READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH  # an entry's files: never written in place
 # Libraries whose versions can change a shot's bytes (rasterising, encoding, sampling, resizing).
 PIXEL_LIBRARIES = ("numpy", "av", "moderngl", "opencv-python-headless", "pillow", "torch", "diffusers",
                    "transformers", "mlx")
@@ -185,8 +199,9 @@ class ShotCache:
         return (self._entry(key) / RECORD).is_file()
 
     def get(self, key: str, out_dir: Path) -> dict[str, Any] | None:
-        """Copy a cached shot's files into ``out_dir`` (atomically) and return its record with the
-        kept frames; None when there is no sound entry (a damaged one is removed)."""
+        """Place a cached shot's files in ``out_dir`` (linked where the file system allows, else
+        copied; each appears whole at its path) and return its record with the kept frames; None
+        when there is no sound entry (a damaged one is removed)."""
         entry = self._entry(key)
         record_path = entry / RECORD
         if not record_path.is_file():
@@ -205,13 +220,14 @@ class ShotCache:
             return record
         for kind, rel in record["files"].items():
             with atomic_path(out_dir / rel) as temp:
-                shutil.copyfile(entry / kind, temp)
+                link_or_copy(entry / kind, temp)  # one file under two names on one file system
         now = time.time()
         os.utime(entry, (now, now))  # least recently used goes first
         return {**record, "samples": samples, "middle": middle}
 
     def put(self, key: str, out_dir: Path, record: Any) -> None:
-        """Store a freshly rendered shot (its files in ``out_dir`` and the frames its record keeps)."""
+        """Store a freshly rendered shot (its files in ``out_dir``, linked where the file system
+        allows, else copied; and the frames its record keeps)."""
         entry = self._entry(key)
         if (entry / RECORD).is_file():
             return
@@ -219,7 +235,9 @@ class ShotCache:
             temp.mkdir()
             hashes = {}
             for kind, rel in record.files.items():
-                shutil.copyfile(out_dir / rel, temp / kind)
+                link_or_copy(out_dir / rel, temp / kind)
+                if os.name == "posix":  # (Windows cannot delete a read-only file's folder)
+                    os.chmod(temp / kind, READ_ONLY)
                 hashes[kind] = sha256_file(temp / kind)
             arrays = {f"s{i}": frame for i, frame in record.samples.items()}
             if record.middle is not None:
@@ -249,29 +267,61 @@ class ShotCache:
             temp.write_text(json.dumps(entry, ensure_ascii=False, allow_nan=False), encoding="utf-8")
 
     def size_bytes(self) -> int:
-        """Bytes held by all entries."""
+        """Bytes held by all entries (a file linked into an output folder counts in full)."""
         return sum(p.stat().st_size for p in (self.root / ENTRIES).rglob("*") if p.is_file()) \
             if (self.root / ENTRIES).is_dir() else 0
 
-    def evict(self) -> list[str]:
-        """Remove least recently used entries until the cache fits its cap; the keys removed."""
+    def effective_cap(self) -> int:
+        """The cap the cache keeps to: ``cap_bytes``, or less on a small file system (:data:`DISK_SHARE`)."""
+        folder = self.root
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            total = shutil.disk_usage(folder).total
+        except OSError:
+            return self.cap_bytes
+        return min(self.cap_bytes, int(total * DISK_SHARE))
+
+    def _entries(self) -> list[tuple[float, str, int, int]]:
+        """(last used, key, bytes held, bytes only the cache holds) per entry, least recently used first."""
         folder = self.root / ENTRIES
         if not folder.is_dir():
             return []
-        entries = []
+        found = []
         for entry in folder.iterdir():
             if entry.is_dir() and not entry.name.startswith("."):
-                size = sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
-                entries.append((entry.stat().st_mtime, entry.name, size))
-        total = sum(size for _, _, size in entries)
+                files = [p.stat() for p in entry.rglob("*") if p.is_file()]
+                found.append((entry.stat().st_mtime, entry.name, sum(f.st_size for f in files),
+                              sum(f.st_size for f in files if f.st_nlink == 1)))
+        return sorted(found)
+
+    def evict(self) -> list[str]:
+        """Remove least recently used entries until the cache fits its (effective) cap; the keys removed."""
+        entries = self._entries()
+        cap = self.effective_cap()
+        total = sum(size for _, _, size, _ in entries)
         removed = []
-        for _, name, size in sorted(entries):
-            if total <= self.cap_bytes:
+        for _, name, size, _ in entries:
+            if total <= cap:
                 break
-            shutil.rmtree(folder / name, ignore_errors=True)
+            shutil.rmtree(self.root / ENTRIES / name, ignore_errors=True)
             total -= size
             removed.append(name)
         return removed
+
+    def free_up(self, wanted: int, keep: frozenset[str] | set[str] = frozenset()) -> int:
+        """Remove least recently used entries (none of ``keep``) until ``wanted`` bytes of the disk
+        are freed; returns the bytes freed. An entry's files still linked into an output folder
+        free nothing, so such entries are left alone."""
+        freed = 0
+        for _, name, _, own in self._entries():
+            if freed >= wanted:
+                break
+            if name in keep or own == 0:
+                continue
+            shutil.rmtree(self.root / ENTRIES / name, ignore_errors=True)
+            freed += own
+        return freed
 
 
 def check_render_reusing(plan: Any, out_dir: Path, records: list[Any], cache: ShotCache | None, camera: bool,
