@@ -12,9 +12,14 @@ A render never writes into its output folder: it fills a hidden staging sibling
 (``.<name>.daotai-staging-<hex>``, daotai.files.staging_folder) and swaps it in whole once the
 manifest is written, so the folder holds the earlier render or the new one, never a mix; a
 stopped render removes its staging folder, leaves the output folder untouched and says what
-was finished (a note on the exception). Shots reused from the shot cache are copied into the
-staging folder from their checked cache entry. The folder must be empty, absent or a render
-of the same script (:func:`check_output_folder`); anything else needs ``force``.
+was finished (a note on the exception). Shots reused from the shot cache are linked (or, from
+another file system, copied) into the staging folder from their checked cache entry. The
+folder must be empty, absent or a render of the same script (:func:`check_output_folder`);
+anything else needs ``force``.
+
+Before anything is written the render's files are estimated and checked against the free disk
+space (:func:`ensure_space`, daotai.diskspace); a disk too full for them, or one that fills up
+during the render, stops it with :class:`daotai.errors.DiskFull` (the staging folder removed).
 """
 
 from __future__ import annotations
@@ -923,6 +928,69 @@ class LocalExecutor:
         return records
 
 
+def _space_what(plan: Plan, settings: PipelineSettings) -> str:
+    from daotai.diskspace import describe_render
+
+    return describe_render(len(plan.shots), plan.total_frames, plan.width, plan.height, settings.controls)
+
+
+def ensure_space(plan: Plan, settings: PipelineSettings, out_dir: Path, cache: Any,
+                 keys: dict[str, str]) -> Generator[Event, None, dict[Path, int]]:
+    """Check that the render's files fit on the disk (daotai.diskspace) before any is written;
+    the shot cache gives up least recently used entries (not this render's) to make room, with a
+    notice. DiskFull names the folder, the bytes free and the bytes needed. Returns the bytes
+    needed per folder (for the message of a disk that fills up anyway)."""
+    from daotai.diskspace import bytes_needed, free_bytes, render_bytes, same_file_system
+    from daotai.errors import DiskFull, size_text
+    from daotai.render.registry import spec_for
+
+    estimate = render_bytes(plan.width, plan.height, {s.shot_id: s.frames for s in plan.shots}, settings.controls,
+                            neural=spec_for(settings.backend).family is not None, enhance=bool(settings.enhance))
+    reused = {sid for sid, key in keys.items() if cache is not None and cache.has(key)}
+    cache_dir = Path(cache.root) if cache is not None else None
+    needs = bytes_needed(estimate, Path(os.path.abspath(out_dir)), cache_dir, reused)
+    for folder, need in needs.items():
+        free = free_bytes(folder)
+        if free < need and cache is not None and same_file_system(folder, cache.root):
+            freed = cache.free_up(need - free, keep=set(keys.values()))
+            if freed:
+                yield Notice("info", f"the shot cache gave up {size_text(freed)} of its least recently used "
+                                     "shots to make room for this render")
+            free = free_bytes(folder)
+        if free < need:
+            raise DiskFull(folder, free, need, _space_what(plan, settings))
+    return needs
+
+
+def disk_full_error(exc: BaseException, out_dir: Path, staging: Path, needed: dict[Path, int], plan: Plan,
+                    settings: PipelineSettings) -> Any:
+    """A DiskFull for a render the disk stopped (``exc`` says no space was left somewhere in its
+    chain), naming the file being written, the bytes free now and the bytes needed; None for
+    any other error (a DiskFull raised on purpose stays as it is)."""
+    from daotai.diskspace import free_bytes
+    from daotai.errors import DiskFull, disk_full_cause
+    from daotai.files import target_of_temp
+
+    cause = disk_full_cause(exc)
+    if cause is None or isinstance(exc, DiskFull):
+        return None
+    name = cause.filename2 or cause.filename
+    writing = "a file"
+    folder = Path(os.path.abspath(out_dir))
+    if name:
+        path = Path(os.fsdecode(name))
+        path = target_of_temp(path) or path
+        try:
+            writing = path.relative_to(staging).as_posix()
+        except ValueError:
+            writing = str(path)
+            folder = path.parent
+    need = next((n for f, n in needed.items() if folder.is_relative_to(f)), None)
+    if need is None and needed:  # a file of the cache, on the output's file system
+        need = max(needed.values())
+    return DiskFull(folder, free_bytes(folder), need, _space_what(plan, settings), writing=writing)
+
+
 def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext | None = None,
         source: Path | None = None, health: Callable[[Any], dict] | None = None,
         executor: ShotExecutor | None = None) -> Iterator[Event | Finished]:
@@ -970,20 +1038,33 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     if out_dir.is_symlink():
         out_dir = out_dir.resolve()  # the folder it names is replaced, not the link
     folder = check_output_folder(out_dir, plan, source, settings.force)  # refused here, before any work
+    cache, keys = None, {}
+    if settings.cache:
+        from daotai.shotcache import ShotCache
+
+        cache = ShotCache(settings.cache, settings.cache_bytes)
+        keys = shot_keys(plan, settings, enc, source)
+    needed = yield from ensure_space(plan, settings, out_dir, cache, keys)  # refused here, before any work
     staging = open_staging(Path(os.path.abspath(out_dir)))
     trace = RunTrace(total=len(plan.shots), before=folder.state)
     try:
         result = yield from _final_paths(
-            _render_into(plan, staging, settings, ctx, source, health, executor, enc, trace), staging, out_dir, trace)
+            _render_into(plan, staging, settings, ctx, source, health, executor, enc, trace, cache, keys),
+            staging, out_dir, trace)
         trace.stage = "swap"
         swap_folder(staging, os.path.abspath(out_dir), keep_old=folder.keep_old)
     except BaseException as exc:
         remove_quietly(staging)
+        if isinstance(exc, GeneratorExit):
+            raise
+        full = disk_full_error(exc, out_dir, staging, needed, plan, settings)
         # What was finished and how to go on, once a shot started (or the user stopped the run):
         # an error before any shot ran is the whole story, with nothing to resume.
         ran = bool(trace.shot or trace.finished) or trace.stage not in ("plan", "render")
-        if not isinstance(exc, GeneratorExit) and (ran or isinstance(exc, (KeyboardInterrupt, Cancelled))):
-            exc.add_note(stopped_note(out_dir, trace, settings))
+        if ran or full is not None or isinstance(exc, (KeyboardInterrupt, Cancelled)):
+            (full or exc).add_note(stopped_note(out_dir, trace, settings))
+        if full is not None:
+            raise full from exc
         raise
     if folder.keep_old is not None:
         yield Notice("warning", f"{out_dir} held {len(folder.foreign)} file(s) daotai did not write "
@@ -997,9 +1078,10 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
 
 def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext, source: Path | None,
                  health: Callable[[Any], dict] | None, executor: ShotExecutor | None, enc: EncodeSettings,
-                 trace: RunTrace) -> Generator[Event, None, RunResult]:
+                 trace: RunTrace, cache: Any, keys: dict[str, str]) -> Generator[Event, None, RunResult]:
     """The run's work in its staging folder ``out_dir``: yields events, returns the RunResult;
-    ``trace`` follows the stage reached and the shots kept in the cache (for a stopped run's note)."""
+    ``trace`` follows the stage reached and the shots kept in the cache (for a stopped run's note);
+    ``cache`` (a ShotCache or None) holds finished shots by their ``keys``."""
     from daotai.files import atomic_write_text
     from daotai.plan.planner import plan_to_json
 
@@ -1020,12 +1102,8 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
         raise ValueError("settings.cluster is set but no executor was given; front ends pass "
                          "daotai.cluster.executor_for(settings)")
     executor = executor or LocalExecutor()
-    cache, keys, reused = None, {}, {}
-    if settings.cache:
-        from daotai.shotcache import ShotCache
-
-        cache = ShotCache(settings.cache, settings.cache_bytes)
-        keys = shot_keys(plan, settings, enc, source)
+    reused: dict[str, ShotRecord] = {}
+    if cache is not None:
         reused = yield from reuse_cached_shots(plan, cache, keys, out_dir)
     todo = tuple(shot for shot in plan.shots if shot.shot_id not in reused)
     try:

@@ -34,7 +34,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from daotai.errors import EncodeError
+from daotai.errors import EncodeError, disk_full_cause
 from daotai.files import remove_temp_files  # temp siblings a killed writer left (re-exported)
 from daotai.plan.geometry import FAR_M, NEAR_M
 
@@ -147,7 +147,9 @@ def _run_job(link: _ChildLink, job: StreamJob, ring: np.ndarray) -> None:
         link.send(("aborted",))
         return
     except Exception as exc:  # noqa: BLE001  (reported to the parent, which raises EncodeError naming the stream)
-        link.send(("error", f"{type(exc).__name__}: {exc}"))
+        full = disk_full_cause(exc)  # sent on, so the parent can say the disk is full (daotai.errors.DiskFull)
+        disk = (full.errno, os.fsdecode(full.filename) if full.filename else None) if full is not None else None
+        link.send(("error", f"{type(exc).__name__}: {exc}", disk))
         # Hand back slots still in flight until the parent ends the stream.
         while True:
             message = link.recv()
@@ -319,6 +321,9 @@ class ProcSink:
             return None
         if message[0] == "error":
             self._open = False
+            if message[2] is not None:  # the disk is full: the errno and file travel as the error's cause
+                code, filename = message[2]
+                raise EncodeError(f"{self.name}: {message[1]}") from OSError(code, os.strerror(code), filename)
             raise EncodeError(f"{self.name}: {message[1]}")
         return message
 
