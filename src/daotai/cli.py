@@ -285,7 +285,7 @@ def render(
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="render every shot; read and write no shot cache"),
     cache_gb: float = typer.Option(20.0, "--cache-size", min=0.0, help="the shot cache's cap in GB (least "
-                                   "recently used shots go first)"),
+                                   "recently used shots go first; never more than a quarter of its disk)"),
     resolution: Optional[str] = typer.Option(None, "--resolution", help=_RESOLUTION_HELP),
     open_when_done: bool = typer.Option(
         False, "--open", help="open the sequence when done (macOS open, Linux xdg-open, Windows start)"
@@ -625,8 +625,13 @@ def serve(
         "loads and compiles what jobs use, e.g. "
         "--warm previz or --warm wan:wan2.1-t2v-1.3b@832x480; GET /health says when it is ready"
     ),
+    cache_gb: float = typer.Option(20.0, "--cache-size", min=0.0, help="the data folder's shot cache cap in GB "
+                                   "(least recently used shots go first; never more than a quarter of its disk)"),
 ) -> None:
-    """Run the local video service (OpenAI Videos API shape + native script jobs)."""
+    """Run the local video service (OpenAI Videos API shape + native script jobs).
+
+    A job the data folder's disk has no room for is refused (HTTP 507, code disk_full), as is
+    one that fills it while rendering (the job fails as disk_full, nothing half-written)."""
     from daotai.errors import DependencyMissing
 
     try:
@@ -639,7 +644,8 @@ def serve(
     for spec in warm or ():
         parse_warm(spec)  # an unknown backend or a model it cannot take is refused before serving
     api = create_app(data_dir, token, host=host, concurrency=concurrency, queue_limit=queue_limit,
-                     cluster=_cluster_address(cluster), speed=_speed_mode(speed), warm=tuple(warm or ()))
+                     cluster=_cluster_address(cluster), speed=_speed_mode(speed), warm=tuple(warm or ()),
+                     cache_bytes=int(cache_gb * 1024**3))
     err.print(f"serving on http://{host}:{port} (data in {data_dir})")
     uvicorn.run(api, host=host, port=port, log_level="warning")
 

@@ -13,6 +13,8 @@ only assembles them and translates the ``daotai.errors`` tree into replies, in o
 
     ScriptError, OptionError, PlanError   422  {error, issues: [{path, value, rule}]}
     DependencyMissing                     501
+    DiskFull                              507  disk_full: where, bytes free, bytes needed (also a stray
+                                               "no space left on device" from any route)
     Cancelled                             409
     BackendError, EncodeError, QualityError, any other DaotaiError   500 (one-line message)
     the store's refusals                  404 unknown id, 409 idempotency/upload conflict,
@@ -22,11 +24,12 @@ only assembles them and translates the ``daotai.errors`` tree into replies, in o
 
 from __future__ import annotations
 
+import os
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from daotai.errors import DaotaiError
+from daotai.errors import DaotaiError, disk_full_cause
 from daotai.server.schemas import error_body, issue_dicts, json_response, script_components
 from daotai.server.security import check_bind, guarded
 from daotai.server.state import ServerConfig, ServerState
@@ -38,8 +41,10 @@ WEB_DIR = Path(__file__).with_name("web")
 
 def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "127.0.0.1",
                concurrency: int = 1, queue_limit: int = 100, start_dispatcher: bool = True,
-               cluster: str | None = None, speed: str | None = None, warm: tuple[str, ...] = (), **options: Any):
-    """The FastAPI app serving jobs stored under ``data_dir``."""
+               cluster: str | None = None, speed: str | None = None, warm: tuple[str, ...] = (),
+               cache_bytes: int | None = None, **options: Any):
+    """The FastAPI app serving jobs stored under ``data_dir``; ``cache_bytes`` caps its shot cache
+    (None: daotai.shotcache's default; never more than a quarter of the data folder's disk)."""
     from fastapi import FastAPI, Request
     from starlette.exceptions import HTTPException
 
@@ -50,18 +55,21 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
                           queue_limit=queue_limit, start_dispatcher=start_dispatcher, **options)
     store = JobStore(config.data_dir)
     dispatcher = Dispatcher(store, DispatcherConfig(concurrency=concurrency, cluster=cluster, speed=speed,
-                                                    warm=tuple(warm)))
+                                                    warm=tuple(warm), cache_bytes=cache_bytes))
     state = ServerState(config, store, dispatcher)
 
     @asynccontextmanager
     async def lifespan(_app: Any):
+        store.hold_open()  # the job database stays readable if the disk fills up
         store.recover()
+        trim_cache(config.data_dir, cache_bytes)  # a smaller cap (or disk) than last time takes effect now
         if config.start_dispatcher:
             dispatcher.start()
         try:
             yield
         finally:
             dispatcher.stop()
+            store.release()
 
     app = FastAPI(title="daotai video service", version="1", lifespan=lifespan)
     app.state.store = store
@@ -78,6 +86,10 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
 
     @app.exception_handler(Exception)
     async def _internal_error(_request: Request, exc: Exception):
+        full = disk_full_cause(exc)
+        if full is not None:  # a write no route expected to fail: still the disk, not a bug
+            return error_response(store.disk_full(writing=os.fsdecode(full.filename) if full.filename else None),
+                                  config)
         # Starlette logs the exception (with its traceback) after this reply is sent.
         return json_response(500, error_body("internal error: this is a bug in daotai; the server log has the details",
                                              kind="server_error", code="internal_error"))
@@ -98,6 +110,17 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
     if WEB_DIR.is_dir():
         mount_console(app)
     return guarded(app, config)
+
+
+def trim_cache(data_dir: Path, cache_bytes: int | None) -> list[str]:
+    """Bring the data folder's shot cache under its cap (the keys of the entries removed)."""
+    from daotai.server.worker import job_settings
+    from daotai.shotcache import ShotCache
+
+    settings = job_settings(data_dir, "previz", "script", None, cache_bytes=cache_bytes)
+    if settings.cache is None or not os.path.isdir(settings.cache):
+        return []
+    return ShotCache(settings.cache, settings.cache_bytes).evict()
 
 
 def error_response(exc: DaotaiError, config: ServerConfig):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from daotai.server.store import TERMINAL, Job, JobStore, NotFound, valid_job_id
 from daotai.server.worker import Dispatcher
@@ -72,6 +73,19 @@ class ServerState:
         if not resolved.is_relative_to(root):
             return None
         return resolved
+
+
+def job_disk_bytes(script: Any, backend: str, controls: bool) -> int:
+    """The disk space a job's render is expected to need in the data folder (daotai.diskspace):
+    its files, plus the frames the shot cache keeps (the shot files themselves are linked into
+    the cache). No shot is assumed reused: a job whose shots the cache holds needs less."""
+    from daotai.diskspace import render_bytes
+    from daotai.render.registry import spec_for
+
+    frames = {shot.shot_id: max(1, round(shot.duration * script.fps)) for shot in script.shots}
+    estimate = render_bytes(script.size.width, script.size.height, frames, controls,
+                            neural=spec_for(backend).family is not None)
+    return estimate.total + sum(estimate.samples.values())
 
 
 def check_idem_key(key: str | None) -> str | None:

@@ -5,6 +5,11 @@ failed | cancelled. A job becomes ``completed`` only in the same transaction tha
 its output files and their checksums, so "completed" always means "on disk, checksummed".
 Every connection is short-lived and opened per call: the server's threads and the worker
 processes each get their own, and SQLite's locking keeps them consistent.
+
+Each job records the disk space its render is expected to need (``disk_bytes``,
+:mod:`daotai.diskspace`); a new job is refused with :class:`daotai.errors.DiskFull` (HTTP 507)
+when the data folder's free space does not cover it and every job still queued or running.
+A write the full disk refuses (SQLite's "database or disk is full") is a DiskFull too.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from daotai.errors import DaotaiError
+from daotai.errors import DaotaiError, DiskFull, disk_full_cause
 
 ACTIVE = ("queued", "in_progress")
 TERMINAL = ("completed", "failed", "cancelled")
@@ -31,6 +36,7 @@ UPLOAD_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp
                  "audio/wav": ".wav", "audio/flac": ".flac", "audio/mpeg": ".mp3", "audio/ogg": ".ogg",
                  "audio/mp4": ".m4a", "audio/aac": ".aac"}
 MAX_ATTEMPTS = 2  # a job interrupted by a server restart is re-queued once, then failed
+SQLITE_FULL = 13  # sqlite3.h: "Insertion failed because database is full" (the disk, here)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -55,7 +61,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     worker_pid INTEGER,
     idem_key TEXT UNIQUE,
     body_hash TEXT,
-    options TEXT                        -- the backend options as JSON (validated at submission)
+    options TEXT,                       -- the backend options as JSON (validated at submission)
+    disk_bytes INTEGER NOT NULL DEFAULT 0  -- the disk space its render is expected to need (estimate)
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
 CREATE TABLE IF NOT EXISTS events (
@@ -128,6 +135,7 @@ class NewJob:
     prompt: str | None = None
     preset: str | None = None
     options: str | None = None  # backend options as JSON text (validated)
+    disk_bytes: int = 0  # the disk space its render is expected to need (daotai.diskspace)
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,7 @@ class Job:
     idem_key: str | None = None
     body_hash: str | None = None
     options: str | None = None  # backend options as JSON text
+    disk_bytes: int = 0  # the disk space its render is expected to need
     outputs: dict[str, "OutputFile"] = field(default_factory=dict)
 
 
@@ -218,14 +227,35 @@ class JobStore:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "jobs").mkdir(exist_ok=True)
         self.db_path = self.data_dir / "jobs.sqlite3"
+        self._held: sqlite3.Connection | None = None
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
             columns = {row["name"] for row in db.execute("PRAGMA table_info(jobs)")}
             if "options" not in columns:  # a data folder from before job options existed
                 db.execute("ALTER TABLE jobs ADD COLUMN options TEXT")
+            if "disk_bytes" not in columns:  # … or before jobs recorded the space they need
+                db.execute("ALTER TABLE jobs ADD COLUMN disk_bytes INTEGER NOT NULL DEFAULT 0")
 
     # ------------------------------------------------------------ plumbing
+
+    def hold_open(self) -> None:
+        """Keep one connection open while this process serves (until :meth:`release`).
+
+        SQLite deletes the database's -wal and -shm files when its last connection closes, and
+        every call here opens and closes its own; on a disk that has filled up, the next
+        connection could not make them again, so even reading a job would fail. With one held,
+        they stay: replies are read and small writes (a job failing as disk_full) reuse the
+        write-ahead log's room."""
+        if self._held is None:
+            self._held = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self._held.execute("SELECT COUNT(*) FROM jobs").fetchone()  # maps the -shm index
+
+    def release(self) -> None:
+        """Close the connection :meth:`hold_open` keeps."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -241,15 +271,30 @@ class JobStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that takes the lock up front (no upgrade deadlocks)."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
+        """A write transaction that takes the lock up front (no upgrade deadlocks); DiskFull when
+        the disk has no room for it (nothing of it is kept)."""
+        try:
+            with self._connect() as db:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    try:
+                        db.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite already rolled back (it does after a full disk)
+                    raise
+                db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != SQLITE_FULL:
                 raise
-            db.execute("COMMIT")
+            raise self.disk_full(writing=self.db_path.name) from exc
+
+    def disk_full(self, needed: int | None = None, what: str = "the job", writing: str | None = None) -> DiskFull:
+        """The DiskFull of the data folder: its free space now, what ``what`` needs there."""
+        from daotai.diskspace import free_bytes
+
+        return DiskFull(self.data_dir, free_bytes(self.data_dir), needed, what, writing=writing)
 
     def job_dir(self, job_id: str) -> Path:
         """The folder of one job (inside the data folder; the id is validated)."""
@@ -261,7 +306,14 @@ class JobStore:
 
     def create(self, spec: NewJob, idem_key: str | None = None, request_hash: str | None = None,
                queue_limit: int = 100) -> tuple[Job, bool]:
-        """Commit a new queued job (or return the one made with the same key); (job, created)."""
+        """Commit a new queued job (or return the one made with the same key); (job, created).
+
+        DiskFull when the data folder's free space does not cover the job's ``disk_bytes`` and
+        those of every job queued or running (a running one counted in full: what it has written
+        so far is already off the free space, so this errs on the side of refusing)."""
+        from daotai.diskspace import free_bytes
+
+        free = free_bytes(self.data_dir)  # measured before the lock: the disk does not wait for it
         with self._write() as db:
             if idem_key is not None:
                 row = db.execute("SELECT id, body_hash FROM jobs WHERE idem_key = ?", (idem_key,)).fetchone()
@@ -274,13 +326,15 @@ class JobStore:
             waiting = db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0]
             if waiting >= queue_limit:
                 raise QueueFull(f"queue: {waiting} jobs are waiting, the limit is {queue_limit}")
+            if spec.disk_bytes:
+                self._check_space(db, free, spec.disk_bytes, "this job")
             job_id = new_job_id()
             now = time.time()
             db.execute(
                 "INSERT INTO jobs (id, kind, status, model, prompt, seconds, size, script, preset, created_at,"
-                " idem_key, body_hash, options) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " idem_key, body_hash, options, disk_bytes) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (job_id, spec.kind, spec.model, spec.prompt, spec.seconds, spec.size, spec.script, spec.preset,
-                 now, idem_key, request_hash, spec.options),
+                 now, idem_key, request_hash, spec.options, spec.disk_bytes),
             )
             script = json.loads(spec.script)
             for position, shot in enumerate(script.get("shots", [])):
@@ -290,6 +344,23 @@ class JobStore:
                 )
             self._event(db, job_id, "status", {"status": "queued"})
             return self._get(db, job_id), True
+
+    def _check_space(self, db: sqlite3.Connection, free: int, needed: int, what: str) -> None:
+        """DiskFull unless ``free`` covers ``needed`` and what the jobs queued or running need."""
+        count, ahead = db.execute("SELECT COUNT(*), COALESCE(SUM(disk_bytes), 0) FROM jobs"
+                                  " WHERE status IN ('queued', 'in_progress')").fetchone()
+        if free < ahead + needed:
+            what += f" and the {count} job{'s' if count != 1 else ''} queued or running before it" if count else ""
+            raise DiskFull(self.data_dir, free, ahead + needed, what)
+
+    def check_space(self, needed: int, what: str) -> None:
+        """DiskFull unless the data folder's free space covers ``needed`` bytes (``what`` needs
+        them) besides what the jobs queued or running need."""
+        from daotai.diskspace import free_bytes
+
+        free = free_bytes(self.data_dir)
+        with self._connect() as db:
+            self._check_space(db, free, needed, what)
 
     # ------------------------------------------------------------ reading
 
@@ -396,7 +467,12 @@ class JobStore:
         from daotai.files import atomic_write_bytes
 
         relpath = f"uploads/{sha256}{UPLOAD_SUFFIX[content_type]}"
-        atomic_write_bytes(self.data_dir / relpath, data)
+        try:
+            atomic_write_bytes(self.data_dir / relpath, data)
+        except OSError as exc:
+            if disk_full_cause(exc) is None:
+                raise
+            raise self.disk_full(len(data), "the upload", writing=relpath) from exc
         with self._write() as db:
             cur = db.execute(
                 "INSERT OR IGNORE INTO uploads (sha256, id, content_type, width, height, bytes, relpath, created_at)"

@@ -51,6 +51,7 @@ class DispatcherConfig:
     # (`daotai serve --warm`); one per concurrency slot at most, kept however long they idle.
     warm: tuple[str, ...] = ()
     rewarm_after_s: float = 60.0  # a --warm worker replaced by another backend's comes back, once idle, after this
+    cache_bytes: int | None = None  # the shot cache's cap (None: the default, daotai.shotcache.DEFAULT_CAP_BYTES)
 
 
 # ------------------------------------------------------------------ server side
@@ -203,7 +204,8 @@ class Dispatcher:
                 [sys.executable, "-m", "daotai.server.worker", str(self.store.data_dir),
                  *(("--cluster", self.config.cluster) if self.config.cluster else ()),
                  *(("--speed", self.config.speed) if self.config.speed else ()),
-                 *(("--warm", warm) if warm else ())],
+                 *(("--warm", warm) if warm else ()),
+                 *(("--cache-bytes", str(self.config.cache_bytes)) if self.config.cache_bytes is not None else ())],
                 stdin=subprocess.PIPE, stdout=log, stderr=log, text=True, cwd=str(self.store.data_dir),
                 start_new_session=True,  # a Ctrl-C in the server's terminal is the server's to handle
             )
@@ -494,15 +496,17 @@ def warm_up(data_dir: str | Path, spec: str, executor: HeldBackendExecutor, spee
 
 
 def job_settings(data_dir: str | Path, backend: str, kind: str, options: dict | None, cluster: str | None = None,
-                 speed: str | None = None):
+                 speed: str | None = None, cache_bytes: int | None = None):
     """The pipeline settings a job renders with (and the console's render plan predicts with)."""
     from daotai.pipeline import PipelineSettings
+    from daotai.shotcache import DEFAULT_CAP_BYTES
 
     return PipelineSettings(backend=backend, controls=kind == "script", cluster=cluster, options=options or {},
                             option_defaults={"speed": speed},
                             # one shot cache per data folder: a resubmitted script renders only what changed
                             cache=None if os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0")
-                            else str(Path(data_dir) / "cache"))
+                            else str(Path(data_dir) / "cache"),
+                            cache_bytes=DEFAULT_CAP_BYTES if cache_bytes is None else cache_bytes)
 
 
 def job_plan(script_text: str, kind: str, preset: str | None, store: JobStore, folder: Path):
@@ -524,13 +528,13 @@ def job_plan(script_text: str, kind: str, preset: str | None, store: JobStore, f
 
 
 def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None = None,
-            speed: str | None = None, executor: HeldBackendExecutor | None = None) -> int:
+            speed: str | None = None, executor: HeldBackendExecutor | None = None, cache_bytes: int | None = None) -> int:
     """Run one claimed job to completion in this process; returns an exit code.
 
     ``executor``: renders here through a backend held between jobs (a warm worker's); a
-    cluster, when set, renders instead."""
+    cluster, when set, renders instead. ``cache_bytes``: the shot cache's cap (None: the default)."""
     from daotai.cluster import executor_for
-    from daotai.errors import Cancelled, DaotaiError
+    from daotai.errors import Cancelled, DaotaiError, DiskFull, disk_full_cause
     from daotai.pipeline import Finished, layout_for, run
     from daotai.render.base import Notice, Output, Progress, RunContext
     from daotai.server.references import record_references
@@ -554,7 +558,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         shot_state = {sid: (0, n, "queued") for sid, n in frames.items()}
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
         settings = job_settings(store.data_dir, job.model, job.kind, json.loads(job.options) if job.options else {},
-                                cluster, speed)
+                                cluster, speed, cache_bytes)
         layout = layout_for(work, settings)
         last_write = 0.0
         rendered: dict[str, int] = {}
@@ -599,15 +603,20 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         store.finish(job_id, "cancelled", "cancelled", str(exc) or "cancelled", attempt=attempt)
         return 0
     except DaotaiError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        code = type(exc).__name__.replace("Error", "").lower() + "_error"
+        shutil.rmtree(work, ignore_errors=True)  # first: a full disk gets back what the job wrote
+        code = exc.code if isinstance(exc, DiskFull) else type(exc).__name__.replace("Error", "").lower() + "_error"
         store.finish(job_id, "failed", code, str(exc).splitlines()[0][:2000], attempt=attempt)
         return 0
     except Exception as exc:  # noqa: BLE001  (a bug must fail this job, not the warm worker serving the next ones)
+        shutil.rmtree(work, ignore_errors=True)
+        full = disk_full_cause(exc)
+        if full is not None:  # outside the render (the job's references, previews): the same clear error
+            message = str(store.disk_full(writing=_written(full, work))).splitlines()[0]
+            store.finish(job_id, "failed", DiskFull.code, message[:2000], attempt=attempt)
+            return 0
         import traceback
 
         traceback.print_exc()
-        shutil.rmtree(work, ignore_errors=True)
         store.finish(job_id, "failed", "internal_error", f"{type(exc).__name__}: {exc}"[:2000], attempt=attempt)
         return 1
     except BaseException:
@@ -617,8 +626,20 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         done.set()
 
 
+def _written(error: OSError, work: Path) -> str:
+    """The file a full disk refused, relative to the job's folder where it is inside it."""
+    name = error.filename2 or error.filename
+    if not name:
+        return "a file"
+    path = Path(os.fsdecode(name))
+    try:
+        return path.relative_to(work.parent).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, speed: str | None = None,
-               warm: str | None = None) -> int:
+               warm: str | None = None, cache_bytes: int | None = None) -> int:
     """Warm worker loop: run each ``JOB_ID ATTEMPT`` line as a job until the input ends, through
     a backend held between jobs; with ``warm`` (BACKEND[:MODEL]) the backend is loaded first."""
     import daotai.pipeline  # noqa: F401  (loaded once, kept warm for every job)
@@ -631,7 +652,7 @@ def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, 
             parts = line.split()
             if len(parts) == 2 and parts[1].isdigit():
                 try:
-                    run_job(data_dir, parts[0], int(parts[1]), cluster, speed, executor)
+                    run_job(data_dir, parts[0], int(parts[1]), cluster, speed, executor, cache_bytes)
                 except Exception as exc:  # noqa: BLE001  (e.g. the job row vanished: report it, serve the next job)
                     print(f"daotai worker: job {parts[0]}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
     finally:
@@ -643,10 +664,10 @@ def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, 
 def main(argv: list[str] | None = None) -> int:
     """``python -m daotai.server.worker DATA_DIR`` (jobs on stdin) or ``DATA_DIR JOB_ID ATTEMPT``;
     ``--cluster ADDRESS`` renders every job's shots on a Ray cluster, ``--speed MODE`` sets the
-    neural backends' speed mode."""
+    neural backends' speed mode, ``--cache-bytes N`` caps the shot cache."""
     args = list(sys.argv[1:] if argv is None else argv)
     _die_with_parent()
-    values: dict[str, str | None] = {"--cluster": None, "--speed": None, "--warm": None}
+    values: dict[str, str | None] = {"--cluster": None, "--speed": None, "--warm": None, "--cache-bytes": None}
     for flag in values:
         if flag in args:
             at = args.index(flag)
@@ -656,12 +677,17 @@ def main(argv: list[str] | None = None) -> int:
             values[flag] = args[at + 1]
             del args[at : at + 2]
     cluster, speed = values["--cluster"], values["--speed"]
+    given = values["--cache-bytes"]
+    if given is not None and not given.isdigit():
+        print(f"--cache-bytes: {given!r} must be a whole number of bytes", file=sys.stderr)
+        return 2
+    cache_bytes = int(given) if given is not None else None
     if len(args) == 1:
-        return serve_jobs(args[0], iter(sys.stdin.readline, ""), cluster, speed, values["--warm"])
+        return serve_jobs(args[0], iter(sys.stdin.readline, ""), cluster, speed, values["--warm"], cache_bytes)
     if len(args) == 3:
-        return run_job(args[0], args[1], int(args[2]), cluster, speed)
+        return run_job(args[0], args[1], int(args[2]), cluster, speed, cache_bytes=cache_bytes)
     print("usage: python -m daotai.server.worker DATA_DIR [JOB_ID ATTEMPT] [--cluster ADDRESS] [--speed MODE] "
-          "[--warm BACKEND[:MODEL]]",
+          "[--warm BACKEND[:MODEL]] [--cache-bytes N]",
           file=sys.stderr)
     return 2
 

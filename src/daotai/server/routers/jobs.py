@@ -23,7 +23,7 @@ from daotai.server.schemas import (
     job_object,
     json_response,
 )
-from daotai.server.state import IDEM_KEY_PATTERN, ServerState, check_idem_key
+from daotai.server.state import IDEM_KEY_PATTERN, ServerState, check_idem_key, job_disk_bytes
 from daotai.server.store import TERMINAL, NewJob, NotFound, body_hash
 
 
@@ -81,7 +81,9 @@ def build_router(state: ServerState) -> APIRouter:
                                   "options": options})
         spec = NewJob("script", backend, f"{total:g}", f"{script.size.width}x{script.size.height}",
                       json.dumps(canonical), prompt=script.title, preset=None,
-                      options=json.dumps(options, sort_keys=True) if options else None)
+                      options=json.dumps(options, sort_keys=True) if options else None,
+                      disk_bytes=job_disk_bytes(script, backend, controls=True))
+        # a disk without room for it (and the jobs before it) is a 507 disk_full, before it is queued
         job, _created = await run_in_threadpool(store.create, spec, key, request_hash, config.queue_limit)
         return json_response(202, job_object(job, store.shots(job.id)), headers=state.poll_headers(job))
 

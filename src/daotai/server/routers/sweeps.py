@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from daotai.errors import Issue, OptionError, ScriptError
 from daotai.server.references import reference_issues
 from daotai.server.schemas import SCRIPT_BODY, ErrorReply, error_responses, json_response
-from daotai.server.state import ServerState
+from daotai.server.state import ServerState, job_disk_bytes
 from daotai.server.store import NewJob, NotFound, QueueFull
 
 SWEEP_FIELDS = ("seed", "steps", "guidance", "speed")  # seed: the script's; the rest: backend options
@@ -129,13 +129,16 @@ def build_router(state: ServerState) -> APIRouter:
             raise QueueFull(f"queue: {waiting} jobs are waiting; {len(grid)} more would pass the limit, "
                             f"{config.queue_limit}")
         total = sum(s.duration for s in script.shots)
+        disk_bytes = job_disk_bytes(script, backend, controls=True)
+        await run_in_threadpool(store.check_space, disk_bytes * len(grid), f"the sweep's {len(grid)} jobs")
         jobs = []
         for variation in grid:
             varied = script.model_copy(update={"seed": variation["seed"]}) if "seed" in variation else script
             job_options = {**options, **{k: v for k, v in variation.items() if k != "seed"}}
             spec = NewJob("script", backend, f"{total:g}", f"{script.size.width}x{script.size.height}",
                           json.dumps(varied.model_dump(mode="json", by_alias=True)), prompt=script.title, preset=None,
-                          options=json.dumps(job_options, sort_keys=True) if job_options else None)
+                          options=json.dumps(job_options, sort_keys=True) if job_options else None,
+                          disk_bytes=disk_bytes)
             job, _ = await run_in_threadpool(store.create, spec, None, None, config.queue_limit)
             jobs.append({"id": job.id, "variation": variation})
         record = {"id": f"sweep_{secrets.token_hex(12)}", "created_at": int(time.time()), "backend": backend,

@@ -32,7 +32,7 @@ from daotai.server.schemas import (
     video_body,
     video_object,
 )
-from daotai.server.state import IDEM_KEY_PATTERN, ServerState, check_idem_key
+from daotai.server.state import IDEM_KEY_PATTERN, ServerState, check_idem_key, job_disk_bytes
 from daotai.server.store import TERMINAL, NewJob, NotFound, body_hash, valid_job_id
 
 
@@ -118,7 +118,7 @@ def build_router(state: ServerState) -> APIRouter:
         reading = read_prompt(prompt)  # film language in the prompt becomes the shot's fields
         script = reading.script(seconds, size, reference=upload is not None)
         try:
-            validate_script(script, source="request")
+            checked = validate_script(script, source="request")
         except ScriptError as exc:
             raise HTTPException(400, "; ".join(str(i) for i in exc.issues)[:1000]) from None
         reference = None
@@ -133,7 +133,8 @@ def build_router(state: ServerState) -> APIRouter:
             "endpoint": "videos", "prompt": prompt, "model": model, "seconds": str(data.get("seconds", "4")),
             "size": size, "reference": hashlib.sha256(upload).hexdigest() if upload is not None else None,
         })
-        spec = NewJob("video", model, f"{seconds:g}", size, json.dumps(script), prompt=prompt)
+        spec = NewJob("video", model, f"{seconds:g}", size, json.dumps(script), prompt=prompt,
+                      disk_bytes=job_disk_bytes(checked, model, controls=False))
         created = False
         try:
             job, created = await run_in_threadpool(store.create, spec, key, request_hash, config.queue_limit)
