@@ -12,9 +12,7 @@ folder and the base folder of the script's relative paths).
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,13 +73,10 @@ def reference_issues(script: Any, store: JobStore) -> list[Issue]:
 
 def _link_or_copy(source: Path, target: Path) -> None:
     """Place ``source`` at ``target`` atomically: a hard link (no extra disk) or, across devices, a copy."""
-    from daotai.files import atomic_path
+    from daotai.files import atomic_path, link_or_copy
 
     with atomic_path(target) as temp:
-        try:
-            os.link(source, temp)
-        except OSError:
-            shutil.copyfile(source, temp)
+        link_or_copy(source, temp)
 
 
 def materialise_references(script: dict[str, Any], store: JobStore, job_dir: Path) -> tuple[dict[str, Any], list[ResolvedReference]]:
