@@ -80,6 +80,30 @@ def leftovers(folder: Path) -> list[str]:
                   if TEMP_MARK in p.name or STAGING_MARK in p.name)
 
 
+def disk_bytes(*folders: Path) -> int:
+    """Bytes of the files under ``folders``, a file with several names counted once (as du does)."""
+    seen: dict[tuple[int, int], int] = {}
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.is_file():
+                info = path.stat()
+                seen[(info.st_dev, info.st_ino)] = info.st_size
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("size", ["320x180", "1280x720"])
+def test_the_estimate_covers_what_a_render_writes_without_asking_for_far_more(tmp_path, size):
+    from daotai.diskspace import bytes_needed, render_bytes
+
+    plan = plan_script(validate_script(script(2, 1, size)))
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    list(run(plan, out, PipelineSettings(cache=str(cache))))
+    estimate = render_bytes(plan.width, plan.height, {s.shot_id: s.frames for s in plan.shots}, True)
+    needed = bytes_needed(estimate, out, cache, set())[out]
+    written = disk_bytes(out, cache)
+    assert written <= needed <= 2.5 * written, (written, needed)
+
+
 def test_a_render_too_large_for_the_disk_is_refused_before_anything_is_written(small_disk):
     disk = small_disk(8)
     plan = plan_script(validate_script(script(3, 4, "1280x720")))
@@ -152,6 +176,29 @@ def test_render_into_a_nearly_full_folder_exits_8_with_the_reason_and_no_traceba
     assert f"error not enough disk space in {disk / 'out'}: " in message and "needs about" in message
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
     assert sorted(p.name for p in disk.iterdir()) == ["ballast"]
+
+
+def test_a_cache_on_another_file_system_is_copied_from_and_kept_to_a_quarter_of_its_disk(small_disk, tmp_path):
+    from daotai.shotcache import ShotCache
+
+    disk = small_disk(2)  # the cache's own small file system; the renders go to another one
+    settings = PipelineSettings(cache=str(disk / "cache"))
+    cache = ShotCache(disk / "cache")
+    assert cache.effective_cap() == 512 * 1024  # a quarter of 2 MiB, however large the cap asked for
+    plan = plan_script(validate_script(script(2, 1, "320x180")))
+    first = list(run(plan, tmp_path / "a", settings))
+    second = list(run(plan, tmp_path / "b", settings))
+    assert isinstance(first[-1], Finished) and isinstance(second[-1], Finished)
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    reused = [s["shot_id"] for s in manifest["shots"] if s["render"] == "reused"]
+    assert reused  # what the small cache could keep was reused …
+    for sid in reused:  # … copied across file systems, byte for byte
+        shot = tmp_path / "b" / "shots" / f"{sid}.mp4"
+        assert shot.stat().st_nlink == 1 and shot.read_bytes() == (tmp_path / "a" / "shots" / f"{sid}.mp4").read_bytes()
+    assert cache.size_bytes() <= cache.effective_cap()
+    for seed in (7, 8):  # more shots than the cap holds: the least recently used go
+        list(run(plan_script(validate_script(script(2, 1, "320x180", seed=seed))), tmp_path / f"s{seed}", settings))
+        assert cache.size_bytes() <= cache.effective_cap()
 
 
 # ------------------------------------------------------------------ the server

@@ -25,30 +25,44 @@ from pathlib import Path
 
 # Bytes per pixel of each frame, per file, measured on previz renders at 1280x720, 24 fps (three
 # 4 s shots: a push-in, an orbit and a pan on two characters; the largest of the three shots):
+REFERENCE_PIXELS = 1280 * 720
 SHOT_BYTES_PER_PIXEL = 0.0254  # the H.264 shot file: 1.99-2.24 MB per 96 frames
 DEPTH_BYTES_PER_PIXEL = 0.0375  # FFV1 gray16 depth: 3.13-3.31 MB
 DEPTH_PREVIEW_BYTES_PER_PIXEL = 0.0049  # H.264 gray depth preview: 0.36-0.43 MB
 MASK_BYTES_PER_PIXEL = 0.0015  # FFV1 gray8 mask: 0.11-0.12 MB
-SEQUENCE_BYTES_PER_PIXEL = SHOT_BYTES_PER_PIXEL  # the sequence re-encodes the shots: 6.14 MB for 6.32 MB of shots
+# Previz pictures are flat colours that compress to their edges, so a frame's bytes grow slower
+# than its pixels: the depth file (the largest) per frame is 7.0x larger at 1280x720 than at
+# 320x180 (16x the pixels), 2.6x larger than at 640x360 (4x): about pixels ** 0.7. Videos are
+# scaled from the measurement above as pixels ** VIDEO_SCALING, a little steeper to err large.
+VIDEO_SCALING = 0.75
 # The shot cache keeps 13 RGB frames per shot (QC samples and the contact sheet's middle frame),
-# deflated: 1.45-1.57 MB per shot, 4.4 % of the raw 36 MB.
+# deflated: 118 kB a frame at 1280x720 (1.45-1.57 MB per shot), 58 kB at 640x360, 25 kB at 320x180
+# (pixels ** 0.57).
 SAMPLE_FRAMES = 13
-SAMPLES_RATIO = 0.044
+SAMPLE_BYTES_PER_FRAME = 118_000
+SAMPLES_SCALING = 0.5
 # Plan, cameras (pose files, JSON, USD), timeline, contact sheet, manifest, qc.json: 0.79 MB for
 # those three shots, mostly per-frame camera records.
 SMALL_FILES_BYTES = 256 * 1024
 SMALL_FILES_BYTES_PER_FRAME = 2600
 # Neural backends' frames carry texture previz lacks (not measured: the tiny test models make noise,
 # which is no guide). Bounds instead: H.264 of detailed video at daotai's quality stays under 0.1
-# byte per pixel, and deflate keeps about 60 % of a natural photograph.
+# byte per pixel, deflate keeps about 60 % of a natural photograph, and neither shrinks with size.
 NEURAL_SHOT_BYTES_PER_PIXEL = 0.1
 NEURAL_SAMPLES_RATIO = 0.6
 # Every estimate is the measured size times this: busier scenes than the measured ones (more set
-# pieces, faster moves) encode larger. A disk that fills up anyway stops the render cleanly.
-MARGIN = 1.5
+# pieces, faster moves) encode larger. With it a 1280x720 previz render asks for 1.3x the bytes it
+# writes, a 640x360 one 1.6x (tests/test_disk_full.py checks 320x180 and 1280x720). Larger would refuse renders
+# that fit (a 3-shot 720p job on a 40 MB disk); a disk that fills up anyway stops the render cleanly.
+MARGIN = 1.25
 # An --enhance step can upscale by 4 (16x the pixels) and interpolate: its copies are counted as
 # this many times the shots and the sequence.
 ENHANCE_FACTOR = 4.0
+
+
+def frame_scale(pixels: int, exponent: float) -> float:
+    """A frame of ``pixels`` in reference frames (1280x720), its bytes growing as pixels ** exponent."""
+    return (pixels / REFERENCE_PIXELS) ** exponent
 
 
 @dataclass(frozen=True)
@@ -69,16 +83,20 @@ def render_bytes(width: int, height: int, shot_frames: Mapping[str, int], contro
                  enhance: bool = False) -> RenderBytes:
     """Bytes a render of these shots writes, per shot and in all, with MARGIN."""
     pixels = width * height
-    shot_rate = NEURAL_SHOT_BYTES_PER_PIXEL if neural else SHOT_BYTES_PER_PIXEL
-    per_pixel = shot_rate + (DEPTH_BYTES_PER_PIXEL + DEPTH_PREVIEW_BYTES_PER_PIXEL + MASK_BYTES_PER_PIXEL
-                             if controls else 0.0)
-    samples = SAMPLE_FRAMES * pixels * 3 * (NEURAL_SAMPLES_RATIO if neural else SAMPLES_RATIO)
+    if neural:  # detailed pictures: bytes in proportion to pixels
+        video = NEURAL_SHOT_BYTES_PER_PIXEL * pixels
+        sample = NEURAL_SAMPLES_RATIO * pixels * 3
+    else:
+        video = SHOT_BYTES_PER_PIXEL * REFERENCE_PIXELS * frame_scale(pixels, VIDEO_SCALING)
+        sample = SAMPLE_BYTES_PER_FRAME * frame_scale(pixels, SAMPLES_SCALING)
+    controls_rate = DEPTH_BYTES_PER_PIXEL + DEPTH_PREVIEW_BYTES_PER_PIXEL + MASK_BYTES_PER_PIXEL
+    per_frame = video + (controls_rate * REFERENCE_PIXELS * frame_scale(pixels, VIDEO_SCALING) if controls else 0.0)
     frames = sum(shot_frames.values())
-    sequence = frames * pixels * (shot_rate if neural else SEQUENCE_BYTES_PER_PIXEL)
-    enhanced = ENHANCE_FACTOR * (frames * pixels * shot_rate + sequence) if enhance else 0.0
+    sequence = frames * video  # the shots cut together: 6.14 MB for 6.32 MB of shots at 1280x720
+    enhanced = ENHANCE_FACTOR * 2 * sequence if enhance else 0.0
     rest = SMALL_FILES_BYTES + SMALL_FILES_BYTES_PER_FRAME * frames + sequence + enhanced
-    return RenderBytes({sid: round(n * pixels * per_pixel * MARGIN) for sid, n in shot_frames.items()},
-                       {sid: round(samples * MARGIN) for sid in shot_frames}, round(rest * MARGIN))
+    return RenderBytes({sid: round(n * per_frame * MARGIN) for sid, n in shot_frames.items()},
+                       {sid: round(SAMPLE_FRAMES * sample * MARGIN) for sid in shot_frames}, round(rest * MARGIN))
 
 
 def existing_folder(path: str | os.PathLike[str]) -> Path:
