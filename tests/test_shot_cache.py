@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,68 @@ def test_reused_shots_are_checked_again_when_the_qc_code_changes(tmp_path, monke
     render(script, tmp_path / "new-qc", cache, checked)
     assert checked == ["s0", "s1"]  # the files are reused, the verdicts are not
     assert (tmp_path / "new-qc" / "qc.json").read_bytes() == (tmp_path / "first" / "qc.json").read_bytes()
+
+
+def test_shots_are_one_file_in_the_cache_and_every_render_and_neither_side_can_spoil_the_other(tmp_path):
+    import shutil
+    import stat
+
+    script = {**SCRIPT, "shots": SCRIPT["shots"][:2]}
+    cache = tmp_path / "cache"
+    render(script, tmp_path / "first", cache)
+    render(script, tmp_path / "second", cache)
+    entries = {json.loads((e / "record.json").read_text())["shot_id"]: e for e in (cache / "entries").iterdir()}
+    made = {rel: digest(tmp_path / "first" / rel) for rel in ("shots/s0.mp4", "control/s0_depth.mkv")}
+    for folder in ("first", "second"):  # linked both ways: rendered into the cache, reused from it
+        assert (tmp_path / folder / "shots/s0.mp4").stat().st_ino == (entries["s0"] / "shot").stat().st_ino
+    entry = entries["s0"] / "shot"
+    assert entry.stat().st_nlink == 3 and not entry.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+
+    shutil.rmtree(tmp_path / "first")  # a render deleted: the cache and the other render keep the shot
+    assert len(ShotCache(cache, cap_bytes=0).evict()) == 2  # the cache emptied: the render keeps every byte
+    assert {rel: digest(tmp_path / "second" / rel) for rel in made} == made
+
+    render(script, tmp_path / "third", cache)  # fresh entries, linked into a third render
+    old = {json.loads((e / "record.json").read_text())["shot_id"]: e.name for e in (cache / "entries").iterdir()}
+    changed = json.loads(json.dumps(script))
+    changed["shots"][1]["camera"] = "tilt_down"
+    render(changed, tmp_path / "third", cache)  # the render replaced: s1 drawn again, s0 reused
+    assert (tmp_path / "third/shots/s1.mp4").stat().st_ino != (cache / "entries" / old["s1"] / "shot").stat().st_ino
+    kept = ShotCache(cache).get(old["s1"], tmp_path / "probe")
+    assert kept is not None and "damaged" not in kept  # replacing the render's files left the old entry whole
+    assert {rel: digest(tmp_path / "second" / rel) for rel in made} == made
+
+
+def test_a_render_file_edited_in_place_is_not_reused_from_the_cache(tmp_path):
+    script = {**SCRIPT, "shots": SCRIPT["shots"][:2]}
+    cache = tmp_path / "cache"
+    render(script, tmp_path / "first", cache)
+    edited = tmp_path / "first" / "shots" / "s1.mp4"
+    with open(edited, "r+b") as handle:  # another program writes into the file itself (as root may)
+        handle.seek(-64, os.SEEK_END)
+        handle.write(b"\0" * 64)
+    again = render(script, tmp_path / "again", cache)
+    assert [s["render"] for s in again["shots"]] == ["reused", "rendered"]  # the entry's sha256 caught it
+    assert digest(tmp_path / "again" / "shots" / "s1.mp4") != digest(edited)
+
+
+def test_the_server_keeps_its_cache_under_serve_cache_size(tmp_path, monkeypatch):
+    pytest.importorskip("fastapi")
+    httpx = pytest.importorskip("httpx")
+    from daotai.server.store import JobStore
+    from daotai.server.testing import ServerProcess
+
+    monkeypatch.delenv("DAOTAI_NO_CACHE", raising=False)
+    cap = 450_000  # bytes: room for two of the four shots (about 195 kB each)
+    server = ServerProcess(tmp_path / "data", extra_args=("--cache-size", f"{cap / 1024**3:.9f}")).start()
+    try:
+        store = JobStore(server.data_dir)
+        job_id = httpx.post(f"{server.url}/v1/jobs", json={**SCRIPT, "shots": SCRIPT["shots"][:4]}).json()["id"]
+        deadline = time.monotonic() + 120
+        while store.get(job_id).status not in ("completed", "failed") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert store.get(job_id).status == "completed", store.get(job_id).error_message
+        cache = ShotCache(server.data_dir / "cache")
+        assert 0 < cache.size_bytes() <= cap and len(list((server.data_dir / "cache" / "entries").iterdir())) < 4
+    finally:
+        server.stop()
