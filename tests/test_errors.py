@@ -144,6 +144,32 @@ def test_plan_error_carries_its_path():
     assert PlanError("no path here").path is None and PlanError("no path here").issues == ()
 
 
+def test_disk_full_says_where_how_much_is_free_and_how_much_is_needed():
+    before = DiskFull("/data/out", 12 * 1024**2, 44 * 1024**2 + 300 * 1024, "this render (3 shots)")
+    assert str(before) == ("not enough disk space in /data/out: 12.0 MiB free; this render (3 shots) needs about "
+                           "44.3 MiB; free some space there (or choose a folder on another disk) and try again")
+    during = DiskFull("/data/out", 900, 5 * 1024**3, "this render", writing="shots/s1.mp4")
+    assert str(during).startswith("disk full: /data/out ran out of space while writing shots/s1.mp4 (900 bytes "
+                                  "free now; this render needs about 5.0 GiB); nothing was left half-written; ")
+    assert "needs" not in str(DiskFull("/data", 0, writing="jobs.sqlite3")).split(";")[0]
+
+
+def test_disk_full_cause_finds_no_space_anywhere_in_the_chain():
+    import errno
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/data/.s1.mp4.1f0c9a3e.partial.mp4")
+    try:
+        try:
+            raise full
+        except OSError as exc:
+            raise EncodeError("encoding frame 3 failed") from exc
+    except EncodeError as wrapped:
+        assert errors.disk_full_cause(wrapped) is full
+    assert errors.disk_full_cause(OSError(errno.EDQUOT, "Disk quota exceeded")) is not None
+    assert errors.disk_full_cause(OSError(errno.EACCES, "Permission denied")) is None
+    assert errors.disk_full_cause(ValueError("x")) is None and errors.disk_full_cause(None) is None
+
+
 # ------------------------------------------------------------------ the command line
 
 
