@@ -208,6 +208,18 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def noise_png() -> bytes:
+    """A 160x160 PNG of random pixels (about 77 kB: it does not compress)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (160, 160, 3), dtype=np.uint8)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
 def wait_for(predicate, timeout_s: float, step_s: float = 0.05):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -263,6 +275,10 @@ def test_the_server_on_a_full_disk_refuses_fails_cleanly_keeps_what_it_finished_
         assert httpx.get(f"{server.url}/health", timeout=2.0).status_code == 200
         refused = httpx.post(f"{server.url}/v1/videos", json={"prompt": "a cat", "seconds": "1", "size": "128x72"})
         assert refused.status_code == 507 and refused.json()["error"]["code"] == "disk_full"
+        fill(disk)  # the failed job's space is taken too: an upload cannot be kept either
+        upload = httpx.post(f"{server.url}/v1/uploads", files={"file": ("ref.png", noise_png(), "image/png")})
+        assert upload.status_code == 507 and upload.json()["error"]["code"] == "disk_full", upload.text
+        assert not list((data / "staging").glob("*")) and not (data / "uploads").exists()
         again = httpx.get(f"{server.url}/v1/jobs/{done_id}/files/video")
         assert again.status_code == 200 and again.content == video.content
     finally:

@@ -86,8 +86,8 @@ def check_image(data: bytes, staging: Path, max_pixels: int, field: str = "input
     staging.mkdir(parents=True, exist_ok=True)
     stem = secrets.token_hex(8)
     src, dst = staging / f"{stem}.upload", staging / f"{stem}.png"
-    src.write_bytes(data)
     try:
+        src.write_bytes(data)  # inside the try: a disk that fills up mid-write leaves no part of it behind
         done = subprocess.run(
             _isolated_python(_DECODE_CHILD, str(src), str(dst) if keep_png else "-", str(max_pixels)),
             capture_output=True, timeout=timeout_s, check=False,
@@ -219,8 +219,8 @@ def check_sound(data: bytes, staging: Path, field: str = "file", max_seconds: fl
                             code="invalid_sound")
     staging.mkdir(parents=True, exist_ok=True)
     src = staging / f"{secrets.token_hex(8)}.upload"
-    src.write_bytes(data)
     try:
+        src.write_bytes(data)  # inside the try: a disk that fills up mid-write leaves no part of it behind
         done = subprocess.run(_isolated_python(_SOUND_CHILD, str(src), fmt, repr(float(max_seconds))),
                               capture_output=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
