@@ -33,7 +33,8 @@ def build_router(state: ServerState) -> APIRouter:
     config, store = state.config, state.store
     errors = error_responses()
 
-    @router.post("/v1/jobs", status_code=202, response_model=JobReply, responses={**errors, 422: {"model": ErrorReply}},
+    @router.post("/v1/jobs", status_code=202, response_model=JobReply, responses={**errors, 422: {"model": ErrorReply},
+                                                                             507: {"model": ErrorReply}},
                  openapi_extra=SCRIPT_BODY)
     async def submit_script(request: Request, backend: str = Query("previz", max_length=64),
                             preset: str | None = Query(None, max_length=32),

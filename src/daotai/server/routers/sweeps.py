@@ -90,7 +90,8 @@ def build_router(state: ServerState) -> APIRouter:
                 "backend": record["backend"], "sweep": record["sweep"], "count": len(jobs), "finished": done,
                 "jobs": jobs}
 
-    @router.post("/v1/sweeps", status_code=202, responses={**errors, 422: {"model": ErrorReply}},
+    @router.post("/v1/sweeps", status_code=202, responses={**errors, 422: {"model": ErrorReply},
+                                                           507: {"model": ErrorReply}},
                  openapi_extra=SCRIPT_BODY)
     async def submit_sweep(request: Request, backend: str = Query("previz", max_length=64),
                            preset: str | None = Query(None, max_length=32)):

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from daotai.server.images import ImageRejected, check_image, check_sound, sound_container
 from daotai.server.schemas import (
     UPLOAD_MEDIA_TYPES,
+    ErrorReply,
     UploadReply,
     error_body,
     error_responses,
@@ -38,7 +39,7 @@ def build_router(state: ServerState) -> APIRouter:
         return json_response(status, error_body(message, code=code, param="file"))
 
     @router.post("/v1/uploads", status_code=201, response_model=UploadReply,
-                 responses={**errors, 200: {"model": UploadReply,
+                 responses={**errors, 507: {"model": ErrorReply}, 200: {"model": UploadReply,
                                             "description": "the same bytes were uploaded before"}},
                  openapi_extra=upload_body(config.max_upload_bytes, config.max_upload_pixels))
     async def create_upload(request: Request):

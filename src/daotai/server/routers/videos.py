@@ -24,6 +24,7 @@ from daotai.server.images import decode_upload
 from daotai.server.schemas import (
     JOB_ID_PATTERN,
     MEDIA_TYPES,
+    ErrorReply,
     Video,
     VideoDeleted,
     VideoList,
@@ -64,7 +65,7 @@ def build_router(state: ServerState) -> APIRouter:
     config, store = state.config, state.store
     errors = error_responses()
 
-    @router.post("/v1/videos", response_model=Video, responses=errors,
+    @router.post("/v1/videos", response_model=Video, responses={**errors, 507: {"model": ErrorReply}},
                  openapi_extra=video_body(backend_names(), config.max_seconds))
     async def create_video(request: Request,
                            idempotency_key: str | None = Header(None, max_length=255, pattern=IDEM_KEY_PATTERN)):
