@@ -394,6 +394,11 @@ EDITORIAL_FORMATS = {".xml": "fcp_xml", ".edl": "cmx_3600"}
 # timecode rates every editing program takes (OTIO's own nearest rate for 16 fps is 23.976, a
 # broadcast rate an animatic has no reason to use).
 EDITORIAL_RATES = (24, 25, 30, 48, 50, 60)
+# The rates SMPTE timecode counts in, whole and NTSC (n*1000/1001). Written here rather than asked
+# of OTIO, whose answer moved between releases (0.17 takes 12 fps, 0.18 refuses it), so the files
+# a render writes do not depend on the OTIO installed.
+SMPTE_RATES = frozenset([Fraction(rate) for rate in EDITORIAL_RATES]
+                        + [Fraction(rate * 1000, 1001) for rate in (24, 30, 48, 60)])
 
 
 @dataclass(frozen=True)
@@ -424,7 +429,7 @@ class EditorialRetime:
 def editorial_rate(fps: Fraction) -> Fraction:
     """The rate FCP XML and EDL count in: ``fps`` when SMPTE timecode has it, else the nearest of
     EDITORIAL_RATES (the lower on a tie)."""
-    if otio.opentime.RationalTime.is_valid_timecode_rate(float(fps)):
+    if Fraction(fps) in SMPTE_RATES:
         return Fraction(fps)
     return Fraction(min(EDITORIAL_RATES, key=lambda rate: (abs(rate - fps), rate)))
 
