@@ -10,8 +10,11 @@
 #   LLM drafter client       httpx
 #   HTTP service             fastapi, uvicorn, python-multipart
 #   USD cameras              usd-core
-#   tiny Wan / LTX / H3      diffusers, transformers, accelerate, safetensors, huggingface_hub,
+#   tiny Wan / LTX           diffusers, transformers, accelerate, safetensors, huggingface_hub,
 #                            tokenizers, sentencepiece, ftfy, peft
+# The tiny MiniMax-H3 tests are left out here: without torchvision (none matches this CPU torch)
+# their Qwen3-VL video path needs a transformers class that is new in 5.20, above the floor; H3
+# itself ran on transformers 5.17 with torchvision on the CUDA box (docs/environments.md).
 # torch stays at 2.13.0, the CPU wheel this machine has: torch's own floor (2.4) would be a
 # multi-GB CUDA download, so it is not installed here (docs/environments.md says what was run).
 # Extra arguments go to pytest. Idempotent: the venv is rebuilt only when the floors change.
@@ -77,7 +80,7 @@ tests=(
   tests/test_previz_render.py tests/test_camera_metrics.py
   tests/test_timeline_export.py tests/test_draft_llm.py
   tests/test_server_api.py tests/test_camera_files.py
-  tests/test_neural_render.py tests/test_h3.py
+  tests/test_neural_render.py
 )
 set +e
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "${DAOTAI_TEST_WORKERS:-2}" --dist loadfile "${tests[@]}" "$@"
