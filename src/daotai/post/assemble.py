@@ -60,6 +60,7 @@ __all__ = [
     "AssemblyResult",
     "ClipSpec",
     "Transition",
+    "amplitude",
     "assemble",
     "end_fade_frames",
     "limit",
@@ -374,7 +375,7 @@ def assemble(
 
         sounds = [read_audio(clip.path) if clip.audio and probe_audio(clip.path) is not None else None
                   for clip in clips]
-        gains = [10.0 ** (clip.audio_gain_db / 20.0) for clip in clips]
+        gains = [amplitude(clip.audio_gain_db) for clip in clips]
         mix, audio = mix_sound(sounds, gains, counts, joins, starts, rate, total, soundtrack)
         with atomic_path(out_path) as temp:
             _write_picture(clips, counts, joins, temp, width, height, rate, total, settings, on_progress)
@@ -407,6 +408,11 @@ def _write_picture(clips, counts, joins, out_path, width, height, rate, total, s
 
 
 # ------------------------------------------------------------------ sound
+
+
+def amplitude(db: float) -> float:
+    """Linear amplitude of a level in dB (20·log10 of the amplitude): -6.02 dB halves it, +20 dB is ten times."""
+    return 10.0 ** (db / 20.0)
 
 
 def sample_at(frame: int | Fraction, fps: Fraction, rate: int = 48000) -> int:
@@ -467,7 +473,7 @@ def place_soundtrack(samples: np.ndarray, offset_s: float, total: int, gain_db: 
     if count <= 0:
         return out
     out[begin:begin + count] = samples[skip:skip + count]
-    out[begin:begin + count] *= np.float32(10.0 ** (gain_db / 20.0))
+    out[begin:begin + count] *= np.float32(amplitude(gain_db))
     declick = min(round(DECLICK_S * rate), count // 2)
     if skip > 0:
         out[begin:begin + declick] *= _ramp(declick)[:, None]
@@ -490,7 +496,7 @@ def limit(mix: np.ndarray, ceiling_dbfs: float = LIMIT_CEILING_DBFS, rate: int =
     neighbours' gains are at most what that sample needs, so the interpolated gain never lets
     a sample over the ceiling. Sound under the ceiling passes unchanged.
     """
-    ceiling = 10.0 ** (ceiling_dbfs / 20.0)
+    ceiling = amplitude(ceiling_dbfs)
     n = mix.shape[0]
     if n == 0:
         return 0.0
@@ -505,7 +511,7 @@ def limit(mix: np.ndarray, ceiling_dbfs: float = LIMIT_CEILING_DBFS, rate: int =
     gain = need.copy()
     gain[:-1] = np.minimum(gain[:-1], need[1:])
     gain[1:] = np.minimum(gain[1:], need[:-1])
-    step = 10.0 ** (LIMIT_RELEASE_DB_PER_S * LIMIT_BLOCK_S / 20.0)
+    step = amplitude(LIMIT_RELEASE_DB_PER_S * LIMIT_BLOCK_S)
     for b in range(1, blocks):  # the release: rise at most `step` a block
         if gain[b] > gain[b - 1] * step:
             gain[b] = gain[b - 1] * step
