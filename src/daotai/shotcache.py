@@ -3,10 +3,11 @@ content-addressed cache of finished shots.
 
 A shot's key is the sha256 of a canonical JSON of: the shot's plan (cameras, timing, staging,
 prompt, seed, sound), the canvas, the scene and the characters (with the sha256 of every
-reference image file), the soundtrack (and its file's sha256), the backend, its validated
-options, the model's files (the sha256 manifest daotai keeps in a model folder), the encode
-settings and control channels asked for, and the versions of daotai and of the libraries that
-change pixels. Same key, same bytes: a render reuses a cached shot instead of drawing it again.
+reference image file), the soundtrack (its file's sha256, and whether the shot ends the picture,
+where the soundtrack is ramped out), the backend, its validated options, the model's files (the
+sha256 manifest daotai keeps in a model folder), the encode settings and control channels asked
+for, and the versions of daotai and of the libraries that change pixels. Same key, same bytes: a
+render reuses a cached shot instead of drawing it again.
 
 An entry holds the shot's files, the frames the pipeline keeps for QC and the contact sheet
 (lossless, so every deliverable built from them is byte-identical to a full render), and a
@@ -51,7 +52,7 @@ import numpy as np
 from daotai import __version__
 from daotai.files import atomic_path, link_or_copy, sha256_file
 
-CACHE_FORMAT = 1  # bump when an entry's layout or the key's fields change
+CACHE_FORMAT = 2  # bump when an entry's layout or the key's fields change
 DEFAULT_CAP_BYTES = 20 * 1024**3  # a few hundred previz shots, or tens of 720p neural ones
 # The cache never holds more than this share of its file system, whatever its cap: on a small disk
 # (a 40 MB data folder) a 20 GB cap would let the cache take the room the renders it speeds up need.
@@ -137,8 +138,11 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
     soundtrack = getattr(plan, "soundtrack", None)
     sound = None
     if soundtrack is not None:
+        # A silent shot's file carries its slice of the soundtrack, which is ramped out where the
+        # picture ends: the same shot ends the film or not, and its sound differs.
         sound = {"track": soundtrack.model_dump(mode="json"),
-                 "file": referenced(soundtrack.path) if not soundtrack.path.startswith("upload:") else soundtrack.path}
+                 "file": referenced(soundtrack.path) if not soundtrack.path.startswith("upload:") else soundtrack.path,
+                 "ends_picture": shot.start_frame + shot.frames == plan.total_frames}
     return {
         "format": CACHE_FORMAT,
         "daotai": __version__,

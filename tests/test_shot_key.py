@@ -1,0 +1,170 @@
+"""The shot cache key, input by input: everything that changes a shot's pixels or sound changes its
+key, by content (a file edited in place under the same name too), and nothing else does. Keys are
+computed from plans alone: no render."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import wave
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from daotai.encode.video import EncodeSettings
+from daotai.pipeline import load_soundtrack
+from daotai.plan.planner import plan_script
+from daotai.post.assemble import sample_at
+from daotai.script.load import validate_script
+from daotai.shotcache import key_fields, shot_key
+
+SCRIPT = {
+    "fps": 24, "size": "160x96", "seed": 5,
+    "scene": {"name": "street", "description": "a quiet street", "time_of_day": "day",
+              "set_pieces": [{"kind": "box", "position": [1.5, 0, -2], "size": [0.5, 0.5, 0.5], "colour": "#884422"}]},
+    "soundtrack": {"path": "music.wav", "offset": 0.25, "gain_db": -3},
+    "characters": [{"id": "ana", "colour": "#3366cc", "reference_images": ["ana.png"], "voice": "ana.wav"},
+                   {"id": "bo", "position": [1.0, -1.0]}],
+    "shots": [{"shot_id": "a", "duration": 0.5, "subject": "ana", "camera": "pan_left"},
+              {"shot_id": "b", "duration": 0.5, "subject": "bo", "camera": "push_in"},
+              {"shot_id": "c", "duration": 0.5, "subject": "ana"}],
+}
+
+
+def write_wav(path: Path, value: int, seconds: float = 2.0) -> None:
+    with wave.open(str(path), "wb") as handle:
+        handle.setnchannels(1)
+        handle.setsampwidth(2)
+        handle.setframerate(48000)
+        handle.writeframes(np.full(int(48000 * seconds), value, "<i2").tobytes())
+
+
+@pytest.fixture
+def folder(tmp_path):
+    write_wav(tmp_path / "music.wav", 3000)
+    write_wav(tmp_path / "ana.wav", 1000, 0.5)
+    (tmp_path / "ana.png").write_bytes(b"\x89PNG first picture")
+    return tmp_path
+
+
+def key(folder: Path, script: dict, shot: int = 0, **change) -> str:
+    plan = plan_script(validate_script(script))
+    args = {"backend": "previz", "options": {}, "controls": True, "encode": EncodeSettings(), "model": None}
+    args.update(change)
+    return shot_key(key_fields(plan, plan.shots[shot], source=folder / "script.json", memo={}, **args))
+
+
+def edited(**paths) -> dict:
+    """SCRIPT with the given fields (path 'scene.time_of_day' as 'scene__time_of_day') replaced."""
+    script = copy.deepcopy(SCRIPT)
+    for dotted, value in paths.items():
+        *parents, last = dotted.split("__")
+        node = script
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[int(last) if last.isdigit() else last] = value
+    return script
+
+
+@pytest.mark.parametrize("change", [
+    {"scene__time_of_day": "night"},
+    {"scene__time_of_day": "dusk"},
+    {"scene__set_pieces__0__position": [1.6, 0, -2]},
+    {"scene__set_pieces__0__colour": "#884423"},
+    {"scene__set_pieces__0__kind": "cylinder"},
+    {"scene__set_pieces__0__size": [0.5, 0.6, 0.5]},
+    {"scene__set_pieces": []},
+    {"scene__description": "a quiet street with lanterns and food stalls"},  # the dressed props
+    {"scene__name": "night market"},
+    {"scene__palette": [[0.2, 0.3, 0.4]]},
+    {"soundtrack__offset": 0.5},
+    {"soundtrack__gain_db": -2},
+    {"soundtrack": None},
+    {"characters__0__colour": "#3366cd"},
+    {"characters__0__appearance": "a woman in a red coat"},
+    {"characters__0__height": 1.6},
+    {"characters__1__position": [1.0, -1.2]},  # someone else on the set
+    {"characters__0__reference_images": []},
+    {"characters__0__voice": None},
+    {"fps": 25},
+    {"size": "160x90"},
+    {"seed": 6},
+    {"shots__0__duration": 0.6},
+    {"shots__0__camera": "pan_right"},
+    {"shots__0__framing": "close_up"},
+    {"shots__0__angle": "high"},
+    {"shots__0__seed": 99},
+    {"shots__0__action": "ana waves"},
+    {"shots__0__audio": {"gain_db": -6}},
+    {"shots__0__dialogue": [{"character": "ana", "line": "Hello."}]},
+])
+def test_every_input_of_a_shot_changes_its_key(folder, change):
+    assert key(folder, edited(**change)) != key(folder, SCRIPT), change
+
+
+def test_the_key_is_stable_and_other_shots_sound_leaves_it_alone(folder):
+    base = key(folder, SCRIPT)
+    assert key(folder, copy.deepcopy(SCRIPT)) == base
+    assert key(folder, edited(shots__2__audio={"gain_db": -6})) == base
+    assert key(folder, edited(shots__1__dialogue=[{"character": "bo", "line": "Hi."}])) == base
+    assert key(folder, edited(title="another title")) == base
+
+
+@pytest.mark.parametrize("name, other", [
+    ("music.wav", lambda p: write_wav(p, 3001)),
+    ("ana.png", lambda p: p.write_bytes(b"\x89PNG other picture")),
+    ("ana.wav", lambda p: write_wav(p, 1001, 0.5)),
+])
+def test_a_file_edited_in_place_changes_the_key_by_its_bytes(folder, name, other):
+    base = key(folder, SCRIPT)
+    stamp = (folder / name).stat()
+    other(folder / name)
+    os.utime(folder / name, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # even with its old time stamp
+    assert (folder / name).stat().st_size == stamp.st_size  # and its old size
+    assert key(folder, SCRIPT) != base, name
+
+
+def test_a_file_restored_to_its_bytes_gives_back_its_key(folder):
+    base = key(folder, SCRIPT)
+    original = (folder / "ana.png").read_bytes()
+    (folder / "ana.png").write_bytes(b"changed")
+    assert key(folder, SCRIPT) != base
+    (folder / "ana.png").write_bytes(original)
+    assert key(folder, SCRIPT) == base  # by content, not by name or time
+
+
+@pytest.mark.parametrize("change", [{"backend": "wan"}, {"options": {"labels": False}}, {"controls": False}])
+def test_the_run_settings_change_the_key(folder, change):
+    assert key(folder, SCRIPT, **change) != key(folder, SCRIPT)
+
+
+def test_a_shot_that_comes_to_end_the_film_gets_another_key_with_a_soundtrack(folder):
+    """The soundtrack is ramped out where the picture ends, and a silent shot's file carries its slice:
+    the same shot cut as the last one sounds different, so it must not be reused from the cache."""
+    whole = plan_script(validate_script(SCRIPT))
+    shorter_script = edited(shots=SCRIPT["shots"][:2])
+    shorter = plan_script(validate_script(shorter_script))
+    assert whole.shots[1] == shorter.shots[1]  # the same shot plan ...
+
+    def slice_of(plan):
+        track = load_soundtrack(plan, folder / "script.json")
+        fps = Fraction(*plan.fps_fraction)
+        shot = plan.shots[1]
+        return track[sample_at(shot.start_frame, fps):sample_at(shot.start_frame + shot.frames, fps)]
+
+    assert not np.array_equal(slice_of(whole), slice_of(shorter))  # ... with other sound
+    assert key(folder, shorter_script, shot=1) != key(folder, SCRIPT, shot=1)
+    # without a soundtrack the shot's files are the same wherever it stands
+    silent = edited(soundtrack=None)
+    assert key(folder, dict(silent, shots=silent["shots"][:2]), shot=1) == key(folder, silent, shot=1)
+
+
+def test_the_key_fields_are_plain_json(folder):
+    plan = plan_script(validate_script(SCRIPT))
+    fields = key_fields(plan, plan.shots[0], "previz", {}, True, EncodeSettings(), folder / "script.json", None, {})
+    assert json.loads(json.dumps(fields)) == fields
+    assert fields["references"]["ana.png"] != fields["references"]["ana.wav"]
+    assert len(fields["soundtrack"]["file"]) == 64  # the file's sha256, not its name
