@@ -139,6 +139,24 @@ def silence_runs(samples: np.ndarray, rate: int) -> list[tuple[float, float]]:
             if n * window / rate >= SILENCE_MIN_S]
 
 
+def length_failure(samples: int, rate: int, codec: str, picture_s: float) -> str | None:
+    """The failure of sound lasting longer or shorter than the picture beyond the codec's grain
+    (one AAC frame of 1024 samples, else one sample); None when it fits."""
+    grain = AAC_FRAME if codec == "aac" else 1
+    # compared exactly, in samples: one grain short passes as one grain long does
+    if abs(samples - Fraction(picture_s) * rate) > grain:
+        return (f"audio: lasts {samples / rate:.4f} s, the picture {picture_s:.4f} s "
+                f"(allowed: ±{grain / rate * 1000:.1f} ms)")
+    return None
+
+
+def start_failure(first_s: float, stream_start_s: float) -> str | None:
+    """The failure of sound whose first sample (or stream) does not start at time zero, early or late."""
+    if abs(first_s) > START_TOLERANCE_S or abs(stream_start_s) > START_TOLERANCE_S:
+        return f"audio: starts at {max(abs(first_s), abs(stream_start_s)) * 1000:.2f} ms, not with the picture"
+    return None
+
+
 def check_audio(path: Path, picture_s: float, planned: bool) -> tuple[dict[str, Any] | None, list[str]]:
     """(qc.json "audio" entry or None, failures) of a delivered file's sound.
 
@@ -161,11 +179,8 @@ def check_audio(path: Path, picture_s: float, planned: bool) -> tuple[dict[str, 
     except EncodeError as exc:
         return {"present": True, "codec": info.codec}, [f"audio: {exc}"]
     duration = samples.shape[0] / rate
-    tolerance = (AAC_FRAME if info.codec == "aac" else 1) / rate
-    if abs(duration - picture_s) > tolerance:
-        failures.append(f"audio: lasts {duration:.4f} s, the picture {picture_s:.4f} s (allowed: ±{tolerance * 1000:.1f} ms)")
-    if abs(first) > START_TOLERANCE_S or abs(info.start_s) > START_TOLERANCE_S:
-        failures.append(f"audio: starts at {max(abs(first), abs(info.start_s)) * 1000:.2f} ms, not with the picture")
+    failures += [f for f in (length_failure(samples.shape[0], rate, info.codec, picture_s),
+                             start_failure(first, info.start_s)) if f]
     clipped = clipping_runs(samples)
     if clipped:
         at, length = clipped[0]
