@@ -187,9 +187,18 @@ def test_phrases_of_every_direction(phrase, fields):
     ("街道，降", {"type": "crane", "direction": "down"}),
     ("公园，右移", {"type": "truck", "direction": "right"}),
     ("夜市，拉镜头", {"type": "dolly", "direction": "out"}),
+    ("boom up over a crowd", {"type": "crane", "direction": "up"}),
+    # short move words are words, not abbreviations: read in lower case (they were only in capitals)
+    ("jib down to a child", {"type": "crane", "direction": "down"}),
+    ("arc left around a dancer", {"type": "orbit", "direction": "left"}),
+    ("slow pan across a street", {"type": "pan"}),
+    ("a frying pan on a stove", None),  # a pan without a direction, speed or amount is a pan
 ])
 def test_prompts_read_each_direction(prompt, fields):
     reading = read_prompt(prompt)
+    if fields is None:
+        assert reading.camera is None, reading
+        return
     assert reading.camera is not None and reading.camera.value == fields, reading
 
 

@@ -37,6 +37,8 @@ _NOUN_MOVES = frozenset({"truck", "crane", "roll", "pan", "track", "slide", "cir
 # Framing and angle spellings too common in prose to mean a shot size or an angle alone.
 _PROSE_WORDS = frozenset({"eye", "level", "neutral", "top", "bust", "cowboy", "master", "establishing", "ease",
                           "smooth", "constant", "mix", "inside", "倾斜", "水平", "全身", "双人", "主镜头"})
+# Spellings of three letters or fewer that are words, not abbreviations: read in any case.
+_SHORT_WORDS = frozenset({"low", "high", "day", "fog", "sea", "pan", "jib", "arc"})
 _CLAUSE = re.compile(r"[,，、;；。!！?？\n]+")
 _WORD = re.compile(r"[a-z0-9°º]+(?:[-'’][a-z]+)*")
 _FOLLOWERS = ("shot", "camera", "move")
@@ -155,7 +157,7 @@ def _table_hits(text: str, original: str, kind: str, table: Mapping[str, Any]) -
         if key in _PROSE_WORDS:
             continue
         if key.isascii():
-            short = len(key.replace("_", "")) <= 3 and key not in ("low", "high", "day", "fog", "sea")
+            short = len(key.replace("_", "")) <= 3 and key not in _SHORT_WORDS
             if short:  # an abbreviation: only in capitals, as a word of its own
                 for m in re.finditer(r"(?<![A-Za-z0-9])" + re.escape(key.upper()) + r"(?![A-Za-z0-9])", original):
                     hits.append(_Hit(m.start(), m.end(), kind, canonical, original[m.start():m.end()]))
