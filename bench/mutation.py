@@ -460,9 +460,6 @@ MUTATIONS: tuple[Mutation, ...] = (
        'for ref in (*c.reference_images, *((c.voice,) if getattr(c, "voice", None) else ()))}',
        "for ref in c.reference_images}",
        T_KEY, "a character's voice file is not in the key"),
-    _m("cache.canvas_rate", "shotcache.py",
-       '"canvas": [plan.width, plan.height, list(plan.fps_fraction)],', '"canvas": [plan.width, plan.height],',
-       T_KEY, "the frame rate is not in the key"),
     # --------------------------------------------------------------- deliver/
     _m("deliver.dissolve_offsets_swapped", "deliver/timeline.py",
        "                    in_offset=otio.opentime.RationalTime(k // 2, rate),\n"
