@@ -94,7 +94,7 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "dolly": {},
     "truck": {"motion": (1.0, 0.0, 0.0)},
     "pedestal": {"motion": (0.0, 0.5, 0.0)},
-    "crane": {"motion": (0.0, 1.5, 0.0), "rotate": (0.0, -10.0, 0.0)},
+    "crane": {"motion": (0.0, 1.5, 0.0)},  # its tilt follows from the rise (resolve_move)
     "orbit": {"orbit": 45.0},
     "zoom": {},
     "dolly_zoom": {},
