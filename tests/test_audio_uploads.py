@@ -172,13 +172,14 @@ def test_sound_and_images_decode_where_packages_come_from_pythonpath(tmp_path):
     parent's path, since isolated mode ignores PYTHONPATH."""
     import os
     import subprocess
-    import sysconfig
+    import sys
     import venv
 
     bare = tmp_path / "bare"
     venv.EnvBuilder(with_pip=False).create(bare)
     python = bare / "bin" / "python"
-    packages = [sysconfig.get_paths()["purelib"], str(Path(__file__).parents[1] / "src")]
+    # what this interpreter imports from (its site-packages, and a PYTHONPATH where one feeds it)
+    packages = [str(Path(__file__).parents[1] / "src"), *(entry for entry in sys.path if entry)]
     probe = ("import sys, pathlib; from daotai.server.images import check_sound, check_image; "
              "d = pathlib.Path(sys.argv[1]); "
              "print(check_sound(d.joinpath('a.wav').read_bytes(), d / 'staging').seconds); "
@@ -187,8 +188,9 @@ def test_sound_and_images_decode_where_packages_come_from_pythonpath(tmp_path):
     from PIL import Image
 
     Image.new("RGB", (24, 16), (200, 30, 30)).save(tmp_path / "a.png")
-    assert subprocess.run([str(python), "-c", "import av"], capture_output=True).returncode != 0  # really bare
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(packages)}
+    clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    assert subprocess.run([str(python), "-c", "import av"], capture_output=True, env=clean).returncode != 0  # bare
+    env = {**clean, "PYTHONPATH": os.pathsep.join(packages)}
     done = subprocess.run([str(python), "-c", probe, str(tmp_path)], capture_output=True, text=True, env=env,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -3,7 +3,7 @@
 The direction (README, "Layers"), lowest first — a module may import its own layer and any
 layer before it:
 
-    errors, catalog, files  ←  script  ←  plan  ←  render  ←  encode  ←  post  ←  qc
+    errors, catalog, files, diskspace  ←  script  ←  plan  ←  render  ←  encode  ←  post  ←  qc
       ←  deliver  ←  pipeline (+ recheck, shotcache, encoder_choice)  ←  front ends (cli, cli_progress, doctor,
       maccheck, server, cluster, draft, comfy)
 
@@ -21,7 +21,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "daotai"
 ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "pipeline", "front")
-BOTTOM = {"errors", "catalog", "files", "__init__"}
+BOTTOM = {"errors", "catalog", "files", "diskspace", "__init__"}
 FRONT = {"cli", "cli_progress", "doctor", "maccheck", "server", "cluster", "draft", "comfy"}
 PIPELINE = {"pipeline", "recheck", "shotcache", "encoder_choice", "retakes"}  # recheck: `daotai qc DIR` (may render again); shotcache: reused shots; encoder_choice: the fidelity-gated encoder; retakes: takes per shot
 SIDE = {"runtime": {"bottom", "script", "plan"}, "mlx": {"bottom", "script", "plan", "runtime"}}

@@ -250,7 +250,11 @@ def test_wan_vace_worker_receives_the_uploaded_pixels(idle, tiny_vace, tmp_path_
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(WanVACEPipeline, "__call__", recording_call)
-    monkeypatch.setattr(wan_vace, "SPEC", dataclasses.replace(wan_vace.SPEC, default_model=str(model)))
+    from daotai.render import registry
+
+    tiny_default = dataclasses.replace(wan_vace.SPEC, default_model=str(model))
+    monkeypatch.setattr(wan_vace, "SPEC", tiny_default)  # what the backend loads
+    monkeypatch.setattr(registry, "_specs", {**registry.specs(), "wan-vace": tiny_default})  # what the run checks
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))  # run_job changes the current folder: restored after
     torch.manual_seed(0)
     job = store.claim_next()

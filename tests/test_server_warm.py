@@ -35,7 +35,7 @@ def wait_warm(server: ServerProcess, timeout_s: float = 300.0) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         warm = httpx.get(f"{server.url}/health").json()["warm"]
-        assert not any(w["error"] for w in warm), warm
+        assert not any(w["error"] for w in warm), [w["error"] for w in warm]  # the errors whole: a repr cuts them
         if warm and all(w["ready"] for w in warm):
             return warm[0]
         time.sleep(0.1)

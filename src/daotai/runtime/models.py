@@ -170,11 +170,11 @@ def require_pulled(name_or_path: str, needed_by: str) -> None:
     """Refuse, before any work, a catalog model that is not downloaded (:func:`not_downloaded`).
 
     A folder, or a name the catalog does not know, is left to the loader, which says what is wrong
-    with it."""
+    with it; a row with no weights to download (a backend that reads only its settings) needs none."""
     if Path(name_or_path).expanduser().exists():
         return
     row = catalog.model_row(name_or_path)
-    if row is not None and cached_path(row) is None:
+    if row is not None and row.size_gb > 0 and cached_path(row) is None:
         raise not_downloaded(row, needed_by)
 
 
