@@ -371,8 +371,14 @@ def _reproject(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
 
 
 def _inverse_depth(depth: DepthMap) -> np.ndarray:
-    """(H, W) float64 inverse depth in 1/m, 0 for the sky."""
-    return 1.0 / depth.depth_m.astype(np.float64)  # inf -> 0
+    """(H, W) float64 inverse depth in 1/m, 0 for the sky; made once per map (a frame pair asks
+    for it five times: its planned flow, its edge screen and three of its causes)."""
+    inverse = depth.__dict__.get("_inverse")
+    if inverse is None:
+        inverse = 1.0 / depth.depth_m.astype(np.float64)  # inf -> 0
+        inverse.setflags(write=False)
+        depth.__dict__["_inverse"] = inverse  # a frozen dataclass: cached beside its fields
+    return inverse
 
 
 def _bilinear(image: np.ndarray, xy: np.ndarray) -> np.ndarray:
@@ -436,6 +442,8 @@ def _depth_map_screen(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b:
     offsets = np.stack(np.meshgrid(steps, steps), -1).reshape(-1, 2)  # (M, 2) map px
     centre = np.floor(points_uv * scale).astype(np.int64)  # (N, 2) pixel index (col, row)
     cells = centre[:, None, :] + offsets[None]  # (N, M, 2)
+    # windows cut by the map's edge: their cells are clamped, so their design differs
+    cut = ((cells[..., 0] < 0) | (cells[..., 0] > w - 1) | (cells[..., 1] < 0) | (cells[..., 1] > h - 1)).any(axis=1)
     cells[..., 0] = np.clip(cells[..., 0], 0, w - 1)
     cells[..., 1] = np.clip(cells[..., 1], 0, h - 1)
     n, m = cells.shape[:2]
@@ -443,10 +451,18 @@ def _depth_map_screen(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b:
     world, wh = _unproject(cam_a, fov_a, uv, inverse[cells[..., 1], cells[..., 0]].ravel(),
                            width, height)
     flow = (_project(cam_b, fov_b, world, wh, width, height) - uv).reshape(n, m, 2)
-    rel = uv.reshape(n, m, 2) - points_uv[:, None, :]  # (N, M, 2) offsets from the track, px
-    design = np.concatenate([rel, np.ones((n, m, 1))], axis=2)  # (N, M, 3)
+    known = np.nan_to_num(flow)
     with np.errstate(invalid="ignore"):
-        fitted = design @ (np.linalg.pinv(design) @ np.nan_to_num(flow))  # (N, M, 2) affine fit
+        # An affine fit's values depend on its design only through the design's column space,
+        # and a whole window's offsets from its track differ from the bare offsets by one shift,
+        # which the constant column absorbs: one (3, M) pseudo-inverse serves every window that
+        # the map's edge does not cut (one pseudo-inverse per window cost a third of the check).
+        bare = np.concatenate([offsets / scale, np.ones((m, 1))], axis=1)  # (M, 3)
+        fitted = bare @ (np.linalg.pinv(bare) @ known)  # (N, M, 2) affine fit
+        if cut.any():
+            rel = uv.reshape(n, m, 2)[cut] - points_uv[cut][:, None, :]  # (C, M, 2) px from the track
+            design = np.concatenate([rel, np.ones((len(rel), m, 1))], axis=2)  # (C, M, 3)
+            fitted[cut] = design @ (np.linalg.pinv(design) @ known[cut])
         residual = np.linalg.norm(flow - fitted, axis=2).max(axis=1)  # (N,) px; NaN behind b
     edge = ~(residual <= edge_flow_px)
     with warnings.catch_warnings():
