@@ -92,6 +92,9 @@ class PipelineSettings:
     # USD cameras (cameras/<shot>.usda, sequence.usda) beside the pose files and JSON: only when
     # asked, so what a render writes never depends on which extras happen to be installed.
     usd_cameras: bool = False
+    # Processes that check shots while the next ones render (daotai.qc.parallel); None: one per
+    # core, up to the shots; 0: every shot is checked in this process after assembly.
+    qc_workers: int | None = None
     # Outputs asked for but not written because an optional package is missing: run() fills it
     # (with a notice before any work) and the manifest lists it as "skipped_outputs".
     skipped_outputs: tuple[dict[str, str], ...] = ()
@@ -1106,17 +1109,67 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     if cache is not None:
         reused = yield from reuse_cached_shots(plan, cache, keys, out_dir)
     todo = tuple(shot for shot in plan.shots if shot.shot_id not in reused)
+    from daotai.qc.parallel import ShotChecks
+
+    # Shots are checked by worker processes as their files become final: right after rendering
+    # when no soundtrack slice is added to them later, else once it is (while the sequence is assembled).
+    checks = ShotChecks(plan, settings.qc_workers if len(todo) > 1 else 0)
     try:
-        rendered = (yield from executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
-                                                     source, health)) if todo else []
+        try:
+            events = executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
+                                           source, health)
+            rendered = (yield from _handing_in(events, executor, checks, plan, out_dir, settings.camera_qc)
+                        if soundtrack is None else events) if todo else []
+        except BaseException:
+            if cache is not None:  # the shots finished so far make the next render cheaper
+                trace.cached = keep_finished_shots(plan, layout, getattr(executor, "finished", []), soundtrack,
+                                                   settings.backend, cache, keys)
+            raise
+        result = yield from _after_render(plan, out_dir, settings, ctx, layout, enc, trace, soundtrack, cache, keys,
+                                          reused, rendered, todo, checks, timings, run_started, plan_text, source)
     except BaseException:
-        if cache is not None:  # the shots finished so far make the next render cheaper
-            trace.cached = keep_finished_shots(plan, layout, getattr(executor, "finished", []), soundtrack,
-                                               settings.backend, cache, keys)
+        checks.close(cancel=True)
         raise
+    checks.close()
+    return result
+
+
+def _handing_in(events: Generator[Event, None, list], executor: Any, checks: Any, plan: Plan, out_dir: Path,
+                camera: bool) -> Generator[Event, None, list]:
+    """The executor's events, handing each shot it finishes (``executor.finished``) to ``checks``."""
+    from daotai.qc.report import hand_in_shot
+
+    finished: list[ShotRecord] = getattr(executor, "finished", None)
+    shots = {shot.shot_id: shot for shot in plan.shots}
+    handed = 0
+    while True:
+        try:
+            event = next(events)
+        except StopIteration as stop:
+            return stop.value
+        if finished is None:
+            finished = getattr(executor, "finished", None)
+        while finished is not None and handed < len(finished):
+            record = finished[handed]
+            hand_in_shot(checks, plan, shots[record.shot_id], record, out_dir, camera)
+            handed += 1
+        yield event
+
+
+def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext, layout: RenderLayout,
+                  enc: EncodeSettings, trace: RunTrace, soundtrack: np.ndarray | None, cache: Any, keys: dict[str, str],
+                  reused: dict[str, ShotRecord], rendered: list, todo: tuple, checks: Any, timings: dict[str, float],
+                  run_started: float, plan_text: str, source: Path | None) -> Generator[Event, None, RunResult]:
+    """The run after its shots are rendered: assemble, (enhance), check, deliver; returns the RunResult."""
+    from daotai.files import atomic_write_text
+    from daotai.qc.report import hand_in_shot
+
     by_id = {record.shot_id: record for record in rendered}
     records = [reused.get(shot.shot_id) or by_id[shot.shot_id] for shot in plan.shots]
     yield from add_soundtrack_to_shots(plan, layout, records, soundtrack, settings.backend)
+    for shot, record in zip(plan.shots, records, strict=True):
+        if shot.shot_id in by_id and not checks.has_shot(shot.shot_id):
+            hand_in_shot(checks, plan, shot, record, out_dir, settings.camera_qc)
     if cache is not None:
         for record in rendered:  # stored as delivered (a soundtrack slice included)
             record.key = keys[record.shot_id]
@@ -1160,7 +1213,7 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     from daotai.shotcache import check_render_reusing
 
     # shots reused from the cache keep their stored qc entries: only the rest (and the sequence) are checked
-    report = yield from check_render_reusing(plan, out_dir, records, cache, settings.camera_qc, layout)
+    report = yield from check_render_reusing(plan, out_dir, records, cache, settings.camera_qc, layout, checks)
     timings["qc_s"] = time.perf_counter() - tick
 
     trace.stage = "deliver"

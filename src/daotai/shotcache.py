@@ -329,10 +329,11 @@ class ShotCache:
 
 
 def check_render_reusing(plan: Any, out_dir: Path, records: list[Any], cache: ShotCache | None, camera: bool,
-                         layout: Any) -> Generator[Any, None, Any]:
+                         layout: Any, checks: Any = None) -> Generator[Any, None, Any]:
     """QC of a render where reused shots keep their stored qc.json entries: only the shots
     rendered now (and the sequence) are checked; their entries are stored for the next render.
-    Without a cache, every shot is checked. Yields progress (and one notice); returns the report."""
+    Without a cache, every shot is checked. Yields progress (and one notice); returns the report.
+    ``checks``: the run's daotai.qc.parallel.ShotChecks, holding the shots handed in so far."""
     from daotai.qc.report import check_render
     from daotai.render.base import Notice
 
@@ -344,7 +345,7 @@ def check_render_reusing(plan: Any, out_dir: Path, records: list[Any], cache: Sh
                 entry = cache.get_qc(record.key, variant)
                 if entry is not None and entry.get("shot_id") == record.shot_id:
                     known[record.shot_id] = entry
-    report = yield from check_render(plan, out_dir, records, camera=camera, layout=layout, known=known)
+    report = yield from check_render(plan, out_dir, records, camera=camera, layout=layout, known=known, checks=checks)
     if cache is not None:
         keys = {record.shot_id: record.key for record in records if record.key}
         for entry in report.shots:

@@ -186,8 +186,13 @@ def check_framing(plan: Plan, shot: ShotPlan, depth_path: Path, mask_path: Path)
     """:func:`measure_framing` on the first frame of a shot's depth (uint16 mm) and mask control files."""
     from daotai.encode.video import decode_gray
 
-    depth_mm = next(iter(decode_gray(depth_path)), None)
-    mask = next(iter(decode_gray(mask_path)), None)
+    return framing_of_frame(plan, shot, next(iter(decode_gray(depth_path)), None),
+                            next(iter(decode_gray(mask_path)), None))
+
+
+def framing_of_frame(plan: Plan, shot: ShotPlan, depth_mm: np.ndarray | None,
+                     mask: np.ndarray | None) -> dict[str, Any] | None:
+    """:func:`measure_framing` on a shot's first depth (uint16 mm) and mask control frames (None when one is missing)."""
     if depth_mm is None or mask is None:
         return None
     depth = depth_mm.astype(np.float32) * np.float32(1e-3)

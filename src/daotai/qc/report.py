@@ -270,43 +270,55 @@ def _label_boxes(mask: np.ndarray, names: list[str]) -> np.ndarray:
     return out
 
 
-class _ControlDepthMaps:
-    """Frame index -> DepthMap, decoded lazily from a shot's depth (and mask) control files.
+class _ControlStream:
+    """A shot's depth (uint16 mm) and mask control frames, decoded once, in order, for every check
+    that reads them: the camera check asks for frames through :meth:`depth_map` (never backwards);
+    the subject and framing checks and the camera path's excludes see each frame as it passes
+    (``listeners``: ``f(index, depth_mm or None, mask or None)``); :meth:`read_to` reads on.
 
-    Frames are read in order as check_camera asks for them (never backwards); pixels of
-    walking characters (mask value j + 1 for the shot's j-th character) and, for previz, the
-    name labels above every character are marked as moving on their own.
+    Pixels of walking characters (mask value j + 1 for the shot's j-th character) and, for
+    previz, the name labels above every character are marked as moving on their own
+    (``excludes``: frame index -> (H, W) bool, for frames with a mask).
     """
 
     def __init__(self, shot: ShotPlan, depth_path: Path, mask_path: Path | None,
-                 label_names: list[str] | None):
-        from daotai.encode.video import decode_gray
-
+                 label_names: list[str] | None, listeners: list[Callable[..., None]]):
         self._shot = shot
-        self._depth = iter(decode_gray(depth_path))
-        self._mask = iter(decode_gray(mask_path)) if mask_path is not None else None
+        self._depth = iter(_decode_gray(depth_path))
+        self._mask = iter(_decode_gray(mask_path)) if mask_path is not None else None
         self._labels = label_names
-        self._index = -1
-        self._current = None
+        self._listeners = listeners
+        self.index = -1
+        self._current: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        self.excludes: dict[int, np.ndarray] = {}
 
-    def __call__(self, index: int):
+    def read_to(self, index: int) -> None:
+        """Decode up to frame ``index`` (both files, each as far as it goes)."""
+        while self.index < index:
+            depth_mm = next(self._depth, None)  # (H, W) uint16 mm
+            mask = next(self._mask, None) if self._mask is not None else None  # (H, W) uint8
+            if depth_mm is None and mask is None:
+                return
+            self.index += 1
+            self._current = (depth_mm, mask)
+            if mask is not None and self.index < self._shot.frames:
+                self.excludes[self.index] = moving_on_their_own(self._shot, self.index, mask, self._labels)
+            for listener in self._listeners:
+                listener(self.index, depth_mm, mask)
+
+    def depth_map(self, index: int):
+        """Frame ``index`` as a camera.DepthMap; QualityError when the controls end before it."""
         from daotai.qc.camera import DepthMap
 
-        if index < self._index:
+        if index < self.index:
             raise QualityError(f"{self._shot.shot_id}: depth frame {index} asked for after "
-                               f"frame {self._index}; control frames are read in order")
-        while self._index < index:
-            try:
-                depth_mm = next(self._depth)  # (H, W) uint16 mm
-                mask = next(self._mask) if self._mask is not None else None  # (H, W) uint8
-            except StopIteration:
-                raise QualityError(f"{self._shot.shot_id}: the depth control has fewer frames "
-                                   f"than the {index + 1} the video needs") from None
-            self._index += 1
-            self._current = (depth_mm, mask)
+                               f"frame {self.index}; control frames are read in order")
+        self.read_to(index)
         depth_mm, mask = self._current
-        exclude = moving_on_their_own(self._shot, index, mask, self._labels) if mask is not None else None
-        return DepthMap.from_millimetres(depth_mm, exclude)
+        if self.index < index or depth_mm is None or (self._mask is not None and mask is None):
+            raise QualityError(f"{self._shot.shot_id}: the depth control has fewer frames "
+                               f"than the {index + 1} the video needs")
+        return DepthMap.from_millimetres(depth_mm, self.excludes.get(index))
 
 
 def moving_on_their_own(shot: ShotPlan, index: int, mask: np.ndarray, labels: list[str] | None) -> np.ndarray:
@@ -347,9 +359,18 @@ SUBJECT_HIDDEN_MAX_SHARE = 0.25
 SUBJECT_CHECK_FRAMES = 48  # frames sampled per shot (evenly), first and last included
 
 
-def _occluders(plan: Plan, shot: ShotPlan, frame: int) -> tuple[object, list[tuple[str, object]]]:
-    """The subject's cylinder and every other occluder (id, Cylinder | Solid) at one frame."""
-    from daotai.qc.camera import Cylinder, Solid
+def _set_pieces(plan: Plan) -> list[tuple[str, object]]:
+    """The scene's set pieces as occluders ("scenery", Solid): the same in every frame."""
+    from daotai.qc.camera import Solid
+
+    return [("scenery", Solid.placed(p.kind, p.position, p.size, p.yaw)) for p in plan.scene.set_pieces]
+
+
+def _occluders(plan: Plan, shot: ShotPlan, frame: int,
+               scenery: list[tuple[str, object]] | None = None) -> tuple[object, list[tuple[str, object]]]:
+    """The subject's cylinder and every other occluder (id, Cylinder | Solid) at one frame
+    (``scenery``: the set pieces from :func:`_set_pieces`, made once per shot)."""
+    from daotai.qc.camera import Cylinder
 
     heights = {c.id: c.height for c in plan.characters}
     subject = None
@@ -361,7 +382,7 @@ def _occluders(plan: Plan, shot: ShotPlan, frame: int) -> tuple[object, list[tup
             subject = cylinder
         else:
             others.append((person.id, cylinder))
-    others += [("scenery", Solid.placed(p.kind, p.position, p.size, p.yaw)) for p in plan.scene.set_pieces]
+    others += _set_pieces(plan) if scenery is None else scenery
     return subject, others
 
 
@@ -369,59 +390,88 @@ def check_subject(plan: Plan, shot: ShotPlan, depth_path: Path | None = None,
                   mask_path: Path | None = None) -> dict[str, Any] | None:
     """Is the shot's subject visible? From the mask and depth controls when given, else from the
     plan's geometry (characters as cylinders, set pieces as solids). None: no subject to check."""
-    from daotai.qc.camera import subject_visibility
-
-    if shot.subject is None or shot.subject not in shot.characters or shot.frames < 1:
+    check = SubjectCheck.start(plan, shot, depth_path is not None and mask_path is not None)
+    if check is None:
         return None
-    wanted = sorted({int(round(i)) for i in np.linspace(0, shot.frames - 1,
-                                                        min(shot.frames, SUBJECT_CHECK_FRAMES))})
-    controls = depth_path is not None and mask_path is not None
-    value = shot.characters.index(shot.subject) + 1
-    shares: list[float | None] = []
-    blockers: list[str] = []
-    hidden: list[int] = []
-    pending = iter(wanted)
-    target = next(pending)
-    layers = zip(_decode_gray(depth_path), _decode_gray(mask_path), strict=False) if controls else \
+    layers = zip(_decode_gray(depth_path), _decode_gray(mask_path), strict=False) if check.controls else \
         ((None, None) for _ in range(shot.frames))
     for index, (depth_mm, mask) in enumerate(layers):
-        if index != target:
-            continue
+        if not check.add(index, depth_mm, mask):
+            break
+    return check.finish()
+
+
+class SubjectCheck:
+    """The subject check fed one frame at a time, so it shares a decode of the control files
+    with the camera check (:class:`_ControlStream`); :func:`check_subject` reads them itself."""
+
+    def __init__(self, plan: Plan, shot: ShotPlan, controls: bool):
+        self.plan, self.shot, self.controls = plan, shot, controls
+        self.wanted = sorted({int(round(i)) for i in np.linspace(0, shot.frames - 1,
+                                                                 min(shot.frames, SUBJECT_CHECK_FRAMES))})
+        self._pending = iter(self.wanted)
+        self._target: int | None = next(self._pending)
+        self._value = shot.characters.index(shot.subject) + 1
+        self._scenery = _set_pieces(plan)
+        self.shares: list[float | None] = []
+        self.blockers: list[str] = []
+        self.hidden: list[int] = []
+
+    @classmethod
+    def start(cls, plan: Plan, shot: ShotPlan, controls: bool) -> "SubjectCheck | None":
+        """The check for a shot; None when it has no subject to check."""
+        if shot.subject is None or shot.subject not in shot.characters or shot.frames < 1:
+            return None
+        return cls(plan, shot, controls)
+
+    def add(self, index: int, depth_mm: np.ndarray | None, mask: np.ndarray | None) -> bool:
+        """Take frame ``index`` (in order; its controls when the check reads them); False once
+        every sampled frame was seen."""
+        from daotai.qc.camera import subject_visibility
+
+        if self._target is None:
+            return False
+        if index != self._target:
+            return True
+        plan, shot = self.plan, self.shot
         camera = shot.cameras[index]
         cam = np.array(camera.cam_to_world, dtype=np.float64).reshape(4, 4)
-        subject, others = _occluders(plan, shot, index)
+        subject, others = _occluders(plan, shot, index, self._scenery)
         depth = None
         if depth_mm is not None:
             depth = np.maximum(depth_mm, 1).astype(np.float32) * np.float32(1e-3)
             depth[depth_mm == 65535] = np.inf
         seen = subject_visibility(cam, camera.fov, plan.width, plan.height, subject, others,
-                                  mask=(mask, value, shot.characters) if controls else None,
+                                  mask=(mask, self._value, shot.characters) if self.controls else None,
                                   depth_m=depth)
-        shares.append(seen.share)
+        self.shares.append(seen.share)
         if seen.share is not None and seen.share < SUBJECT_VISIBLE_MIN_SHARE:
-            hidden.append(index)
+            self.hidden.append(index)
             if cam[1, 3] <= 0.0:  # the lens is under the floor: the ground hides everything
-                blockers.append("ground")
+                self.blockers.append("ground")
             elif seen.blocker:
-                blockers.append(seen.blocker)
-        target = next(pending, None)
-        if target is None:
-            break
-    in_frame = [v for v in shares if v is not None]
-    entry: dict[str, Any] = {
-        "id": shot.subject,
-        "source": "mask" if controls else "scene_model",
-        "frames_checked": len(shares),
-        "frames_out_of_frame": len(shares) - len(in_frame),
-        "frames_hidden": len(hidden),
-        "hidden_frames": hidden,
-        "visible_share_min": round(min(in_frame), 3) if in_frame else None,
-        "blocked_by": min(set(blockers), key=lambda name: (-blockers.count(name), name)) if blockers else None,
-        "rule": (f"hidden (under {SUBJECT_VISIBLE_MIN_SHARE:.0%} visible) in at most "
-                 f"{SUBJECT_HIDDEN_MAX_SHARE:.0%} of the frames"),
-    }
-    entry["ok"] = not shares or len(hidden) <= SUBJECT_HIDDEN_MAX_SHARE * len(shares)
-    return entry
+                self.blockers.append(seen.blocker)
+        self._target = next(self._pending, None)
+        return self._target is not None
+
+    def finish(self) -> dict[str, Any]:
+        """The shot's "subject" entry."""
+        shares, hidden, blockers = self.shares, self.hidden, self.blockers
+        in_frame = [v for v in shares if v is not None]
+        entry: dict[str, Any] = {
+            "id": self.shot.subject,
+            "source": "mask" if self.controls else "scene_model",
+            "frames_checked": len(shares),
+            "frames_out_of_frame": len(shares) - len(in_frame),
+            "frames_hidden": len(hidden),
+            "hidden_frames": hidden,
+            "visible_share_min": round(min(in_frame), 3) if in_frame else None,
+            "blocked_by": min(set(blockers), key=lambda name: (-blockers.count(name), name)) if blockers else None,
+            "rule": (f"hidden (under {SUBJECT_VISIBLE_MIN_SHARE:.0%} visible) in at most "
+                     f"{SUBJECT_HIDDEN_MAX_SHARE:.0%} of the frames"),
+        }
+        entry["ok"] = not shares or len(hidden) <= SUBJECT_HIDDEN_MAX_SHARE * len(shares)
+        return entry
 
 
 def _decode_gray(path: Path | None):
@@ -527,9 +577,20 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     fovs = np.array([c.fov for c in shot.cameras], dtype=np.float64)
     # shrunk copies for the recovered camera path and the judder (daotai.qc.camera_metrics)
     metric_frames: list[np.ndarray] = []
-    metric_excludes: list[np.ndarray | None] = []
-    masks = iter(_decode_gray(mask_path)) if camera and mask_path is not None else None
     label_texts = label_names(plan, shot) if labels else None
+    # The control files are decoded once, for the camera check, the subject, the framing and the
+    # camera path's excludes together (each used to decode them on its own).
+    subject_check = SubjectCheck.start(plan, shot, mask_path is not None)
+    framed: list[dict[str, Any] | None] = []
+    listeners: list[Callable[..., None]] = []
+    if subject_check is not None and subject_check.controls:
+        listeners.append(subject_check.add)
+    if depth_path is not None and mask_path is not None:
+        from daotai.qc.framing import framing_of_frame
+
+        listeners.append(lambda index, depth_mm, mask: framed.append(framing_of_frame(plan, shot, depth_mm, mask))
+                         if index == 0 else None)
+    controls = _ControlStream(shot, depth_path, mask_path, label_texts, listeners) if depth_path is not None else None
 
     def frames_with_capture() -> Iterator[np.ndarray]:
         from daotai.qc.camera_metrics import shrink
@@ -539,20 +600,17 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
                 decoded_samples[index] = frame
             if camera and index < shot.frames:
                 metric_frames.append(shrink(frame))
-                mask = next(masks, None) if masks is not None else None
-                metric_excludes.append(None if mask is None else
-                                       moving_on_their_own(shot, index, mask, label_texts))
             yield frame
     if camera and shot.frames >= 2:
-        if depth_path is not None:
-            names = label_names(plan, shot) if labels else None
-            models = _ControlDepthMaps(shot, depth_path, mask_path, names)
-            source, config = "control_depth", DEPTH_MAP_CONFIG
+        if controls is not None:
+            models, source, config = controls.depth_map, "control_depth", DEPTH_MAP_CONFIG
         else:
             models, source, config = _depth_models(plan, shot), "scene_model", CameraCheckConfig()
         # only the planned frames: a longer file fails the format check and is judged up to there
         adherence = check_camera(itertools.islice(frames_with_capture(), shot.frames), cams, fovs, models,
                                  config=config)
+        if controls is not None:
+            controls.read_to(shot.frames - 1)
         camera_entry = {**adherence.to_dict(), "depth_source": source,
                         "depth_file": depth_path.name if depth_path is not None else None,
                         "mask_file": mask_path.name if mask_path is not None else None}
@@ -572,14 +630,22 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         entry["camera"] = camera_entry
         verdict("camera", [f"camera: {camera_entry['summary']}"] if camera_entry["ok"] is False else [],
                 f"camera: {camera_entry['summary']}")
+        excludes = [controls.excludes.get(i) if controls is not None and mask_path is not None else None
+                    for i in range(len(metric_frames))]
         _camera_path_verdicts(entry, verdict, warnings, shot, (info.width, info.height), cams,
-                              metric_frames, metric_excludes)
+                              metric_frames, excludes)
     elif wanted:
         for _ in frames_with_capture():
             pass
+    if controls is not None:
+        controls.read_to(shot.frames - 1)
 
-    subject = check_subject(plan, shot, depth_path, mask_path) if mask_path is not None else \
-        check_subject(plan, shot)
+    if subject_check is None:
+        subject = None
+    elif subject_check.controls:
+        subject = subject_check.finish()
+    else:
+        subject = check_subject(plan, shot)
     if subject is not None:
         entry["subject"] = subject
         fps = float(Fraction(*plan.fps_fraction))
@@ -590,13 +656,12 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
             warnings.append(f"subject {subject['id']} is out of frame for {out / subject['frames_checked']:.0%} "
                             "of the shot; if that is not meant, change the move or the framing")
 
-    if depth_path is not None and mask_path is not None:
-        from daotai.qc.framing import check_framing, framing_text
+    framing = framed[0] if framed else None
+    if framing is not None:
+        from daotai.qc.framing import framing_text
 
-        framing = check_framing(plan, shot, depth_path, mask_path)
-        if framing is not None:
-            entry["framing"] = framing
-            verdict("framing", [] if framing["ok"] else [framing_text(framing)], framing_text(framing))
+        entry["framing"] = framing
+        verdict("framing", [] if framing["ok"] else [framing_text(framing)], framing_text(framing))
 
     if samples:
         fidelity, problems, notes = _fidelity(samples, decoded_samples)
@@ -744,31 +809,59 @@ def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[st
 
 def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
                  layout: RenderLayout | None = None,
-                 known: Mapping[str, dict[str, Any]] | None = None) -> Iterator[Progress]:
+                 known: Mapping[str, dict[str, Any]] | None = None,
+                 checks: Any = None) -> Iterator[Progress]:
     """Check a finished render (samples kept while rendering); writes qc.json; returns the report.
 
     ``layout``: the run's file names (its container); by default read from the folder.
     ``known``: shot id → the qc.json entry of a shot whose files are unchanged since it was
-    checked (an incremental render's reused shots); taken as it is, not checked again."""
+    checked (an incremental render's reused shots); taken as it is, not checked again.
+    ``checks``: a :class:`daotai.qc.parallel.ShotChecks` the run handed shots to as they
+    finished (the rest are handed in here); None: one is made here for this call.
+    """
+    from daotai.qc.parallel import ShotChecks
+
     layout = layout or RenderLayout.find(out_dir)
     known = known or {}
-    shots = []
-    for i, (shot, record) in enumerate(zip(plan.shots, records, strict=False)):
-        if shot.shot_id in known:
-            shots.append(known[shot.shot_id])
-            continue
-        yield Progress("qc", shot.shot_id, i, len(plan.shots))
-        controls = {k: out_dir / record.files[k] for k in ("depth", "mask") if k in record.files}
-        sound = getattr(record, "audio", None) or {}
-        shots.append(check_shot(plan, shot, out_dir / record.files["shot"], record.samples, camera,
-                                controls=controls, audio=plan.soundtrack is not None or bool(sound)))
-    yield Progress("qc", None, len(plan.shots), len(plan.shots))
-    # the sequence has sound when there is a soundtrack or a shot's own sound is not muted
-    mixed = plan.soundtrack is not None or any(
-        (getattr(r, "audio", None) or {}).get("source") == "backend" and not (s.sound is not None and s.sound.mute)
-        for s, r in zip(plan.shots, records, strict=True))
-    sequence = check_sequence(plan, layout.sequence, audio=mixed) if layout.sequence.is_file() else None
+    todo = [(shot, record) for shot, record in zip(plan.shots, records, strict=False) if shot.shot_id not in known]
+    own = checks is None
+    if own:
+        checks = ShotChecks(plan, workers=None if len(todo) > 1 else 0)
+    try:
+        for shot, record in todo:
+            if not checks.has_shot(shot.shot_id):
+                hand_in_shot(checks, plan, shot, record, out_dir, camera)
+        # the sequence has sound when there is a soundtrack or a shot's own sound is not muted
+        mixed = plan.soundtrack is not None or any(
+            (getattr(r, "audio", None) or {}).get("source") == "backend" and not (s.sound is not None and s.sound.mute)
+            for s, r in zip(plan.shots, records, strict=True))
+        if layout.sequence.is_file():
+            checks.sequence(layout.sequence, audio=mixed)
+        shots = []
+        for i, shot in enumerate(plan.shots[:len(records)]):
+            if shot.shot_id in known:
+                shots.append(known[shot.shot_id])
+                continue
+            yield Progress("qc", shot.shot_id, i, len(plan.shots), f"checking shot {i + 1} of {len(plan.shots)}")
+            shots.append(checks.entry(shot.shot_id))
+        yield Progress("qc", None, len(plan.shots), len(plan.shots), "checking the sequence")
+        sequence = checks.sequence_entry() if layout.sequence.is_file() else None
+    except BaseException:
+        if own:
+            checks.close(cancel=True)
+        raise
+    if own:
+        checks.close()
     return _finish(layout, shots, sequence)
+
+
+def hand_in_shot(checks: Any, plan: Plan, shot: ShotPlan, record: Any, out_dir: Path, camera: bool) -> None:
+    """Hand one rendered shot (its record: files relative to ``out_dir``, fidelity samples, sound)
+    to a :class:`daotai.qc.parallel.ShotChecks`, checked as :func:`check_render` checks it."""
+    controls = {k: out_dir / record.files[k] for k in ("depth", "mask") if k in record.files}
+    sound = getattr(record, "audio", None) or {}
+    checks.shot(shot.shot_id, out_dir / record.files["shot"], record.samples, camera, controls=controls,
+                audio=plan.soundtrack is not None or bool(sound))
 
 
 def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None,

@@ -1,0 +1,252 @@
+"""Shot checks in worker processes, handed in as shots finish: QC runs beside the render.
+
+A render used to check its shots one after another once every shot was drawn and the sequence
+assembled, so on two cores most of a previz render's wall time went to QC after the picture was
+done. :class:`ShotChecks` keeps a few worker processes, each a fresh interpreter started on
+this module (never a fork: the parent may hold a GL context and encoder threads; never
+multiprocessing's "spawn" either, which imports the caller's main script again and so would
+run a script without a main guard once more in every worker); the run hands each shot in when
+its files are final and collects the entries in plan order when it writes qc.json. A worker
+gets the run's plan once (as plan.json text) and then only the shot's id, files and fidelity
+samples, as pickles over its stdin; it answers on its stdout.
+
+The checks are the same functions either way, so an entry is the same whichever process made
+it: qc.json does not depend on the number of workers, nor on which worker checked which shot.
+With no workers (one core, or ``workers=0``) every check runs in this process when its entry is
+asked for, as before. A worker that fails for any reason (killed, out of memory, an exception
+that does not survive pickling) costs time, not a verdict: the shot is checked again here.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from daotai.plan.model import Plan
+
+# Workers beyond the cores only queue for them; more than this many rarely help a single render
+# (each holds a shot's shrunk frames and its decoders) and cost ~0.5 s of CPU each to start.
+MAX_QC_WORKERS = 4
+
+_PLAN: Plan | None = None  # the run's plan, inside a worker process only
+
+
+def default_workers(shots: int) -> int:
+    """Worker processes for checking ``shots`` shots here: one per core, at most one per shot,
+    none on a single core (the render already has it)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 0 if cores < 2 else max(0, min(cores, shots, MAX_QC_WORKERS))
+
+
+def _shot_entry(plan: Plan, shot_id: str, path: str, samples: dict[int, np.ndarray] | None, camera: bool,
+                controls: dict[str, str] | None, labels: bool, audio: bool | None) -> dict[str, Any]:
+    from daotai.qc.report import check_shot
+
+    return check_shot(plan, plan.shot(shot_id), Path(path), samples, camera,
+                      controls={k: Path(v) for k, v in controls.items()} if controls is not None else None,
+                      labels=labels, audio=audio)
+
+
+def _sequence_entry(plan: Plan, path: str, audio: bool | None) -> dict[str, Any]:
+    from daotai.qc.report import check_sequence
+
+    return check_sequence(plan, Path(path), audio=audio)
+
+
+def _send(stream: BinaryIO, item: Any) -> None:
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: BinaryIO) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("the other end closed")
+    (size,) = struct.unpack("<Q", head)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the other end closed mid-message")
+    return pickle.loads(data)
+
+
+def worker_main() -> None:
+    """A worker's loop: read the plan, then (function, args) jobs until stdin closes; answer each
+    with ("ok", entry) or ("error", text). Stray output of libraries goes to stderr, never into
+    the answers."""
+    from daotai.plan.planner import plan_from_json
+
+    jobs = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed from here on goes to stderr
+    sys.stdout = sys.stderr
+    plan = plan_from_json(_receive(jobs))
+    from daotai.qc import report  # noqa: F401  (imported before the first shot arrives)
+
+    while True:
+        try:
+            function, args = _receive(jobs)
+        except EOFError:
+            return
+        try:
+            answer = ("ok", function(plan, *args))
+        except Exception as exc:  # noqa: BLE001  (told to the parent, which checks the shot itself)
+            answer = ("error", f"{type(exc).__name__}: {exc}")
+        _send(answers, answer)
+
+
+class _Worker:
+    """One worker process and the thread that feeds it jobs from the shared queue."""
+
+    def __init__(self, plan_text: str, jobs: queue.Queue):
+        path = [entry for entry in sys.path if entry]
+        code = f"import sys\nsys.path[:] = {path!r}\nfrom daotai.qc.parallel import worker_main\nworker_main()"
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE)
+        self._jobs = jobs
+        _send(self.process.stdin, plan_text)
+        self._thread = threading.Thread(target=self._serve, name="daotai-qc-worker", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        gone: BaseException | None = None
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                break
+            future, function, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            if gone is not None:  # the process died: the caller checks this shot itself
+                future.set_exception(gone)
+                continue
+            try:
+                _send(self.process.stdin, (function, args))
+                status, value = _receive(self.process.stdout)
+            except (OSError, EOFError, pickle.PickleError) as exc:
+                gone = exc
+                future.set_exception(exc)
+                continue
+            if status == "ok":
+                future.set_result(value)
+            else:
+                future.set_exception(RuntimeError(value))
+        self._jobs.put(None)  # pass the stop on to the next worker
+        self.stop(kill=False)
+
+    def join(self, timeout: float | None) -> None:
+        self._thread.join(timeout)
+
+    def stop(self, kill: bool) -> None:
+        try:
+            if kill:
+                self.process.kill()
+            elif self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:
+            pass
+
+
+class ShotChecks:
+    """check_shot (and check_sequence) of one plan, run by worker processes as work is handed in.
+
+    :meth:`shot` and :meth:`sequence` hand work in and return at once; :meth:`entry` and
+    :meth:`sequence_entry` wait for the result (checking here when no worker could). Close it
+    (or use it as a context manager) to stop the workers; ``close(cancel=True)`` drops work not
+    yet started.
+    """
+
+    def __init__(self, plan: Plan, workers: int | None = None):
+        self.plan = plan
+        self.workers = default_workers(len(plan.shots)) if workers is None else max(0, workers)
+        self._jobs: dict[str, tuple[Future | None, Any, tuple[Any, ...]]] = {}
+        self._queue: queue.Queue = queue.Queue()
+        self._pool: list[_Worker] = []
+        self._plan_text: str | None = None
+
+    def _start(self) -> None:
+        """Start the workers at the first job (a run with every shot reused starts none)."""
+        from daotai.plan.planner import plan_to_json
+
+        self._plan_text = plan_to_json(self.plan)
+        try:
+            for _ in range(self.workers):
+                self._pool.append(_Worker(self._plan_text, self._queue))
+        except OSError:
+            self.workers = len(self._pool)  # those that started serve; none: everything is checked here
+
+    def __enter__(self) -> "ShotChecks":
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        self.close(cancel=kind is not None)
+
+    def _submit(self, key: str, function, args: tuple[Any, ...]) -> None:
+        future = None
+        if self.workers and self._plan_text is None:
+            self._start()
+        if self._pool:
+            future = Future()
+            self._queue.put((future, function, args))
+        self._jobs[key] = (future, function, args)
+
+    def shot(self, shot_id: str, path: Path, samples: dict[int, np.ndarray] | None, camera: bool = True,
+             controls: dict[str, Path] | None = None, labels: bool = True, audio: bool | None = None) -> None:
+        """Hand in one shot's files (final: nothing may change them afterwards) for checking."""
+        self._submit(f"shot:{shot_id}", _shot_entry,
+                     (shot_id, str(path), samples, camera,
+                      {k: str(v) for k, v in controls.items()} if controls is not None else None, labels, audio))
+
+    def has_shot(self, shot_id: str) -> bool:
+        return f"shot:{shot_id}" in self._jobs
+
+    def sequence(self, path: Path, audio: bool | None = None) -> None:
+        """Hand in the assembled sequence for checking."""
+        self._submit("sequence", _sequence_entry, (str(path), audio))
+
+    def _result(self, key: str) -> dict[str, Any]:
+        future, function, args = self._jobs.pop(key)
+        if future is not None:
+            try:
+                return future.result()
+            except Exception:  # noqa: BLE001  (a worker's failure is checked again here: its own error, if any, recurs)
+                pass
+        return function(self.plan, *args)
+
+    def entry(self, shot_id: str) -> dict[str, Any]:
+        """The qc.json entry of a shot handed in with :meth:`shot` (waits for it)."""
+        return self._result(f"shot:{shot_id}")
+
+    def sequence_entry(self) -> dict[str, Any]:
+        """The sequence's qc.json entry (waits for it)."""
+        return self._result("sequence")
+
+    def close(self, cancel: bool = False) -> None:
+        """Stop the workers once the shots handed in are checked; ``cancel``: stop them now."""
+        pool, self._pool = self._pool, []
+        if not pool:
+            return
+        if cancel:
+            for future, _, _ in self._jobs.values():
+                if future is not None:
+                    future.cancel()
+            for worker in pool:
+                worker.stop(kill=True)
+        self._queue.put(None)
+        for worker in pool:
+            worker.join(None if not cancel else 5.0)
+            try:
+                worker.process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                worker.stop(kill=True)
+                worker.process.wait()
