@@ -1168,7 +1168,7 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
     records = [reused.get(shot.shot_id) or by_id[shot.shot_id] for shot in plan.shots]
     yield from add_soundtrack_to_shots(plan, layout, records, soundtrack, settings.backend)
     for shot, record in zip(plan.shots, records, strict=True):
-        if shot.shot_id in by_id and not checks.has_shot(shot.shot_id):
+        if shot.shot_id in by_id and not checks.has(f"shot:{shot.shot_id}"):
             hand_in_shot(checks, plan, shot, record, out_dir, settings.camera_qc)
     if cache is not None:
         for record in rendered:  # stored as delivered (a soundtrack slice included)

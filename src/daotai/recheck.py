@@ -21,7 +21,7 @@ from daotai.errors import DaotaiError
 from daotai.files import sha256_file
 from daotai.pipeline import PipelineSettings, fidelity_sample_indexes
 from daotai.plan.layout import RenderLayout
-from daotai.qc.report import QcReport, check_sequence, check_shot, finish_report
+from daotai.qc.report import QcReport, finish_report
 
 # Files a render lists in its manifest that change afterwards by design: qc.json (``daotai qc``
 # rewrites it) and the server's previews of the sequence (made after the manifest).
@@ -123,27 +123,40 @@ def check_folder(folder: Path, console: Any = None) -> QcReport:
     spec = spec_for(settings.get("backend", "previz"))
     options = settings.get("options") or {}
     labels = bool(options.get("labels", spec.reproducible))  # name labels drawn over the figures
+    from daotai.qc.parallel import ShotChecks
+    from daotai.qc.report import hand_in_file, hand_in_sequence
+
     backend = None
-    shots = []
-    try:
-        for shot in plan.shots:
-            files = next((s["files"] for s in manifest.get("shots", []) if s["shot_id"] == shot.shot_id), None)
-            rel = files["shot"] if files else (layout.relative("shot", shot.shot_id)
-                                               if layout.shot(shot.shot_id).is_file() else None)
-            if rel is None:
-                shots.append({"shot_id": shot.shot_id, "ok": False, "failures": ["shot file missing"]})
-                continue
-            samples = None
-            if spec.reproducible:
-                backend = backend or spec.build(options)
-                samples = backend.render_frames(plan, shot, fidelity_sample_indexes(shot.frames))
+    missing: dict[str, dict[str, Any]] = {}
+    # the same fast path as a render's QC: shots are checked by worker processes (while the next
+    # shot's fidelity samples are drawn here), the sequence beside them
+    with ShotChecks(plan) as checks:
+        try:
+            for shot in plan.shots:
+                files = next((s["files"] for s in manifest.get("shots", []) if s["shot_id"] == shot.shot_id), None)
+                rel = files["shot"] if files else (layout.relative("shot", shot.shot_id)
+                                                   if layout.shot(shot.shot_id).is_file() else None)
+                if rel is None:
+                    missing[shot.shot_id] = {"shot_id": shot.shot_id, "ok": False, "failures": ["shot file missing"]}
+                    continue
+                samples = None
+                if spec.reproducible:
+                    backend = backend or spec.build(options)
+                    samples = backend.render_frames(plan, shot, fidelity_sample_indexes(shot.frames))
+                controls = {k: folder / files[k] for k in ("depth", "mask") if files and k in files}
+                hand_in_file(checks, shot.shot_id, folder / rel, samples, controls=controls if files else None,
+                             labels=labels)
+        finally:
+            if backend is not None:
+                backend.close()
+        if layout.sequence.is_file():
+            hand_in_sequence(checks, layout.sequence)
+        shots = []
+        for number, shot in enumerate(plan.shots, start=1):
             if console is not None:
-                console.print(f"[dim]checking {shot.shot_id}…[/dim]")
-            controls = {k: folder / files[k] for k in ("depth", "mask") if files and k in files}
-            shots.append(check_shot(plan, shot, folder / rel, samples, controls=controls if files else None,
-                                    labels=labels))
-    finally:
-        if backend is not None:
-            backend.close()
-    sequence = check_sequence(plan, layout.sequence) if layout.sequence.is_file() else None
+                console.print(f"[dim]qc: checking shot {number} of {len(plan.shots)} ({shot.shot_id})…[/dim]")
+            shots.append(missing.get(shot.shot_id) or checks.result(f"shot:{shot.shot_id}"))
+        if console is not None and layout.sequence.is_file():
+            console.print("[dim]qc: checking the sequence…[/dim]")
+        sequence = checks.result("sequence") if layout.sequence.is_file() else None
     return finish_report(layout, shots, sequence, folder_files)

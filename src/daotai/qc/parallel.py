@@ -27,10 +27,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any, BinaryIO
-
-import numpy as np
 
 from daotai.plan.model import Plan
 
@@ -46,21 +43,6 @@ def default_workers(shots: int) -> int:
     none on a single core (the render already has it)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return 0 if cores < 2 else max(0, min(cores, shots, MAX_QC_WORKERS))
-
-
-def _shot_entry(plan: Plan, shot_id: str, path: str, samples: dict[int, np.ndarray] | None, camera: bool,
-                controls: dict[str, str] | None, labels: bool, audio: bool | None) -> dict[str, Any]:
-    from daotai.qc.report import check_shot
-
-    return check_shot(plan, plan.shot(shot_id), Path(path), samples, camera,
-                      controls={k: Path(v) for k, v in controls.items()} if controls is not None else None,
-                      labels=labels, audio=audio)
-
-
-def _sequence_entry(plan: Plan, path: str, audio: bool | None) -> dict[str, Any]:
-    from daotai.qc.report import check_sequence
-
-    return check_sequence(plan, Path(path), audio=audio)
 
 
 def _send(stream: BinaryIO, item: Any) -> None:
@@ -91,7 +73,8 @@ def worker_main() -> None:
     os.dup2(2, 1)  # anything printed from here on goes to stderr
     sys.stdout = sys.stderr
     plan = plan_from_json(_receive(jobs))
-    from daotai.qc import report  # noqa: F401  (imported before the first shot arrives)
+    for module in _receive(jobs):  # imported now, while the render is busy, not at the first job
+        __import__(module)
 
     while True:
         try:
@@ -108,13 +91,14 @@ def worker_main() -> None:
 class _Worker:
     """One worker process and the thread that feeds it jobs from the shared queue."""
 
-    def __init__(self, plan_text: str, jobs: queue.Queue):
+    def __init__(self, plan_text: str, preload: tuple[str, ...], jobs: queue.Queue):
         path = [entry for entry in sys.path if entry]
         code = f"import sys\nsys.path[:] = {path!r}\nfrom daotai.qc.parallel import worker_main\nworker_main()"
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE)
         self._jobs = jobs
         _send(self.process.stdin, plan_text)
+        _send(self.process.stdin, preload)
         self._thread = threading.Thread(target=self._serve, name="daotai-qc-worker", daemon=True)
         self._thread.start()
 
@@ -158,17 +142,19 @@ class _Worker:
 
 
 class ShotChecks:
-    """check_shot (and check_sequence) of one plan, run by worker processes as work is handed in.
+    """Checks of one plan's files, run by worker processes as they are handed in.
 
-    :meth:`shot` and :meth:`sequence` hand work in and return at once; :meth:`entry` and
-    :meth:`sequence_entry` wait for the result (checking here when no worker could). Close it
-    (or use it as a context manager) to stop the workers; ``close(cancel=True)`` drops work not
-    yet started.
+    :meth:`submit` hands in ``function(plan, *args)`` (a module-level function, as it is pickled
+    by name) under a key and returns at once; :meth:`result` waits for it (running it here when
+    no worker could). daotai.qc.report hands shots and the sequence in (:func:`hand_in_shot`).
+    Close it (or use it as a context manager) to stop the workers; ``close(cancel=True)`` stops
+    them at once.
     """
 
-    def __init__(self, plan: Plan, workers: int | None = None):
+    def __init__(self, plan: Plan, workers: int | None = None, preload: tuple[str, ...] = ("daotai.qc.report",)):
         self.plan = plan
         self.workers = default_workers(len(plan.shots)) if workers is None else max(0, workers)
+        self._preload = preload
         self._jobs: dict[str, tuple[Future | None, Any, tuple[Any, ...]]] = {}
         self._queue: queue.Queue = queue.Queue()
         self._pool: list[_Worker] = []
@@ -181,7 +167,7 @@ class ShotChecks:
         self._plan_text = plan_to_json(self.plan)
         try:
             for _ in range(self.workers):
-                self._pool.append(_Worker(self._plan_text, self._queue))
+                self._pool.append(_Worker(self._plan_text, self._preload, self._queue))
         except OSError:
             self.workers = len(self._pool)  # those that started serve; none: everything is checked here
 
@@ -191,7 +177,8 @@ class ShotChecks:
     def __exit__(self, kind, value, traceback) -> None:
         self.close(cancel=kind is not None)
 
-    def _submit(self, key: str, function, args: tuple[Any, ...]) -> None:
+    def submit(self, key: str, function, args: tuple[Any, ...]) -> None:
+        """Hand in ``function(plan, *args)`` under ``key`` (its files final: nothing changes them afterwards)."""
         future = None
         if self.workers and self._plan_text is None:
             self._start()
@@ -200,39 +187,21 @@ class ShotChecks:
             self._queue.put((future, function, args))
         self._jobs[key] = (future, function, args)
 
-    def shot(self, shot_id: str, path: Path, samples: dict[int, np.ndarray] | None, camera: bool = True,
-             controls: dict[str, Path] | None = None, labels: bool = True, audio: bool | None = None) -> None:
-        """Hand in one shot's files (final: nothing may change them afterwards) for checking."""
-        self._submit(f"shot:{shot_id}", _shot_entry,
-                     (shot_id, str(path), samples, camera,
-                      {k: str(v) for k, v in controls.items()} if controls is not None else None, labels, audio))
+    def has(self, key: str) -> bool:
+        return key in self._jobs
 
-    def has_shot(self, shot_id: str) -> bool:
-        return f"shot:{shot_id}" in self._jobs
-
-    def sequence(self, path: Path, audio: bool | None = None) -> None:
-        """Hand in the assembled sequence for checking."""
-        self._submit("sequence", _sequence_entry, (str(path), audio))
-
-    def _result(self, key: str) -> dict[str, Any]:
+    def result(self, key: str) -> Any:
+        """What the work handed in under ``key`` returned (waits for it)."""
         future, function, args = self._jobs.pop(key)
         if future is not None:
             try:
                 return future.result()
-            except Exception:  # noqa: BLE001  (a worker's failure is checked again here: its own error, if any, recurs)
+            except Exception:  # noqa: BLE001  (a worker's failure is run again here: its own error, if any, recurs)
                 pass
         return function(self.plan, *args)
 
-    def entry(self, shot_id: str) -> dict[str, Any]:
-        """The qc.json entry of a shot handed in with :meth:`shot` (waits for it)."""
-        return self._result(f"shot:{shot_id}")
-
-    def sequence_entry(self) -> dict[str, Any]:
-        """The sequence's qc.json entry (waits for it)."""
-        return self._result("sequence")
-
     def close(self, cancel: bool = False) -> None:
-        """Stop the workers once the shots handed in are checked; ``cancel``: stop them now."""
+        """Stop the workers once the work handed in is done; ``cancel``: stop them now."""
         pool, self._pool = self._pool, []
         if not pool:
             return

@@ -829,23 +829,23 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
         checks = ShotChecks(plan, workers=None if len(todo) > 1 else 0)
     try:
         for shot, record in todo:
-            if not checks.has_shot(shot.shot_id):
+            if not checks.has(f"shot:{shot.shot_id}"):
                 hand_in_shot(checks, plan, shot, record, out_dir, camera)
         # the sequence has sound when there is a soundtrack or a shot's own sound is not muted
         mixed = plan.soundtrack is not None or any(
             (getattr(r, "audio", None) or {}).get("source") == "backend" and not (s.sound is not None and s.sound.mute)
             for s, r in zip(plan.shots, records, strict=True))
         if layout.sequence.is_file():
-            checks.sequence(layout.sequence, audio=mixed)
+            hand_in_sequence(checks, layout.sequence, audio=mixed)
         shots = []
         for i, shot in enumerate(plan.shots[:len(records)]):
             if shot.shot_id in known:
                 shots.append(known[shot.shot_id])
                 continue
             yield Progress("qc", shot.shot_id, i, len(plan.shots), f"checking shot {i + 1} of {len(plan.shots)}")
-            shots.append(checks.entry(shot.shot_id))
+            shots.append(checks.result(f"shot:{shot.shot_id}"))
         yield Progress("qc", None, len(plan.shots), len(plan.shots), "checking the sequence")
-        sequence = checks.sequence_entry() if layout.sequence.is_file() else None
+        sequence = checks.result("sequence") if layout.sequence.is_file() else None
     except BaseException:
         if own:
             checks.close(cancel=True)
@@ -857,11 +857,35 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
 
 def hand_in_shot(checks: Any, plan: Plan, shot: ShotPlan, record: Any, out_dir: Path, camera: bool) -> None:
     """Hand one rendered shot (its record: files relative to ``out_dir``, fidelity samples, sound)
-    to a :class:`daotai.qc.parallel.ShotChecks`, checked as :func:`check_render` checks it."""
+    to a :class:`daotai.qc.parallel.ShotChecks` (key ``shot:<id>``), checked as :func:`check_render` checks it."""
     controls = {k: out_dir / record.files[k] for k in ("depth", "mask") if k in record.files}
     sound = getattr(record, "audio", None) or {}
-    checks.shot(shot.shot_id, out_dir / record.files["shot"], record.samples, camera, controls=controls,
-                audio=plan.soundtrack is not None or bool(sound))
+    hand_in_file(checks, shot.shot_id, out_dir / record.files["shot"], record.samples, camera, controls=controls,
+                 audio=plan.soundtrack is not None or bool(sound))
+
+
+def hand_in_file(checks: Any, shot_id: str, path: Path, samples: dict[int, np.ndarray] | None, camera: bool = True,
+                 controls: dict[str, Path] | None = None, labels: bool = True, audio: bool | None = None) -> None:
+    """Hand a shot file to a ShotChecks for :func:`check_shot` (key ``shot:<id>``)."""
+    checks.submit(f"shot:{shot_id}", _shot_entry,
+                  (shot_id, str(path), samples, camera,
+                   {k: str(v) for k, v in controls.items()} if controls is not None else None, labels, audio))
+
+
+def hand_in_sequence(checks: Any, path: Path, audio: bool | None = None) -> None:
+    """Hand the assembled sequence to a ShotChecks for :func:`check_sequence` (key ``sequence``)."""
+    checks.submit("sequence", _sequence_entry, (str(path), audio))
+
+
+def _shot_entry(plan: Plan, shot_id: str, path: str, samples: dict[int, np.ndarray] | None, camera: bool,
+                controls: dict[str, str] | None, labels: bool, audio: bool | None) -> dict[str, Any]:
+    return check_shot(plan, plan.shot(shot_id), Path(path), samples, camera,
+                      controls={k: Path(v) for k, v in controls.items()} if controls is not None else None,
+                      labels=labels, audio=audio)
+
+
+def _sequence_entry(plan: Plan, path: str, audio: bool | None) -> dict[str, Any]:
+    return check_sequence(plan, Path(path), audio=audio)
 
 
 def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None,
