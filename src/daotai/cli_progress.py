@@ -55,8 +55,10 @@ def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, 
                     if key not in shot_tasks:
                         shot_tasks[key] = bars.add_task(f"  {escape(event.shot_id)} enhance", total=event.total)
                     bars.update(shot_tasks[key], completed=event.done)
-                elif event.stage in ("assemble", "qc") and event.done == 0:
-                    bars.console.print(f"[dim]{event.stage}…[/dim]")
+                elif event.stage in ("assemble", "qc", "deliver") and (event.done == 0 or event.message):
+                    # each stage after the render says what it is doing: "qc: checking shot 2 of 7"
+                    text = f"{event.stage}: {event.message}" if event.message else event.stage
+                    bars.console.print(f"[dim]{escape(text)}…[/dim]")
             elif isinstance(event, Notice):
                 where = f"{event.shot_id}: " if event.shot_id else ""
                 colour = "yellow" if event.level == "warning" else "cyan"

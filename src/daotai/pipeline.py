@@ -1218,6 +1218,7 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
 
     trace.stage = "deliver"
     tick = time.perf_counter()
+    yield Progress("deliver", None, 0, 3, "contact sheet, cameras and timeline")
     from daotai.deliver.cameras import write_cameras
     from daotai.deliver.contact_sheet import write_contact_sheet
     from daotai.deliver.manifest import write_manifest
@@ -1232,6 +1233,7 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
     write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
                    timeline_sound(plan, records, sound), camera_files_by_shot(plan, cameras, layout.timeline.parent))
     yield Output("timeline", str(layout.timeline))
+    yield Progress("deliver", None, 3, 3)
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started
     trace.stage = "manifest"
@@ -1268,7 +1270,7 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
         progress.append((done, total))
 
     # Assembly streams frames; progress is reported once it returns (it is a fraction of render time).
-    yield Progress("assemble", None, 0, plan.total_frames)
+    yield Progress("assemble", None, 0, plan.total_frames, f"{len(clips)} shots into the sequence")
     closing = plan.fade_out.frames / float(fps) if plan.fade_out is not None else 0.0  # the film's fade to black
     result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack, fade_out_s=closing)
     if result.audio is not None and result.audio["limiter_gain_reduction_db"] > 0:

@@ -31,19 +31,15 @@ from typing import Any, Callable, Generator
 
 from daotai.errors import OptionError
 from daotai.plan.model import Plan, ShotPlan
+from daotai.qc.checks import GROUPS, NAMES
 from daotai.render.base import Event, Notice, Progress
 
 TAKES_DIR = "takes"
 SEED_STEP = 0x9E3779B1  # odd, so the takes of one shot never repeat a seed within 2**32 of them
 SEED_MODULUS = 2**32
-RETAKE_GROUPS: dict[str, tuple[str, ...]] = {
-    "camera": ("camera", "camera_path"),
-    "motion": ("judder", "frames"),
-    "subject": ("subject",),
-    "framing": ("framing",),
-}
-CHECK_NAMES = ("file", "format", "frames", "camera", "camera_path", "judder", "subject", "framing",
-               "fidelity", "audio")
+# the checks and their groups, as the QC registry lists them (daotai.qc.checks)
+RETAKE_GROUPS: dict[str, tuple[str, ...]] = GROUPS
+CHECK_NAMES: tuple[str, ...] = NAMES
 MAX_TAKES = 16
 
 

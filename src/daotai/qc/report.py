@@ -29,6 +29,7 @@ from daotai.files import atomic_write_text
 from daotai.plan import geometry
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
+from daotai.qc.checks import check_named
 from daotai.render.base import Progress
 
 PSNR_MEAN_MIN_DB = 38.5
@@ -527,6 +528,7 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     warnings: list[str] = []  # what a user should know but need not act on
 
     def verdict(check: str, problems: list[str], fine: str | None = None) -> None:
+        check_named(check)  # every verdict is a registered check (daotai.qc.checks)
         if problems or fine:
             verdicts.append({"check": check, "ok": not problems, "text": "; ".join(problems) or fine})
 

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from daotai.plan.layout import RenderLayout
 from daotai.server.store import JobStore, OutputFile
@@ -354,6 +354,14 @@ def _jpeg(image) -> bytes:
     return buffer.getvalue()
 
 
+def stage_label(event: Any) -> str:
+    """What a job is doing, for a person: "render shot s02", "qc: checking shot 2 of 7", "deliver"."""
+    if event.message:
+        return f"{event.stage} {event.shot_id}: {event.message}" if event.shot_id and event.stage in ("render", "encode") \
+            else f"{event.stage}: {event.message}"
+    return f"{event.stage} shot {event.shot_id}" if event.shot_id else event.stage
+
+
 def _progress_percent(stage: str, frames_done: int, total_frames: int) -> int:
     """Overall percent: rendering is most of the work, then assembly, qc and delivery."""
     if stage == "render":
@@ -578,7 +586,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
                     last_write = now
                     percent = _progress_percent(event.stage, sum(rendered.values()), plan.total_frames)
                     payload = {"stage": event.stage, "shot_id": event.shot_id, "done": event.done,
-                               "total": event.total, "progress": percent}
+                               "total": event.total, "progress": percent, "label": stage_label(event)}
                     if not store.update_progress(job_id, attempt, percent, dict(shot_state), ("progress", payload)):
                         ctx.cancel.set()  # this attempt is no longer the current one
             elif isinstance(event, Notice):

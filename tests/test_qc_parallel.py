@@ -1,0 +1,77 @@
+"""QC beside the render: the check registry, and worker processes that give the same qc.json as
+checking every shot in one process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from daotai.pipeline import Finished, PipelineSettings, run
+from daotai.plan.planner import plan_script
+from daotai.qc import checks
+from daotai.qc.parallel import ShotChecks
+from daotai.render.base import Progress
+from daotai.retakes import TakePolicy
+from daotai.script.load import validate_script
+
+SCRIPT = {"fps": 24, "size": "320x180", "seed": 5,
+          "characters": [{"id": "ana"}, {"id": "bo", "position": [0.8, -1.0]}],
+          "shots": [{"shot_id": "s1", "duration": 1, "subject": "ana", "camera": "push_in"},
+                    {"shot_id": "s2", "duration": 1, "subject": "bo", "camera": "pan_left",
+                     "transition": {"type": "crossfade", "duration": 0.25}},
+                    {"shot_id": "s3", "duration": 1, "subject": "ana", "camera": "static",
+                     "blocking": [{"character": "ana", "to": [0.6, 0.2]}]}]}
+
+
+def _render(out: Path, workers: int):
+    plan = plan_script(validate_script(SCRIPT))
+    events = list(run(plan, out, PipelineSettings(qc_workers=workers)))
+    assert isinstance(events[-1], Finished)
+    return plan, events
+
+
+def test_registry_names_every_verdict_and_the_retake_groups():
+    assert checks.NAMES == ("file", "format", "frames", "camera", "camera_path", "judder", "subject", "framing",
+                            "fidelity", "audio")
+    assert TakePolicy(retake_on=("motion",)).checks == {"frames", "judder"}
+    assert TakePolicy(retake_on=("camera", "fidelity")).checks == {"camera", "camera_path", "fidelity"}
+    with pytest.raises(KeyError, match="registry"):
+        checks.check_named("sharpness")
+    with pytest.raises(ValueError, match="cost"):
+        checks.Check("x", None, "free", "nothing", "nowhere")
+
+
+@pytest.mark.slow
+def test_workers_give_the_same_report_as_one_process(tmp_path):
+    _, alone = _render(tmp_path / "alone", 0)
+    plan, beside = _render(tmp_path / "beside", 2)
+    report = (tmp_path / "beside" / "qc.json").read_bytes()
+    assert report == (tmp_path / "alone" / "qc.json").read_bytes()
+    entries = json.loads(report)["shots"]
+    assert [e["shot_id"] for e in entries] == ["s1", "s2", "s3"]
+    named = {v["check"] for e in entries for v in e["verdicts"]}
+    assert {"camera", "subject", "fidelity"} <= named <= set(checks.NAMES)
+    # each stage after the render says what it does: a qc event per shot, then the sequence, then deliver
+    said = [(e.stage, e.shot_id, e.message) for e in beside if isinstance(e, Progress) and e.stage != "render"]
+    assert ("qc", "s2", "checking shot 2 of 3") in said
+    assert ("qc", None, "checking the sequence") in said
+    assert any(stage == "deliver" for stage, _, _ in said)
+    assert said.index(("qc", "s3", "checking shot 3 of 3")) > said.index(("qc", "s1", "checking shot 1 of 3"))
+
+
+def test_checks_run_here_without_workers_and_after_a_cancel(tmp_path):
+    plan = plan_script(validate_script(SCRIPT))
+    with ShotChecks(plan, workers=0) as pool:
+        pool.submit("twice", _double, (21,))
+        assert pool.result("twice") == 42
+    pool = ShotChecks(plan, workers=1, preload=())
+    pool.submit("twice", _double, (4,))
+    assert pool.result("twice") == 8  # a worker cannot import this test module: the work is done here
+    pool.close(cancel=True)
+
+
+def _double(plan, value):
+    assert plan.shots[0].shot_id == "s1"
+    return 2 * value
