@@ -169,3 +169,12 @@ def test_lean_processor_and_gelu_epilogue_keep_a_vace_transformers_output():
     assert lean_wan_attention(model) == 10  # 3 main + 2 control blocks, self and cross each
     assert fuse_gelu_epilogues(model) == 5
     assert torch.equal(forward(model, inputs), before)
+
+
+@pytest.mark.parametrize(("head_dim", "takes"), [(128, True), (64, True), (8, True), (4, False), (12, False)])
+def test_the_cudnn_cross_kernel_takes_only_heads_cudnn_accepts(head_dim, takes):
+    """cuDNN's fused attention refuses heads whose width is not a multiple of 8; the lean processor
+    sends those to the dispatcher instead of failing the render (a tiny model's 4-wide heads did)."""
+    from daotai.render.rewrites import cudnn_takes_head_dim
+
+    assert cudnn_takes_head_dim(head_dim) is takes

@@ -54,6 +54,13 @@ def cudnn_attention(query: Any, key: Any, value: Any) -> Any:
     return out.transpose(1, 2)
 
 
+def cudnn_takes_head_dim(head_dim: int) -> bool:
+    """Whether cuDNN's fused attention takes heads of ``head_dim`` channels: multiples of 8 only
+    ("hidden_dim should be multiple of 8" otherwise, as a tiny test model's 4-wide heads showed on
+    an H200); the others stay on the dispatcher's kernels."""
+    return head_dim % 8 == 0
+
+
 @functools.lru_cache(maxsize=8)
 def cudnn_attention_supported(device: str) -> bool:
     """True when ``cudnn_attention`` runs on ``device`` and agrees with PyTorch's math kernel.
@@ -117,7 +124,8 @@ def lean_wan_processor_class() -> type:
             value = value.unflatten(2, (attn.heads, -1))
             if rotary_emb is not None:
                 query, key = rotate_pairs(query, *rotary_emb), rotate_pairs(key, *rotary_emb)
-            if cross and self.cross_kernel == "cudnn" and attention_mask is None and query.is_cuda:
+            if (cross and self.cross_kernel == "cudnn" and attention_mask is None and query.is_cuda
+                    and cudnn_takes_head_dim(query.shape[-1])):
                 out = cudnn_attention(query, key, value)
             else:
                 out = dispatch_attention_fn(query, key, value, attn_mask=attention_mask, dropout_p=0.0,
