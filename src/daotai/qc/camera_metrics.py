@@ -141,9 +141,7 @@ STILL_PX = 0.05  # median track motion below which a step is still (no essential
 KEY_STEP_PX = 4.0  # median motion (px) that makes the next key frame of a turning camera
 NOISE_PX = 0.5  # median parallax below this is tracking noise: the camera only turned (or zoomed)
 NOISE_SHARE = 0.03  # ... or below this share of the step's motion (trackers err more on long jumps)
-PARALLAX_KEY_PX = 10.0  # median parallax (px) left by the best rotation that makes a moving camera's key frame
-# (10 rather than 8 since the map places cameras: on frames an H200's EGL rendered, 8 read a corpus pedestal
-# backwards and 10 passes it and the orbit with a margin; bench/qc.py --quick's verdicts are the same at both)
+PARALLAX_KEY_PX = 8.0  # median parallax (px) left by the best rotation that makes a moving camera's key frame
 TRACK_KEEP = 0.5  # a key frame is also taken before fewer than this share of its tracks survive
 MAX_STEP_TURN_DEG = 30.0  # an essential-matrix rotation this far from the homography's is the twisted pair
 
