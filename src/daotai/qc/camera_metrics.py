@@ -260,40 +260,6 @@ def triangulate(xa: np.ndarray, xb: np.ndarray, rotation: np.ndarray, translatio
         return homogeneous[:, :3] / homogeneous[:, 3:4]
 
 
-MAP_MIN_POINTS = 20  # mapped tracks needed to place a camera on the map instead of chaining steps
-
-
-def _pose_from_map(world: dict[int, np.ndarray], common: list[int], xb: np.ndarray, focal: float,
-                   homography_rotation: np.ndarray, key_pose: np.ndarray) -> np.ndarray | None:
-    """World-to-camera (4, 4) of frame b from the tracks already on the map (points in frame 0's
-    camera), by RANSAC PnP then a least-squares refinement; None when too few are mapped or the
-    answer turns away from what the homography saw (the same twisted-pair guard as a step)."""
-    import cv2
-
-    mapped = [i for i, track_id in enumerate(common) if track_id in world]
-    if len(mapped) < MAP_MIN_POINTS:
-        return None
-    points = np.array([world[common[i]] for i in mapped], dtype=np.float64)  # (N, 3)
-    seen = np.ascontiguousarray(xb[mapped], dtype=np.float64)  # (N, 2) normalised
-    try:
-        found, rvec, tvec, inliers = cv2.solvePnPRansac(points, seen, np.eye(3), None,
-                                                        reprojectionError=RANSAC_PX / focal,
-                                                        iterationsCount=200, confidence=0.999,
-                                                        flags=cv2.SOLVEPNP_EPNP)
-    except cv2.error:
-        return None
-    if not found or inliers is None or len(inliers) < MAP_MIN_POINTS:
-        return None
-    keep = inliers.ravel()
-    rvec, tvec = cv2.solvePnPRefineLM(points[keep], seen[keep], np.eye(3), None, rvec, tvec)
-    w2c = np.eye(4)
-    w2c[:3, :3], w2c[:3, 3] = cv2.Rodrigues(rvec)[0], tvec.ravel()
-    step_rotation = (w2c @ key_pose)[:3, :3]
-    if float(geodesic_deg(step_rotation[None], homography_rotation[None])[0]) >= MAX_STEP_TURN_DEG:
-        return None
-    return w2c
-
-
 def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrinsics] | geometry.Intrinsics,
                  stride: int = 1, excludes: list[np.ndarray | None] | None = None) -> CameraPath:
     """The camera path of (H, W, 3) uint8 frames with known intrinsics (pixels, one per frame or one for all).
@@ -368,28 +334,17 @@ def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrins
             continue
         t_unit = t_unit.ravel()
         good = pose_mask.ravel() > 0
-        w2c_key = np.linalg.inv(key_pose)
-        located = _pose_from_map(world, common, xb, f, rotation, key_pose)
-        if located is not None:
-            # The step from the key frame, read off the map the earlier steps built: its rotation
-            # and its scale no longer hang on this step's essential matrix alone.
-            step = located @ key_pose  # X_k = step X_key
-            r_e, t_unit = step[:3, :3], step[:3, 3]
-            length = float(np.linalg.norm(t_unit))
-            if length > 1e-9:
-                t_unit = t_unit / length
-            last_length = length
         unit_points = triangulate(xa[good], xb[good], r_e, t_unit)  # camera a, unit baseline
         ids = [common[i] for i in np.flatnonzero(good)]
-        if located is None:
-            ratios = []
-            for track_id, point in zip(ids, unit_points, strict=True):
-                if track_id in world and point[2] > 0:
-                    known = w2c_key[:3, :3] @ world[track_id] + w2c_key[:3, 3]
-                    if known[2] > 0:
-                        ratios.append(known[2] / point[2])
-            length = float(np.median(ratios)) if len(ratios) >= 8 else last_length if last_length is not None else 1.0
-            last_length = length
+        w2c_key = np.linalg.inv(key_pose)
+        ratios = []
+        for track_id, point in zip(ids, unit_points, strict=True):
+            if track_id in world and point[2] > 0:
+                known = w2c_key[:3, :3] @ world[track_id] + w2c_key[:3, 3]
+                if known[2] > 0:
+                    ratios.append(known[2] / point[2])
+        length = float(np.median(ratios)) if len(ratios) >= 8 else last_length if last_length is not None else 1.0
+        last_length = length
         step = np.eye(4)
         step[:3, :3], step[:3, 3] = r_e, length * t_unit
         poses.append(key_pose @ np.linalg.inv(step))
