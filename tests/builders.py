@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -474,3 +475,14 @@ def write_clip(path: Path, frames, fps, settings: EncodeSettings = FINE) -> Path
         for frame in frames:
             out.write(frame)
     return path
+
+
+def wait_for(predicate, timeout_s: float, step_s: float = 0.05):
+    """Poll until predicate() is truthy; its value, or AssertionError on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step_s)
+    raise AssertionError(f"condition not met within {timeout_s} s")

@@ -14,11 +14,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from builders import wait_for
 from daotai.errors import DiskFull
 from daotai.files import STAGING_MARK, TEMP_MARK
 from daotai.pipeline import Finished, PipelineSettings, run
@@ -218,16 +218,6 @@ def noise_png() -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(np.random.default_rng(1).integers(0, 256, (160, 160, 3), dtype=np.uint8)).save(buffer, "PNG")
     return buffer.getvalue()
-
-
-def wait_for(predicate, timeout_s: float, step_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step_s)
-    raise AssertionError(f"condition not met within {timeout_s} s")
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 
+from builders import wait_for
 from daotai.server.store import JobStore, NewJob  # noqa: E402
 from daotai.server.testing import ServerProcess  # noqa: E402
 
@@ -21,17 +22,6 @@ LONG_SCRIPT = {  # long enough (several seconds of rendering) to be killed mid-w
     "characters": [{"id": "hero"}],
     "shots": [{"shot_id": f"s{i}", "duration": 4, "camera": {"type": "orbit", "orbit": 40}} for i in range(4)],
 }
-
-
-def wait_for(predicate, timeout_s: float, step_s: float = 0.05):
-    """Poll until predicate() is truthy; its value, or AssertionError on timeout."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step_s)
-    raise AssertionError(f"condition not met within {timeout_s} s")
 
 
 def files_match_store(store: JobStore, job_id: str) -> bool:
