@@ -260,6 +260,91 @@ def triangulate(xa: np.ndarray, xb: np.ndarray, rotation: np.ndarray, translatio
         return homogeneous[:, :3] / homogeneous[:, 3:4]
 
 
+def sampson_px(e: np.ndarray, xa: np.ndarray, xb: np.ndarray, focal: float) -> np.ndarray:
+    """Sampson distances (N,) in pixels of track pairs (normalised (N, 2) each) from an essential matrix."""
+    ha = np.hstack([xa, np.ones((len(xa), 1))])
+    hb = np.hstack([xb, np.ones((len(xb), 1))])
+    line_b, line_a = ha @ e.T, hb @ e  # epipolar lines in b and in a, (N, 3)
+    residual = np.einsum("ij,ij->i", hb, line_b)
+    gradient = line_b[:, 0] ** 2 + line_b[:, 1] ** 2 + line_a[:, 0] ** 2 + line_a[:, 1] ** 2
+    return np.abs(residual) / np.sqrt(np.maximum(gradient, 1e-300)) * focal
+
+
+# Robust estimators tried for each step's essential matrix. A short sideways move with a turn (an
+# orbit) reads almost as well as a move forward (the bas-relief ambiguity), and which one a single
+# RANSAC lands on changed with a 0.03-level difference between two GPUs' renders of the same shot.
+# Every estimator's answer is a candidate; the path keeps the one the points already placed agree
+# with (see recover_path).
+ESSENTIAL_METHODS = ("RANSAC", "LMEDS", "USAC_ACCURATE", "USAC_MAGSAC")
+MAP_MIN_POINTS = 8  # placed points seen again that let the map choose between a step's candidates
+
+
+def essential_candidates(xa: np.ndarray, xb: np.ndarray, focal: float) -> list[tuple[float, np.ndarray]]:
+    """Essential matrices (3, 3) of normalised track pairs (N, 2) from several robust estimators, best first.
+
+    Each is scored by the mean of squared Sampson distances capped at RANSAC_PX (an MSAC score over
+    every track), so a degenerate fit that only some tracks obey scores worse than one most obey."""
+    import cv2
+
+    out: list[tuple[float, np.ndarray]] = []
+    for name in ESSENTIAL_METHODS:
+        try:
+            found, _ = cv2.findEssentialMat(xa, xb, np.eye(3), getattr(cv2, name), 0.999, RANSAC_PX / focal)
+        except cv2.error:
+            continue
+        if found is None or found.ndim != 2 or found.shape[1] != 3:
+            continue
+        for j in range(0, found.shape[0] - 2, 3):
+            e = found[j:j + 3]
+            cost = float(np.mean(np.minimum(sampson_px(e, xa, xb, focal), RANSAC_PX) ** 2))
+            out.append((cost, e))
+    return sorted(out, key=lambda c: c[0])
+
+
+def _choose_step(xa: np.ndarray, xb: np.ndarray, focal: float, common: list[int], rotation: np.ndarray,
+                 w2c_key: np.ndarray, world: dict[int, np.ndarray], last_length: float | None):
+    """The moving step from key frame a to frame b: (R, unit t, length, track ids, unit-baseline points), or None.
+
+    Each candidate essential matrix gives a pose (a twisted pair, turning far from the homography's
+    rotation, is dropped); its points are scaled to the map (points already placed, ``world``,
+    in frame 0's camera) and the candidate whose step puts the map's points where frame b sees them
+    (median reprojection error) wins; with too few map points seen again, the best MSAC score wins."""
+    import cv2
+
+    best = None
+    for rank, (_, e) in enumerate(essential_candidates(xa, xb, focal)):
+        inliers = sampson_px(e, xa, xb, focal) <= RANSAC_PX
+        if int(inliers.sum()) < MIN_STEP_TRACKS:
+            continue
+        _, r_e, t_unit, mask = cv2.recoverPose(e, xa, xb, np.eye(3), mask=inliers.astype(np.uint8).reshape(-1, 1))
+        if float(geodesic_deg(r_e[None], rotation[None])[0]) >= MAX_STEP_TURN_DEG:
+            continue
+        t_unit = t_unit.ravel()
+        good = mask.ravel() > 0
+        unit_points = triangulate(xa[good], xb[good], r_e, t_unit)  # camera a, unit baseline
+        ids = [common[i] for i in np.flatnonzero(good)]
+        ratios = []
+        for track_id, point in zip(ids, unit_points, strict=True):
+            if track_id in world and point[2] > 0:
+                known = w2c_key[:3, :3] @ world[track_id] + w2c_key[:3, 3]
+                if known[2] > 0:
+                    ratios.append(known[2] / point[2])
+        length = float(np.median(ratios)) if len(ratios) >= MAP_MIN_POINTS else (
+            last_length if last_length is not None else 1.0)
+        seen = [i for i, track_id in enumerate(common) if track_id in world]
+        score: tuple[float, float] = (1.0, float(rank))  # no map to judge by: the MSAC order
+        if len(seen) >= MAP_MIN_POINTS and len(ratios) >= MAP_MIN_POINTS:
+            in_a = np.array([w2c_key[:3, :3] @ world[common[i]] + w2c_key[:3, 3] for i in seen])  # (M, 3)
+            in_b = in_a @ r_e.T + length * t_unit
+            with np.errstate(divide="ignore", invalid="ignore"):
+                error = np.linalg.norm(in_b[:, :2] / in_b[:, 2:3] - xb[seen], axis=1) * focal
+            error = np.where(in_b[:, 2] > 0, error, np.inf)
+            score = (0.0, float(np.median(error)))
+        if best is None or score < best[0]:
+            best = (score, (r_e, t_unit, length, ids, unit_points))
+    return None if best is None else best[1]
+
+
 def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrinsics] | geometry.Intrinsics,
                  stride: int = 1, excludes: list[np.ndarray | None] | None = None) -> CameraPath:
     """The camera path of (H, W, 3) uint8 frames with known intrinsics (pixels, one per frame or one for all).
@@ -312,18 +397,12 @@ def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrins
         if not turned and shift < PARALLAX_KEY_PX and not (last or thinning):
             continue  # some parallax, too little for the direction of travel: wait for a longer baseline
         moving = not turned
-        if moving:
-            try:
-                e, e_inliers = cv2.findEssentialMat(xa, xb, np.eye(3), cv2.RANSAC, 0.999, RANSAC_PX / f)
-            except cv2.error:
-                e = None
-            moving = e is not None and e.shape == (3, 3) and int(e_inliers.sum()) >= MIN_STEP_TRACKS
-        if moving:
-            _, r_e, t_unit, pose_mask = cv2.recoverPose(e, xa, xb, np.eye(3), mask=e_inliers.copy())
-            # The twisted-pair solution of a nearly degenerate step turns the camera by ~180 degrees.
-            moving = float(geodesic_deg(r_e[None], rotation[None])[0]) < MAX_STEP_TURN_DEG
-        indexes.append(sampled[k][0])
         key_pose = poses[-1]
+        chosen = None
+        if moving:
+            chosen = _choose_step(xa, xb, f, common, rotation, np.linalg.inv(key_pose), world, last_length)
+            moving = chosen is not None
+        indexes.append(sampled[k][0])
         key = k
         if not moving:
             step = np.eye(4)
@@ -332,18 +411,7 @@ def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrins
             focal.append(focal[-1] * zoom)
             parallax.append(False)
             continue
-        t_unit = t_unit.ravel()
-        good = pose_mask.ravel() > 0
-        unit_points = triangulate(xa[good], xb[good], r_e, t_unit)  # camera a, unit baseline
-        ids = [common[i] for i in np.flatnonzero(good)]
-        w2c_key = np.linalg.inv(key_pose)
-        ratios = []
-        for track_id, point in zip(ids, unit_points, strict=True):
-            if track_id in world and point[2] > 0:
-                known = w2c_key[:3, :3] @ world[track_id] + w2c_key[:3, 3]
-                if known[2] > 0:
-                    ratios.append(known[2] / point[2])
-        length = float(np.median(ratios)) if len(ratios) >= 8 else last_length if last_length is not None else 1.0
+        r_e, t_unit, length, ids, unit_points = chosen
         last_length = length
         step = np.eye(4)
         step[:3, :3], step[:3, 3] = r_e, length * t_unit
