@@ -54,7 +54,8 @@ def test_whole_render_files():
     expected = {
         "sequence": "sequence.mov", "plan": "plan.json", "control_index": "control/index.json", "qc": "qc.json",
         "contact_sheet": "contact_sheet.png", "timeline": "timeline.otio", "manifest": "manifest.json",
-        "thumbnail": "thumbnail.jpg", "spritesheet": "spritesheet.jpg",
+        "thumbnail": "thumbnail.jpg", "spritesheet": "spritesheet.jpg", "srt": "sequence.srt",
+        "vtt": "sequence.vtt", "boards": "boards.pdf",
     }
     assert set(expected) == set(RUN_KINDS)
     for kind, rel in expected.items():
@@ -135,14 +136,32 @@ def test_layout_is_light():
     assert out.strip() == "[]"
 
 
-def test_public_names_parse_back():
-    from daotai.plan.layout import RUN_KINDS, SHOT_KINDS, parse_public_name, public_name
+def test_subtitles_and_board_pages_read_back():
+    from daotai.plan.layout import board_page_id
 
-    for kind in SHOT_KINDS:
+    layout = RenderLayout(Path("out"))
+    assert layout.relative("shot_srt", "a_depth") == "shots/a_depth.srt"
+    assert layout.classify("shots/a_depth.vtt") == ("shot_vtt", "a_depth")
+    assert layout.classify("shots/s1.srt") == ("shot_srt", "s1") and layout.name_of("shots/s1.srt") == "shot_srt.s1"
+    assert layout.relative("board_page", board_page_id(3)) == "boards/page_03.png"
+    assert layout.classify("boards/page_12.png") == ("board_page", "12")
+    assert layout.name_of("sequence.srt") == "srt" and layout.name_of("boards.pdf") == "boards"
+    for bad in ("boards/page_1.png", "boards/page_01.jpg", "boards/x.png", "shots/a.b.srt", "control/a.srt"):
+        with pytest.raises(ValueError):
+            layout.classify(bad)
+    with pytest.raises(ValueError, match="page"):
+        board_page_id(0)
+
+
+def test_public_names_parse_back():
+    from daotai.plan.layout import ITEM_KINDS, RUN_KINDS, parse_public_name, public_name
+
+    for kind in (k for k in ITEM_KINDS if k != "board_page"):
         for shot_id in ("s01", "a_depth", "shot-2"):
             assert parse_public_name(public_name(kind, shot_id)) == (kind, shot_id)
     for kind in RUN_KINDS:
         assert parse_public_name(public_name(kind)) == (kind, None)
-    for bad in ("shot.", "shot.a.b", "nope", "movie.s01"):
+    assert parse_public_name(public_name("board_page", "07")) == ("board_page", "07")
+    for bad in ("shot.", "shot.a.b", "nope", "movie.s01", "board_page.x", "board_page.7"):
         with pytest.raises(ValueError, match="public name"):
             parse_public_name(bad)

@@ -1233,6 +1233,11 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
     write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
                    timeline_sound(plan, records, sound), camera_files_by_shot(plan, cameras, layout.timeline.parent))
     yield Output("timeline", str(layout.timeline))
+    from daotai.deliver.subtitles import write_subtitles
+
+    for path in write_subtitles(plan, layout):  # the dialogue's subtitles (none without dialogue)
+        kind, shot_id = layout.classify(path.relative_to(layout.root).as_posix())
+        yield Output(kind, str(path), shot_id)
     yield Progress("deliver", None, 3, 3)
     timings["deliver_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - run_started

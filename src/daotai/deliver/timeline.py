@@ -24,6 +24,11 @@ When the render has sound, two audio tracks follow the picture: A1 holds the sho
 its picture; a gap elsewhere) and A2 the soundtrack, placed at its offset and cut at the end of
 the picture. Timelines of silent renders have the one video track, as before.
 
+Each line of dialogue is a marker on its shot's clip over the frames its subtitle shows
+(daotai.deliver.subtitles): named ``MIA: Where were you?``, the speaker, the character id, the
+line and its language in ``metadata["daotai"]["dialogue"]``. FCP XML carries them as clip
+markers, the EDL as locators (``* LOC:``, which the format writes in capitals).
+
 Each clip's ``metadata["daotai"]["camera"]`` holds the shot's camera: the move as the script
 asked it (type, motion, rotate, fov, fov_end, …, as before), the lens (``fov_deg`` and
 ``focal_length_mm`` at the first and last frame, on a 24 mm-high sensor as the USD cameras use),
@@ -47,6 +52,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import opentimelineio as otio
 
+from daotai.deliver.subtitles import Cue, sequence_cues
 from daotai.files import atomic_write_text
 from daotai.plan.model import Plan, ShotPlan
 
@@ -232,6 +238,22 @@ def _transition_marker(shot: ShotPlan, head: int, rate: float) -> otio.schema.Ma
     )
 
 
+def _dialogue_marker(cue: Cue, shot: ShotPlan, rate: float) -> otio.schema.Marker:
+    """A marker over the frames a line of dialogue is subtitled on, in the clip's source time
+    (the shot file's frames: a sequence frame less the shot's ``start_frame``)."""
+    return otio.schema.Marker(
+        name=cue.label,
+        marked_range=otio.opentime.TimeRange(
+            otio.opentime.RationalTime(cue.start - shot.start_frame, rate),
+            otio.opentime.RationalTime(cue.end - cue.start, rate),
+        ),
+        color=otio.schema.MarkerColor.CYAN,
+        metadata={"daotai": {"dialogue": {"speaker": cue.speaker, "character": cue.character, "line": cue.line,
+                                          "language": cue.language, "shot_id": cue.shot_id,
+                                          "line_index": cue.line_index}}},
+    )
+
+
 @dataclass(frozen=True)
 class TimelineSound:
     """What the timeline's audio tracks hold: shots with their own sound, and the soundtrack file."""
@@ -266,6 +288,9 @@ def build_timeline(plan: Plan, shot_files: dict[str, str], sound: TimelineSound 
     track = otio.schema.Track(name="V1", kind=otio.schema.TrackKind.Video)
     timeline.tracks.append(track)
     shots = list(plan.shots)
+    cues: dict[str, list[Cue]] = {}
+    for cue in sequence_cues(plan):  # the subtitles' timing: markers and subtitles agree frame for frame
+        cues.setdefault(cue.shot_id, []).append(cue)
     # trims[i] = (frames cut from the head, frames cut from the tail) of shot i
     trims = [[0, 0] for _ in shots]
     for i, shot in enumerate(shots):
@@ -299,6 +324,7 @@ def build_timeline(plan: Plan, shot_files: dict[str, str], sound: TimelineSound 
         clip.metadata["daotai"] = _shot_metadata(shot, (camera_files or {}).get(shot.shot_id))
         if i > 0 and shot.transition.type != "cut":
             clip.markers.append(_transition_marker(shot, head, rate))
+        clip.markers.extend(_dialogue_marker(cue, shot, rate) for cue in cues.get(shot.shot_id, ()))
         if shot.transition.type == "fade":
             k = shot.transition.frames
             clip.effects.append(otio.schema.Effect(name="fade in", effect_name="FadeIn", metadata={"frames": k}))

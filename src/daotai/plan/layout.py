@@ -9,7 +9,11 @@ for ProRes)::
     control/<shot_id>_depth_preview.mp4  kind "depth_preview"   "depth_preview.<shot_id>"
     control/<shot_id>_mask.mkv           kind "mask"            "mask.<shot_id>"
     control/index.json                   kind "control_index"   "control_index"
+    shots/<shot_id>.srt, .vtt            kinds "shot_srt", "shot_vtt"  "shot_srt.<shot_id>" … (shots with dialogue)
     sequence<c>                          kind "sequence"        "video"
+    sequence.srt, sequence.vtt           kinds (and names) "srt", "vtt": the dialogue's subtitles (only with dialogue)
+    boards.pdf                           kind "boards"          storyboard pages (``--boards pdf``)
+    boards/page_<nn>.png                 kind "board_page"      "board_page.<nn>" (``--boards png``; nn from 01)
     plan.json, manifest.json, qc.json, contact_sheet.png, timeline.otio
                                          kinds (and names) "plan", "manifest", "qc", "contact_sheet", "timeline"
     thumbnail.jpg, spritesheet.jpg       "thumbnail", "spritesheet" (the server's previews of the sequence)
@@ -38,6 +42,12 @@ CONTROL_DIR = "control"
 CONTAINERS = (".mp4", ".mov")
 
 SHOT_KINDS = ("shot", "depth", "depth_preview", "mask")  # one file per shot each
+# A shot's subtitles, beside its video in shots/ (written only for shots with dialogue).
+SUBTITLE_ENDINGS = {"shot_srt": ".srt", "shot_vtt": ".vtt"}
+BOARDS_DIR = "boards"
+# Kinds with one file per item: a shot's (its id) or a board page's (its number, two digits or more).
+ITEM_KINDS = (*SHOT_KINDS, *SUBTITLE_ENDINGS, "board_page")
+_BOARD_PAGE = re.compile(r"^page_([0-9]{2,4})\.png$")
 CONTROL_KINDS = ("depth", "depth_preview", "mask")  # written only when controls are on
 # Files of the whole render, relative to its folder ("sequence" takes the run's container).
 RUN_FILES = {
@@ -49,6 +59,9 @@ RUN_FILES = {
     "manifest": "manifest.json",
     "thumbnail": "thumbnail.jpg",
     "spritesheet": "spritesheet.jpg",
+    "srt": "sequence.srt",
+    "vtt": "sequence.vtt",
+    "boards": "boards.pdf",
 }
 RUN_KINDS = ("sequence", *RUN_FILES)
 # Control files: the ending after the shot id (the extension is fixed, whatever the container).
@@ -72,14 +85,25 @@ def valid_shot_id(shot_id: object) -> bool:
     return isinstance(shot_id, str) and _SHOT_ID.fullmatch(shot_id) is not None
 
 
+def board_page_id(number: int) -> str:
+    """The id of board page ``number`` (from 1) in its file name and public name: ``01``, ``02`` …"""
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 9999:
+        raise ValueError(f"page: {number!r} must be a whole number from 1 to 9999")
+    return f"{number:02d}"
+
+
 def public_name(kind: str, shot_id: str | None = None) -> str:
     """The name a front end shows and serves a deliverable by: ``video``, ``qc``, ``shot.s01`` …"""
-    if kind in SHOT_KINDS:
+    if kind == "board_page":
+        if not (isinstance(shot_id, str) and _BOARD_PAGE.match(f"page_{shot_id}.png")):
+            raise ValueError(f"page: {shot_id!r} is not a board page id (two to four digits)")
+        return f"{kind}.{shot_id}"
+    if kind in ITEM_KINDS:
         if not valid_shot_id(shot_id):
             raise ValueError(f"shot_id: {shot_id!r} is not a valid shot id (pattern {ID_PATTERN})")
         return f"{kind}.{shot_id}"
     if kind not in RUN_KINDS:
-        raise ValueError(f"kind: {kind!r} is not a deliverable kind ({', '.join((*SHOT_KINDS, *RUN_KINDS))})")
+        raise ValueError(f"kind: {kind!r} is not a deliverable kind ({', '.join((*ITEM_KINDS, *RUN_KINDS))})")
     if shot_id is not None:
         raise ValueError(f"shot_id: {kind!r} belongs to the whole render, not to shot {shot_id!r}")
     return PUBLIC_NAMES.get(kind, kind)
@@ -89,7 +113,10 @@ def parse_public_name(name: str) -> tuple[str, str | None]:
     """The inverse of :func:`public_name`: ``shot.s01`` → ("shot", "s01"), ``video`` → ("sequence", None)."""
     kind, dot, shot_id = name.partition(".")
     if dot:
-        if kind in SHOT_KINDS and valid_shot_id(shot_id):
+        if kind == "board_page":
+            if _BOARD_PAGE.match(f"page_{shot_id}.png"):
+                return kind, shot_id
+        elif kind in ITEM_KINDS and valid_shot_id(shot_id):
             return kind, shot_id
         raise ValueError(f"{name!r} is not the public name of a deliverable")
     kinds = {PUBLIC_NAMES.get(k, k): k for k in RUN_KINDS}
@@ -131,6 +158,10 @@ class RenderLayout:
             return f"{SHOTS_DIR}/{shot_id}{self.container}"
         if kind in CONTROL_ENDINGS:
             return f"{CONTROL_DIR}/{shot_id}{CONTROL_ENDINGS[kind]}"
+        if kind in SUBTITLE_ENDINGS:
+            return f"{SHOTS_DIR}/{shot_id}{SUBTITLE_ENDINGS[kind]}"
+        if kind == "board_page":
+            return f"{BOARDS_DIR}/page_{shot_id}.png"
         if kind == "sequence":
             return f"sequence{self.container}"
         return RUN_FILES[kind]
@@ -165,6 +196,13 @@ class RenderLayout:
                 shot_id = name[: -len(self.container)]
                 if valid_shot_id(shot_id):
                     return "shot", shot_id
+            elif folder == SHOTS_DIR:
+                for kind, ending in SUBTITLE_ENDINGS.items():
+                    shot_id = name[: -len(ending)]
+                    if name.endswith(ending) and valid_shot_id(shot_id):
+                        return kind, shot_id
+            elif folder == BOARDS_DIR and (page := _BOARD_PAGE.match(name)):
+                return "board_page", page.group(1)
             elif folder == CONTROL_DIR:
                 for kind, ending in CONTROL_ENDINGS.items():
                     shot_id = name[: -len(ending)]
@@ -252,9 +290,9 @@ class RenderLayout:
     def present_deliverables(self) -> dict[str, tuple[str, str | None]]:
         """Relative path → (kind, shot id) of every file in the folder that a render writes
         (:meth:`classify_any`); other files (a user's notes, another tool's output) are not
-        listed. Reads the folder (its top level, shots/ and control/), touches nothing."""
+        listed. Reads the folder (its top level, shots/, control/ and boards/), touches nothing."""
         found: dict[str, tuple[str, str | None]] = {}
-        for folder in (self.root, self.shots_dir, self.control_dir):
+        for folder in (self.root, self.shots_dir, self.control_dir, self.root / BOARDS_DIR):
             if not folder.is_dir():
                 continue
             for path in sorted(folder.iterdir()):
@@ -300,7 +338,7 @@ class RenderLayout:
 
 
 __all__ = [
-    "CONTAINERS", "CONTROL_KINDS", "DESKTOP_FILES", "IN_PROGRESS", "RUN_KINDS", "SHOT_KINDS", "RenderLayout",
-    "public_name",
+    "BOARDS_DIR", "CONTAINERS", "CONTROL_KINDS", "DESKTOP_FILES", "IN_PROGRESS", "ITEM_KINDS", "RUN_KINDS",
+    "SHOT_KINDS", "SUBTITLE_ENDINGS", "RenderLayout", "board_page_id", "public_name",
     "valid_shot_id",
 ]

@@ -36,6 +36,7 @@ from daotai.plan.model import (
     TransitionPlan,
 )
 from daotai.plan.motion_code import encode_motion
+from daotai.plan.reading import dialogue_warning
 from daotai.plan.staging import (
     ANIMAL_FRAMING_SCALE,
     DUTCH_ROLL_DEG,
@@ -590,6 +591,10 @@ def plan_script(script: Script) -> Plan:
             problems.extend(_issues_of(exc, f"shots[{index}].camera"))
             continue
         code = encode_motion(move.motion)
+        spoken = dialogue_warning([(names.get(d.character, d.character), d.line) for d in shot.dialogue],
+                                   round(n_frames / fps, 3))
+        if spoken is not None:  # a warning, not an error: a director may mean lines to run over the cut
+            warnings.append(spoken)
         if transition.type == "crossfade":
             cursor -= transition.frames
         others = [(names[c], script.character(c).appearance) for c in present if c != subject]

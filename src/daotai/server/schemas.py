@@ -25,6 +25,7 @@ SIZE_PATTERN = f"^{_EVEN_WIDTH}x{_EVEN_HEIGHT}$"
 MEDIA_TYPES = {
     ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".jpg": "image/jpeg",
     ".png": "image/png", ".webp": "image/webp", ".json": "application/json", ".otio": "application/json",
+    ".srt": "application/x-subrip", ".vtt": "text/vtt", ".pdf": "application/pdf",
 }
 UPLOAD_MEDIA_TYPES = tuple(sorted(set(IMAGE_TYPES.values()) | set(SOUND_TYPES.values())))
 
