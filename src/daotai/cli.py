@@ -310,6 +310,10 @@ def render(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="plan, print how long the render would take on this machine, and write nothing"
     ),
+    boards: Optional[str] = typer.Option(
+        None, "--boards", help="also write storyboard pages, as the web console prints them: pdf (boards.pdf) | "
+        "png (boards/page_01.png …)"
+    ),
 ) -> None:
     """Render a script to shots, sequence, controls, contact sheet, timeline, manifest, qc.
 
@@ -361,6 +365,7 @@ def render(
         cache_bytes=int(cache_gb * 1024**3),
         force=force,
         retakes=retakes,
+        boards=_boards_format(boards, "--boards"),
     )
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
     try:  # so is a model that is not downloaded, before the estimate and any warning
@@ -400,6 +405,43 @@ def render(
         from daotai.errors import QualityError
 
         raise QualityError(f"quality checks failed: see {result.qc_path}")
+
+
+def _boards_format(value: Optional[str], option: str) -> Optional[str]:
+    """``pdf`` or ``png`` from an option's value (any case); OptionError (exit 2) names any other."""
+    if value is None:
+        return None
+    from daotai.deliver.boards import FORMATS
+    from daotai.errors import OptionError
+
+    chosen = value.strip().lower()
+    if chosen not in FORMATS:
+        raise OptionError.at(option, value, f"must be one of {', '.join(FORMATS)}")
+    return chosen
+
+
+@app.command()
+def boards(
+    folder: Path = typer.Argument(..., help="a render output folder (with plan.json and shots/)"),
+    fmt: str = typer.Option("pdf", "--format", help="pdf (boards.pdf) | png (boards/page_01.png …)"),
+    per_page: int = typer.Option(6, "--per-page", help="shots a page: 4, 6, 8, 9 or 12"),
+) -> None:
+    """Write storyboard pages of a finished render into its folder: each shot's middle frame with its
+    framing, move, duration, action, dialogue and transition, as the web console prints them."""
+    from daotai.deliver.boards import PER_PAGE_CHOICES, middle_frames, write_boards
+    from daotai.errors import DaotaiError, OptionError
+    from daotai.plan.layout import RenderLayout
+    from daotai.plan.planner import plan_from_json
+
+    chosen = _boards_format(fmt, "--format")
+    if per_page not in PER_PAGE_CHOICES:
+        raise OptionError.at("--per-page", per_page, f"must be one of {', '.join(map(str, PER_PAGE_CHOICES))}")
+    layout = RenderLayout.find(folder)
+    if not layout.plan.is_file():
+        raise DaotaiError(f"{folder}: has no plan.json; is it a daotai render folder?")
+    plan_obj = plan_from_json(layout.plan.read_text(encoding="utf-8"))
+    for path in write_boards(plan_obj, middle_frames(plan_obj, layout), layout, chosen, per_page):
+        out.print(f"wrote {path}")
 
 
 @app.command()

@@ -95,6 +95,9 @@ class PipelineSettings:
     # Processes that check shots while the next ones render (daotai.qc.parallel); None: one per
     # core, up to the shots; 0: every shot is checked in this process after assembly.
     qc_workers: int | None = None
+    # Storyboard pages written with the render (daotai.deliver.boards): "pdf" (boards.pdf) or "png"
+    # (boards/page_01.png …); None: none (the contact sheet is always written).
+    boards: str | None = None
     # Outputs asked for but not written because an optional package is missing: run() fills it
     # (with a notice before any work) and the manifest lists it as "skipped_outputs".
     skipped_outputs: tuple[dict[str, str], ...] = ()
@@ -1226,6 +1229,11 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
 
     write_contact_sheet(plan, {r.shot_id: r.middle for r in records}, layout.contact_sheet)
     yield Output("contact_sheet", str(layout.contact_sheet))
+    if settings.boards:
+        from daotai.deliver.boards import write_boards
+
+        for path in write_boards(plan, {r.shot_id: r.middle for r in records}, layout, settings.boards):
+            yield Output(layout.classify(path.relative_to(layout.root).as_posix())[0], str(path))
     # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables;
     # the timeline's clips name them
     cameras = write_cameras(plan, out_dir / "cameras", usd=settings.usd_cameras)

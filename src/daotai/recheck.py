@@ -24,8 +24,9 @@ from daotai.plan.layout import RenderLayout
 from daotai.qc.report import QcReport, finish_report
 
 # Files a render lists in its manifest that change afterwards by design: qc.json (``daotai qc``
-# rewrites it) and the server's previews of the sequence (made after the manifest).
-_REWRITTEN_KINDS = ("qc", "thumbnail", "spritesheet", "manifest")
+# rewrites it), the server's previews of the sequence (made after the manifest) and the storyboard
+# pages (``daotai boards`` writes them into a finished render).
+_REWRITTEN_KINDS = ("qc", "thumbnail", "spritesheet", "manifest", "boards", "board_page")
 
 
 def check_files(layout: RenderLayout, manifest: dict[str, Any]) -> dict[str, Any]:
