@@ -1,4 +1,4 @@
-"""Command line front end: ``daotai validate | schema | plan | render | qc | doctor``.
+"""Command line front end: ``daotai validate | schema | plan | render | boards | qc | doctor`` and more.
 
 Only calls the library. Every DaotaiError becomes a short message and its exit code; no
 traceback reaches the user (set DAOTAI_DEBUG=1 to see one).
