@@ -253,6 +253,19 @@ def test_sequence_from_frames_and_a_choice_of_shots(director, pan_frames, tmp_pa
         drive(assemble_shots(director.plan, {"pan": pan_frames}, tmp_path / "b"), RunContext())
 
 
+def test_sequence_of_shots_with_dialogue_gets_subtitles(director, pan_frames, tmp_path):
+    from daotai.plan.model import DialoguePlan, ShotSoundPlan
+
+    plan = chosen_shots(director.plan, "pan")
+    spoken = plan.shots[0].model_copy(update={"sound": ShotSoundPlan(dialogue=(DialoguePlan(character="red",
+                                                                                             line="Hello."),))})
+    plan = plan.model_copy(update={"shots": (spoken,)})
+    result = drive(assemble_shots(plan, {"pan": pan_frames}, tmp_path), RunContext())
+    assert [p.relative_to(tmp_path).as_posix() for p in result.subtitles] == [
+        "sequence.srt", "sequence.vtt", "shots/pan.srt", "shots/pan.vtt"]
+    assert (tmp_path / "sequence.srt").read_text(encoding="utf-8") == "1\n00:00:00,000 --> 00:00:01,000\nRED: Hello.\n"
+
+
 def test_the_wan_size_comes_from_the_plan(director):
     from daotai.comfy.camera import wan_size
 

@@ -41,6 +41,7 @@ class Sequence:
     frames: int
     plan: Plan  # the plan of the assembled shots (re-timed as a sequence)
     editorial_note: str = ""  # how timeline.xml / .edl were retimed (a rate SMPTE timecode lacks), or ""
+    subtitles: tuple[Path, ...] = ()  # sequence.srt / .vtt and the shots' (only when the plan has dialogue)
 
     def summary(self) -> str:
         """For the node's panel: what was written, and the editorial retiming when there was one."""
@@ -114,6 +115,7 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
     ``backend`` choose the encode settings as ``daotai render --codec … --backend …`` does;
     ``source`` is the script file its soundtrack is relative to (None: the current folder).
     """
+    from daotai.deliver.subtitles import write_subtitles
     from daotai.deliver.timeline import editorial_retime, write_timeline
     from daotai.encode.audio import ROLE_SOUNDTRACK, probe_audio
     from daotai.pipeline import PipelineSettings, encode_settings_for, load_soundtrack
@@ -158,9 +160,11 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
     yield Progress("assemble", None, plan.total_frames, plan.total_frames)
     timeline = write_timeline(plan, {s.shot_id: layout.relative("shot", s.shot_id) for s in plan.shots},
                               layout.timeline)
+    subtitles = write_subtitles(plan, layout)  # as a render's folder has them
     retime = editorial_retime(plan)
     return Sequence(folder=layout.root, sequence=layout.sequence, timeline=tuple(timeline), shots=tuple(placed),
-                    frames=result.frames, plan=plan, editorial_note=retime.note() if retime is not None else "")
+                    frames=result.frames, plan=plan, editorial_note=retime.note() if retime is not None else "",
+                    subtitles=tuple(subtitles))
 
 
 def shots_in_folder(plan: Plan, folder: str | Path) -> dict[str, Path]:
