@@ -50,6 +50,8 @@ const I18N = {
     kind_mask: "character mask", kind_control_index: "control index", kind_plan: "plan", kind_qc: "quality report",
     kind_manifest: "manifest", kind_contact_sheet: "contact sheet", kind_timeline: "timeline (OTIO)",
     kind_edl: "EDL", kind_fcpxml: "FCP XML", kind_thumbnail: "thumbnail", kind_spritesheet: "sprite sheet",
+    kind_srt: "subtitles (SRT)", kind_vtt: "subtitles (WebVTT)", kind_shot_srt: "subtitles (SRT)", kind_shot_vtt: "subtitles (WebVTT)",
+    kind_boards: "storyboard pages (PDF)", kind_board_page: "storyboard page (PNG)", subtitles: "Dialogue",
     open_full: "Open full size", close: "Close", open_tab: "Open in a new tab",
     check_file: "File", check_format: "Format", check_picture: "Picture", check_camera: "Camera move",
     check_fidelity: "Encode fidelity", check_sound: "Sound", check_other: "Other",
@@ -104,6 +106,8 @@ const I18N = {
     kind_mask: "角色遮罩", kind_control_index: "控制索引", kind_plan: "规划", kind_qc: "质检报告",
     kind_manifest: "清单", kind_contact_sheet: "联系表", kind_timeline: "时间线（OTIO）",
     kind_edl: "EDL", kind_fcpxml: "FCP XML", kind_thumbnail: "缩略图", kind_spritesheet: "拼图",
+    kind_srt: "字幕（SRT）", kind_vtt: "字幕（WebVTT）", kind_shot_srt: "字幕（SRT）", kind_shot_vtt: "字幕（WebVTT）",
+    kind_boards: "故事板页（PDF）", kind_board_page: "故事板页（PNG）", subtitles: "对白",
     open_full: "查看原尺寸", close: "关闭", open_tab: "在新标签页打开",
     check_file: "文件", check_format: "格式", check_picture: "画面", check_camera: "运镜",
     check_fidelity: "编码保真度", check_sound: "声音", check_other: "其他",
@@ -1782,7 +1786,9 @@ function renderResults(entry) {
   const job = entry.job;
   const names = new Set(job.outputs.map((o) => o.name));
   const player = el("div", { class: "sequence" }, el("h3", {}, t("sequence")),
-    names.has("video") ? el("video", { class: "sequence-player", controls: true, preload: "metadata", src: fileUrl(job, "video") }) : null);
+    names.has("video") ? el("video", { class: "sequence-player", controls: true, preload: "metadata", src: fileUrl(job, "video") },
+      // the dialogue's subtitles (written only when the script has dialogue), shown by default
+      names.has("vtt") ? el("track", { kind: "subtitles", label: t("subtitles"), src: fileUrl(job, "vtt"), default: true }) : null) : null);
   const clips = el("div", {}, el("h3", {}, t("clips")), el("div", { class: "clips" },
     ...job.outputs.filter((o) => o.kind === "shot").map((o) => el("figure", {},
       el("video", { controls: true, preload: "metadata", src: fileUrl(job, o.name) }), el("figcaption", {}, o.shot_id)))));
