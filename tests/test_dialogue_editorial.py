@@ -199,3 +199,12 @@ def test_sixty_words_in_one_second_is_warned_in_plan_and_validate(tmp_path):
                             text=True, cwd=ROOT, env=dict(os.environ, COLUMNS="400"), timeout=120)
     assert result.returncode == 0
     assert "rush: dialogue needs 20.0 s but the shot lasts 1 s" in result.stderr
+
+
+def test_long_lines_wrap_as_subtitles_do():
+    from daotai.deliver.subtitles import wrapped
+
+    english = wrapped("MIA: " + " ".join(["rain"] * 30))
+    assert len(english) > 2 and all(len(line) <= 42 for line in english)
+    chinese = wrapped("林：今天晚上我们在老地方见面吧，不见不散，好不好？")
+    assert [len(line) for line in chinese] == [16, 9]
