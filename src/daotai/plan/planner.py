@@ -68,6 +68,7 @@ from daotai.script.vocab import (
     CAMERA_SIDE_DEG,
     DIRECTION_SIGNS,
     LOOK_WORDS,
+    OVERLAPPING_TRANSITIONS,
     SENSOR_WIDTH_MM,
     SIT_DOWN_WORDS,
     STAND_UP_WORDS,
@@ -504,12 +505,14 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     seconds = shot.transition.seconds
     if kind == "cut":
         return _CUT
-    count = max(1, round(seconds * fps)) if kind == "crossfade" else max(1, round(seconds * fps / 2.0))
+    overlapping = kind in OVERLAPPING_TRANSITIONS  # a crossfade or a wipe: the shots overlap
+    count = max(1, round(seconds * fps)) if overlapping else max(1, round(seconds * fps / 2.0))
     where = f"shots[{index}].transition"
     problem = None
-    if kind == "crossfade":
+    if overlapping:
         if prev_frames is None:
-            problem = Issue(f"{where}.type", kind, "needs a previous shot to blend from; use 'fade' or 'cut' "
+            joins = "blend" if kind == "crossfade" else "wipe"
+            problem = Issue(f"{where}.type", kind, f"needs a previous shot to {joins} from; use 'fade' or 'cut' "
                             "on the first shot")
         elif count > min(prev_frames, frames):
             problem = Issue(f"{where}.duration", seconds, f"s ({count} frames) must not exceed either adjacent "
@@ -519,7 +522,7 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     if problem is not None:
         problems.append(problem)
         return _CUT
-    return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if kind == "crossfade" else 2)), frames=count)
+    return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if overlapping else 2)), frames=count)
 
 
 def _closing_fade(seconds: float | None, shot_id: str, frames: int, incoming: TransitionPlan, fps: float,
@@ -595,7 +598,7 @@ def plan_script(script: Script) -> Plan:
                                    round(n_frames / fps, 3))
         if spoken is not None:  # a warning, not an error: a director may mean lines to run over the cut
             warnings.append(spoken)
-        if transition.type == "crossfade":
+        if transition.type in OVERLAPPING_TRANSITIONS:
             cursor -= transition.frames
         others = [(names[c], script.character(c).appearance) for c in present if c != subject]
         subject_name = names[subject] if subject else None
@@ -976,9 +979,9 @@ def select_shots(plan: Plan, shot_ids: list[str]) -> Plan:
     cursor = 0
     for position, shot in enumerate(chosen):
         transition = shot.transition
-        if position == 0 and transition.type == "crossfade":
+        if position == 0 and transition.type in OVERLAPPING_TRANSITIONS:
             transition = TransitionPlan(type="cut", duration_s=0.0, frames=0)
-        if transition.type == "crossfade":
+        if transition.type in OVERLAPPING_TRANSITIONS:
             cursor -= transition.frames
         retimed.append(shot.model_copy(update={"start_frame": cursor, "transition": transition}))
         cursor += shot.frames

@@ -479,11 +479,13 @@ class BlockingMove(Model):
 
 class Transition(Model):
     """How this shot joins the previous one: a fade dips to black between them (on the first shot, fades
-    in from black); the film's fade to black at its end is the script's fade_out."""
+    in from black); a crossfade blends them and a wipe (wipe_left, wipe_right, wipe_up, wipe_down: the way
+    its edge travels) uncovers this shot behind a moving edge, both over the end of the previous shot; the
+    film's fade to black at its end is the script's fade_out."""
 
     type: TransitionKindField = TransitionKind.cut
     duration: bounded_seconds(ge=0, le=10) | None = Field(
-        default=None, description="seconds; default 0.5 for crossfade/fade"
+        default=None, description="seconds; default 0.5 for every transition but a cut"
     )
 
     @model_validator(mode="after")

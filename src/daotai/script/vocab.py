@@ -77,6 +77,22 @@ class TransitionKind(str, Enum):
     cut = "cut"
     crossfade = "crossfade"
     fade = "fade"
+    # A wipe's name says where its edge travels: in a wipe_right the edge crosses the frame
+    # from the left side to the right, uncovering the incoming shot behind it.
+    wipe_left = "wipe_left"
+    wipe_right = "wipe_right"
+    wipe_up = "wipe_up"
+    wipe_down = "wipe_down"
+
+
+# Which way each wipe's edge travels across the frame (the direction in its name).
+WIPE_DIRECTIONS: Mapping[str, str] = MappingProxyType(
+    {"wipe_left": "left", "wipe_right": "right", "wipe_up": "up", "wipe_down": "down"}
+)
+# Transitions in which the incoming shot overlaps the end of the outgoing one (the sequence is
+# that many frames shorter than its shots): the crossfade blends over the overlap, a wipe
+# uncovers the incoming shot behind a moving edge. A fade overlaps nothing (it dips to black).
+OVERLAPPING_TRANSITIONS: tuple[str, ...] = ("crossfade", *WIPE_DIRECTIONS)
 
 
 class SetPieceKind(str, Enum):
@@ -161,6 +177,11 @@ TRANSITION_ALIASES = _table(
         "cut": ["hard_cut", "straight_cut", "切", "硬切", "直切"],
         "crossfade": ["dissolve", "cross_dissolve", "mix", "叠化", "交叉淡化", "溶"],
         "fade": ["fade_to_black", "dip_to_black", "淡入淡出", "淡出", "渐隐"],
+        # a plain wipe travels the way a page is read: left to right
+        "wipe_right": ["wipe", "wipe_to_right", "划像", "划变", "右划像", "向右划像"],
+        "wipe_left": ["wipe_to_left", "左划像", "向左划像"],
+        "wipe_up": ["wipe_to_top", "上划像", "向上划像"],
+        "wipe_down": ["wipe_to_bottom", "下划像", "向下划像"],
     }
 )
 

@@ -177,6 +177,7 @@ const VOCAB_ZH = {
   dawn: "黎明", morning: "早晨", day: "白天", afternoon: "下午", dusk: "黄昏", night: "夜晚", interior: "室内",
   linear: "匀速", ease_in: "缓入", ease_out: "缓出", ease_in_out: "缓入缓出",
   cut: "切", crossfade: "叠化", fade: "淡入淡出",
+  wipe_left: "向左划像", wipe_right: "向右划像", wipe_up: "向上划像", wipe_down: "向下划像",
   left: "左", right: "右", up: "上", down: "下", in: "进", out: "出",
   box: "方块", cylinder: "圆柱", sphere: "球",
 };
