@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from daotai.script import spellings, vocab
+from daotai.script import aspect, spellings, vocab
 from daotai.script.vocab import (
     Angle,
     CameraType,
@@ -201,8 +201,22 @@ class Size(Model):
                       AfterValidator(_even)]
 
 
+DEFAULT_SIZE = (1280, 720)
+
+
 def _parse_size(value: Any) -> Any:
-    """'1080p', '4K', 'UHD', '1920x1080' or [w, h] → {width, height} (spellings.read_size)."""
+    """'1080p', '4K', 'UHD', '1920x1080' or [w, h] → {width, height} (spellings.read_size); an aspect
+    ratio after a size or alone ('1080p 2.39:1', '9:16') crops it to that shape (daotai.script.aspect)."""
+    if isinstance(value, str):
+        base, ratio_text = aspect.split_ratio(value)
+        if ratio_text is not None:
+            named = spellings.read_size(base, SIZE_PRESETS) if base else {"width": DEFAULT_SIZE[0],
+                                                                           "height": DEFAULT_SIZE[1]}
+            width, height = aspect.frame_for_ratio(named["width"], named["height"], aspect.read_ratio(ratio_text))
+            if min(width, height) < MIN_SIDE:
+                raise ValueError(f"{value!r} gives {width}x{height}: a side under {MIN_SIDE} px; name a larger size "
+                                 f"before the ratio ('1080p {ratio_text}')")
+            return {"width": width, "height": height}
     return spellings.read_size(value, SIZE_PRESETS)
 
 
@@ -654,9 +668,11 @@ class Script(Model):
     title: str = Field(default="Untitled", max_length=200)
     fps: Finite = Field(default=24.0, ge=1, le=120)
     size: Annotated[Size, BeforeValidator(_parse_size)] = Field(
-        default=Size(width=1280, height=720), validation_alias=_spelled("Script", "size"),
+        default=Size(width=DEFAULT_SIZE[0], height=DEFAULT_SIZE[1]), validation_alias=_spelled("Script", "size"),
         description="{width, height}, [width, height], 'WIDTHxHEIGHT' or a name: " + ", ".join(SIZE_PRESETS)
-        + ", 4K/UHD/2160p, 1440p, 8K (alias: resolution)",
+        + ", 4K/UHD/2160p, 1440p, 8K (alias: resolution); an aspect ratio after it or alone ('1080p 2.39:1', "
+        "'9:16', '4:3') crops the frame to that shape: the largest frame of the ratio inside the size "
+        "(1280x720 when none is named), upright for a portrait ratio; rendered at that size, not letterboxed",
     )
     seed: Whole = Field(default=0, ge=0, le=2**32 - 1)
     scene: Annotated[Scene, BeforeValidator(_parse_scene)] = Scene()
