@@ -5,6 +5,7 @@ The same script always gives the same plan, byte for byte (see :func:`plan_to_js
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -19,6 +20,7 @@ from daotai import __version__, catalog
 from daotai.errors import NO_VALUE, Issue, PlanError
 from daotai.plan import camera as cam
 from daotai.plan import prompt as prompts
+from daotai.plan import steadicam, viewpoint
 from daotai.plan.model import (
     CameraFrame,
     CharacterFrame,
@@ -62,6 +64,7 @@ from daotai.plan.staging import (
     yaw_toward,
 )
 from daotai.plan.timing import frames_for, snap_for
+from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Character, Script, Shot
 from daotai.script.vocab import (
     ACTION_POSE_WORDS,
@@ -102,6 +105,7 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "dolly_zoom": {},
     "handheld": {"shake": 1.0},
     "follow": {},
+    "steadicam": {},  # its float is drawn on top of the follow (daotai.plan.steadicam)
 }
 
 
@@ -205,7 +209,7 @@ def resolve_move(spec: CameraSpec, subject_distance: float, where: str = "camera
         fov_end=_r(fov_end),
         easing=spec.easing.value,
         shake=float(shake),
-        follow=kind == "follow",
+        follow=kind in ("follow", "steadicam"),
     )
 
 
@@ -731,17 +735,23 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
     if subject is not None:
         others = tuple(bodies[c] for c in present if c != subject)
         path = np.array([p.position for frame in character_frames for p in frame], np.float64)
-        try:
-            placement, fov, _ = stage_camera(
-                framing, shot.angle.value, lens_fov, width / height, bodies[subject], others,
-                fov_given=fov_given, path=path,
-            )
-        except ValueError:
-            raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
-                               "(list both in shots[].characters)") from None
-        if kinds[subject] == "animal" and FRAMING_RULES[framing].scale_with_height:
+        if framing in VIEWPOINT_FRAMINGS:  # placed by what the subject sees (pov) or holds (insert)
+            seated = {p.id: p.pose == "sit" for p in character_frames[0]}
+            placement, fov = _viewpoint_camera(shot, framing, bodies, subject, others, seated, lens_fov), lens_fov
+        else:
+            try:
+                placement, fov, _ = stage_camera(
+                    framing, shot.angle.value, lens_fov, width / height, bodies[subject], others,
+                    fov_given=fov_given, path=path,
+                )
+            except ValueError:
+                raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
+                                   "(list both in shots[].characters)") from None
+        if kinds[subject] == "animal" and framing in FRAMING_RULES and FRAMING_RULES[framing].scale_with_height:
             placement = _toward_the_head(placement, bodies[subject])
         place = _camera_place(shot, index, framing, bodies)
+        if framing in VIEWPOINT_FRAMINGS and place.aim is not None:
+            place = dataclasses.replace(place, aim=None)  # the viewpoint already looks at the camera's aim
         if shot.camera.follow and not place.moves_the_camera:
             place = _beside_the_path(place, bodies[subject], character_frames, present.index(subject))
         if place.moves_the_camera or place.aim is not None:
@@ -754,7 +764,7 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
                                   ANIMAL_FRAMING_SCALE if kinds[subject] == "animal" else 1.0)
         if fov != shot.camera.fov:
             camera_spec = shot.camera.model_copy(update={"fov": fov})
-        if framing != "over_the_shoulder" and not _place_given(shot):
+        if framing not in ("over_the_shoulder", *VIEWPOINT_FRAMINGS) and not _place_given(shot):
             hidden = hidden_by(placement, bodies[subject], others)
             if hidden:
                 warnings.append(f"{', '.join(hidden)} stands between the camera and {subject} at the start of the shot")
@@ -798,6 +808,8 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
             now = np.array(frame[present.index(subject)].position)
             poses[i, 0, 3] += now[0] - start[0]
             poses[i, 2, 3] += now[1] - start[1]
+    if move.type == "steadicam":
+        poses = steadicam.add_float(poses, fps, derive_seed(seed, "steadicam"))
     if shot.camera.follow and subject is not None:
         track = np.array([frame[present.index(subject)].position for frame in character_frames], np.float64)
         poses = _turn_to_follow(poses, np.array(placement.aim_point), track - track[0],
@@ -818,6 +830,28 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
     )
     return framing, move, placement, cameras
 
+def _viewpoint_camera(shot: Shot, framing: str, bodies: dict[str, Body], subject: str, others: tuple[Body, ...],
+                      seated: dict[str, bool], fov: float):
+    """The start camera of a pov or an insert (daotai.plan.viewpoint).
+
+    pov: at the subject's eyes, looking at the shot's look_at, else the camera's aim, else whom it faces.
+    insert: a close detail of the camera's aim (a point, or a character's hand), else the subject's hand."""
+    body, angle = bodies[subject], shot.angle.value
+    aim = shot.camera.aim if shot.camera.aim != "subject" else None
+    if framing == "pov":
+        wanted = shot.look_at if shot.look_at is not None else aim
+        look = bodies.get(wanted) if isinstance(wanted, str) else (np.array(wanted, np.float64) if wanted else None)
+        target = viewpoint.pov_target(body, others, seated[subject], look)
+        return viewpoint.pov_placement(body, target, seated[subject], angle)
+    if isinstance(aim, tuple):
+        detail = np.array(aim, np.float64)
+    elif isinstance(aim, str) and aim in bodies:
+        detail = viewpoint.hand_point(bodies[aim], seated[aim])
+    else:
+        detail = viewpoint.hand_point(body, seated[subject])
+    return viewpoint.insert_placement(body, detail, fov, angle)
+
+
 def _lens_fov(camera: CameraSpec, aspect: float) -> float:
     """The vertical fov the script asks for: from focal_length_mm on the sensor's width, else fov."""
     if camera.focal_length_mm is None:
@@ -837,7 +871,7 @@ def _camera_place(shot: Shot, index: int, framing: str, bodies: dict[str, Body])
             raise PlanError.at(f"shots[{index}].camera.aim", cam.aim, "must be 'subject' or the id of a character "
                                f"in the shot ({', '.join(bodies) or 'none'})")
         body = bodies[cam.aim]
-        rule = FRAMING_RULES[framing]
+        rule = FRAMING_RULES.get(framing, FRAMING_RULES["close_up"])  # a pov or insert looks at the face
         aim = (body.xz[0], body.height * rule.aim_fraction, body.xz[1])
     elif isinstance(cam.aim, tuple):
         aim = tuple(float(v) for v in cam.aim)

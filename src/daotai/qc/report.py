@@ -421,8 +421,8 @@ class SubjectCheck:
 
     @classmethod
     def start(cls, plan: Plan, shot: ShotPlan, controls: bool) -> "SubjectCheck | None":
-        """The check for a shot; None when it has no subject to check."""
-        if shot.subject is None or shot.subject not in shot.characters or shot.frames < 1:
+        """The check for a shot; None when it has no subject to check (a pov's subject is behind the lens)."""
+        if shot.subject is None or shot.subject not in shot.characters or shot.frames < 1 or shot.framing == "pov":
             return None
         return cls(plan, shot, controls)
 

@@ -389,7 +389,7 @@ def _place_contradictions(cam: CameraSpec) -> list[str]:
         problems.append("focal_length_mm contradicts fov (give the lens one way)")
     if cam.sensor is not None and cam.focal_length_mm is None:
         problems.append("sensor contradicts a lens given as fov (a sensor only reads focal_length_mm)")
-    if cam.follow and cam.type in (CameraType.orbit, CameraType.follow):
+    if cam.follow and cam.type in (CameraType.orbit, CameraType.follow, CameraType.steadicam):
         problems.append(f"follow contradicts type '{cam.type.value}' (it moves the camera itself; follow turns it)")
     if cam.follow and cam.rotate is not None and any(cam.rotate):
         problems.append("follow contradicts rotate (the moving subject sets how far the camera turns)")

@@ -25,6 +25,10 @@ class Framing(str, Enum):
     # Two-person shot types (not sizes): the planner stages both characters in them.
     over_the_shoulder = "over_the_shoulder"
     two_shot = "two_shot"
+    # Shots placed by what the subject sees or holds (daotai.plan.viewpoint): through its eyes, or
+    # a close detail of its hands or of the point the camera's aim names (a prop).
+    pov = "pov"
+    insert = "insert"
 
 
 class Angle(str, Enum):
@@ -54,6 +58,7 @@ class CameraType(str, Enum):
     dolly_zoom = "dolly_zoom"
     handheld = "handheld"
     follow = "follow"
+    steadicam = "steadicam"  # follows the subject as follow does, with a slow float (daotai.plan.steadicam)
 
 
 class Easing(str, Enum):
@@ -137,6 +142,9 @@ FRAMING_ALIASES = _table(
         "extreme_wide": ["EWS", "ELS", "XLS", "XWS", "extreme_long_shot", "extreme_wide_shot", "大远景", "极远景"],
         "over_the_shoulder": ["OTS", "OS", "over_shoulder", "over_the_shoulder_shot", "过肩", "过肩镜头", "过肩拍"],
         "two_shot": ["2S", "twoshot", "two_person_shot", "双人镜头", "双人", "两人镜头"],
+        "pov": ["point_of_view", "point_of_view_shot", "pov_shot", "subjective", "subjective_shot", "主观镜头",
+                "主观视角", "主观"],
+        "insert": ["insert_shot", "detail", "detail_shot", "insert_close_up", "插入镜头", "插入", "细节镜头"],
     }
 )
 
@@ -243,6 +251,9 @@ def _camera_table() -> Mapping[str, CameraPreset]:
         "滑动变焦": ("dolly_zoom", {}),
         "shaky": ("handheld", {}), "hand_held": ("handheld", {}), "手持": ("handheld", {}),
         "晃动": ("handheld", {}),
+        "steady_cam": ("steadicam", {}), "stabilizer": ("steadicam", {}), "stabiliser": ("steadicam", {}),
+        "gimbal": ("steadicam", {}), "斯坦尼康": ("steadicam", {}), "斯坦尼康跟拍": ("steadicam", {}),
+        "稳定器": ("steadicam", {}),
         "follow_shot": ("follow", {}), "跟": ("follow", {}), "跟拍": ("follow", {}), "跟随": ("follow", {}),
         "pan_follow": ("pan", {"follow": True}), "follow_pan": ("pan", {"follow": True}),
         "panning_follow": ("pan", {"follow": True}), "摇跟": ("pan", {"follow": True}), "跟摇": ("pan", {"follow": True}),
