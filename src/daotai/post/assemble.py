@@ -1,4 +1,4 @@
-"""Join shot clips into one sequence with cuts, crossfades and fades.
+"""Join shot clips into one sequence with cuts, crossfades, wipes and fades.
 
 Frames stream through decode → blend → encode; at most one crossfade's worth of frames of
 the previous clip is held in memory, never a whole clip.
