@@ -127,6 +127,8 @@ def test_settings_derive_format_container_and_crf():
         ({"preset": "warp"}, "settings.preset"),
         ({"prores_profile": 4}, "settings.prores_profile"),
         ({"threads": -2}, "settings.threads"),
+        ({"keyint_s": 0}, "settings.keyint_s"),
+        ({"keyint_s": float("nan")}, "settings.keyint_s"),
     ],
 )
 def test_settings_reject_bad_values(kwargs, field):
@@ -415,22 +417,23 @@ def _x264_options(path) -> bytes:
     return data[start : data.index(b"\x00", start)]
 
 
-def test_colour_encodes_default_to_one_x264_thread_and_threads_on_request_are_frame_threads(tmp_path):
-    # threaded x264 gave different bytes for the same frames from run to run, so the default and
-    # the pipeline's shots use one thread; more threads, when asked for, are frame threads (no slices)
+def test_colour_encodes_default_to_a_fixed_number_of_frame_threads_and_one_second_gops(tmp_path):
+    # the default and the pipeline's shots use FRAME_THREADS frame threads (no slices), never
+    # "auto", and a keyframe every second; an explicit count is kept
+    from daotai.encode.video import FRAME_THREADS
     from daotai.pipeline import PipelineSettings, encode_settings_for
 
     frames = [np.full((64, 96, 3), v, np.uint8) for v in (10, 120, 230)]
     for name, settings in (("default", None), ("shot", encode_settings_for(PipelineSettings(), 96, 64)),
-                           ("four", EncodeSettings(threads=4))):
+                           ("one", EncodeSettings(threads=1))):
         with VideoWriter(tmp_path / f"{name}.mp4", 96, 64, 24, settings) as writer:
             for frame in frames:
                 writer.write(frame)
     for name in ("default", "shot"):
         options = _x264_options(tmp_path / f"{name}.mp4")
-        assert b" threads=1 " in options and b" mbtree=0 " in options  # both made bytes vary run to run
-    four = _x264_options(tmp_path / "four.mp4")
-    assert b" threads=4 " in four and b" sliced_threads=0 " in four
+        assert f" threads={FRAME_THREADS} ".encode() in options and b" sliced_threads=0 " in options
+        assert b" mbtree=0 " in options and b" keyint=24 " in options  # mbtree made bytes vary run to run
+    assert b" threads=1 " in _x264_options(tmp_path / "one.mp4")
 
 
 # --------------------------------------------------------------------------- bad inputs

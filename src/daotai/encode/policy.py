@@ -3,16 +3,15 @@ size and the backend's :class:`~daotai.render.spec.EncodeDefaults`."""
 
 from __future__ import annotations
 
-from daotai.encode.video import EncodeSettings
+from daotai.encode.video import FRAME_THREADS, EncodeSettings
 from daotai.render.spec import EncodeDefaults
 
 LARGE_FRAME_PIXELS = 1280 * 720  # at and above this, the backend's large-frame preset applies
-# One x264 thread: threaded x264 did not give the same bytes for the same frames from run to
-# run (one 320x180 shot on 2 busy cores: 3 different files in 150 encodes with slice threads,
-# 2 in 200 with 3 frame threads; with 1 thread always the same file), and "auto" follows the
-# core count, so bytes would also differ between a laptop, a cluster node and CI. Encoders run
-# beside the renderer (in processes or threads), so one thread each costs no wall time there.
-ENCODE_THREADS = 1
+# A fixed number of x264 frame threads (FRAME_THREADS), never "auto": x264's bytes depend on its
+# thread count and on nothing else of the machine, so a laptop, a cluster node and CI write the
+# same files. (One thread was the rule while mbtree made even one-thread bytes vary; with mbtree
+# off, threaded encodes match run to run and across CPU affinities: tests/test_encode_threads.py.)
+ENCODE_THREADS = FRAME_THREADS
 
 
 def encode_settings(codec: str, crf: int | None, preset: str | None, defaults: EncodeDefaults,

@@ -47,6 +47,7 @@ __all__ = [
     "as_fps",
     "decode_frames",
     "decode_gray",
+    "frame_index",
     "probe",
     "rgb_to_yuv_planes",
     "rgb_to_yuv_u8",
@@ -83,6 +84,15 @@ PRESETS = (
 # text-like detail round-trip at ≥ 38.5 dB mean PSNR with margin (see tests/test_encode.py).
 DEFAULT_CRF = {"h264": 18, "hevc": 18}
 PRORES_PROFILES = {0: "proxy", 1: "lt", 2: "standard", 3: "hq"}
+# x264 frame threads of every colour encode. A fixed count, never "auto" (which follows the
+# machine's cores): x264 is deterministic for a given thread count, so the same frames and
+# settings give the same bytes on a laptop, a cluster node and CI (tests/test_encode_threads.py
+# encodes under different CPU affinities and compares). 24 encodes of 48 frames at 640x360 on
+# 2 busy cores (3 at once) gave one file; 4 threads keep 2 to 4 cores busy where one kept one.
+FRAME_THREADS = 4
+# A keyframe (closed GOP, IDR) at least every second: assembly copies the GOPs a transition
+# does not touch instead of re-encoding them, so the GOP is what a blend re-encodes at most.
+KEYINT_S = 1.0
 
 _ENCODERS = {"h264": "libx264", "hevc": "libx265", "prores": "prores_ks"}
 _PIX_FMTS = {"h264": "yuv420p", "hevc": "yuv420p", "prores": "yuv422p10le"}
@@ -109,9 +119,10 @@ class EncodeSettings:
     crf: int | None = None  # None: DEFAULT_CRF[codec]; must stay None for prores
     preset: str = "veryfast"  # x264/x265 speed preset; prores has none and ignores it
     prores_profile: int = 3  # 0 proxy, 1 LT, 2 standard, 3 HQ (all 4:2:2 10 bit)
-    # encoder threads; 1 gives the same bytes for the same frames every time, 0 (auto) or more
-    # encode faster on many cores but x264's threaded output can vary from run to run
-    threads: int = 1
+    # encoder threads: any fixed count gives the same bytes for the same frames on every machine;
+    # 0 (auto) follows the core count, so its bytes differ between machines
+    threads: int = FRAME_THREADS
+    keyint_s: float = KEYINT_S  # longest GOP in seconds (x264/x265 keyint = round(keyint_s * fps))
     tune: str | None = None  # x264/x265 tune, e.g. "psnr" for flat synthetic content
     # A hardware encoder (VideoToolbox, NVENC; daotai.encode.hardware) in place of the software
     # one; crf, preset and tune then do not apply (the encoder's own quality settings do).
@@ -149,6 +160,9 @@ class EncodeSettings:
             raise EncodeError(
                 f"settings.threads: {self.threads!r} must be an integer >= 0 (0 = auto)"
             )
+        keyint = self.keyint_s
+        if isinstance(keyint, bool) or not isinstance(keyint, (int, float)) or not 0 < keyint <= 60:
+            raise EncodeError(f"settings.keyint_s: {keyint!r} must be a number of seconds in (0, 60]")
 
     @property
     def pix_fmt(self) -> str:
@@ -177,25 +191,30 @@ class EncodeSettings:
         need a bit rate, which follows from both)."""
         if self.hardware is not None:
             return self.hardware.stream_options(width, height, fps)
-        return self.codec_options()
+        return self.codec_options(fps)
 
-    def codec_options(self) -> dict[str, str]:
-        """Software encoder private options for PyAV."""
+    def keyint_frames(self, fps: Fraction) -> int:
+        """The longest GOP in frames at this rate: round(keyint_s * fps), at least 1."""
+        return max(1, math.floor(Fraction(repr(float(self.keyint_s))) * fps + Fraction(1, 2)))
+
+    def codec_options(self, fps: Fraction | None = None) -> dict[str, str]:
+        """Software encoder private options for PyAV; with ``fps`` the keyframe interval too."""
         if self.codec == "prores":
-            return {"profile": str(self.prores_profile)}
+            return {"profile": str(self.prores_profile)}  # every ProRes frame is a keyframe
+        keyint = f":keyint={self.keyint_frames(fps)}" if fps is not None else ""
         options = {"crf": str(self.effective_crf), "preset": self.preset}
         if self.tune is not None:
             options["tune"] = self.tune
         # Chroma is averaged over 2x2 blocks, i.e. sited at the block centre: say so in
         # the VUI (chroma_sample_loc_type 1) so players interpolate it from the right place.
         if self.codec == "hevc":
-            options["x265-params"] = "log-level=error:chromaloc=1"  # x265 prints a banner otherwise
+            options["x265-params"] = "log-level=error:chromaloc=1" + keyint  # x265 prints a banner otherwise
         else:
             # No macroblock-tree rate control: with it, x264 wrote different bytes for the same
             # frames from run to run (about 1 previz run in 8 on two busy cores, one x264 thread,
             # identical YUV input); without it 80 of 80 runs matched. Reproducible files are
             # worth the few percent of bitrate mbtree saves at a given CRF.
-            options["x264-params"] = "chromaloc=1:mbtree=0"
+            options["x264-params"] = "chromaloc=1:mbtree=0" + keyint
         return options
 
 
@@ -468,8 +487,8 @@ class _AtomicOutput:
             stream.time_base = 1 / spec.fps
             context.thread_count = spec.threads
             # Frame threads rather than PyAV's default slice threads when several are asked for
-            # (what the ffmpeg command line does): no slices, so better compression; neither
-            # mode gave the same bytes every run, so the library's default is one thread.
+            # (what the ffmpeg command line does): no slices, so better compression. (Threaded
+            # bytes once varied from run to run; that was mbtree, off since, not the threads.)
             if spec.codec == "libx264" and spec.threads != 1:
                 context.thread_type = "FRAME"
             if spec.tag_colour:
@@ -743,7 +762,7 @@ def write_preview_h264(
     chosen = settings or PREVIEW_SETTINGS
     if chosen.hardware is not None:  # a control channel: always the reproducible software encoder
         chosen = EncodeSettings(codec=chosen.codec, crf=chosen.crf, preset=chosen.preset, threads=chosen.threads,
-                                tune=chosen.tune)
+                                keyint_s=chosen.keyint_s, tune=chosen.tune)
     if chosen.codec == "prores":
         raise EncodeError("settings.codec: 'prores' must be h264 or hevc for a gray preview")
     target = _check_target(path, _ALLOWED_SUFFIXES[chosen.codec])
@@ -823,10 +842,32 @@ def _open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
     return container, stream
 
 
-def _decoded(container: Any, stream: Any, source: str | os.PathLike[str]) -> Iterator[Any]:
-    """Decoded av frames of stream, with FFmpeg failures turned into EncodeError."""
+def frame_index(timestamp: int, stream: Any) -> int:
+    """The frame number a packet or frame timestamp of ``stream`` stands for (pts · time_base · fps)."""
+    exact = Fraction(timestamp) * stream.time_base * _stream_fps(stream)
+    index = math.floor(exact + Fraction(1, 2))
+    if abs(exact - index) > Fraction(1, 100):
+        raise EncodeError(f"timestamp {timestamp} ({stream.time_base} s units) falls between frames "
+                          f"at {_stream_fps(stream)} fps")
+    return index
+
+
+def _decoded(container: Any, stream: Any, source: str | os.PathLike[str], start: int = 0) -> Iterator[Any]:
+    """Decoded av frames of stream from the keyframe at frame ``start`` (packets before it are
+    skipped undecoded), with FFmpeg failures turned into EncodeError."""
     try:
-        yield from container.decode(stream)
+        if start == 0:
+            yield from container.decode(stream)
+            return
+        found = False
+        for packet in container.demux(stream):
+            if not found:
+                found = packet.is_keyframe and packet.pts is not None and frame_index(packet.pts, stream) == start
+                if not found:
+                    continue
+            yield from packet.decode()
+        if not found:
+            raise EncodeError(f"start: {str(source)!r} has no keyframe at frame {start}")
     except av.FFmpegError as error:
         raise EncodeError(f"path: {str(source)!r} failed to decode: {error}") from error
 
@@ -872,11 +913,11 @@ def _frame_to_rgb(frame: Any, step: int) -> np.ndarray:
 
 
 def _rgb_frames(
-    container: Any, stream: Any, path: Any, max_side: int | None
+    container: Any, stream: Any, path: Any, max_side: int | None, start: int = 0
 ) -> Iterator[np.ndarray]:
     """Generator body of decode_frames; closes the container when done or dropped."""
     try:
-        for frame in _decoded(container, stream, path):
+        for frame in _decoded(container, stream, path, start):
             longest = max(frame.width, frame.height)
             step = 1 if max_side is None else max(1, -(-longest // max_side))
             yield _frame_to_rgb(frame, step)
@@ -885,21 +926,25 @@ def _rgb_frames(
 
 
 def decode_frames(
-    path: str | os.PathLike[str], *, max_side: int | None = None
+    path: str | os.PathLike[str], *, max_side: int | None = None, start: int = 0
 ) -> Iterator[np.ndarray]:
     """Iterate (H, W, 3) uint8 RGB frames, converting YUV by the file's matrix/range tags.
 
     The file is opened right away, so a missing or invalid file raises EncodeError here
     rather than at the first frame. With ``max_side`` every k-th row and column is kept
     (k the smallest integer that brings the longer side to at most max_side): cheap
-    thumbnails for statistics.
+    thumbnails for statistics. With ``start`` (the index of a keyframe, see
+    :func:`daotai.encode.remux.keyframes`) decoding begins at that frame; the GOPs before it are
+    skipped without being decoded.
     """
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise EncodeError(f"start: {start!r} must be a frame index >= 0")
     if max_side is not None and (
         isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 1
     ):
         raise EncodeError(f"max_side: {max_side!r} must be None or an integer >= 1")
     container, stream = _open_video(path)
-    return _rgb_frames(container, stream, path, max_side)
+    return _rgb_frames(container, stream, path, max_side, start)
 
 
 def _gray_frames(container: Any, stream: Any, path: Any) -> Iterator[np.ndarray]:
