@@ -1,7 +1,13 @@
 """Join shot clips into one sequence with cuts, crossfades, wipes and fades.
 
-Frames stream through decode → blend → encode; at most one crossfade's worth of frames of
-the previous clip is held in memory, never a whole clip.
+Where the clips were encoded with the sequence's own settings (the pipeline's shots are), the
+sequence is mostly copied, not re-encoded: every GOP of a clip whose frames the sequence shows
+untouched (:func:`untouched`) is copied packet for packet (:mod:`daotai.encode.remux`), so it
+decodes to exactly the clip's frames, and only the GOPs a transition blends or fades are
+decoded, changed and encoded again. Otherwise (other settings, a hardware encoder, or
+``stream_copy=False``) every frame streams through decode → blend → encode. Either way the
+frames being decoded are read a few ahead on a worker thread (:mod:`daotai.encode.ahead`), and
+only the two clips a crossfade joins are open at once, never a whole clip in memory.
 
 Transition semantics (``ClipSpec.transition_in`` joins the previous clip to this one):
 
@@ -48,6 +54,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -55,6 +62,7 @@ from pathlib import Path
 
 import numpy as np
 
+from daotai.encode.ahead import read_ahead
 from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, decode_frames, probe
 from daotai.errors import EncodeError
 from daotai.files import atomic_path
@@ -73,6 +81,7 @@ __all__ = [
     "place_soundtrack",
     "planned_frame_count",
     "transition_frames",
+    "untouched",
 ]
 
 KINDS = ("cut", "crossfade", "fade", *WIPES)
@@ -141,6 +150,7 @@ class AssemblyResult:
     height: int
     clip_starts: tuple[int, ...]  # output frame index of each clip's first frame
     audio: dict | None = None  # the mix: samples, rate, channels, peak, limiter gain reduction; None = silent
+    copied_frames: int = 0  # frames copied from the clips' packets (the rest were encoded)
 
 
 @dataclass(frozen=True)
@@ -152,6 +162,16 @@ class _Join:
     fade_out: int
     overlap_out: int
     overlap_kind: str = "crossfade"  # how the overlap in is drawn: a crossfade or one of WIPES
+
+
+def untouched(count: int, join: _Join) -> range:
+    """Frames of a clip the sequence shows exactly as decoded: neither blended with a neighbour nor faded.
+
+    The one place that says which frames a transition changes: assembly copies the GOPs that
+    lie wholly inside this range and re-encodes the rest, and the frame loop leaves these frames
+    alone. A new kind of transition that changes frames records them in its clips' _Join and here.
+    """
+    return range(join.overlap_in + join.fade_in, count - join.overlap_out - join.fade_out)
 
 
 def _half_up(value: Fraction) -> int:
@@ -291,17 +311,20 @@ def _overlap_frame(kind: str, old: np.ndarray, new: np.ndarray, progress: float)
     return wipe_frame(kind, old, new, progress) if kind in WIPES else _mix(old, new, progress)
 
 
-def _clip_frames(clip: ClipSpec, index: int, count: int) -> Iterator[np.ndarray]:
-    """Decoded frames of one clip, checked against the count its probe promised."""
-    seen = 0
-    for frame in decode_frames(clip.path):
+def _clip_frames(clip: ClipSpec, index: int, count: int, start: int, keys: Sequence[int]) -> Iterator[np.ndarray]:
+    """Decoded frames of one clip from frame ``start`` on (decoding from the keyframe at or before
+    it), checked against the count its probe promised."""
+    key = max(k for k in keys if k <= start)
+    seen = key
+    for frame in decode_frames(clip.path, start=key):
         if seen == count:
             raise EncodeError(
                 f"clips[{index}]: {str(clip.path)!r} decoded more than the {count} frames "
                 "its header reports"
             )
         seen += 1
-        yield frame
+        if seen > start:
+            yield frame
     if seen != count:
         raise EncodeError(
             f"clips[{index}]: {str(clip.path)!r} decoded {seen} frames but its header "
@@ -309,25 +332,49 @@ def _clip_frames(clip: ClipSpec, index: int, count: int) -> Iterator[np.ndarray]
         )
 
 
+def _shown(frame: np.ndarray, index: int, count: int, join: _Join, under: np.ndarray | None) -> np.ndarray:
+    """A clip's frame as the sequence shows it: faded by its gain, and blended over ``under`` (the
+    outgoing clip's frame) inside the crossfade that leads into it."""
+    gain = _gain(index, count, join)
+    if gain < 1.0:
+        frame = _scale(frame, gain)
+    if under is not None and index < join.overlap_in:
+        frame = _overlap_frame(join.overlap_kind, under, frame, (index + 1) / (join.overlap_in + 1))
+    return frame
+
+
 def _sequence(
-    clips: Sequence[ClipSpec], counts: Sequence[int], joins: Sequence[_Join]
+    clips: Sequence[ClipSpec], counts: Sequence[int], joins: Sequence[_Join], starts: Sequence[int],
+    first: int, end: int, keys: Sequence[Sequence[int]] | None = None,
 ) -> Iterator[np.ndarray]:
-    """The assembled frames in order, holding back only the frames of pending crossfades."""
-    tail: list[np.ndarray] = []  # last overlap_out frames of the previous clip
-    for i, clip in enumerate(clips):
-        join, count = joins[i], counts[i]
-        held: list[np.ndarray] = []
-        for j, frame in enumerate(_clip_frames(clip, i, count)):
-            gain = _gain(j, count, join)
-            if gain < 1.0:
-                frame = _scale(frame, gain)
-            if j < join.overlap_in:
-                frame = _overlap_frame(join.overlap_kind, tail[j], frame, (j + 1) / (join.overlap_in + 1))
-            if j >= count - join.overlap_out:
-                held.append(frame)
-            else:
-                yield frame
-        tail = held
+    """The sequence's frames ``[first, end)`` in order, decoded from the clips and blended.
+
+    Each clip is opened when its first frame in the range is needed (at the keyframe at or
+    before it, from ``keys[i]``; from its start without ``keys``), decoded a few frames ahead on
+    a worker thread, and closed after its last.
+    """
+    sources: dict[int, Iterator[np.ndarray]] = {}
+    try:
+        for out in range(first, end):
+            shown: np.ndarray | None = None
+            for i in range(len(clips)):
+                j = out - starts[i]
+                if not 0 <= j < counts[i]:
+                    continue
+                if i not in sources:
+                    decoded = _clip_frames(clips[i], i, counts[i], j, keys[i] if keys is not None else (0,))
+                    sources[i] = read_ahead(decoded, name=f"daotai-decode-clip{i}")
+                frame = next(sources[i])
+                shown = frame if j in untouched(counts[i], joins[i]) else _shown(frame, j, counts[i], joins[i], shown)
+                if j == counts[i] - 1:  # its last frame: let the decoder check the count and close
+                    if next(sources.pop(i), None) is not None:
+                        raise EncodeError(f"clips[{i}]: decoded more frames than it was planned to show")
+            if shown is None:
+                raise EncodeError(f"sequence frame {out}: no clip covers it")  # guards the bookkeeping
+            yield shown
+    finally:
+        for source in sources.values():
+            source.close()  # type: ignore[attr-defined]
 
 
 def assemble(
@@ -338,6 +385,7 @@ def assemble(
     on_progress: ProgressCallback | None = None,
     soundtrack: np.ndarray | None = None,
     fade_out_s: float = 0.0,
+    stream_copy: bool = True,
 ) -> AssemblyResult:
     """Write the clips as one video at out_path, joined by their transitions (see module doc).
 
@@ -346,6 +394,8 @@ def assemble(
     and leaves nothing at out_path. ``soundtrack``: (N, 2) float32 at 48 kHz spanning exactly
     the sequence (see :func:`place_soundtrack`), mixed under the clips' sounds. ``fade_out_s``:
     seconds over which the end of the sequence fades to black and silence (0: it ends on a cut).
+    ``stream_copy``: copy the GOPs no transition touches from clips encoded with ``settings``
+    (module doc); False decodes and re-encodes every frame.
     """
     rate = as_fps(fps)
     if not clips:
@@ -390,10 +440,12 @@ def assemble(
         gains = [amplitude(clip.audio_gain_db) for clip in clips]
         mix, audio = mix_sound(sounds, gains, counts, joins, starts, rate, total, soundtrack)
         with atomic_path(out_path) as temp:
-            _write_picture(clips, counts, joins, temp, width, height, rate, total, settings, on_progress)
+            copied = _write_picture(clips, counts, joins, starts, temp, rate, total, settings, on_progress,
+                                    infos[0], stream_copy)
             mux_audio(temp, mix, MIX_RATE, ROLE_MIX)
     else:
-        _write_picture(clips, counts, joins, out_path, width, height, rate, total, settings, on_progress)
+        copied = _write_picture(clips, counts, joins, starts, out_path, rate, total, settings, on_progress,
+                                infos[0], stream_copy)
     return AssemblyResult(
         path=Path(out_path),
         frames=total,
@@ -403,19 +455,99 @@ def assemble(
         height=height,
         clip_starts=starts,
         audio=audio,
+        copied_frames=copied,
     )
 
 
-def _write_picture(clips, counts, joins, out_path, width, height, rate, total, settings, on_progress) -> None:
-    """Encode the joined frames to out_path (atomically, by VideoWriter)."""
-    with VideoWriter(out_path, width, height, rate, settings) as writer:
-        for frame in _sequence(clips, counts, joins):
+@dataclass(frozen=True)
+class _Piece:
+    """Sequence frames [start, end): copied from clip ``clip`` from its frame ``first`` on, or
+    (clip None) decoded, blended and encoded."""
+
+    start: int
+    end: int
+    clip: int | None = None
+    first: int = 0
+
+
+def _pieces(counts: Sequence[int], joins: Sequence[_Join], starts: Sequence[int],
+            keys: Sequence[Sequence[int]], total: int) -> list[_Piece]:
+    """The sequence cut into copied runs of whole untouched GOPs and the encoded runs between them."""
+    pieces: list[_Piece] = []
+    cursor = 0
+    for i, count in enumerate(counts):
+        plain = untouched(count, joins[i])
+        bounds = (*keys[i], count)  # where a copied run may start and end
+        first = next((k for k in bounds if k >= plain.start), count)
+        end = max((k for k in bounds if k <= plain.stop), default=0)
+        if first >= end:
+            continue  # no whole GOP of this clip is shown untouched
+        if starts[i] + first > cursor:
+            pieces.append(_Piece(cursor, starts[i] + first))
+        pieces.append(_Piece(starts[i] + first, starts[i] + end, i, first))
+        cursor = starts[i] + end
+    if cursor < total:
+        pieces.append(_Piece(cursor, total))
+    return pieces
+
+
+def _copyable_keyframes(clips: Sequence[ClipSpec], info, rate: Fraction,
+                        settings: EncodeSettings) -> list[tuple[int, ...]] | None:
+    """Each clip's keyframes when every clip has the stream ``settings`` write (so its packets can
+    join the sequence), else None. Hardware encoders are never copied from: their bytes vary."""
+    from daotai.encode.remux import keyframes, reference_format, stream_format
+
+    if settings.hardware is not None:
+        return None
+    wanted = reference_format(settings, info.width, info.height, rate)
+    if any(stream_format(clip.path) != wanted for clip in clips):
+        return None
+    return [keyframes(clip.path) for clip in clips]
+
+
+def _write_picture(clips, counts, joins, starts, out_path, rate, total, settings, on_progress, info,
+                   stream_copy: bool) -> int:
+    """Write the joined frames to out_path (atomically); returns the frames copied, not encoded."""
+    from daotai.encode.remux import Segment, copy_segments
+
+    settings = settings or EncodeSettings()
+    keys = _copyable_keyframes(clips, info, rate, settings) if stream_copy else None
+    if keys is None:
+        _encode_frames(_sequence(clips, counts, joins, starts, 0, total), out_path, info, rate, settings,
+                       total, lambda done: on_progress(done, total) if on_progress is not None else None)
+        return 0
+    pieces = _pieces(counts, joins, starts, keys, total)
+    segments: list[Segment] = []
+    with tempfile.TemporaryDirectory(prefix="daotai-assemble-") as folder:
+        for n, piece in enumerate(pieces):
+            frames = piece.end - piece.start
+            if piece.clip is not None:
+                segments.append(Segment(clips[piece.clip].path, piece.first, piece.first + frames))
+            else:
+                part = Path(folder) / f"part{n:04d}{Path(out_path).suffix}"
+                _encode_frames(_sequence(clips, counts, joins, starts, piece.start, piece.end, keys), part, info,
+                               rate, settings, frames,
+                               lambda done, at=piece.start: on_progress(at + done, total) if on_progress else None)
+                segments.append(Segment(part, 0, frames))
+            if on_progress is not None and piece.clip is not None:
+                for done in range(piece.start + 1, piece.end + 1):  # the contract: a call per frame
+                    on_progress(done, total)
+        written = copy_segments(segments, out_path, rate)
+    if written != total:  # guards the bookkeeping above
+        raise EncodeError(f"{str(out_path)!r}: wrote {written} frames, planned {total}")
+    return sum(piece.end - piece.start for piece in pieces if piece.clip is not None)
+
+
+def _encode_frames(frames: Iterator[np.ndarray], out_path, info, rate: Fraction, settings: EncodeSettings,
+                   planned: int, on_frame: Callable[[int], None]) -> None:
+    """Encode frames to out_path (atomically, by VideoWriter), reporting each written frame."""
+    with VideoWriter(out_path, info.width, info.height, rate, settings) as writer:
+        for frame in frames:
             writer.write(frame)
-            if on_progress is not None:
-                on_progress(writer.frames_written, total)
-        if writer.frames_written != total:  # guards the bookkeeping above
+            on_frame(writer.frames_written)
+        if writer.frames_written != planned:  # guards the bookkeeping above
             raise EncodeError(
-                f"{str(out_path)!r}: wrote {writer.frames_written} frames, planned {total}"
+                f"{str(out_path)!r}: wrote {writer.frames_written} frames, planned {planned}"
             )
 
 
