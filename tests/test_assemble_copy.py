@@ -245,3 +245,35 @@ def test_read_ahead_keeps_order_reraises_and_stops_when_dropped():
     time.sleep(0.05)
     assert threading.active_count() == before
     assert len(produced) <= 5 + 2 + 2  # never more than the queue's depth ahead
+
+
+def test_an_open_gops_keyframe_is_no_place_to_cut(tmp_path):
+    # with open GOPs x264 flags a keyframe every 10 frames, but B-frames shown before each one are
+    # decoded after it and refer back across it: only frame 0 starts a GOP that decodes on its own
+    path = tmp_path / "open.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=24, options={
+            "x264-params": "keyint=10:min-keyint=10:open-gop=1:bframes=3:scenecut=0"})
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        rng = np.random.default_rng(0)
+        for i in range(40):
+            frame = av.VideoFrame.from_ndarray(rng.integers(100, 110, (48, 64, 3), dtype=np.uint8), format="rgb24")
+            frame.pts = i
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    with av.open(str(path)) as container:
+        flagged = sum(1 for p in container.demux(video=0) if p.size and p.is_keyframe)
+    assert flagged == 4 and keyframes(path) == (0,)
+
+
+def test_hevc_and_prores_sequences_are_copied_too(tmp_path):
+    for codec, suffix in (("hevc", ".mp4"), ("prores", ".mov")):
+        settings = EncodeSettings(codec=codec)
+        parts = [textured_clip(tmp_path / f"{codec}{i}{suffix}", seed=i, frames=30, settings=settings) for i in range(2)]
+        joined = [ClipSpec(parts[0]), ClipSpec(parts[1], Transition("crossfade", 0.25))]
+        first, second = tmp_path / f"a_{codec}{suffix}", tmp_path / f"b_{codec}{suffix}"
+        result = assemble(joined, first, FPS, settings)
+        assemble(joined, second, FPS, settings)
+        assert result.copied_frames > 0 and probe(first).frames == result.frames == 54, codec
+        assert sha(first) == sha(second), codec
+        assert len(list(decode_frames(first))) == 54

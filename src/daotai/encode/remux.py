@@ -128,15 +128,29 @@ def stream_format(path: str | os.PathLike[str]) -> StreamFormat:
 
 
 def keyframes(path: str | os.PathLike[str]) -> tuple[int, ...]:
-    """Frame indices where a GOP of the file starts (its keyframes), ascending; demuxes, decodes nothing."""
+    """Frames where the file can be cut: keyframes that every frame shown before them also precedes
+    in decoding order, and no later frame is shown before (a closed GOP starts there; an open
+    GOP's keyframe, whose leading pictures need the GOP before, is left out). Ascending; demuxes,
+    decodes nothing."""
     container, stream = _open(path)
     try:
-        return tuple(sorted(frame_index(p.pts, stream) for p in container.demux(stream)
-                            if p.size and p.is_keyframe and p.pts is not None))
+        order = [(frame_index(p.pts, stream), bool(p.is_keyframe))  # decoding order
+                 for p in container.demux(stream) if p.size and p.pts is not None]
     except av.FFmpegError as error:
         raise EncodeError(f"path: {str(path)!r} cannot be read: {error}") from error
     finally:
         container.close()
+    later = [0] * len(order)  # later[p]: the first frame shown among packets p, p + 1, …
+    lowest = math.inf
+    for p in range(len(order) - 1, -1, -1):
+        lowest = min(lowest, order[p][0])
+        later[p] = int(lowest)
+    cuts, shown_before = [], -1
+    for p, (frame, key) in enumerate(order):
+        if key and shown_before < frame == later[p]:
+            cuts.append(frame)
+        shown_before = max(shown_before, frame)
+    return tuple(sorted(cuts))
 
 
 def reference_format(settings: EncodeSettings, width: int, height: int,

@@ -208,7 +208,8 @@ class EncodeSettings:
         # Chroma is averaged over 2x2 blocks, i.e. sited at the block centre: say so in
         # the VUI (chroma_sample_loc_type 1) so players interpolate it from the right place.
         if self.codec == "hevc":
-            options["x265-params"] = "log-level=error:chromaloc=1" + keyint  # x265 prints a banner otherwise
+            # open-gop=0: every keyframe starts a closed GOP, as x264's do, so assembly can cut there
+            options["x265-params"] = "log-level=error:chromaloc=1:open-gop=0" + keyint  # x265 prints a banner otherwise
         else:
             # No macroblock-tree rate control: with it, x264 wrote different bytes for the same
             # frames from run to run (about 1 previz run in 8 on two busy cores, one x264 thread,
