@@ -277,3 +277,19 @@ def test_hevc_and_prores_sequences_are_copied_too(tmp_path):
         assert result.copied_frames > 0 and probe(first).frames == result.frames == 54, codec
         assert sha(first) == sha(second), codec
         assert len(list(decode_frames(first))) == 54
+
+
+def test_an_ntsc_rate_keeps_exact_timestamps(tmp_path):
+    rate = Fraction(24000, 1001)
+    parts = []
+    for i in range(2):
+        path = tmp_path / f"ntsc{i}.mp4"
+        with VideoWriter(path, 64, 48, rate) as writer:
+            for v in range(50):
+                writer.write(np.full((48, 64, 3), (v * 5 + 60 * i) % 256, np.uint8))
+        parts.append(path)
+    out = tmp_path / "ntsc.mp4"
+    result = assemble([ClipSpec(parts[0]), ClipSpec(parts[1], Transition("crossfade", 0.25))], out, rate)
+    assert result.copied_frames > 0 and result.frames == 94
+    info = probe(out)
+    assert (info.frames, info.fps) == (94, rate) and info.duration_s == pytest.approx(94 * 1001 / 24000, abs=1e-9)

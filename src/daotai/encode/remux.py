@@ -31,12 +31,13 @@ from typing import Any
 import av
 import numpy as np
 
-from daotai.encode.video import _MUXERS, EncodeSettings, VideoWriter, as_fps, frame_index
+from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, frame_index
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly, temp_path
 
 __all__ = ["Segment", "StreamFormat", "copy_segments", "keyframes", "reference_format", "stream_format"]
 
+_MUXERS = {".mp4": "mp4", ".mov": "mov"}  # containers a joined sequence is written in
 _OPTIONS_MARK = b"options: "  # x264 and x265 write "... options: <their settings>\0" in an SEI
 
 
@@ -180,7 +181,7 @@ def copy_segments(segments: Sequence[Segment], out_path: str | os.PathLike[str],
     rate = as_fps(fps)
     target = Path(out_path)
     muxer = _MUXERS.get(target.suffix.lower())
-    if muxer is None or muxer == "matroska":
+    if muxer is None:
         raise EncodeError(f"path: {str(target)!r} must end with .mp4 or .mov")
     if not target.parent.is_dir():
         raise EncodeError(f"path: folder {str(target.parent)!r} does not exist")
