@@ -26,62 +26,13 @@ import mlx.nn as nn
 import numpy as np
 
 from daotai.errors import BackendError
+from daotai.mlx.h3_config import MODALITIES, H3TransformerConfig
 from daotai.mlx.transformer import timestep_sinusoid
 
-# Rows of the AdaLN table per timestep: one per modality tag (0 video, 1 text, 2 audio).
-MODALITIES = 3
 # The published checkpoint keeps these modules in float32 while the block stack is bfloat16;
 # they sit at the model's inputs and outputs (and the timestep MLP feeds every block), where a
 # rounding is not averaged away by later layers. Matched as name prefixes of the parameters.
 FLOAT32_MODULES = ("proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out.")
-
-
-@dataclass(frozen=True)
-class H3TransformerConfig:
-    """The diffusers config of MiniMaxH3Transformer3DModel; defaults are the released model's."""
-
-    num_attention_heads: int = 56
-    attention_head_dim: int = 128
-    hidden_size: int = 5376
-    num_layers: int = 50
-    num_refiner_layers: int = 2
-    ffn_dim: int = 14336
-    in_channels: int = 24
-    audio_in_channels: int = 32
-    patch_size: tuple[int, int, int] = (1, 2, 2)
-    text_dim: int = 5120
-    freq_dim: int = 256
-    time_embed_hidden_dim: int = 5376
-    time_embed_dim: int = 2688
-    rope_freq_dim: int = 16
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
-    qk_norm_eps: float = 1e-5
-    final_norm_eps: float = 1e-5
-
-    def __post_init__(self):
-        if 6 * self.rope_freq_dim > self.attention_head_dim:
-            raise ValueError(f"rope_freq_dim={self.rope_freq_dim}: 6 * rope_freq_dim must be <= attention_head_dim "
-                             f"({self.attention_head_dim}), the channels rotated per head")
-
-    @property
-    def inner_dim(self) -> int:
-        """Attention width heads * head_dim (wider than hidden_size in the released model)."""
-        return self.num_attention_heads * self.attention_head_dim
-
-    @property
-    def video_patch_dim(self) -> int:
-        """Channels of one patchified video row: in_channels * pt * ph * pw."""
-        return self.in_channels * math.prod(self.patch_size)
-
-    @classmethod
-    def from_dict(cls, cfg: dict) -> "H3TransformerConfig":
-        """Build from a diffusers config.json dict (its ``_class_name`` / ``_diffusers_version`` keys ignored)."""
-        names = set(cls.__dataclass_fields__)
-        kw = {k: v for k, v in cfg.items() if k in names}
-        if "patch_size" in kw:
-            kw["patch_size"] = tuple(kw["patch_size"])
-        return cls(**kw)
 
 
 def _as_int_rows(value, name: str, length: int | None = None) -> np.ndarray:
@@ -125,7 +76,7 @@ class H3Layout:
         if tidx.size and (tidx.min() < 0 or tidx.max() >= ts.size):
             raise ValueError(f"H3Layout.timestep_indices: values must index timestep (0..{ts.size - 1})")
         if tags.size and (tags.min() < 0 or tags.max() >= MODALITIES):
-            raise ValueError(f"H3Layout.token_tags: values must be 0 (video), 1 (text) or 2 (audio)")
+            raise ValueError("H3Layout.token_tags: values must be 0 (video), 1 (text) or 2 (audio)")
         parts = [_as_int_rows(getattr(self, n), n) for n in ("text_indices", "video_indices", "audio_indices")]
         order = np.concatenate(parts)
         if order.size != length or not np.array_equal(np.sort(order), np.arange(length)):
@@ -411,7 +362,7 @@ def load_h3_transformer(folder: Path, dtype=mx.float32) -> H3Transformer:
 
     The block stack is cast to ``dtype``; the float32 modules of the checkpoint stay float32.
     """
-    from daotai.mlx.weights import load_into, read_config, read_safetensors, map_h3_transformer_name
+    from daotai.mlx.weights import load_into, map_h3_transformer_name, read_config, read_safetensors
 
     folder = Path(folder)
     config = read_config(folder)
