@@ -1,4 +1,4 @@
-"""Weight quantisation of the Wan transformer for MLX (affine 4/8-bit, per-group scales).
+"""Weight quantisation of the MLX transformers, Wan and MiniMax-H3 (affine 4/8-bit, per-group scales).
 
 Only the transformer blocks' linear layers are quantised (with Wan-VACE, the control blocks'
 too, their input and output projections included): they hold >95 % of the parameters of a Wan DiT. Kept at full precision by default, and why:
