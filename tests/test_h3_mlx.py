@@ -323,3 +323,30 @@ def _rel(a, b) -> float:
 
 def test_default_frames_are_the_shortest_five_second_generation():
     assert DEFAULT_FRAMES == 124 and DEFAULT_FRAMES / 24 >= 5.0 and (DEFAULT_FRAMES - 5) % 17 == 0
+
+
+def test_quantised_weights_round_trip_through_safetensors(tmp_path):
+    pytest.importorskip("mlx.core")
+    import json
+
+    import mlx.core as mx
+
+    from daotai.mlx.h3_transformer import load_quantized_h3_transformer, quantize_h3, save_h3_weights
+    from h3_mlx_tiny import QUANT_CFG, inputs_for, random_h3, t2va_layout
+
+    model = random_h3(3)
+    layers = quantize_h3(model, 4, 32)
+    folder = tmp_path / "transformer"
+    folder.mkdir()
+    save_h3_weights(model, folder / "model.safetensors")
+    fields = QUANT_CFG.__dataclass_fields__
+    (folder / "config.json").write_text(json.dumps({k: getattr(QUANT_CFG, k) for k in fields}))
+    loaded = load_quantized_h3_transformer(folder, 4, 32, layers)
+    layout = t2va_layout()
+    rows = inputs_for(layout)
+    for a, b in zip(model(*rows, layout), loaded(*rows, layout), strict=True):
+        assert mx.array_equal(a, b)  # the packed weights, scales and biases come back bit for bit
+    with pytest.raises(BackendError, match=r"quantised layers \(18\) differ from those recorded at conversion \(20\)"):
+        load_quantized_h3_transformer(folder, 4, 32, layers, keep_modulation=True)
+    with pytest.raises(BackendError, match="weights do not match the model"):
+        load_quantized_h3_transformer(folder, 8, 32, layers)

@@ -381,3 +381,42 @@ def load_h3_transformer(folder: Path, dtype=mx.float32) -> H3Transformer:
         weights.append((key, val))
     load_into(model, weights, f"h3 transformer {folder}")
     return model
+
+
+def quantize_h3(model: H3Transformer, bits: int, group_size: int = 64, keep_modulation: bool = False) -> list[str]:
+    """Quantise the block and refiner linears of ``model`` in place (wan-mlx's quantiser); returns their paths.
+
+    ``keep_modulation`` leaves every block's AdaLN projection at its loaded precision (~40 % of
+    the released model's parameters stay 16-bit; bench/h3_mlx_quant.py measures both ways).
+    """
+    from daotai.mlx.quantize import H3_BLOCK_PREFIXES, QuantSpec, quantize_transformer
+
+    skip = ("adaln_proj.linear",) if keep_modulation else ()
+    return quantize_transformer(model, QuantSpec(bits, group_size), H3_BLOCK_PREFIXES, skip)
+
+
+def save_h3_weights(model: H3Transformer, path: Path) -> None:
+    """Write the model's parameters (quantised or not) as one safetensors file, by their MLX names."""
+    from mlx.utils import tree_flatten
+
+    mx.save_safetensors(str(path), dict(tree_flatten(model.parameters())))
+
+
+def load_quantized_h3_transformer(folder: Path, bits: int, group_size: int, layers: list[str],
+                                  keep_modulation: bool = False) -> H3Transformer:
+    """An H3Transformer whose weights were saved quantised (:func:`save_h3_weights`) beside its config.json.
+
+    ``layers`` are the quantised paths recorded when it was written: a model quantised
+    differently is refused rather than loaded with mismatched packed weights.
+    """
+    from daotai.mlx.weights import load_into, read_config, read_safetensors
+
+    folder = Path(folder)
+    model = H3Transformer(H3TransformerConfig.from_dict(read_config(folder)))
+    done = quantize_h3(model, bits, group_size, keep_modulation)
+    if done != list(layers):
+        raise BackendError(f"{folder}: the quantised layers ({len(done)}) differ from those recorded at conversion "
+                           f"({len(layers)}); convert again")
+    load_into(model, list(read_safetensors(folder).items()), f"quantised h3 transformer {folder}")
+    return model
+
