@@ -350,3 +350,13 @@ def test_quantised_weights_round_trip_through_safetensors(tmp_path):
         load_quantized_h3_transformer(folder, 4, 32, layers, keep_modulation=True)
     with pytest.raises(BackendError, match="weights do not match the model"):
         load_quantized_h3_transformer(folder, 8, 32, layers)
+
+
+def test_the_planner_imports_without_mlx_numpy_or_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; import daotai.mlx.h3_memory as m; m.h3_mac_table(); "
+            "print(sorted(k for k in ('mlx', 'numpy', 'torch') if k in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
