@@ -231,6 +231,8 @@ def test_bad_layouts_and_rows_are_refused_naming_the_field(tiny_pair):
             H3Layout(**{**ok, **change})
     with pytest.raises(ValueError, match=r"audio rows have shape \[1, 3, 6\]; must be \(B, 2, 6\)"):
         mlx_model(mx.zeros((1, 2, 16)), mx.zeros((1, 3, 6)), mx.zeros((1, 2, 40)), layout)
+    with pytest.raises(ValueError, match=r"batch sizes differ \(video 1, audio 2, text 1\)"):
+        mlx_model(mx.zeros((1, 2, 16)), mx.zeros((2, 2, 6)), mx.zeros((1, 2, 40)), layout)
 
 
 def test_loader_refuses_another_model_and_drops_the_rotary_buffer(tmp_path, tiny_pair):
@@ -360,3 +362,11 @@ def test_the_planner_imports_without_mlx_numpy_or_torch():
             "print(sorted(k for k in ('mlx', 'numpy', 'torch') if k in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_docs_mac_table_is_the_planners():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "mlx.md").read_text(encoding="utf-8")
+    assert format_mac_table(h3_mac_table()) in doc
+    assert f"({h3_peak(4, 1344, 768).peak_bytes / GB:.1f} GB at 1344x768)" in doc

@@ -320,6 +320,9 @@ class H3Transformer(nn.Module):
             if rows.ndim != 3 or tuple(rows.shape[1:]) != want:
                 raise ValueError(f"h3 transformer: {name} rows have shape {list(rows.shape)}; must be (B, {want[0]}, "
                                  f"{want[1]}) to match the layout and the config")
+        if not video.shape[0] == audio.shape[0] == text.shape[0]:
+            raise ValueError(f"h3 transformer: batch sizes differ (video {video.shape[0]}, audio {audio.shape[0]}, "
+                             f"text {text.shape[0]}); every modality's rows must share the batch")
 
     def pack(self, video: mx.array, audio: mx.array, text: mx.array, layout: H3Layout) -> mx.array:
         """Project each modality and put its rows at their sequence positions: (B, L, hidden).
