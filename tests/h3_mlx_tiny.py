@@ -31,23 +31,13 @@ def random_h3(seed: int, cfg: H3TransformerConfig = QUANT_CFG):
     return model
 
 
-def t2va_layout(text: int = 8, frames: int = 3, rows: int = 4, cols: int = 4, audio_latents: int = 6,
-                video_t: float = 0.7, audio_t: float = 0.4):
-    """[text | target audio | target video] with two noise levels: a small t2va-shaped H3Layout."""
-    from daotai.mlx.h3_transformer import H3Layout
+def t2va_layout(text: int = 8, latent_frames: int = 3, latent_height: int = 8, latent_width: int = 8,
+                audio_latents: int = 6, video_t: float = 0.7, audio_t: float = 0.4):
+    """A small t2va H3Layout, [text | target audio | target video], audio and video at their own noise levels."""
+    from daotai.mlx.h3_layout import keyframe_rows, with_timesteps
 
-    n_audio, n_video = 2 * audio_latents, frames * rows * cols
-    length = text + n_audio + n_video
-    pos = np.zeros((length, 3))
-    pos[:text, 0] = np.arange(text)
-    pos[text:text + n_audio, 0] = np.tile(text + np.arange(audio_latents), 2)
-    pos[text:text + n_audio, 2] = np.repeat([0.0, cols - 1.0], audio_latents)
-    f, r, c = np.meshgrid(np.arange(frames), np.arange(rows), np.arange(cols), indexing="ij")
-    pos[text + n_audio:] = np.stack([text + f.ravel() * 5 / 3, r.ravel(), c.ravel()], axis=1)
-    tags = np.array([1] * text + [2] * n_audio + [0] * n_video)
-    timestep_indices = np.array([1] * text + [0] * n_audio + [1] * n_video)
-    return H3Layout(np.array([audio_t, video_t], np.float32), timestep_indices, tags, pos,
-                    np.arange(text + n_audio, length), np.arange(text, text + n_audio), np.arange(text))
+    rows = keyframe_rows([1] * text, latent_frames, latent_height, latent_width, audio_latents)
+    return with_timesteps(rows, video_t, audio_t)
 
 
 def inputs_for(layout, cfg: H3TransformerConfig = QUANT_CFG, seed: int = 7):

@@ -202,7 +202,7 @@ def test_bfloat16_load_keeps_the_checkpoints_float32_modules_and_stays_close(tin
     from h3_mlx_tiny import inputs_for, t2va_layout
 
     cfg = H3TransformerConfig(**TINY)
-    layout = t2va_layout(text=6, frames=2, rows=2, cols=3, audio_latents=4)
+    layout = t2va_layout(text=6, latent_frames=2, latent_height=4, latent_width=6, audio_latents=4)
     rows = inputs_for(layout, cfg)
     ref_video, _ = fp32_model(*rows, layout)
     video, audio = bf16(*rows, layout)
@@ -370,3 +370,78 @@ def test_docs_mac_table_is_the_planners():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "mlx.md").read_text(encoding="utf-8")
     assert format_mac_table(h3_mac_table()) in doc
     assert f"({h3_peak(4, 1344, 768).peak_bytes / GB:.1f} GB at 1344x768)" in doc
+
+
+# ---- the packed layout, built in numpy, against diffusers' own builders (exactly) ----
+
+@pytest.mark.parametrize("frames,height,width,audio,anchors", [
+    (3, 4, 6, 5, ()), (3, 4, 6, 5, ("first",)), (7, 6, 4, 9, ("first", "last")), (17, 4, 4, 30, ("last",)),
+    (22, 6, 10, 40, ("first", "last")),  # >= 16 latent frames: the pairwise and running sums differ in the last bit
+])
+def test_keyframe_layout_equals_diffusers(frames, height, width, audio, anchors):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("diffusers")
+    from diffusers.modular_pipelines.minimax_h3.before_denoise import (
+        MiniMaxH3PrepareLayoutStep,
+        MiniMaxH3SetTimestepsStep,
+    )
+
+    from daotai.mlx.h3_layout import keyframe_rows, with_timesteps
+
+    tags = [1] * 4 + [0] * 2 + [1] * 3
+    ref = MiniMaxH3PrepareLayoutStep.build_packed_sequence(torch.tensor(tags), frames, height, width, audio,
+                                                           (1, 2, 2), 2, 2, 0, anchors)
+    rows = keyframe_rows(tags, frames, height, width, audio, (1, 2, 2), anchors)
+    _assert_same_rows(rows, ref)
+    ref_t, ref_idx = MiniMaxH3SetTimestepsStep.build_row_timesteps(ref[2], ref[3], ref[5], ref[6], len(tags),
+                                                                   0.9, 0.6, 0.02, 0.0)
+    layout = with_timesteps(rows, 0.9, 0.6, 0.02, 0.0)
+    assert np.array_equal(layout.timestep, ref_t.numpy()) and np.array_equal(layout.timestep_indices, ref_idx.numpy())
+
+
+def test_reference_layout_equals_diffusers():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("diffusers")
+    from diffusers.modular_pipelines.minimax_h3.before_denoise import MiniMaxH3Ref2VAPrepareLayoutStep
+
+    from daotai.mlx.h3_layout import ReferenceBlock, reference_rows, with_timesteps
+
+    blocks = [ReferenceBlock("image", 1, 6, 4), ReferenceBlock("video", 17, 4, 6, audio_latents=30),
+              ReferenceBlock("audio", audio_latents=7), ReferenceBlock("video", 2, 4, 4),
+              ReferenceBlock("video", 3, 4, 4, audio_latents=2)]  # the soundtrack shorter than the frames' span
+    refs = [SimpleNamespace(kind=b.kind, has_audio=b.audio_latents > 0) for b in blocks]
+    condition = [torch.zeros(1, 4, b.latent_frames, b.latent_height, b.latent_width) for b in blocks
+                 if b.kind != "audio"]
+    audio_condition = [torch.zeros(2 * b.audio_latents, 6) for b in blocks if b.audio_latents]
+    tags = [1] * 3 + [0] * 4 + [1] * 2
+    ref = MiniMaxH3Ref2VAPrepareLayoutStep.build_ref2va_packed_sequence(
+        torch.tensor(tags), refs, condition, audio_condition, 5, 4, 6, 12, (1, 2, 2), 2, 2, 0)
+    rows = reference_rows(tags, blocks, 5, 4, 6, 12)
+    _assert_same_rows(rows, ref)
+    assert len(with_timesteps(rows, 0.5, 0.5, 0.1, 0.0).timestep) == 3  # equal target timesteps share a row
+
+
+def _assert_same_rows(rows, ref):
+    pos, tags, video, audio, text, cond_video, cond_audio = ref
+    assert np.array_equal(rows.position_ids, pos.numpy())  # float64, bit for bit
+    for mine, theirs in ((rows.token_tags, tags), (rows.video_indices, video), (rows.audio_indices, audio),
+                         (rows.text_indices, text)):
+        assert np.array_equal(mine, theirs.numpy())
+    assert (rows.condition_video_rows, rows.condition_audio_rows) == (cond_video, cond_audio)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(kind="picture"), "kind: 'picture' must be"),
+    (dict(kind="audio"), "audio reference needs audio_latents > 0"),
+    (dict(kind="image", latent_frames=2, latent_height=4, latent_width=4), "image reference is one latent frame"),
+    (dict(kind="video", latent_frames=2), r"video reference needs latent_frames, latent_height and latent_width > 0"),
+])
+def test_bad_reference_blocks_are_refused(kwargs, match):
+    from daotai.mlx.h3_layout import ReferenceBlock
+
+    with pytest.raises(ValueError, match=match):
+        ReferenceBlock(**kwargs)
+    with pytest.raises(ValueError, match=r"anchors\[0\]: 'middle' must be 'first' or 'last'"):
+        from daotai.mlx.h3_layout import keyframe_rows
+
+        keyframe_rows([1], 2, 4, 4, 3, anchors=("middle",))

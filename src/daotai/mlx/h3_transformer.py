@@ -18,7 +18,6 @@ and the structural arrays of the layout are shared by every batch item, as in di
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlx.core as mx
@@ -27,75 +26,13 @@ import numpy as np
 
 from daotai.errors import BackendError
 from daotai.mlx.h3_config import MODALITIES, H3TransformerConfig
+from daotai.mlx.h3_layout import H3Layout
 from daotai.mlx.transformer import timestep_sinusoid
 
 # The published checkpoint keeps these modules in float32 while the block stack is bfloat16;
 # they sit at the model's inputs and outputs (and the timestep MLP feeds every block), where a
 # rounding is not averaged away by later layers. Matched as name prefixes of the parameters.
 FLOAT32_MODULES = ("proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out.")
-
-
-def _as_int_rows(value, name: str, length: int | None = None) -> np.ndarray:
-    """A 1-D int64 numpy copy of ``value``; ValueError naming ``name`` when it is not (length,)."""
-    arr = np.asarray(value)
-    if arr.ndim != 1 or (length is not None and arr.shape[0] != length):
-        want = f"({length},)" if length is not None else "1-D"
-        raise ValueError(f"H3Layout.{name}: shape {list(arr.shape)} must be {want}")
-    return arr.astype(np.int64)
-
-
-@dataclass(frozen=True, eq=False)
-class H3Layout:
-    """The packed sequence of one request: where each modality's rows sit and how each row is conditioned.
-
-    timestep (T,) float: the distinct noise levels in [0, 1]; timestep_indices (L,): each row's
-    index into it; token_tags (L,): each row's modality (0 video, 1 text, 2 audio);
-    position_ids (L, 3): each row's (t, h, w) rotary coordinates; video/audio/text_indices: the
-    positions of that modality's input rows in the sequence, in the order the rows are given.
-    The three index arrays together must cover every position exactly once.
-    """
-
-    timestep: np.ndarray
-    timestep_indices: np.ndarray
-    token_tags: np.ndarray
-    position_ids: np.ndarray
-    video_indices: np.ndarray
-    audio_indices: np.ndarray
-    text_indices: np.ndarray
-    # (L,) gather index that puts [text | video | audio] input rows into sequence order
-    scatter_order: np.ndarray = field(init=False, repr=False)
-
-    def __post_init__(self):
-        pos = np.asarray(self.position_ids, dtype=np.float64)
-        if pos.ndim != 2 or pos.shape[1] != 3:
-            raise ValueError(f"H3Layout.position_ids: shape {list(pos.shape)} must be (seq_len, 3)")
-        length = pos.shape[0]
-        ts = np.asarray(self.timestep, dtype=np.float32).reshape(-1)
-        tidx = _as_int_rows(self.timestep_indices, "timestep_indices", length)
-        tags = _as_int_rows(self.token_tags, "token_tags", length)
-        if tidx.size and (tidx.min() < 0 or tidx.max() >= ts.size):
-            raise ValueError(f"H3Layout.timestep_indices: values must index timestep (0..{ts.size - 1})")
-        if tags.size and (tags.min() < 0 or tags.max() >= MODALITIES):
-            raise ValueError("H3Layout.token_tags: values must be 0 (video), 1 (text) or 2 (audio)")
-        parts = [_as_int_rows(getattr(self, n), n) for n in ("text_indices", "video_indices", "audio_indices")]
-        order = np.concatenate(parts)
-        if order.size != length or not np.array_equal(np.sort(order), np.arange(length)):
-            raise ValueError(f"H3Layout: text, video and audio indices ({order.size} in all) must cover the "
-                             f"{length} sequence positions exactly once")
-        for name, value in (("position_ids", pos), ("timestep", ts), ("timestep_indices", tidx), ("token_tags", tags),
-                            ("text_indices", parts[0]), ("video_indices", parts[1]), ("audio_indices", parts[2])):
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "scatter_order", np.argsort(order, kind="stable"))
-
-    @property
-    def length(self) -> int:
-        """L, the packed sequence's length."""
-        return int(self.position_ids.shape[0])
-
-    @property
-    def adaln_rows(self) -> np.ndarray:
-        """(L,) each row's entry in the (timestep, modality) AdaLN table."""
-        return self.timestep_indices * MODALITIES + self.token_tags
 
 
 def rope_cos_sin(position_ids: np.ndarray, rope_freq_dim: int, theta: float) -> tuple[mx.array, mx.array]:
