@@ -501,3 +501,26 @@ def test_bad_schedules_are_refused():
         h3_schedule(1, 12.0)
     with pytest.raises(ValueError, match="shift=0 must be > 0"):
         h3_schedule(10, 0)
+
+
+def test_patchify_and_audio_packing_match_diffusers_and_invert():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("diffusers")
+    mx = pytest.importorskip("mlx.core")
+    from diffusers.modular_pipelines.minimax_h3.before_denoise import patchify_video_latents
+
+    from daotai.mlx.h3_layout import pack_audio, patchify_video, unpack_audio, unpatchify_video
+
+    latents = torch.randn(1, 3, 4, 6, 8, generator=torch.Generator().manual_seed(5))
+    ref = patchify_video_latents(latents, (1, 2, 2)).numpy()  # (rows, C * 4), batch folded in
+    for make in (np.asarray, mx.array):  # numpy for the pipeline's bookkeeping, MLX on the device
+        rows = patchify_video(make(latents.numpy()))
+        assert np.array_equal(np.array(rows)[0], ref)
+        assert np.array_equal(np.array(unpatchify_video(rows, 3, 4, 6, 8)), latents.numpy())
+    with pytest.raises(ValueError, match=r"shape \(1, 3, 4, 5, 8\) do not divide into patches \(1, 2, 2\)"):
+        patchify_video(np.zeros((1, 3, 4, 5, 8)))
+    audio = torch.randn(2, 6, 9, generator=torch.Generator().manual_seed(6))  # (stereo, C_a, T), as the VAE encodes
+    ref_rows = audio.permute(0, 2, 1).reshape(-1, 6).numpy()  # the pipeline's packing of given audio latents
+    assert np.array_equal(pack_audio(audio.numpy()), ref_rows)
+    ref_back = torch.from_numpy(ref_rows).reshape(2, 9, 6).permute(0, 2, 1).numpy()  # its unpacking after denoising
+    assert np.array_equal(unpack_audio(ref_rows), ref_back) and np.array_equal(ref_back, audio.numpy())

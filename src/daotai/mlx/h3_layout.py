@@ -287,3 +287,37 @@ def with_timesteps(rows: PackedRows, video_t: float, audio_t: float, condition_v
     timestep, index = np.unique(row_t, return_inverse=True)
     return H3Layout(timestep, index.reshape(-1), rows.token_tags, rows.position_ids, rows.video_indices,
                     rows.audio_indices, rows.text_indices)
+
+
+def patchify_video(latents, patch_size: tuple[int, int, int] = (1, 2, 2)):
+    """Video latents (B, C, F, H, W) -> rows (B, F/pt * H/ph * W/pw, C * pt * ph * pw), frame-major then row-major.
+
+    Works on numpy and MLX arrays alike (reshape and transpose only).
+    """
+    b, c, f, h, w = latents.shape
+    pt, ph, pw = patch_size
+    if f % pt or h % ph or w % pw:
+        raise ValueError(f"video latents of shape {tuple(latents.shape)} do not divide into patches {patch_size}")
+    x = latents.reshape(b, c, f // pt, pt, h // ph, ph, w // pw, pw).transpose(0, 2, 4, 6, 1, 3, 5, 7)
+    return x.reshape(b, (f // pt) * (h // ph) * (w // pw), c * pt * ph * pw)
+
+
+def unpatchify_video(rows, channels: int, frames: int, height: int, width: int,
+                     patch_size: tuple[int, int, int] = (1, 2, 2)):
+    """The inverse of :func:`patchify_video`: rows (B, n, C * pt * ph * pw) -> latents (B, C, F, H, W)."""
+    pt, ph, pw = patch_size
+    b = rows.shape[0]
+    x = rows.reshape(b, frames // pt, height // ph, width // pw, channels, pt, ph, pw).transpose(0, 4, 1, 5, 2, 6, 3, 7)
+    return x.reshape(b, channels, frames, height, width)
+
+
+def pack_audio(latents):
+    """Stereo audio latents (channels, C_a, T) -> rows (channels * T, C_a), channel-major (left block first)."""
+    channels, width, length = latents.shape
+    return latents.transpose(0, 2, 1).reshape(channels * length, width)
+
+
+def unpack_audio(rows, channels: int = AUDIO_CHANNELS):
+    """The inverse of :func:`pack_audio`: rows (channels * T, C_a) -> (channels, C_a, T), one batch item a channel."""
+    total, width = rows.shape
+    return rows.reshape(channels, total // channels, width).transpose(0, 2, 1)
