@@ -524,3 +524,53 @@ def test_patchify_and_audio_packing_match_diffusers_and_invert():
     assert np.array_equal(pack_audio(audio.numpy()), ref_rows)
     ref_back = torch.from_numpy(ref_rows).reshape(2, 9, 6).permute(0, 2, 1).numpy()  # its unpacking after denoising
     assert np.array_equal(unpack_audio(ref_rows), ref_back) and np.array_equal(ref_back, audio.numpy())
+
+
+# ---- the denoising loop against diffusers' transformer and schedulers, stepped as its loop blocks do ----
+
+@pytest.mark.parametrize("workflow", ["fl2va", "ref2va"])
+def test_denoise_loop_matches_diffusers(tiny_pair, workflow):
+    import mlx.core as mx
+    import torch
+    from diffusers import MiniMaxH3Scheduler
+    from diffusers.modular_pipelines.minimax_h3.before_denoise import MiniMaxH3SetTimestepsStep
+
+    from daotai.mlx.h3_denoise import KEYFRAME_NOISE_AUG, denoise_h3
+    from daotai.mlx.h3_layout import ReferenceBlock, keyframe_rows, reference_rows
+
+    model, mlx_model, _ = tiny_pair
+    tags = [1] * 6
+    if workflow == "fl2va":
+        rows = keyframe_rows(tags, 3, 4, 6, 5, anchors=("first",))
+    else:
+        rows = reference_rows(tags, [ReferenceBlock("image", 1, 4, 4), ReferenceBlock("audio", audio_latents=3)],
+                              3, 4, 6, 5)
+    g = torch.Generator().manual_seed(8)
+    video = torch.randn(len(rows.video_indices), 16, generator=g)
+    audio = torch.randn(len(rows.audio_indices), 6, generator=g)
+    text = torch.randn(1, len(tags), 40, generator=g)
+    steps = 6
+    video_sched, audio_sched = MiniMaxH3Scheduler(shift=12.0), MiniMaxH3Scheduler(shift=3.0)
+    video_sched.set_timesteps(steps)
+    audio_sched.set_timesteps(steps)
+    latents, audio_latents = video.clone(), audio.clone()
+    cv, ca = rows.condition_video_rows, rows.condition_audio_rows
+    assert cv > 0 and (ca > 0) == (workflow == "ref2va")
+    with torch.no_grad():  # diffusers' MiniMaxH3LoopDenoiser and MiniMaxH3LoopSchedulerStep, step by step
+        for i, (t, t_audio) in enumerate(zip(video_sched.timesteps, audio_sched.timesteps, strict=True)):
+            ts, idx = MiniMaxH3SetTimestepsStep.build_row_timesteps(
+                torch.from_numpy(rows.video_indices), torch.from_numpy(rows.audio_indices), cv, ca, len(tags),
+                float(t), float(t_audio), max(float(t), KEYFRAME_NOISE_AUG), 1.0)
+            v, va = model(latents[None], audio_latents[None], text, ts, idx, torch.from_numpy(rows.token_tags),
+                          torch.from_numpy(rows.position_ids), torch.from_numpy(rows.video_indices),
+                          torch.from_numpy(rows.audio_indices), torch.from_numpy(rows.text_indices), return_dict=False)
+            latents[cv:] = video_sched.step(v[0, cv:].float(), t, latents[cv:], return_dict=False)[0]
+            audio_latents[ca:] = audio_sched.step(va[0, ca:].float(), audio_sched.timesteps[i], audio_latents[ca:],
+                                                  return_dict=False)[0]
+    history = list(denoise_h3(mlx_model, rows, mx.array(video.numpy()), mx.array(audio.numpy()),
+                              mx.array(text.numpy()), steps))
+    assert [(i, n) for i, n, _, _ in history] == [(i, steps - 1) for i in range(steps - 1)]
+    _, _, out_video, out_audio = history[-1]
+    assert np.array_equal(np.array(out_video[:cv]), video.numpy()[:cv])  # conditioning rows are never written
+    assert _rel(out_video, latents.numpy()) < 1e-5 and _rel(out_audio, audio_latents.numpy()) < 1e-5
+    assert _rel(out_video[cv:], video.numpy()[cv:]) > 0.1  # and the target rows did move
