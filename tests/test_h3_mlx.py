@@ -574,3 +574,9 @@ def test_denoise_loop_matches_diffusers(tiny_pair, workflow):
     assert np.array_equal(np.array(out_video[:cv]), video.numpy()[:cv])  # conditioning rows are never written
     assert _rel(out_video, latents.numpy()) < 1e-5 and _rel(out_audio, audio_latents.numpy()) < 1e-5
     assert _rel(out_video[cv:], video.numpy()[cv:]) > 0.1  # and the target rows did move
+
+
+def test_refusal_suggests_the_largest_canvas_that_fits():
+    # t2va at 8 bits: 1344x768 ~56.5 GB, 1280x704 ~54.4 GB, 864x480 ~46.9 GB; a 74 GB machine grants ~55.5 GB
+    with pytest.raises(BackendError, match=r"use --bits 4 or the 720p canvas \(1280x704\)$"):
+        check_h3_fits(8, 1344, 768, 74)

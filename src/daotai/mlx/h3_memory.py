@@ -197,7 +197,11 @@ class MacFit:
 
 def h3_mac_table(frames: int = DEFAULT_FRAMES, workflow: str = "ref2va", pictures: int = 2,
                  macs: tuple[int, ...] = MAC_SIZES_GB) -> list[MacFit]:
-    """Every (Mac size, bit width, canvas) with its peak and whether it fits the GPU working set."""
+    """Every (Mac size, bit width, canvas) with its peak and whether it fits the GPU working set.
+
+    By default a ref2va shot with its previz video reference and two character pictures, the
+    h3 backend's usual shot and the largest of its workflows.
+    """
     out = []
     for canvas, (width, height) in H3_CANVASES.items():
         for bits in H3_BITS:
@@ -226,7 +230,7 @@ def check_h3_fits(bits: int, width: int, height: int, unified_gb: float, frames:
         if other < bits and h3_peak(other, width, height, frames, workflow, pictures).peak_bytes <= have:
             options.append(f"--bits {other}")
             break
-    for canvas, (w, h) in H3_CANVASES.items():
+    for canvas, (w, h) in sorted(H3_CANVASES.items(), key=lambda item: -item[1][0] * item[1][1]):  # largest first
         if w * h < width * height and h3_peak(bits, w, h, frames, workflow, pictures).peak_bytes <= have:
             options.append(f"the {canvas} canvas ({w}x{h})")
             break
