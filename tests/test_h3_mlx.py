@@ -580,3 +580,44 @@ def test_refusal_suggests_the_largest_canvas_that_fits():
     # t2va at 8 bits: 1344x768 ~56.5 GB, 1280x704 ~54.4 GB, 864x480 ~46.9 GB; a 74 GB machine grants ~55.5 GB
     with pytest.raises(BackendError, match=r"use --bits 4 or the 720p canvas \(1280x704\)$"):
         check_h3_fits(8, 1344, 768, 74)
+
+
+# ---- the audio decoder (BigVGAN) against diffusers' AutoencoderKLMiniMaxH3Audio.decode ----
+
+def test_audio_decoder_matches_diffusers(tmp_path):
+    torch = pytest.importorskip("torch")
+    diffusers = pytest.importorskip("diffusers")
+    mx = pytest.importorskip("mlx.core")
+    from daotai.mlx.h3_audio_vae import denormalize_audio, load_h3_audio_decoder
+
+    torch.manual_seed(0)
+    # the released upsampling (x800: 5, 5, 2, 2, 2, 2, 2), two AMP kernels with their own dilations, narrow channels
+    mean, std = [0.1 * i for i in range(8)], [1.0 + 0.05 * i for i in range(8)]
+    vae = diffusers.AutoencoderKLMiniMaxH3Audio(
+        encoder_dim=4, latent_dim=16, latent_channels=8, num_attention_heads=2, decoder_dim=128,
+        resblock_kernel_sizes=(3, 5), resblock_dilation_sizes=((1, 3), (1, 2)), latents_mean=mean, latents_std=std,
+    ).eval()
+    with torch.no_grad():  # SnakeBeta's log-space alpha and beta start at 0: spread them so both are exercised
+        for name, p in vae.named_parameters():
+            if name.endswith((".alpha", ".beta")):
+                p.copy_(torch.randn_like(p) * 0.3)
+    vae.save_pretrained(tmp_path / "audio_vae")
+    sampled = torch.randn(2, 8, 5, generator=torch.Generator().manual_seed(1))  # stereo: one batch item a channel
+    latents = torch.from_numpy(denormalize_audio(sampled.numpy(), mean, std))
+    # the pipeline's own denormalisation (MiniMaxH3AudioDecodeStep)
+    assert torch.allclose(latents, sampled * torch.tensor(std).view(1, -1, 1) + torch.tensor(mean).view(1, -1, 1))
+    with torch.no_grad():
+        ref = vae.decode(latents).sample.numpy()
+    decoder = load_h3_audio_decoder(tmp_path / "audio_vae")
+    out = np.array(decoder(mx.array(latents.numpy())))
+    assert out.shape == ref.shape == (2, 1, 5 * 800)
+    assert _rel(out, ref) < 1e-5  # measured ~5e-7
+    with pytest.raises(ValueError, match=r"latents of shape \[2, 5, 8\]; must be \(B, 8, T\)"):
+        decoder(mx.array(latents.numpy().transpose(0, 2, 1)))
+
+
+def test_audio_decoder_refuses_another_model(tmp_path, tiny_pair):
+    from daotai.mlx.h3_audio_vae import load_h3_audio_decoder
+
+    with pytest.raises(BackendError, match="not an AutoencoderKLMiniMaxH3Audio"):
+        load_h3_audio_decoder(tiny_pair[2])
