@@ -621,3 +621,45 @@ def test_audio_decoder_refuses_another_model(tmp_path, tiny_pair):
 
     with pytest.raises(BackendError, match="not an AutoencoderKLMiniMaxH3Audio"):
         load_h3_audio_decoder(tiny_pair[2])
+
+
+# ---- the video decoder (ViT, one clip) against diffusers' AutoencoderKLMiniMaxH3 ----
+
+TINY_VIDEO_VAE = dict(latent_channels=8, block_out_channels=(8, 8), layers_per_block=1,
+                      spatial_downsample_factors=(2, 2), temporal_downsample_factors=(2, 2), norm_num_groups=4,
+                      decoder_num_layers=2, decoder_num_attention_heads=2, decoder_attention_head_dim=16,
+                      decoder_num_register_tokens=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_video_vae(tmp_path_factory):
+    """A random diffusers H3 video VAE (decoder weights all random) saved, and its MLX clip decoder."""
+    torch = pytest.importorskip("torch")
+    diffusers = pytest.importorskip("diffusers")
+    pytest.importorskip("mlx.core")
+    from daotai.mlx.h3_video_vae import load_h3_video_clip_decoder
+
+    torch.manual_seed(0)
+    vae = diffusers.AutoencoderKLMiniMaxH3(**TINY_VIDEO_VAE).eval()
+    with torch.no_grad():  # layer scales start at 0 in diffusers: random ones make every block count
+        for name, p in vae.named_parameters():
+            if name.startswith(("decoder.", "post_quant_conv.")):
+                p.copy_(torch.randn_like(p) * 0.2 + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
+    folder = tmp_path_factory.mktemp("h3_vae") / "vae"
+    vae.save_pretrained(folder)
+    return vae, load_h3_video_clip_decoder(folder)
+
+
+def test_video_clip_decoder_matches_diffusers(tiny_video_vae):
+    import mlx.core as mx
+    import torch
+
+    vae, decoder = tiny_video_vae
+    z = torch.randn(2, 8, 3, 4, 5, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = vae.decoder(vae.post_quant_conv(z)).numpy()
+    out = np.array(decoder(mx.array(z.numpy())))
+    assert out.shape == ref.shape == (2, 3, 12, 16, 20)  # 4 x 4 x 4 pixels a voxel in this tiny VAE
+    assert _rel(out, ref) < 1e-5  # measured ~3e-7
+    with pytest.raises(ValueError, match=r"latents of shape \[2, 3, 8, 4, 5\]; must be \(B, 8, F, H, W\)"):
+        decoder(mx.array(z.numpy().transpose(0, 2, 1, 3, 4)))
