@@ -663,3 +663,36 @@ def test_video_clip_decoder_matches_diffusers(tiny_video_vae):
     assert _rel(out, ref) < 1e-5  # measured ~3e-7
     with pytest.raises(ValueError, match=r"latents of shape \[2, 3, 8, 4, 5\]; must be \(B, 8, F, H, W\)"):
         decoder(mx.array(z.numpy().transpose(0, 2, 1, 3, 4)))
+
+
+@pytest.mark.parametrize("latent_frames,tiled", [(7, False), (12, True), (9, True), (3, False)])
+def test_video_decode_chunks_and_tiles_as_diffusers(tiny_video_vae, latent_frames, tiled):
+    """Whole decodes: 5n+2 latent frames (22 and 39 pixel frames), and lengths the decode pads (9, 3) and trims."""
+    import mlx.core as mx
+    import torch
+
+    from daotai.mlx.h3_video_vae import VideoTiling, decode_video
+
+    vae, decoder = tiny_video_vae
+    if tiled:  # 8-pixel tiles with 4-pixel overlaps over a 16x20 frame: 3 x 4 tiles per chunk
+        vae.enable_tiling(tile_sample_min_height=8, tile_sample_min_width=8, tile_sample_min_overlap_height=4,
+                          tile_sample_min_overlap_width=4)
+    else:
+        vae.disable_tiling()
+    z = torch.randn(1, 8, latent_frames, 4, 5, generator=torch.Generator().manual_seed(latent_frames))
+    with torch.no_grad():
+        ref = vae.decode(z).sample.numpy()
+    out = np.array(decode_video(decoder, mx.array(z.numpy()), tiling=VideoTiling(8, 4) if tiled else None))
+    assert out.shape == ref.shape
+    if (latent_frames - 2) % 5 == 0:
+        assert out.shape[2] == (latent_frames - 2) // 5 * 17 + 5  # 17n+5 frames from 5n+2 latents
+    assert _rel(out, ref) < 1e-5
+
+
+def test_tiles_cover_the_frame_with_latent_aligned_overlaps():
+    from daotai.mlx.h3_video_vae import split_tiles
+
+    assert split_tiles(200, 256, 64, 16) == ([0], [200], [])
+    starts, lengths, overlaps = split_tiles(1344, 256, 64, 16)  # the released canvas' long edge
+    assert starts[-1] + lengths[-1] == 1344 and all(o >= 64 and o % 16 == 0 for o in overlaps)
+    assert len(starts) == 7

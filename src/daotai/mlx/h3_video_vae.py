@@ -225,3 +225,138 @@ def load_h3_video_clip_decoder(folder: Path) -> H3VideoClipDecoder:
         weights.append((name, value.astype(mx.float32)))
     load_into(model, weights, f"h3 video decoder {folder}")
     return model
+
+
+# ---- the whole decode: temporal chunks cross-faded, each chunk spatially tiled and blended ----
+
+@dataclass(frozen=True)
+class VideoTiling:
+    """Pixel tile size and least overlap; the released model was decoded with 256 / 64 (diffusers' defaults)."""
+
+    tile: int = 256
+    overlap: int = 64
+
+
+RELEASED_TILING = VideoTiling()
+
+
+def split_tiles(length: int, tile: int, min_overlap: int, step: int) -> tuple[list[int], list[int], list[int]]:
+    """Tile starts, lengths and overlaps over ``length`` pixels: the fewest tiles whose overlaps are all at least
+    ``min_overlap``, the slack spread round-robin over the overlaps in whole ``step``s (latent-aligned)."""
+    if tile >= length:
+        return [0], [length], []
+    count = math.ceil(length / tile)
+    while tile * count - min_overlap * (count - 1) < length:
+        count += 1
+    overlaps = [min_overlap] * (count - 1)
+    for i in range((tile * count - sum(overlaps) - length) // step):
+        overlaps[i % (count - 1)] += step
+    starts = [0]
+    for overlap in overlaps:
+        starts.append(starts[-1] + tile - overlap)
+    return starts, [tile] * count, overlaps
+
+
+def blend(a: mx.array, b: mx.array, extent: int, axis: int) -> mx.array:
+    """``b`` with its first ``extent`` entries along ``axis`` cross-faded linearly from ``a``'s last ones."""
+    extent = min(a.shape[axis], b.shape[axis], extent)
+    shape = [1] * b.ndim
+    shape[axis] = extent
+    ramp = (mx.arange(extent, dtype=mx.float32) / extent).reshape(shape).astype(b.dtype)
+    tail = [slice(None)] * a.ndim
+    tail[axis] = slice(a.shape[axis] - extent, None)
+    head = [slice(None)] * b.ndim
+    head[axis] = slice(0, extent)
+    rest = [slice(None)] * b.ndim
+    rest[axis] = slice(extent, None)
+    mixed = a[tuple(tail)] * (1 - ramp) + b[tuple(head)] * ramp
+    return mixed if extent == b.shape[axis] else mx.concatenate([mixed, b[tuple(rest)]], axis=axis)
+
+
+def stitch(tiles: list[list[mx.array]], height_overlaps: list[int], width_overlaps: list[int]) -> mx.array:
+    """Join decoded tiles (…, H, W): each blended into its upper and left neighbour, overlaps cropped."""
+    rows = []
+    for i, row in enumerate(tiles):
+        kept = []
+        for j, tile in enumerate(row):
+            if i > 0:
+                tile = blend(tiles[i - 1][j], tile, height_overlaps[i - 1], axis=-2)
+            if j > 0:
+                tile = blend(row[j - 1], tile, width_overlaps[j - 1], axis=-1)
+            if i < len(tiles) - 1:
+                tile = tile[..., : tile.shape[-2] - height_overlaps[i], :]
+            if j < len(row) - 1:
+                tile = tile[..., : tile.shape[-1] - width_overlaps[j]]
+            kept.append(tile)
+        rows.append(mx.concatenate(kept, axis=-1))
+    return mx.concatenate(rows, axis=-2)
+
+
+@dataclass(frozen=True)
+class ClipGeometry:
+    """How the encoder chunked time, which the decode mirrors (17 frames a clip, 3 trailing latents dropped)."""
+
+    clip_length: int = 17
+    token_drop: int = 3
+    temporal_ratio: int = 4
+
+    @property
+    def chunk_tokens(self) -> int:
+        return math.ceil(self.clip_length / self.temporal_ratio)
+
+    @property
+    def pre_padding(self) -> int:
+        """Leading decoded frames of a chunk that are not part of the video."""
+        return (-self.clip_length) % self.temporal_ratio
+
+    @property
+    def token_overlap(self) -> int:
+        return (-self.token_drop) % self.chunk_tokens
+
+    @property
+    def frame_overlap(self) -> int:
+        return max(self.token_overlap * self.temporal_ratio - self.pre_padding, 0)
+
+
+def decode_video(decoder: H3VideoClipDecoder, latents: mx.array, geometry: ClipGeometry = ClipGeometry(),
+                 tiling: VideoTiling | None = RELEASED_TILING) -> mx.array:
+    """Denormalised latents (B, C, T, H, W) -> pixels (B, 3, F, H * 16, W * 16) as diffusers' decode: latent chunks
+    decoded with their overlap, consecutive chunks cross-faded over ``frame_overlap`` frames, padding trimmed."""
+    chunk, drop = geometry.chunk_tokens, geometry.token_drop
+    chunk_frames = chunk * geometry.temporal_ratio
+    tokens = latents.shape[2] + drop
+    pad = (-tokens) % chunk
+    chunks = (tokens + pad) // chunk - int(drop > 0)
+    if pad:
+        latents = mx.concatenate([latents, mx.repeat(latents[:, :, -1:], pad, axis=2)], axis=2)
+    pieces, overlap = [], None
+    for i in range(chunks):
+        clip = decode_clip(decoder, latents[:, :, i * chunk : i * chunk + chunk + geometry.token_overlap], tiling)
+        for j in range(int(drop > 0) + 1):
+            piece = clip[:, :, j * chunk_frames : (j + 1) * chunk_frames][:, :, geometry.pre_padding :]
+            if j == 0:
+                pieces.append(piece if overlap is None else blend(overlap, piece, geometry.frame_overlap, axis=2))
+            else:
+                overlap = piece
+    if overlap is not None:
+        pieces.append(overlap)
+    video = mx.concatenate(pieces, axis=2)
+    if pad:
+        # a chunk's last latent covers clip_length % ratio frames, the others ratio frames
+        tail = geometry.clip_length % geometry.temporal_ratio
+        real = latents.shape[2] - pad
+        extra = sum(tail if tail and (real + k) % chunk == 0 else geometry.temporal_ratio for k in range(pad))
+        video = video[:, :, : video.shape[2] - extra]
+    return video
+
+
+def decode_clip(decoder: H3VideoClipDecoder, latents: mx.array, tiling: VideoTiling | None) -> mx.array:
+    """One chunk, in spatial tiles laid out in pixels (latent-aligned) and stitched, or whole when tiling is None."""
+    if tiling is None:
+        return decoder(latents)
+    _, ratio = decoder.cfg.patch
+    ys, y_lengths, y_overlaps = split_tiles(latents.shape[-2] * ratio, tiling.tile, tiling.overlap, ratio)
+    xs, x_lengths, x_overlaps = split_tiles(latents.shape[-1] * ratio, tiling.tile, tiling.overlap, ratio)
+    rows = [[decoder(latents[..., y // ratio : (y + h) // ratio, x // ratio : (x + w) // ratio])
+             for x, w in zip(xs, x_lengths, strict=True)] for y, h in zip(ys, y_lengths, strict=True)]
+    return stitch(rows, y_overlaps, x_overlaps)
