@@ -17,7 +17,7 @@ Bit widths: 16 is the checkpoint as published (bfloat16 blocks, float32 input/ou
 projections and timestep MLP); 8 and 4 quantise every block linear and the text refiner's
 (AdaLN projections included: they are ~40 % of a block) with a 16-bit scale and bias per
 group, since the source weights are bfloat16. The conditioner is planned at the same bit
-width as the transformer and the VAEs at 16 bits. These are estimates from parameter
+width as the transformer and the VAEs in float32, as ported. These are estimates from parameter
 counts, to be checked on a Mac with ``scripts/mac-check.sh``.
 """
 
@@ -58,7 +58,7 @@ FFN_TENSORS = 4
 ACTIVATION_MARGIN = 1.5
 ACTIVATION_BYTES = 2
 OVERHEAD_BYTES = 2.0 * GB  # MLX's allocator cache and the process itself (an estimate)
-VAE_BYTES_PER_PARAM = 2.0
+VAE_BYTES_PER_PARAM = 4.0  # the MLX VAE decoders run in float32 (the audio one degrades audibly in bfloat16)
 DEFAULT_GROUP_SIZE = 64
 SCALE_BITS = 16  # MLX keeps each group's scale and bias in the source weights' dtype (bfloat16)
 
