@@ -36,6 +36,8 @@ class H3AudioDecoderConfig:
     resblock_kernel_sizes: tuple[int, ...] = (3, 7, 11)
     resblock_dilation_sizes: tuple[tuple[int, ...], ...] = ((1, 3, 5), (1, 3, 5), (1, 3, 5))
     sampling_rate: int = 32000
+    latents_mean: tuple[float, ...] | None = None  # per channel; the sampler's latents are normalised with these
+    latents_std: tuple[float, ...] | None = None
 
     @classmethod
     def from_dict(cls, cfg: dict) -> "H3AudioDecoderConfig":
@@ -46,6 +48,9 @@ class H3AudioDecoderConfig:
                 kw[key] = tuple(int(v) for v in kw[key])
         if "resblock_dilation_sizes" in kw:
             kw["resblock_dilation_sizes"] = tuple(tuple(int(d) for d in ds) for ds in kw["resblock_dilation_sizes"])
+        for key in ("latents_mean", "latents_std"):
+            if kw.get(key) is not None:
+                kw[key] = tuple(float(v) for v in kw[key])
         return cls(**kw)
 
 

@@ -42,6 +42,8 @@ class H3VideoDecoderConfig:
     decoder_rope_theta: float = 100.0
     decoder_rope_dim_ratio: float = 0.75
     decoder_norm_eps: float = 1e-5
+    latents_mean: tuple[float, ...] | None = None  # per channel; the sampler's latents are normalised with these
+    latents_std: tuple[float, ...] | None = None
 
     @property
     def width(self) -> int:
@@ -63,6 +65,9 @@ class H3VideoDecoderConfig:
         for key in ("spatial_downsample_factors", "temporal_downsample_factors"):
             if key in kw:
                 kw[key] = tuple(int(v) for v in kw[key])
+        for key in ("latents_mean", "latents_std"):
+            if kw.get(key) is not None:
+                kw[key] = tuple(float(v) for v in kw[key])
         return cls(**kw)
 
 
@@ -238,6 +243,23 @@ class VideoTiling:
 
 
 RELEASED_TILING = VideoTiling()
+PIXEL_MEAN = (0.485, 0.456, 0.406)  # the decoder's output is ImageNet-normalised RGB over [0, 1]
+PIXEL_STD = (0.229, 0.224, 0.225)
+
+
+def denormalize_video(latents: mx.array, cfg: H3VideoDecoderConfig) -> mx.array:
+    """Sampled latents (B, C, T, H, W) -> as the decoder reads them: latents * std + mean per channel."""
+    c = cfg.latent_channels
+    mean = mx.array(cfg.latents_mean or (0.0,) * c, dtype=mx.float32).reshape(1, c, 1, 1, 1)
+    std = mx.array(cfg.latents_std or (1.0,) * c, dtype=mx.float32).reshape(1, c, 1, 1, 1)
+    return latents.astype(mx.float32) * std + mean
+
+
+def to_unit_rgb(pixels: mx.array) -> mx.array:
+    """Decoder output (B, 3, F, H, W), ImageNet-normalised -> RGB in [0, 1], same shape."""
+    mean = mx.array(PIXEL_MEAN, dtype=mx.float32).reshape(1, 3, 1, 1, 1)
+    std = mx.array(PIXEL_STD, dtype=mx.float32).reshape(1, 3, 1, 1, 1)
+    return mx.clip(pixels * std + mean, 0.0, 1.0)
 
 
 def split_tiles(length: int, tile: int, min_overlap: int, step: int) -> tuple[list[int], list[int], list[int]]:
