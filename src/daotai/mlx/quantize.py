@@ -1,4 +1,4 @@
-"""Weight quantisation of the Wan transformer for MLX (affine 4/8-bit, per-group scales).
+"""Weight quantisation of the MLX transformers, Wan and MiniMax-H3 (affine 4/8-bit, per-group scales).
 
 Only the transformer blocks' linear layers are quantised (with Wan-VACE, the control blocks'
 too, their input and output projections included): they hold >95 % of the parameters of a Wan DiT. Kept at full precision by default, and why:
@@ -36,26 +36,36 @@ class QuantSpec:
             )
 
 
-def quantizable(path: str, module, group_size: int) -> bool:
-    """True for a Linear inside the transformer's blocks (main or VACE control) whose input width divides
-    into groups."""
+WAN_BLOCK_PREFIXES = ("blocks.", "vace_blocks.")  # Wan's blocks and Wan-VACE's control blocks
+# MiniMax-H3: the block stack and the text refiner's blocks. A block's AdaLN projection
+# (``adaln_proj.linear``) is ~40 % of the released model's parameters, so it is quantised too
+# unless ``skip`` names it (bench/h3_mlx_quant.py measures the error both ways).
+H3_BLOCK_PREFIXES = ("transformer_blocks.", "token_refiner.refiner_blocks.")
+
+
+def quantizable(path: str, module, group_size: int, prefixes: tuple[str, ...] = WAN_BLOCK_PREFIXES,
+                skip: tuple[str, ...] = ()) -> bool:
+    """True for a Linear inside the transformer's blocks (paths starting with ``prefixes``, none ending with one
+    of ``skip``) whose input width divides into groups."""
     import mlx.nn as nn
 
     return (
         isinstance(module, nn.Linear)
-        and path.startswith(("blocks.", "vace_blocks."))
+        and path.startswith(prefixes)
+        and not path.endswith(skip)
         and module.weight.shape[-1] % group_size == 0
     )
 
 
-def quantize_transformer(model, spec: QuantSpec) -> list[str]:
-    """Quantise the block linears of a WanTransformer in place; returns the quantised paths."""
+def quantize_transformer(model, spec: QuantSpec, prefixes: tuple[str, ...] = WAN_BLOCK_PREFIXES,
+                         skip: tuple[str, ...] = ()) -> list[str]:
+    """Quantise the block linears of a transformer in place (Wan's by default); returns the quantised paths."""
     import mlx.nn as nn
 
     done: list[str] = []
 
     def pred(path, module):
-        ok = quantizable(path, module, spec.group_size)
+        ok = quantizable(path, module, spec.group_size, prefixes, skip)
         if ok:
             done.append(path)
         return ok

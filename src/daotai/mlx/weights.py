@@ -77,7 +77,19 @@ def map_umt5_name(name: str, value: mx.array) -> tuple[str, mx.array] | None:
     return name, value
 
 
-MAPPERS = {"transformer": map_transformer_name, "vae": map_vae_name, "text_encoder": map_umt5_name}
+def map_h3_transformer_name(name: str, value: mx.array) -> tuple[str, mx.array] | None:
+    """diffusers MiniMaxH3Transformer3DModel name/tensor -> MLX H3Transformer name/tensor (None = drop).
+
+    The MLX module tree mirrors diffusers' names one to one (``to_out.0``, ``ff.net.0.proj`` …);
+    the rotary ``inv_freq`` buffer is recomputed from the config, so a checkpoint carrying it drops it.
+    """
+    if name.endswith("rope.inv_freq"):
+        return None
+    return name, value
+
+
+MAPPERS = {"transformer": map_transformer_name, "vae": map_vae_name, "text_encoder": map_umt5_name,
+           "h3_transformer": map_h3_transformer_name}
 
 
 def mapped_weights(folder: Path, component: str, dtype=mx.float32) -> list[tuple[str, mx.array]]:
