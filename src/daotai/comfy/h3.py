@@ -77,19 +77,19 @@ def make_look(character: str, image: np.ndarray | None = None, voice: np.ndarray
     if not name:
         issues.append(Issue("character", NO_VALUE, "is empty; name the character id the look is for"))
     if image is None and voice is None:
-        issues.append(Issue("image", NO_VALUE, "and voice are both unconnected; connect a picture, a voice or both"))
+        issues.append(Issue("image", NO_VALUE, "is not connected, nor is voice; connect a picture, a voice or both"))
     if image is not None and (image.ndim != 3 or image.shape[-1] != 3 or image.dtype != np.uint8 or not image.size):
-        issues.append(Issue("image", f"shape {image.shape}", "must be one picture (height, width, 3)"))
+        issues.append(Issue("image.shape", tuple(image.shape), "must be one picture (height, width, 3)"))
     if voice is not None:
         if voice.ndim != 2 or voice.shape[0] not in (1, 2) or voice.shape[1] == 0:
-            issues.append(Issue("voice", f"waveform of shape {voice.shape}", "must be (1 or 2 channels, samples > 0)"))
+            issues.append(Issue("voice.waveform.shape", tuple(voice.shape), "must be (1 or 2 channels, samples > 0)"))
         elif voice_rate <= 0:
-            issues.append(Issue("voice", f"sample_rate {voice_rate}", "must be > 0"))
+            issues.append(Issue("voice.sample_rate", voice_rate, "must be > 0"))
         elif voice.shape[1] / voice_rate > MAX_VOICE_SECONDS:
-            issues.append(Issue("voice", f"{voice.shape[1] / voice_rate:.0f} s",
+            issues.append(Issue("voice.duration_s", round(voice.shape[1] / voice_rate, 1),
                                 f"must be at most {MAX_VOICE_SECONDS:g} s (the model hears its first 20 s)"))
         elif not np.isfinite(voice).all():
-            issues.append(Issue("voice", "samples that are not finite", "must be numbers in [-1, 1]"))
+            issues.append(Issue("voice.waveform", "NaN or infinite samples", "must hold finite numbers in [-1, 1]"))
     if issues:
         raise OptionError(issues)
     return CharacterLook(name, image, None if voice is None else np.asarray(voice, np.float32), int(voice_rate))
@@ -147,6 +147,17 @@ def plan_with_looks(plan: Plan, looks: Sequence[CharacterLook], folder: Path) ->
     return plan.model_copy(update={"characters": characters})
 
 
+def as_node_inputs(error: OptionError) -> OptionError:
+    """An options error as the node's inputs name it: ``options.steps`` is the node's ``steps``, and the licence
+    is accepted with the node's ``accept_licence`` switch rather than ``-O accept_licence=true``."""
+    issues = []
+    for issue in error.issues:
+        path = issue.path.removeprefix("options.")
+        rule = issue.rule.replace("-O accept_licence=true", "the accept_licence switch of H3 Render")
+        issues.append(Issue(path, issue.value, rule))
+    return OptionError(issues)
+
+
 def h3_options(values: Mapping[str, Any]) -> Any:
     """The ``h3`` backend's options from the node's values (None and "default" mean: the backend decides)."""
     from daotai.render.registry import spec_for
@@ -155,19 +166,40 @@ def h3_options(values: Mapping[str, Any]) -> Any:
     return spec_for("h3").validate_options(chosen)
 
 
+def check_previz(plan: Plan, shot: ShotPlan, rgb: np.ndarray) -> np.ndarray:
+    """The shot's previz frames (F, H, W, 3) uint8 as given, or an error naming ``previz`` and what it must be."""
+    if rgb.ndim != 4 or rgb.shape[-1] != 3 or rgb.dtype != np.uint8:
+        raise OptionError.at("previz.shape", tuple(rgb.shape), "must be (frames, height, width, 3) of uint8")
+    if len(rgb) != shot.frames:
+        raise OptionError.at("previz.frames", len(rgb), f"must be the {shot.frames} frames of shot {shot.shot_id} "
+                             "(connect the Previz Render of the same shot)")
+    if rgb.shape[1:3] != (plan.height, plan.width):
+        raise OptionError.at("previz.size", f"{rgb.shape[2]}x{rgb.shape[1]}",
+                             f"must be the plan's size, {plan.width}x{plan.height}")
+    return rgb
+
+
 def render_h3(plan: Plan, shot: ShotPlan, options: Mapping[str, Any], looks: Sequence[CharacterLook] = (),
-              reference_root: Path | None = None, ctx: RunContext | None = None) -> Generator[Event, None, H3Shot]:
+              reference_root: Path | None = None, ctx: RunContext | None = None,
+              previz: np.ndarray | None = None) -> Generator[Event, None, H3Shot]:
     """Render ``shot`` with the ``h3`` backend (``options``: as ``-O`` takes them); yields its progress.
 
     ``looks`` give characters pictures and voices from the graph; the script's own files resolve
     against ``reference_root`` (None: the current folder), as ``daotai render`` resolves them.
+    ``previz``: the shot's previz frames (F, H, W, 3) uint8 rendered already (else the backend renders
+    them, without labels) — the video reference a ref2va shot's camera move comes from.
     """
     from daotai.render.base import RenderJob
     from daotai.render.registry import create_backend
     from daotai.render.spec import BackendEnv
 
     ctx = ctx or RunContext()
-    checked = h3_options(options)
+    try:
+        checked = h3_options(options)
+    except OptionError as exc:
+        raise as_node_inputs(exc) from None
+    if previz is not None:
+        previz = check_previz(plan, shot, previz)
     root = reference_root or Path.cwd()
     rgb: np.ndarray | None = None
     sound: Audio | None = None
@@ -175,7 +207,12 @@ def render_h3(plan: Plan, shot: ShotPlan, options: Mapping[str, Any], looks: Seq
     seen = 0
     with tempfile.TemporaryDirectory(prefix="daotai-h3-looks-") as scratch:
         looked = plan_with_looks(plan, looks, Path(scratch))
-        backend = create_backend("h3", checked, BackendEnv(reference_root=root))
+        try:
+            backend = create_backend("h3", checked, BackendEnv(reference_root=root))  # refuses an unaccepted licence
+        except OptionError as exc:
+            raise as_node_inputs(exc) from None
+        if previz is not None:
+            backend.use_previz(shot.shot_id, previz)
         try:
             for event in backend.render(RenderJob(plan=looked, shot=shot, controls=False), ctx):
                 if isinstance(event, Frame):
@@ -192,6 +229,10 @@ def render_h3(plan: Plan, shot: ShotPlan, options: Mapping[str, Any], looks: Seq
                     yield event
                 else:
                     yield event
+        except BackendError as exc:
+            if not str(exc).startswith("--model: "):
+                raise
+            raise BackendError(str(exc).removeprefix("--")) from None  # the node's input is called model
         finally:
             backend.close()
     if rgb is None or seen != shot.frames:

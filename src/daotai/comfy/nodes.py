@@ -601,6 +601,9 @@ class H3RenderNode(io.ComfyNode):
                 io.String.Input("folder", default="daotai/h3",
                                 tooltip="where shots/<id>.mp4 is written (relative: in ComfyUI's output folder)"),
                 Looks.Input("looks", optional=True, tooltip="characters' pictures and voices from H3 Character Look"),
+                io.Image.Input("previz", optional=True,
+                               tooltip="the shot's previz frames from Previz Render (labels off), the video reference "
+                                       "of a ref2va shot; unconnected: rendered here"),
             ],
             outputs=[
                 io.Image.Output("images", display_name="images"),
@@ -615,7 +618,8 @@ class H3RenderNode(io.ComfyNode):
     @classmethod
     def execute(cls, script: DirectorScript, shot_id: str = "", model: str = "minimax-h3", workflow: str = "auto",
                 speed: str = "default", segment_seconds: float = 0.0, steps: int = 0, device: str = "auto",
-                accept_licence: bool = False, folder: str = "daotai/h3", looks: Any = None) -> io.NodeOutput:
+                accept_licence: bool = False, folder: str = "daotai/h3", looks: Any = None,
+                previz: Any = None) -> io.NodeOutput:
         from daotai.comfy.h3 import render_h3, write_shot_file
 
         shot = script.shot(shot_id)
@@ -623,7 +627,8 @@ class H3RenderNode(io.ComfyNode):
                    "segment_seconds": float(segment_seconds) or None, "steps": int(steps) or None,
                    "device": None if device == "auto" else device, "accept_licence": bool(accept_licence)}
         root = script.source.resolve().parent if script.source is not None else None
-        result = _run(lambda ctx: render_h3(script.plan, shot, options, tuple(looks or ()), root, ctx))
+        frames = _rgb(previz) if previz is not None else None
+        result = _run(lambda ctx: render_h3(script.plan, shot, options, tuple(looks or ()), root, ctx, frames))
         path = write_shot_file(script.plan, result, _output_folder(folder))
         report = result.report()
         return io.NodeOutput(_images(result.rgb), _audio(result.sound, result.rate), _video_from_file(path),

@@ -680,6 +680,12 @@ class H3Backend:
         self.licence = self._check_licence()
         self._previz: Any = None
         self._last_frame: tuple[str, np.ndarray] | None = None  # (shot id, (H, W, 3) uint8 at the canvas) of the last shot
+        self._given_previz: dict[str, np.ndarray] = {}  # shot id → (F, H, W, 3) uint8 previz rendered elsewhere
+
+    def use_previz(self, shot_id: str, rgb: np.ndarray) -> None:
+        """Take a shot's previz frames (F, H, W, 3) uint8 on the plan's grid, rendered elsewhere (a ComfyUI graph's
+        Previz Render), instead of rendering them here; the caller checks they are the shot's."""
+        self._given_previz[shot_id] = rgb
 
     def _check_licence(self) -> str | None:
         """Refuse before any work unless the model's licence was accepted; the acceptance as a manifest line."""
@@ -707,10 +713,13 @@ class H3Backend:
         from daotai.render.neural.retime import plan_to_native_indexes
         from daotai.render.previz.backend import PrevizBackend
 
-        if self._previz is None:
-            self._previz = PrevizBackend(labels=False)
         shot = job.shot
         wanted = plan_to_native_indexes(shot.frames, job.plan.fps, native, 24.0)
+        given = self._given_previz.get(shot.shot_id)
+        if given is not None:
+            return [given[i] for i in wanted]
+        if self._previz is None:
+            self._previz = PrevizBackend(labels=False)
         needed = set(wanted)
         frames: dict[int, np.ndarray] = {}
         for event in self._previz.render(RenderJob(job.plan, shot, controls=False), ctx):
