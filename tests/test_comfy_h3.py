@@ -180,15 +180,22 @@ def test_a_look_from_the_graph_is_the_picture_and_voice_the_pipeline_gets(comfy,
         MiniMaxH3VideoReference,
     )
 
+    from daotai.render.neural.retime import plan_to_native_indexes, resize_rgb
+
     script = director_script(comfy)
     (looks,) = comfy.run(comfy.nodes["DaotaiH3Look"], character="lin", image=picture(), voice=tone())
-    images, audio, _, _, report = comfy.run(comfy.nodes["DaotaiH3Render"], script=script, looks=looks,
+    # A previz from the graph (here frames whose brightness counts them) is the video reference as given.
+    ramp = torch.linspace(0.0, 1.0, 48).view(48, 1, 1, 1).expand(48, 64, 112, 3).contiguous()
+    images, audio, _, _, report = comfy.run(comfy.nodes["DaotaiH3Render"], script=script, looks=looks, previz=ramp,
                                             **h3_inputs(tiny_h3, tmp_path))
     assert len(recorded) == 1
     references = recorded[0]["references"]
     assert [type(r) for r in references] == [MiniMaxH3ImageReference, MiniMaxH3ImageReference,
                                              MiniMaxH3VideoReference, MiniMaxH3AudioReference]
-    lin, mara, _, voice = references
+    lin, mara, video, voice = references
+    given = np.rint(ramp.numpy() * 255).astype(np.uint8)
+    expected = np.stack([resize_rgb(given[i], 56, 32) for i in plan_to_native_indexes(48, 24.0, 48, 24.0)])
+    assert video.fps == 24.0 and np.array_equal(video.frames, expected)
     assert np.asarray(lin.image).shape == (64, 48, 3) and (np.asarray(lin.image) == LOOK_RGB).all()
     mara_rgb = [int(round(255 * c)) for c in next(c.colour for c in script.plan.characters if c.id == "mara")]
     assert (np.asarray(mara.image) == mara_rgb).all()  # no look: a swatch of her previz colour, as before
