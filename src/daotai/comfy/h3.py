@@ -155,7 +155,7 @@ def as_node_inputs(error: OptionError) -> OptionError:
         path = issue.path.removeprefix("options.")
         rule = issue.rule.replace("-O accept_licence=true", "the accept_licence switch of H3 Render")
         issues.append(Issue(path, issue.value, rule))
-    return OptionError(issues)
+    return OptionError(issues, valid=error.valid)
 
 
 def h3_options(values: Mapping[str, Any]) -> Any:
@@ -224,10 +224,9 @@ def render_h3(plan: Plan, shot: ShotPlan, options: Mapping[str, Any], looks: Seq
                     seen += 1
                 elif isinstance(event, Audio):
                     sound = event
-                elif isinstance(event, Notice):
-                    notices.append(event.text)
-                    yield event
                 else:
+                    if isinstance(event, Notice):
+                        notices.append(event.text)
                     yield event
         except BackendError as exc:
             if not str(exc).startswith("--model: "):

@@ -581,6 +581,7 @@ class H3RenderNode(io.ComfyNode):
                         "(ref2va: the shot's previz carries the exact camera and blocking, the characters' pictures "
                         "their looks, their voices the lines), segments for long shots, the sound in the same pass. "
                         "Weights from a local folder or the Hugging Face cache (safetensors only).",
+            is_output_node=True,  # it writes shots/<id>.mp4, a deliverable even with nothing connected after it
             inputs=[
                 Script.Input("script"),
                 _shot_id_input(),
