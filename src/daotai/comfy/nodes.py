@@ -100,7 +100,7 @@ def _waveform(audio: Any, where: str) -> tuple[np.ndarray, int]:
                                                           '"sample_rate": Hz}')
     array = waveform.detach().cpu().float().numpy() if hasattr(waveform, "detach") else np.asarray(waveform, np.float32)
     if array.ndim != 3 or array.shape[0] < 1:
-        raise OptionError.at(where, f"waveform of shape {tuple(array.shape)}", "must be (batch, channels, samples)")
+        raise OptionError.at(f"{where}.waveform.shape", tuple(array.shape), "must be (batch, channels, samples)")
     return array[0], int(rate)
 
 
@@ -563,9 +563,18 @@ class H3LookNode(io.ComfyNode):
         return io.NodeOutput((*tuple(looks or ()), look))
 
 
-H3_WORKFLOWS = ["auto", "t2va", "fl2va", "ref2va"]
-H3_SPEEDS = ["default", "exact", "fast", "off"]  # default: the backend's (exact)
 H3_DEVICES = ["auto", "cuda", "mps", "cpu"]
+
+
+def _h3_choices(field: str) -> list[str]:
+    """The values the ``h3`` backend's option ``field`` accepts (its Literal), in its own order."""
+    from typing import Literal, get_args, get_origin
+
+    from daotai.render.h3 import H3Options
+
+    annotation = H3Options.model_fields[field].annotation
+    literals = [a for a in (annotation, *get_args(annotation)) if get_origin(a) is Literal]
+    return [str(v) for v in get_args(literals[0])]
 
 
 class H3RenderNode(io.ComfyNode):
@@ -588,11 +597,12 @@ class H3RenderNode(io.ComfyNode):
                 io.String.Input("model", default="minimax-h3",
                                 tooltip="a registry name (found in the Hugging Face cache: `daotai models pull "
                                         "minimax-h3`) or a local model folder"),
-                io.Combo.Input("workflow", options=H3_WORKFLOWS, default="auto",
+                io.Combo.Input("workflow", options=_h3_choices("workflow"), default="auto",
                                tooltip="auto: ref2va when the camera moves or a character has a look, else t2va"),
-                io.Combo.Input("speed", options=H3_SPEEDS, default="default",
-                               tooltip="exact: attention kernel and compiled blocks | fast: also FP8 linears and a "
-                                       "step cache (approximate) | off: diffusers' own kernels"),
+                io.Combo.Input("speed", options=["default", *_h3_choices("speed")], default="default",
+                               tooltip="default: the backend's (exact) | exact: attention kernel and compiled "
+                                       "blocks | fast: also FP8 linears and a step cache (approximate) | off: "
+                                       "diffusers' own kernels"),
                 io.Float.Input("segment_seconds", default=0.0, min=0.0, max=15.0, step=0.5,
                                tooltip="longest generation a long shot is split into, 5-15 s; 0: the model's 15 s"),
                 io.Int.Input("steps", default=0, min=0, max=1000, tooltip="sigma points; 0: the model's default"),
