@@ -54,6 +54,8 @@ CHECKS: tuple[Check, ...] = (
           "daotai.qc.report:_fidelity"),
     Check("audio", None, "audio", "the file's sound: present when planned, its length and level",
           "daotai.qc.audio:check_audio"),
+    Check("identity", None, "controls", "each character looks the same in every shot that shows them",
+          "daotai.qc.identity:apply_identity"),
 )
 
 BY_NAME: dict[str, Check] = {check.name: check for check in CHECKS}

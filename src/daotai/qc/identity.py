@@ -116,7 +116,7 @@ def look_distance(lab_a: Any, lab_b: Any) -> float:
     black, is not. Symmetric: the smaller of the two directions."""
     def one_way(x: Any, y: Any) -> float:
         lit = _linear_to_lab(_lab_to_linear(x) * shade_between(x, y))
-        return float(np.linalg.norm(lit - np.asarray(y, dtype=np.float64)))
+        return float(np.linalg.norm(lit - _linear_to_lab(_lab_to_linear(y))))  # both through the same round trip
 
     return min(one_way(lab_a, lab_b), one_way(lab_b, lab_a))
 
@@ -198,8 +198,9 @@ def part_stats(rgb: np.ndarray, pixels: np.ndarray, laplacian: np.ndarray) -> tu
 
 
 class LookSampler:
-    """A shot's looks, fed frames in order (those not in ``wanted`` are skipped); :meth:`finish` gives
-    the shot's ``identity`` entry."""
+    """A shot's looks, fed frames (those not in ``wanted`` are skipped) whole through :meth:`add`, or
+    picture and controls apart from the decodes other checks make (:meth:`take_picture`,
+    :meth:`take_controls`); :meth:`finish` gives the shot's ``identity`` entry."""
 
     def __init__(self, plan: Plan, shot: ShotPlan, labels: bool = True):
         from daotai.qc.report import label_names
@@ -209,6 +210,30 @@ class LookSampler:
         self.wanted = sampled_frames(shot.frames)
         # character -> part -> per sampled frame (Lab (3,), texture, pixels)
         self._seen: dict[str, dict[str, list[tuple[np.ndarray, float, int]]]] = {}
+        self._pictures: dict[int, np.ndarray | None] = {}  # sampled frames waiting for their controls, and back
+        self._controls: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def take_picture(self, index: int, rgb: np.ndarray) -> None:
+        """Frame ``index`` of the picture, (H, W, 3) uint8 (measured once its controls are in)."""
+        if index in self.wanted and index not in self._pictures:
+            self._pictures[index] = rgb
+            self._pair(index)
+
+    def take_controls(self, index: int, depth_mm: np.ndarray | None, mask: np.ndarray | None) -> None:
+        """Frame ``index`` of the depth (H, W) uint16 mm and mask (H, W) uint8 controls."""
+        if index in self.wanted and depth_mm is not None and mask is not None and index not in self._controls:
+            self._controls[index] = (depth_mm, mask)
+            self._pair(index)
+
+    def _pair(self, index: int) -> None:
+        if index in self._pictures and index in self._controls and self._pictures[index] is not None:
+            depth_mm, mask = self._controls[index]
+            self.add(index, self._pictures[index], mask, depth_mm)
+            self._pictures[index] = None  # measured: keep no frame
+
+    def missing_pictures(self) -> list[int]:
+        """Sampled frames whose controls came but whose picture did not (no other check decoded it)."""
+        return [i for i in self._controls if i not in self._pictures]
 
     def add(self, index: int, rgb: np.ndarray | None, mask: np.ndarray | None, depth_mm: np.ndarray | None) -> None:
         """Take frame ``index``: its RGB (H, W, 3) uint8, mask (H, W) uint8 and depth (H, W) uint16 mm."""
@@ -244,6 +269,19 @@ class LookSampler:
                 for name, samples in parts.items()
             }
         return {"frames": list(self.wanted), "characters": characters}
+
+
+def finish_looks(sampler: LookSampler, video: Path) -> dict[str, Any]:
+    """The sampler's entry once the pictures no other check decoded are read from ``video``."""
+    from daotai.encode.video import decode_frames
+
+    missing = sampler.missing_pictures()
+    if missing:
+        for index, rgb in enumerate(decode_frames(video)):
+            if index > max(missing):
+                break
+            sampler.take_picture(index, rgb)
+    return sampler.finish()
 
 
 def shot_looks(plan: Plan, shot: ShotPlan, video: Path, depth: Path, mask: Path, labels: bool = True) -> dict[str, Any]:
@@ -320,8 +358,11 @@ def apply_identity(entries: list[dict[str, Any]], finish_shot: Any) -> dict[str,
     character's look changed there), re-finishing it with ``finish_shot(entry, verdicts, warnings)``.
     Returns the report's ``identity`` section (None when no shot carries looks). Running it again on
     the same entries gives the same result (an earlier identity verdict is replaced)."""
+    from daotai.qc.checks import check_named
+
     if not any(e.get("identity") for e in entries):
         return None
+    check_named("identity")  # its verdicts are a registered check
     section = compare_looks(entries)
     compared = {c: set(v["shots"]) for c, v in section["characters"].items() if len(v["shots"]) > 1}
     for entry in entries:
