@@ -16,8 +16,15 @@ from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.layout import RenderLayout
 from daotai.plan.planner import plan_script
 from daotai.qc import checks
-from daotai.qc.identity import (LOOK_DISTANCE_MAX, LookSampler, apply_identity, compare_looks, look_distance,
-                                sampled_frames, shot_looks)
+from daotai.qc.identity import (
+    LOOK_DISTANCE_MAX,
+    LookSampler,
+    apply_identity,
+    compare_looks,
+    look_distance,
+    sampled_frames,
+    shot_looks,
+)
 from daotai.qc.report import _finish_shot, check_shot
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states

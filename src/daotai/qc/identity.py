@@ -2,25 +2,28 @@
 
 Per shot, a character's *look* is the colour and texture of the parts of their body the mask shows,
 sampled on ``LOOK_FRAMES`` frames spread over the shot. Each mask pixel (value j + 1 for the shot's
-j-th character) is lifted to the world with the depth control and the frame's camera, and its height
-over the ground, in units of the character's height, says which part of the body it is (``PARTS``):
-hair (the crown), face (only while the character faces the lens), top (the chest) and bottom (the
-legs). Heights, not image rows, so a close-up that cuts the figure and a wide that shows it whole
-measure the same parts. An animal has one part, its body. Sitting frames are left out (the body's
-heights drop).
+j-th character) is lifted to the world with the depth control and the frame's camera, and where it
+lies on the body says which part it is: the chest's band of heights is the top, the legs' band the
+bottom (``PARTS``, in units of the character's height); on the head, the crown and the back are
+hair, the front below the hairline is the face, seen only while the lens is within
+``FACE_VIEW_MAX_DEG`` of where the head faces. Positions on the body, not image rows, so a close-up
+that cuts the figure, a wide that shows it whole and a view from behind measure the same parts. An
+animal has one part, its body. Sitting frames are left out (a seated body's heights drop).
 
-A part's colour is the median of its pixels in CIE Lab (OpenCV's 8-bit-free float conversion: L in
-0..100) over the mask eroded by a pixel (the soft silhouette edge and the encoder's half-size chroma
-blend into the background there), its texture the mean absolute Laplacian of luma inside the same
-pixels. Colours of a part in two shots differ by ``look_distance``: the Lab distance with lightness
-weighted by ``LIGHTNESS_WEIGHT``, as the same cloth is lit differently from the front and the side.
+A part's colour is the median of its pixels in CIE Lab (L in 0..100) over the mask eroded by a pixel
+(the soft silhouette edge and the encoder's half-size chroma blend into the background there), its
+texture the mean absolute Laplacian of luma inside the same pixels. Texture is reported, not judged:
+for one garment it follows the size on screen (previz's hair read 1.2 in one close-up and 14.5 in
+another). Colours of a part in two shots differ by :func:`look_distance`: the Lab distance once one
+is lit as the other (within ``SHADE_MAX``), as the same cloth is darker on its shadowed side.
 
 Across shots (:func:`apply_identity`, once every shot's entry is in): a character shown in two shots
 whose look differs by more than ``LOOK_DISTANCE_MAX`` in any part seen in both changed between them.
 The shot that differs from the most other shots is flagged (two shots: the later one; the first
 appearance sets the look), naming the character, the part, the shot it was compared with and the
-distance. qc.json keeps each shot's looks under ``identity`` and the per-character scores (the
-largest distance between any two shots, 0 = identical) under the report's ``identity``.
+distance. qc.json keeps each shot's looks under the shot's ``identity`` and the per-character scores
+(the largest distance between any two shots; None when shown in one shot) under the report's
+``identity``. The check is judged across a whole run, so a per-take retake does not act on it.
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ HEAD_HALF = (0.048, 0.068, 0.058)  # the head's half-sizes (x, y, z), in body he
 FACE_BAND = (0.875, 0.945)
 FACE_FRONT = 0.5  # the direction's forward share (cosine) at least this: the face
 HAIR_UP = 0.55  # the direction's upward share (cosine) at least this: the crown's hair
+# bench/qc.py --quick: a bird's-eye extreme close-up and a bird's-eye medium read the band as
+# scalp and brow (L* 68 and 20 against 32–38 for the face seen from the front)
+FACE_VIEW_MAX_DEG = 50.0
 HAIR_BACK = -0.1  # the direction's forward share at most this: the back of the head's hair
 ANIMAL_PARTS: tuple[BodyPart, ...] = (BodyPart("body", 0.05, 2.0),)
 LOOK_FRAMES = 5  # frames sampled per shot, first and last included
@@ -71,9 +77,11 @@ MIN_PART_PX = 12  # fewer eroded pixels than this in a frame: the part is not se
 # light within SHADE_MAX either way is not a change of look. A garment that only turns lighter or
 # darker within it (dark red for red) goes unseen; white for black, or any change of hue, does not.
 SHADE_MAX = 3.0
-# Measured on previz renders at 320x180 and 480x270 (tests/test_qc_identity.py, bench/qc.py's corpus):
-# the same character across close-ups, wides, high, low and dutch angles, front and back, stays under
-# ~8; a garment changed from one named colour to another (red to blue, white to black) is 40 or more.
+# Measured on previz renders: the same character across every framing, angle, lens and move of
+# bench/qc.py --quick (13 shots, 480x270) stays under 3.4, and under 2.2 across 27 shots at 320x180
+# (close-up to extreme wide, low, high, dutch, from behind, day and night). A garment changed from one
+# named colour to another is 21 (red to orange), 31 (blue jeans to black trousers), 36 (red to pink),
+# 63–65 (red to blue or green); dark red for red is 4.4, and goes unseen (a change of light).
 LOOK_DISTANCE_MAX = 15.0
 
 
@@ -127,11 +135,16 @@ def sampled_frames(frames: int, count: int = LOOK_FRAMES) -> tuple[int, ...]:
 
 
 def _head_parts(world: np.ndarray, height: np.ndarray, position: tuple[float, float], facing_deg: float,
-                body_m: float) -> dict[str, np.ndarray]:
+                body_m: float, eye: np.ndarray) -> dict[str, np.ndarray]:
     """(N,) bool "hair" and "face" of world points (N, 3) m at ``height`` (N,) body heights, on the head of
-    a figure standing at ``position`` [x, z] whose head faces ``facing_deg`` (about +y, 0 toward +z)."""
+    a figure standing at ``position`` [x, z] whose head faces ``facing_deg`` (about +y, 0 toward +z),
+    seen from a lens at ``eye`` (3,) m: no face unless the lens is within FACE_VIEW_MAX_DEG of the
+    face's way (from high above or from the side the band shows brow, scalp and cheek, not a face)."""
     yaw = math.radians(facing_deg)
     forward = np.array([math.sin(yaw), math.cos(yaw)])  # (x, z) the head faces
+    to_lens = eye - np.array([position[0], HEAD_CENTRE * body_m, position[1]])  # (3,) m
+    facing_lens = float(np.array([forward[0], 0.0, forward[1]]) @ to_lens) >= (
+        math.cos(math.radians(FACE_VIEW_MAX_DEG)) * float(np.linalg.norm(to_lens)))
     right = np.array([math.cos(yaw), -math.sin(yaw)])
     offset_xz = (world[:, [0, 2]] - np.asarray(position, dtype=np.float64)) / body_m  # (N, 2) body heights
     local = np.stack([offset_xz @ right / HEAD_HALF[0], (height - HEAD_CENTRE) / HEAD_HALF[1],
@@ -141,7 +154,7 @@ def _head_parts(world: np.ndarray, height: np.ndarray, position: tuple[float, fl
     head = height >= HEAD_FROM
     return {
         "hair": head & ((up >= HAIR_UP) | (front <= HAIR_BACK)),
-        "face": head & (height >= FACE_BAND[0]) & (height < FACE_BAND[1]) & (front >= FACE_FRONT),
+        "face": head & (height >= FACE_BAND[0]) & (height < FACE_BAND[1]) & (front >= FACE_FRONT) & facing_lens,
     }
 
 
@@ -175,7 +188,7 @@ def body_parts(plan: Plan, shot: ShotPlan, index: int, mask: np.ndarray, depth_m
         bands = {part.name: (height >= part.low) & (height < part.high) for part in parts}
         if character.kind != "animal":
             bands.update(_head_parts(world, height, person.position, person.facing + person.head_turn,
-                                     character.height))
+                                     character.height, cam[:3, 3]))
         found: dict[str, np.ndarray] = {}
         for name, keep in bands.items():
             if np.count_nonzero(keep) >= MIN_PART_PX:
@@ -321,7 +334,7 @@ def compare_looks(entries: list[dict[str, Any]]) -> dict[str, Any]:
         differ = [p for p in pairs if p["distance"] > LOOK_DISTANCE_MAX]
         characters[char_id] = {
             "shots": [s for s, _ in shots],
-            "score": max((p["distance"] for p in pairs), default=0.0),
+            "score": max((p["distance"] for p in pairs), default=None),  # None: shown in one shot only
             "pairs": pairs,
             "changed_in": _blame([s for s, _ in shots], differ),
             "ok": not differ,
