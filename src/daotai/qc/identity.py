@@ -65,10 +65,11 @@ HEAD_HALF = (0.048, 0.068, 0.058)  # the head's half-sizes (x, y, z), in body he
 FACE_BAND = (0.875, 0.945)
 FACE_FRONT = 0.5  # the direction's forward share (cosine) at least this: the face
 HAIR_UP = 0.55  # the direction's upward share (cosine) at least this: the crown's hair
-# bench/qc.py --quick: a bird's-eye extreme close-up and a bird's-eye medium read the band as
-# scalp and brow (L* 68 and 20 against 32–38 for the face seen from the front)
-FACE_VIEW_MAX_DEG = 50.0
 HAIR_BACK = -0.1  # the direction's forward share at most this: the back of the head's hair
+# The face only while the lens is within this of where the head faces: without it, in bench/qc.py
+# --quick a bird's-eye extreme close-up and a bird's-eye medium read the band as scalp and brow
+# (L* 68 and 20 against 32–38 for the face seen from the front).
+FACE_VIEW_MAX_DEG = 50.0
 ANIMAL_PARTS: tuple[BodyPart, ...] = (BodyPart("body", 0.05, 2.0),)
 LOOK_FRAMES = 5  # frames sampled per shot, first and last included
 MIN_PART_PX = 12  # fewer eroded pixels than this in a frame: the part is not seen there
