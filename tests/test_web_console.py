@@ -244,6 +244,9 @@ def test_director_edits_validates_renders_plays_and_downloads(page, shots_dir, t
     # Camera adherence was checked per shot and is said plainly (previz follows its own plan).
     assert qc_items.evaluate_all("items => items.map(li => li.dataset.camera)") == ["true", "true"]
     assert "as planned" in qc_items.first.inner_text()
+    # each character's look across the shots (here each is seen in one shot only: nothing to compare)
+    looks = job.locator(".qc-identity")
+    assert looks.get_attribute("data-verdict") == "ok" and "lin in one shot" in looks.inner_text()
     page.screenshot(path=str(shots_dir / "05_results.png"), full_page=True)
 
     with page.expect_download() as info:

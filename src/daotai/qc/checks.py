@@ -11,7 +11,9 @@ and daotai.retakes takes its check names and groups from here.
 
 Checks that share a decode (the camera, camera path and judder read the same decoded frames; the
 camera, subject and framing the same control frames) run in one pass inside check_shot; a check
-that needs no shared pass is one function here and one row below.
+that needs no shared pass is one function here and one row below. "identity" is judged across shots:
+check_shot measures each character's look in its shot, and the report compares them once every
+shot is in (daotai.qc.identity), giving the shots that show a character seen elsewhere its verdict.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ CHECKS: tuple[Check, ...] = (
           "daotai.qc.report:_fidelity"),
     Check("audio", None, "audio", "the file's sound: present when planned, its length and level",
           "daotai.qc.audio:check_audio"),
+    Check("identity", None, "controls", "each character looks the same in every shot that shows them",
+          "daotai.qc.identity:apply_identity"),
 )
 
 BY_NAME: dict[str, Check] = {check.name: check for check in CHECKS}

@@ -60,12 +60,15 @@ class QcReport:
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     files: dict[str, Any] | None = None  # the folder's files against manifest.json (daotai qc)
+    identity: dict[str, Any] | None = None  # each character's look across shots (daotai.qc.identity)
 
     def to_dict(self) -> dict[str, Any]:
         data = {"ok": self.ok, "failures": self.failures, "warnings": self.warnings,
                 "shots": self.shots, "sequence": self.sequence}
         if self.files is not None:
             data["files"] = self.files
+        if self.identity is not None:
+            data["identity"] = self.identity
         return data
 
     def summary_text(self) -> str:
@@ -593,6 +596,12 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
 
         listeners.append(lambda index, depth_mm, mask: framed.append(framing_of_frame(plan, shot, depth_mm, mask))
                          if index == 0 else None)
+    looks = None
+    if depth_path is not None and mask_path is not None:
+        from daotai.qc.identity import LookSampler
+
+        looks = LookSampler(plan, shot, labels)
+        listeners.append(looks.take_controls)
     controls = _ControlStream(shot, depth_path, mask_path, label_texts, listeners) if depth_path is not None else None
 
     def frames_with_capture() -> Iterator[np.ndarray]:
@@ -601,6 +610,8 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         for index, frame in enumerate(decode_frames(path)):
             if index in wanted:
                 decoded_samples[index] = frame
+            if looks is not None:
+                looks.take_picture(index, frame)
             if camera and index < shot.frames:
                 metric_frames.append(shrink(frame))
             yield frame
@@ -665,6 +676,11 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
 
         entry["framing"] = framing
         verdict("framing", [] if framing["ok"] else [framing_text(framing)], framing_text(framing))
+
+    if looks is not None:  # compared across shots once every shot is in (daotai.qc.identity.apply_identity)
+        from daotai.qc.identity import finish_looks
+
+        entry["identity"] = finish_looks(looks, path)
 
     if samples:
         fidelity, problems, notes = _fidelity(samples, decoded_samples)
@@ -894,6 +910,9 @@ def _sequence_entry(plan: Plan, path: str, audio: bool | None) -> dict[str, Any]
 
 def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[str, Any] | None,
             files: dict[str, Any] | None = None) -> QcReport:
+    from daotai.qc.identity import apply_identity
+
+    identity = apply_identity(shots, _finish_shot)  # a look that changed fails the shot it changed in
     failures = [f"{s['shot_id']}: {f}" for s in shots for f in s["failures"]]
     if sequence is None:
         failures.append("sequence: missing")
@@ -903,7 +922,7 @@ def _finish(layout: RenderLayout, shots: list[dict[str, Any]], sequence: dict[st
         failures += [f"files: {problem}" for problem in files["problems"]]
     warnings = [f"{s['shot_id']}: {w}" for s in shots for w in s.get("warnings") or []]
     report = QcReport(ok=not failures, shots=shots, sequence=sequence, failures=failures,
-                      warnings=warnings, files=files)
+                      warnings=warnings, files=files, identity=identity)
     atomic_write_text(layout.qc, json.dumps(report.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     return report
 

@@ -54,7 +54,8 @@ const I18N = {
     kind_boards: "storyboard pages (PDF)", kind_board_page: "storyboard page (PNG)", subtitles: "Dialogue",
     open_full: "Open full size", close: "Close", open_tab: "Open in a new tab",
     check_file: "File", check_format: "Format", check_picture: "Picture", check_camera: "Camera move",
-    check_fidelity: "Encode fidelity", check_sound: "Sound", check_other: "Other",
+    check_fidelity: "Encode fidelity", check_sound: "Sound", check_identity: "Character look", check_other: "Other",
+    identity_scores: "Character looks across shots (largest difference, {max} at most)", identity_one_shot: "in one shot",
     ok_format: "{w}×{h}, {fps} fps, {n} frames as planned", ok_picture: "no black, green or frozen frames",
     ok_fidelity: "PSNR {db} dB", ok_sound: "sound as planned", verdict_ok: "passed", verdict_bad: "failed",
     sequence_check: "Sequence",
@@ -110,7 +111,8 @@ const I18N = {
     kind_boards: "故事板页（PDF）", kind_board_page: "故事板页（PNG）", subtitles: "对白",
     open_full: "查看原尺寸", close: "关闭", open_tab: "在新标签页打开",
     check_file: "文件", check_format: "格式", check_picture: "画面", check_camera: "运镜",
-    check_fidelity: "编码保真度", check_sound: "声音", check_other: "其他",
+    check_fidelity: "编码保真度", check_sound: "声音", check_identity: "角色外观", check_other: "其他",
+    identity_scores: "角色在各镜头间的外观（最大差异，上限 {max}）", identity_one_shot: "仅一个镜头",
     ok_format: "{w}×{h}，{fps} 帧/秒，{n} 帧，与规划一致", ok_picture: "无黑帧、绿帧或冻结画面",
     ok_fidelity: "PSNR {db} dB", ok_sound: "声音与规划一致", verdict_ok: "通过", verdict_bad: "未通过",
     sequence_check: "成片",
@@ -1843,6 +1845,7 @@ const QC_CHECKS = [
   ["camera", (f) => f.startsWith("camera:")],
   ["fidelity", (f) => /encode fidelity|sampled frames/.test(f)],
   ["sound", (f) => /^(audio|sound)\b/i.test(f)],
+  ["identity", (f) => f.startsWith("identity:")],
 ];
 
 function qcCheckOf(failure) {
@@ -1855,7 +1858,7 @@ function shotChecks(shot) {
   const failures = shot.failures || [];
   const checks = [];
   const add = (name, present, okText) => {
-    const reasons = failures.filter((f) => qcCheckOf(f) === name).map((f) => f.replace(/^camera:\s*/, ""));
+    const reasons = failures.filter((f) => qcCheckOf(f) === name).map((f) => f.replace(/^(camera|identity):\s*/, ""));
     if (!present && !reasons.length) return;
     checks.push({ name, ok: reasons.length === 0, text: reasons.length ? reasons.join("; ") : okText });
   };
@@ -1871,6 +1874,9 @@ function shotChecks(shot) {
   }
   add("fidelity", !!shot.fidelity, shot.fidelity ? t("ok_fidelity", { db: shot.fidelity.psnr_mean_db }) : "");
   add("sound", !!shot.audio, t("ok_sound"));
+  // a character's look, compared with the other shots that show them (the verdict's own words)
+  const look = (shot.verdicts || []).find((v) => v.check === "identity");
+  add("identity", !!look, look ? look.text.replace(/^identity:\s*/, "") : "");
   add("other", false, "");
   return checks.sort((a, b) => Number(a.ok) - Number(b.ok));
 }
@@ -1892,7 +1898,17 @@ function renderQc(qc) {
     `${seq.ok ? "✓" : "✗"} ${t("sequence_check")}: ${seq.ok ? t("verdict_ok") : (seq.failures || []).join("; ")}`) : null;
   return el("div", { class: "qc" }, el("h3", {}, t("qc")),
     el("p", { class: qc.ok ? "qc-ok" : "qc-bad" }, qc.ok ? t("qc_passed") : t("qc_failed")),
-    el("ul", { class: "qc-list" }, ...items), seqLine);
+    el("ul", { class: "qc-list" }, ...items), seqLine, identityLine(qc.identity));
+}
+
+/** Each character's identity score: the largest difference of their look between two shots. */
+function identityLine(identity) {
+  const characters = Object.entries((identity && identity.characters) || {});
+  if (!characters.length) return null;
+  const ok = characters.every(([, c]) => c.ok);
+  const scores = characters.map(([id, c]) => `${id} ${c.score === null ? t("identity_one_shot") : c.score.toFixed(1)}`);
+  return el("p", { class: `qc-identity ${ok ? "qc-ok" : "qc-bad"}`, dataset: { check: "identity", verdict: ok ? "ok" : "failed" } },
+    `${ok ? "✓" : "✗"} ${t("identity_scores", { max: identity.threshold })}: ${scores.join(", ")}`);
 }
 
 // ------------------------------------------------------------------ storyboard pages
