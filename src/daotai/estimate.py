@@ -1,0 +1,295 @@
+"""How long a whole previz render will take here, told before it starts (`render --dry-run`, the
+long-render warning).
+
+A previz render's time is mostly not drawing: on the 2-core software-GL box at 640x360 a frame
+draws in ~10 ms, while encoding its four files, checking it and cutting it into the sequence
+take several times that (the office example: ~12 ms a frame to render and encode, ~37 ms to
+check, ~7 ms to assemble, CPU). Timing bare frames and multiplying by a fixed factor was off
+by 0.5x to 3x on the examples. So the estimate models each stage the run goes through and
+times each one here, on a sample of the plan itself at its real size (:func:`calibrate`):
+
+* **render + encode**: a middle stretch of the plan's busiest shot rendered through the real
+  backend into its real encoded files (controls included), at two lengths, so that the
+  per-shot part (opening the encoders) and the per-frame part come apart;
+* **QC**: the shot checks run on those sample clips (the function a render's checks run);
+* **assembly**: each sample clip cut twice into a sequence, as the run assembles its shots,
+  and the sequence check on it;
+* **start-up**: opening the backend (the GL context), timed; the render process's own start and
+  its QC workers' start are constants measured below.
+
+Costs are measured as CPU seconds (all threads of this process), which a busy machine changes
+far less than wall seconds, and the stages are added up as they run (:func:`whole_render_s`):
+the shot checks run in worker processes beside the render and the assembly, so on a machine
+with spare cores they take the cores the render leaves idle, and what does not fit beside it
+is added at the end. Other programs running while the samples ran (counted from the machine's
+CPU counters) are taken to keep running through the render and to share the cores with it.
+
+Neural backends keep their own rule (daotai.render.cost); this module is about previz.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from daotai.plan.model import Plan, ShotPlan
+from daotai.render.cost import CostEstimate, format_duration, format_seconds
+
+SAMPLE_FRAMES = 24  # the longer sample; the shorter is half of it (their difference is per frame)
+# A render's own start-up that a dry run (already running, modules imported) does not see: the
+# interpreter and the pipeline's imports, measured as `daotai render`'s wall time minus the run's
+# own total_s in its manifest (0.8-1.4 s over the four examples on the 2-core box).
+PROCESS_START_S = 1.2
+# CPU seconds one QC worker process takes to start (an interpreter and the checks' imports).
+QC_WORKER_START_CPU_S = 0.6
+# Writing the contact sheet, cameras, timeline, subtitles and manifest, per shot: 0.05-0.09 s a
+# shot (manifest deliver_s over the examples at 640x360).
+DELIVER_PER_SHOT_S = 0.08
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """One stage's cost here: ``per_frame`` seconds for each frame plus ``per_shot`` for each shot."""
+
+    per_frame: float
+    per_shot: float
+
+    def seconds(self, frames: int, shots: int) -> float:
+        """The stage's time for ``frames`` frames in ``shots`` shots."""
+        return self.per_frame * frames + self.per_shot * shots
+
+
+def two_point(short_frames: int, short_s: float, long_frames: int, long_s: float) -> StageCost:
+    """Per-frame and per-shot cost from one stage timed at two lengths. Neither is ever below zero:
+    timer noise on a busy machine can make the shorter sample the slower one, and then the
+    longer sample's average is taken as all per frame."""
+    per_frame = (long_s - short_s) / max(long_frames - short_frames, 1)
+    if per_frame <= 0.0 or per_frame * long_frames > long_s:
+        return StageCost(long_s / max(long_frames, 1), 0.0)
+    return StageCost(per_frame, long_s - per_frame * long_frames)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What this machine takes for each stage of a previz render, at one frame size (CPU seconds)."""
+
+    width: int
+    height: int
+    backend_open: float  # opening the backend (GL context) and drawing its first frame
+    render: StageCost  # render + encode of a shot's files
+    qc: StageCost  # a shot's checks (they run in worker processes)
+    assemble: StageCost  # cutting shots into the sequence (per shot: each clip's decoder)
+    sequence_check: StageCost  # the sequence's check (per shot: none; per frame)
+    others: float  # runnable threads of other programs while the samples ran (machine_load)
+    cores: int  # cores this process may use
+
+    def describe(self) -> str:
+        return (f"timed here at {self.width}x{self.height}, per frame: render+encode "
+                f"{format_seconds(self.render.per_frame)}, QC {format_seconds(self.qc.per_frame)}, "
+                f"assembly {format_seconds(self.assemble.per_frame)}")
+
+
+def usable_cores() -> int:
+    """Cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def busiest_shot(plan: Plan) -> ShotPlan:
+    """The shot most expensive to draw and check: most characters, then the longest."""
+    return max(plan.shots, key=lambda s: (len(s.characters), s.frames))
+
+
+def sample_shot(shot: ShotPlan, frames: int, shot_id: str) -> ShotPlan:
+    """A stretch of ``frames`` frames from the middle of ``shot`` as a shot of its own (a cut, at frame 0)."""
+    from daotai.plan.model import TransitionPlan
+
+    frames = max(1, min(frames, shot.frames))
+    first = (shot.frames - frames) // 2
+    frame_s = shot.duration_s / max(shot.frames, 1)
+    return shot.model_copy(update={
+        "shot_id": shot_id, "index": 0, "start_frame": 0, "frames": frames,
+        "duration_s": frames * frame_s, "requested_duration_s": frames * frame_s,
+        "transition": TransitionPlan(type="cut", duration_s=0.0, frames=0),
+        "cameras": shot.cameras[first:first + frames],
+        "character_frames": shot.character_frames[first:first + frames],
+        "sound": None,
+    })
+
+
+class _Clock:
+    """CPU seconds (every thread of this process) and wall seconds of the calls made through it."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.wall = 0.0
+
+    def __call__(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        """(result, CPU seconds) of one call."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = function(*args, **kwargs)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        self.cpu += cpu
+        self.wall += wall
+        return result, cpu
+
+
+@dataclass(frozen=True)
+class MachineLoad:
+    """The machine's CPU time counters at one moment (/proc/stat; None where there is none)."""
+
+    at: float  # perf_counter seconds
+    busy_s: float | None  # CPU seconds every core spent on any work since boot
+    idle_s: float | None  # and idle
+
+    @classmethod
+    def now(cls) -> "MachineLoad":
+        try:
+            with open("/proc/stat", encoding="ascii") as stat:
+                fields = [int(x) for x in stat.readline().split()[1:]]
+        except (OSError, ValueError):
+            return cls(time.perf_counter(), None, None)
+        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return cls(time.perf_counter(), (sum(fields[:8]) - idle) / tick, idle / tick)
+
+
+SATURATED_IDLE = 0.1  # below this share of idle CPU time the cores were all taken (fair sharing applies)
+
+
+def others_running(before: MachineLoad, clock: _Clock, cores: int) -> float:
+    """How many threads of other programs ran beside the samples (0 on an idle machine).
+
+    With idle time left, the others used what they needed: their CPU seconds over the wall
+    time. With none left, the cores were shared fairly among every runnable thread, so a
+    sample that took ``slowdown`` times its CPU time in wall time shared them with about
+    ``cores × slowdown − 1`` others."""
+    after = MachineLoad.now()
+    if before.busy_s is None or after.busy_s is None or before.idle_s is None or after.idle_s is None:
+        return 0.0
+    wall = max(after.at - before.at, 1e-6)
+    busy, idle = after.busy_s - before.busy_s, after.idle_s - before.idle_s
+    others = max(busy - clock.cpu, 0.0) / wall
+    if idle / max(busy + idle, 1e-9) < SATURATED_IDLE:
+        slowdown = clock.wall / max(clock.cpu, 1e-9)
+        others = max(others, cores * slowdown - 1.0)
+    return others
+
+
+def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, Any] | None = None,
+              controls: bool = True, sample: int = SAMPLE_FRAMES) -> Calibration:
+    """Time each stage of a previz render here on samples of ``plan``'s busiest shot (module doc)."""
+    from daotai.pipeline import PipelineSettings, ShotRecord, encode_settings_for, layout_for, render_shot
+    from daotai.post.assemble import ClipSpec, assemble
+    from daotai.qc.report import check_sequence, check_shot
+    from daotai.render.base import RunContext
+    from daotai.render.registry import create_backend
+
+    source = busiest_shot(plan)
+    shots = [sample_shot(source, n, f"calibration_{n}") for n in (max(2, sample // 2), max(4, sample))]
+    settings = PipelineSettings(backend=backend_name, controls=controls, options=dict(options or {}))
+    enc = encode_settings_for(settings, plan.width, plan.height)
+    fps = Fraction(*plan.fps_fraction)
+    clock = _Clock()
+    load = MachineLoad.now()
+    costs: dict[str, list[float]] = {"render": [], "qc": [], "assemble": [], "sequence": []}
+
+    def render_into(backend, mini: Plan, shot: ShotPlan, out: Path, record: ShotRecord) -> None:
+        for _ in render_shot(backend, mini, shot, out, settings, RunContext(), record):
+            pass
+
+    with tempfile.TemporaryDirectory(prefix="daotai-calibrate-") as folder:
+        out = Path(folder)
+        layout = layout_for(out, settings)
+        layout.make_folders(controls)
+        backend, opened = clock(create_backend, backend_name, options)
+        try:
+            opened += clock(backend.render_frames, plan, source, {0})[1]  # opens the GL context
+            for shot in shots:
+                mini = plan.model_copy(update={"shots": (shot,)})
+                record = ShotRecord(shot.shot_id)
+                costs["render"].append(clock(render_into, backend, mini, shot, out, record)[1])
+                path = out / record.files["shot"]
+                checked = {k: out / record.files[k] for k in ("depth", "mask") if k in record.files}
+                costs["qc"].append(clock(check_shot, mini, shot, path, record.samples, controls=checked)[1])
+                target = out / f"sequence_{shot.frames}{layout.container}"
+                # two clips, as a run cuts its shots: half of it is one shot's share
+                costs["assemble"].append(clock(assemble, [ClipSpec(path=path)] * 2, target, fps, enc)[1] / 2)
+                twice = plan.model_copy(update={"shots": (shot, shot.model_copy(update={"start_frame": shot.frames}))})
+                costs["sequence"].append(clock(check_sequence, twice, target)[1] / 2)
+        finally:
+            backend.close()
+    short, long = (s.frames for s in shots)
+    stage = {name: two_point(short, values[0], long, values[1]) for name, values in costs.items()}
+    return Calibration(
+        width=plan.width, height=plan.height, backend_open=opened,
+        render=stage["render"], qc=stage["qc"], assemble=stage["assemble"],
+        sequence_check=StageCost(stage["sequence"].per_frame + stage["sequence"].per_shot / long, 0.0),
+        others=others_running(load, clock, usable_cores()),
+        cores=usable_cores(),
+    )
+
+
+@dataclass(frozen=True)
+class StageTimes:
+    """A previz render's estimated wall seconds by stage, and in all (:func:`whole_render_s`)."""
+
+    start: float  # the process, the backend and the QC workers starting
+    render: float  # every shot rendered and encoded
+    assemble: float
+    qc: float  # CPU seconds of every shot's checks, wherever they run
+    qc_after: float  # what the checks add after the assembly (the sequence check included)
+    deliver: float
+    total: float
+
+
+def whole_render_s(plan: Plan, cal: Calibration) -> StageTimes:
+    """The render's wall time from the calibrated stage costs (module doc).
+
+    The render, assembly and delivery run one after another in the render's process; the shot
+    checks run in ``min(cores, shots, 4)`` worker processes beside them (none with one core or
+    one shot: then they run after the assembly). Every runnable thread, ours and the other
+    programs' (``cal.others``), gets an equal share of the cores, at most one core: while the
+    checks run beside the render each of our threads gets ``cores / (others + 1 + workers)``;
+    checks left when the assembly is done run on their own after it."""
+    from daotai.qc.parallel import MAX_QC_WORKERS
+
+    shots, frames, cores = len(plan.shots), plan.total_frames, cal.cores
+    workers = min(cores, shots, MAX_QC_WORKERS) if cores > 1 and shots > 1 else 0
+
+    def share(threads: int) -> float:  # the part of a core each of our ``threads`` threads gets
+        return min(1.0, cores / (cal.others + threads))
+
+    start = PROCESS_START_S + cal.backend_open
+    render = cal.render.seconds(frames, shots)
+    assemble = cal.assemble.seconds(frames, shots)
+    qc = cal.qc.seconds(frames, shots)
+    chain = start + render + assemble  # CPU seconds of the render's process until the sequence is cut
+    if workers:
+        per_worker = qc / workers + QC_WORKER_START_CPU_S
+        beside = min(per_worker, chain)  # CPU seconds each worker gets while the chain runs
+        wall = beside / share(1 + workers) + (chain - beside) / share(1)
+        qc_after = (per_worker - beside) / share(workers)
+    else:
+        wall = chain / share(1)
+        qc_after = qc / share(1)
+    qc_after += cal.sequence_check.seconds(frames, 1) / share(1)
+    scale = wall / max(chain, 1e-9)  # how much slower than its CPU time the chain ran
+    deliver = DELIVER_PER_SHOT_S * shots / share(1)
+    return StageTimes(start * scale, render * scale, assemble * scale, qc, qc_after, deliver,
+                      wall + qc_after + deliver)
+
+
+def previz_estimate(plan: Plan, backend_name: str = "previz", options: Mapping[str, Any] | None = None,
+                    controls: bool = True) -> CostEstimate:
+    """The whole render's estimate for a previz plan, stage by stage (module doc)."""
+    cal = calibrate(plan, backend_name, options, controls)
+    times = whole_render_s(plan, cal)
+    basis = (f"{cal.describe()}; render {format_duration(times.render)}, assembly "
+             f"{format_duration(times.assemble)}, QC {format_duration(times.qc_after)} after them")
+    return CostEstimate(backend_name, plan.total_frames, times.total / max(plan.total_frames, 1), basis)
