@@ -162,22 +162,20 @@ class MachineLoad:
 SATURATED_IDLE = 0.1  # below this share of idle CPU time the cores were all taken (fair sharing applies)
 
 
-def others_running(before: MachineLoad, clock: _Clock, cores: int) -> float:
-    """How many threads of other programs ran beside the samples (0 on an idle machine).
+def others_running(before: MachineLoad, after: MachineLoad, cpu_s: float, wall_s: float, cores: int) -> float:
+    """How many threads of other programs ran beside the samples (0 on an idle machine), from the
+    machine's counters ``before`` and ``after`` them and the samples' own ``cpu_s`` and ``wall_s``.
 
     With idle time left, the others used what they needed: their CPU seconds over the wall
-    time. With none left, the cores were shared fairly among every runnable thread, so a
-    sample that took ``slowdown`` times its CPU time in wall time shared them with about
+    time. With none left, the cores were shared fairly among every runnable thread, so samples
+    that took ``slowdown`` times their CPU time in wall time shared them with about
     ``cores × slowdown − 1`` others."""
-    after = MachineLoad.now()
     if before.busy_s is None or after.busy_s is None or before.idle_s is None or after.idle_s is None:
         return 0.0
-    wall = max(after.at - before.at, 1e-6)
     busy, idle = after.busy_s - before.busy_s, after.idle_s - before.idle_s
-    others = max(busy - clock.cpu, 0.0) / wall
+    others = max(busy - cpu_s, 0.0) / max(after.at - before.at, 1e-6)
     if idle / max(busy + idle, 1e-9) < SATURATED_IDLE:
-        slowdown = clock.wall / max(clock.cpu, 1e-9)
-        others = max(others, cores * slowdown - 1.0)
+        others = max(others, cores * wall_s / max(cpu_s, 1e-9) - 1.0)
     return others
 
 
@@ -230,7 +228,7 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
         width=plan.width, height=plan.height, backend_open=opened,
         render=stage["render"], qc=stage["qc"], assemble=stage["assemble"],
         sequence_check=StageCost(stage["sequence"].per_frame + stage["sequence"].per_shot / long, 0.0),
-        others=others_running(load, clock, usable_cores()),
+        others=others_running(load, MachineLoad.now(), clock.cpu, clock.wall, usable_cores()),
         cores=usable_cores(),
     )
 
@@ -293,3 +291,19 @@ def previz_estimate(plan: Plan, backend_name: str = "previz", options: Mapping[s
     basis = (f"{cal.describe()}; render {format_duration(times.render)}, assembly "
              f"{format_duration(times.assemble)}, QC {format_duration(times.qc_after)} after them")
     return CostEstimate(backend_name, plan.total_frames, times.total / max(plan.total_frames, 1), basis)
+
+
+def estimate_render(plan: Plan, backend_name: str, options: Mapping[str, Any] | None = None, controls: bool = True,
+                    quick: bool = False) -> CostEstimate | None:
+    """The render's cost here: previz by its stages (this module), neural backends by their rule
+    (daotai.render.cost.estimate_cost); None when it cannot be told, or with ``quick`` for a
+    previz plan too small to be worth timing before a render."""
+    from daotai.render.cost import PREVIZ_QUICK_PIXEL_FRAMES, estimate_cost
+    from daotai.render.registry import spec_for
+
+    spec = spec_for(backend_name)
+    if spec.family is not None or not spec.reproducible:
+        return estimate_cost(plan, backend_name, options, quick=quick)
+    if quick and plan.total_frames * plan.width * plan.height < PREVIZ_QUICK_PIXEL_FRAMES:
+        return None
+    return previz_estimate(plan, backend_name, options, controls=controls and spec.controls)
