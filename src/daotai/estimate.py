@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -41,7 +41,9 @@ from typing import Any
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.cost import CostEstimate, format_duration, format_seconds
 
-SAMPLE_FRAMES = 24  # the longer sample; the shorter is half of it (their difference is per frame)
+# The longer sample; the shorter is half of it. A shot's checks cost 29 ms a frame from 12 to 24 frames,
+# 37 from 24 to 48 and 47 from 48 to 72 (office s01, CPU): samples shorter than a shot miss that growth.
+SAMPLE_FRAMES = 48
 # A render's own start-up that a dry run (already running, modules imported) does not see: the
 # interpreter and the pipeline's imports, measured as `daotai render`'s wall time minus the run's
 # own total_s in its manifest (0.8-1.4 s over the four examples on the 2-core box).
@@ -55,14 +57,21 @@ DELIVER_PER_SHOT_S = 0.08
 
 @dataclass(frozen=True)
 class StageCost:
-    """One stage's cost here: ``per_frame`` seconds for each frame plus ``per_shot`` for each shot."""
+    """One stage's cost here for a shot of n frames: ``per_shot + per_frame·n + per_frame_squared·n²``
+    seconds (the squared term: checks whose work grows faster than the shot, such as recovering
+    the camera path over every frame)."""
 
     per_frame: float
     per_shot: float
+    per_frame_squared: float = 0.0
 
-    def seconds(self, frames: int, shots: int) -> float:
-        """The stage's time for ``frames`` frames in ``shots`` shots."""
-        return self.per_frame * frames + self.per_shot * shots
+    def shot_s(self, frames: int) -> float:
+        """The stage's time for one shot of ``frames`` frames."""
+        return self.per_shot + self.per_frame * frames + self.per_frame_squared * frames * frames
+
+    def seconds(self, lengths: Sequence[int]) -> float:
+        """The stage's time for shots of these lengths (frames)."""
+        return sum(self.shot_s(n) for n in lengths)
 
 
 def two_point(short_frames: int, short_s: float, long_frames: int, long_s: float) -> StageCost:
@@ -73,6 +82,19 @@ def two_point(short_frames: int, short_s: float, long_frames: int, long_s: float
     if per_frame <= 0.0 or per_frame * long_frames > long_s:
         return StageCost(long_s / max(long_frames, 1), 0.0)
     return StageCost(per_frame, long_s - per_frame * long_frames)
+
+
+def two_point_growing(short_frames: int, short_s: float, long_frames: int, long_s: float) -> StageCost:
+    """Per-frame and per-frame-squared cost (no per-shot part) from one stage timed at two lengths,
+    for work that grows faster than the frames; :func:`two_point` when the samples show no growth."""
+    a, b = short_frames, long_frames
+    if a == b or a <= 0:
+        return two_point(a, short_s, b, long_s)
+    squared = (long_s / b - short_s / a) / (b - a)  # t/n = per_frame + per_frame_squared·n
+    per_frame = short_s / a - squared * a
+    if squared <= 0.0 or per_frame <= 0.0:
+        return two_point(a, short_s, b, long_s)
+    return StageCost(per_frame, 0.0, squared)
 
 
 @dataclass(frozen=True)
@@ -91,7 +113,7 @@ class Calibration:
 
     def describe(self) -> str:
         return (f"timed here at {self.width}x{self.height}, per frame: render+encode "
-                f"{format_seconds(self.render.per_frame)}, QC {format_seconds(self.qc.per_frame)}, "
+                f"{format_seconds(self.render.per_frame)}, QC {format_seconds(self.qc.shot_s(SAMPLE_FRAMES) / SAMPLE_FRAMES)}, "
                 f"assembly {format_seconds(self.assemble.per_frame)}")
 
 
@@ -223,11 +245,12 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
         finally:
             backend.close()
     short, long = (s.frames for s in shots)
-    stage = {name: two_point(short, values[0], long, values[1]) for name, values in costs.items()}
+    stage = {name: (two_point_growing if name == "qc" else two_point)(short, values[0], long, values[1])
+             for name, values in costs.items()}
     return Calibration(
         width=plan.width, height=plan.height, backend_open=opened,
         render=stage["render"], qc=stage["qc"], assemble=stage["assemble"],
-        sequence_check=StageCost(stage["sequence"].per_frame + stage["sequence"].per_shot / long, 0.0),
+        sequence_check=StageCost(stage["sequence"].shot_s(long) / long, 0.0),
         others=others_running(load, MachineLoad.now(), clock.cpu, clock.wall, usable_cores()),
         cores=usable_cores(),
     )
@@ -257,16 +280,17 @@ def whole_render_s(plan: Plan, cal: Calibration) -> StageTimes:
     checks left when the assembly is done run on their own after it."""
     from daotai.qc.parallel import MAX_QC_WORKERS
 
-    shots, frames, cores = len(plan.shots), plan.total_frames, cal.cores
+    lengths, frames, cores = [s.frames for s in plan.shots], plan.total_frames, cal.cores
+    shots = len(lengths)
     workers = min(cores, shots, MAX_QC_WORKERS) if cores > 1 and shots > 1 else 0
 
     def share(threads: int) -> float:  # the part of a core each of our ``threads`` threads gets
         return min(1.0, cores / (cal.others + threads))
 
     start = PROCESS_START_S + cal.backend_open
-    render = cal.render.seconds(frames, shots)
-    assemble = cal.assemble.seconds(frames, shots)
-    qc = cal.qc.seconds(frames, shots)
+    render = cal.render.seconds(lengths)
+    assemble = cal.assemble.seconds(lengths)
+    qc = cal.qc.seconds(lengths)
     chain = start + render + assemble  # CPU seconds of the render's process until the sequence is cut
     if workers:
         per_worker = qc / workers + QC_WORKER_START_CPU_S
@@ -276,7 +300,7 @@ def whole_render_s(plan: Plan, cal: Calibration) -> StageTimes:
     else:
         wall = chain / share(1)
         qc_after = qc / share(1)
-    qc_after += cal.sequence_check.seconds(frames, 1) / share(1)
+    qc_after += cal.sequence_check.per_frame * frames / share(1)
     scale = wall / max(chain, 1e-9)  # how much slower than its CPU time the chain ran
     deliver = DELIVER_PER_SHOT_S * shots / share(1)
     return StageTimes(start * scale, render * scale, assemble * scale, qc, qc_after, deliver,
