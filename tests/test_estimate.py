@@ -15,6 +15,7 @@ from daotai.estimate import (
     estimate_render,
     others_running,
     sample_shot,
+    thread_share,
     two_point,
     two_point_growing,
     whole_render_s,
@@ -88,13 +89,14 @@ def test_checks_hide_behind_the_render_when_cores_are_spare_and_add_up_when_they
 
 def test_other_programs_are_counted_from_the_machines_cpu_counters():
     before = MachineLoad(at=0.0, busy_s=100.0, idle_s=50.0)
-    assert others_running(before, MachineLoad(2.0, 101.0, 52.0), cpu_s=1.0, wall_s=2.0, cores=2) == 0.0  # idle
-    half = others_running(before, MachineLoad(2.0, 102.0, 52.0), cpu_s=1.0, wall_s=2.0, cores=2)
+    assert others_running(before, MachineLoad(2.0, 101.0, 52.0), cpu_s=1.0, share=1.0, cores=2) == 0.0  # idle
+    half = others_running(before, MachineLoad(2.0, 102.0, 52.0), cpu_s=1.0, share=1.0, cores=2)
     assert half == pytest.approx(0.5)  # another program used half a core, with idle time left
-    # no idle time and the samples took 3x their CPU time: the two cores were shared with 5 others
-    assert others_running(before, MachineLoad(3.0, 106.0, 50.0), cpu_s=1.0, wall_s=3.0, cores=2) == pytest.approx(5.0)
+    # no idle time and a busy thread got a third of a core: the two cores were shared with 5 others
+    assert others_running(before, MachineLoad(3.0, 106.0, 50.0), cpu_s=1.0, share=1 / 3, cores=2) == pytest.approx(5.0)
     unknown = MachineLoad(0.0, None, None)
-    assert others_running(unknown, unknown, cpu_s=1.0, wall_s=5.0, cores=2) == 0.0
+    assert others_running(unknown, unknown, cpu_s=1.0, share=0.2, cores=2) == 0.0
+    assert 0.0 < thread_share(0.05) <= 1.0
 
 
 def test_calibration_times_every_stage_here_and_the_estimate_covers_the_whole_render():

@@ -184,20 +184,32 @@ class MachineLoad:
 SATURATED_IDLE = 0.1  # below this share of idle CPU time the cores were all taken (fair sharing applies)
 
 
-def others_running(before: MachineLoad, after: MachineLoad, cpu_s: float, wall_s: float, cores: int) -> float:
+SHARE_PROBE_S = 0.25  # wall seconds of each busy loop that measures a thread's share of a core
+
+
+def thread_share(seconds: float = SHARE_PROBE_S) -> float:
+    """The part of a core one busy thread gets here now (1.0 on a machine with a core to spare):
+    CPU seconds over wall seconds of a pure-Python busy loop."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    while time.perf_counter() - wall < seconds:
+        pass
+    return min(1.0, (time.thread_time() - cpu) / max(time.perf_counter() - wall, 1e-9))
+
+
+def others_running(before: MachineLoad, after: MachineLoad, cpu_s: float, share: float, cores: int) -> float:
     """How many threads of other programs ran beside the samples (0 on an idle machine), from the
-    machine's counters ``before`` and ``after`` them and the samples' own ``cpu_s`` and ``wall_s``.
+    machine's counters ``before`` and ``after`` them, the samples' own ``cpu_s`` and the ``share``
+    of a core one thread got meanwhile (:func:`thread_share`).
 
     With idle time left, the others used what they needed: their CPU seconds over the wall
-    time. With none left, the cores were shared fairly among every runnable thread, so samples
-    that took ``slowdown`` times their CPU time in wall time shared them with about
-    ``cores × slowdown − 1`` others."""
+    time. With none left, the cores were shared fairly among every runnable thread, so one
+    thread getting ``share`` of a core shared them with about ``cores / share − 1`` others."""
     if before.busy_s is None or after.busy_s is None or before.idle_s is None or after.idle_s is None:
         return 0.0
     busy, idle = after.busy_s - before.busy_s, after.idle_s - before.idle_s
     others = max(busy - cpu_s, 0.0) / max(after.at - before.at, 1e-6)
     if idle / max(busy + idle, 1e-9) < SATURATED_IDLE:
-        others = max(others, cores * wall_s / max(cpu_s, 1e-9) - 1.0)
+        others = max(others, cores / max(share, 1e-3) - 1.0)
     return others
 
 
@@ -216,6 +228,7 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
     enc = encode_settings_for(settings, plan.width, plan.height)
     fps = Fraction(*plan.fps_fraction)
     clock = _Clock()
+    share = thread_share()  # before the counters are read: its own busy loop is not another program's
     load = MachineLoad.now()
     costs: dict[str, list[float]] = {"render": [], "qc": [], "assemble": [], "sequence": []}
 
@@ -251,7 +264,7 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
         width=plan.width, height=plan.height, backend_open=opened,
         render=stage["render"], qc=stage["qc"], assemble=stage["assemble"],
         sequence_check=StageCost(stage["sequence"].shot_s(long) / long, 0.0),
-        others=others_running(load, MachineLoad.now(), clock.cpu, clock.wall, usable_cores()),
+        others=others_running(load, MachineLoad.now(), clock.cpu, (share + thread_share()) / 2, usable_cores()),
         cores=usable_cores(),
     )
 
