@@ -56,7 +56,7 @@ DELIVER_PER_SHOT_S = 0.08
 # Runnable threads of the render's process while it renders and assembles (the drawing thread, and
 # encoder or decoder threads beside it), each taking its share of a busy machine's cores; alone it
 # keeps about one core busy (office s01, 72 frames: 0.97 CPU s in 0.88 wall s).
-RENDER_THREADS = 2
+RENDER_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -127,8 +127,11 @@ def usable_cores() -> int:
 
 
 def busiest_shot(plan: Plan) -> ShotPlan:
-    """The shot most expensive to draw and check: most characters, then the longest."""
-    return max(plan.shots, key=lambda s: (len(s.characters), s.frames))
+    """The shot most expensive to draw and check: a moving camera (its checks track the motion),
+    then the most characters, then the longest."""
+    from daotai.qc.report import shot_expects_motion
+
+    return max(plan.shots, key=lambda s: (shot_expects_motion(s), len(s.characters), s.frames))
 
 
 def sample_shot(shot: ShotPlan, frames: int, shot_id: str) -> ShotPlan:
