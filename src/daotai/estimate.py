@@ -44,6 +44,9 @@ from daotai.render.cost import CostEstimate, format_duration, format_seconds
 # The longer sample; the shorter is half of it. A shot's checks cost 29 ms a frame from 12 to 24 frames,
 # 37 from 24 to 48 and 47 from 48 to 72 (office s01, CPU): samples shorter than a shot miss that growth.
 SAMPLE_FRAMES = 48
+# The samples before a render that may be long (the warning): a 4K plan's 24 and 48 frames took 50 s
+# to time on the 2-core box, 4 and 8 frames 12 s.
+WARNING_SAMPLE_FRAMES = 8
 # A render's own start-up that a dry run (already running, modules imported) does not see: the
 # interpreter and the pipeline's imports, measured as `daotai render`'s wall time minus the run's
 # own total_s in its manifest (0.8-1.4 s over the four examples on the 2-core box).
@@ -337,9 +340,9 @@ def whole_render_s(plan: Plan, cal: Calibration) -> StageTimes:
 
 
 def previz_estimate(plan: Plan, backend_name: str = "previz", options: Mapping[str, Any] | None = None,
-                    controls: bool = True) -> CostEstimate:
+                    controls: bool = True, sample: int = SAMPLE_FRAMES) -> CostEstimate:
     """The whole render's estimate for a previz plan, stage by stage (module doc)."""
-    cal = calibrate(plan, backend_name, options, controls)
+    cal = calibrate(plan, backend_name, options, controls, sample)
     times = whole_render_s(plan, cal)
     basis = (f"{cal.describe()}; render {format_duration(times.render)}, assembly "
              f"{format_duration(times.assemble)}, QC {format_duration(times.qc_after)} after them")
@@ -359,4 +362,6 @@ def estimate_render(plan: Plan, backend_name: str, options: Mapping[str, Any] | 
         return estimate_cost(plan, backend_name, options, quick=quick)
     if quick and plan.total_frames * plan.width * plan.height < PREVIZ_QUICK_PIXEL_FRAMES:
         return None
-    return previz_estimate(plan, backend_name, options, controls=controls and spec.controls)
+    # before a real render only the order of magnitude matters (is it over LONG_RENDER_S?): short samples
+    return previz_estimate(plan, backend_name, options, controls=controls and spec.controls,
+                           sample=WARNING_SAMPLE_FRAMES if quick else SAMPLE_FRAMES)
