@@ -56,9 +56,10 @@ QC_WORKER_START_CPU_S = 0.6
 # Writing the contact sheet, cameras, timeline, subtitles and manifest, per shot: 0.05-0.09 s a
 # shot (manifest deliver_s over the examples at 640x360).
 DELIVER_PER_SHOT_S = 0.08
-# Runnable threads of the render's process while it renders and assembles (the drawing thread, and
-# encoder or decoder threads beside it), each taking its share of a busy machine's cores; alone it
-# keeps about one core busy (office s01, 72 frames: 0.97 CPU s in 0.88 wall s).
+# Runnable threads the render's process counts as while it renders and assembles, each taking its
+# share of the cores; alone it keeps about one core busy (office s01, 72 frames: 0.97 CPU s in 0.88
+# wall s). Two (its encoder threads counted) came out at 0.50-0.66 of the examples' renders with
+# their QC workers beside it, one at 0.56-0.91.
 RENDER_THREADS = 1
 
 
