@@ -463,11 +463,12 @@ def qc(
 def _announce_cost(plan_obj, settings, output: Path, dry_run: bool) -> None:
     """Before rendering: with --dry-run the plan and its estimated time (nothing is written); otherwise a
     warning when the render would run longer than LONG_RENDER_S here. Small previz plans are not timed."""
+    from daotai.estimate import estimate_render
     from daotai.plan.planner import select_shots
-    from daotai.render.cost import LONG_RENDER_S, estimate_cost, format_duration
+    from daotai.render.cost import LONG_RENDER_S, format_duration
 
     chosen = select_shots(plan_obj, list(settings.shots)) if settings.shots else plan_obj
-    estimate = estimate_cost(chosen, settings.backend, settings.options, quick=not dry_run)
+    estimate = estimate_render(chosen, settings.backend, settings.options, settings.controls, quick=not dry_run)
     if dry_run:
         out.print(f"dry run: {len(chosen.shots)} shot{'s' if len(chosen.shots) != 1 else ''}, {chosen.total_frames} "
                   f"frames ({chosen.total_duration_s:g} s at {chosen.fps:g} fps, {chosen.width}x{chosen.height}) "

@@ -18,6 +18,7 @@ from rich.progress import (
 
 from daotai.errors import DaotaiError
 from daotai.plan.model import Plan
+from daotai.progress_labels import ShotOrder
 from daotai.render.base import Notice, Output
 from daotai.render.base import Progress as ProgressEvent
 
@@ -38,15 +39,20 @@ def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, 
         TimeRemainingColumn(),
     )
     result = None
+    order = ShotOrder.of(shown)  # "rendering shot 3/7 (s03)": every label numbers the shot in the plan
     with Progress(*columns, console=console, transient=False, disable=not console.is_terminal and False) as bars:
         overall = bars.add_task("[bold]all shots", total=total_frames)
         shot_tasks: dict[str, TaskID] = {}
         done_frames: dict[str, int] = {}
         for event in run(plan, out_dir, settings, source=source, executor=executor_for(settings)):
             if isinstance(event, ProgressEvent):
+                label = escape(order.label(event))
+                # the overall bar always says what the run is doing now, whatever the stage
+                bars.update(overall, description=f"[bold]{label}")
                 if event.stage == "render" and event.shot_id is not None:
                     if event.shot_id not in shot_tasks:
                         shot_tasks[event.shot_id] = bars.add_task(f"  {escape(event.shot_id)}", total=event.total)
+                        bars.console.print(f"[dim]{label}…[/dim]")  # a log line too, for output that is not a terminal
                     bars.update(shot_tasks[event.shot_id], completed=event.done)
                     done_frames[event.shot_id] = event.done
                     bars.update(overall, completed=sum(done_frames.values()))
@@ -56,9 +62,8 @@ def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, 
                         shot_tasks[key] = bars.add_task(f"  {escape(event.shot_id)} enhance", total=event.total)
                     bars.update(shot_tasks[key], completed=event.done)
                 elif event.stage in ("assemble", "qc", "deliver") and (event.done == 0 or event.message):
-                    # each stage after the render says what it is doing: "qc: checking shot 2 of 7"
-                    text = f"{event.stage}: {event.message}" if event.message else event.stage
-                    bars.console.print(f"[dim]{escape(text)}…[/dim]")
+                    # each stage after the render says what it is doing: "checking shot 2/7 (s02)"
+                    bars.console.print(f"[dim]{label}…[/dim]")
             elif isinstance(event, Notice):
                 where = f"{event.shot_id}: " if event.shot_id else ""
                 colour = "yellow" if event.level == "warning" else "cyan"

@@ -1,7 +1,8 @@
 """What a render will cost in time, told before it starts (`render --dry-run`, the long-render
 warning, `daotai doctor`).
 
-* **previz**: a few frames of the plan's longest shot are drawn and timed on this machine (after
+* **previz**: (the whole render's estimate, every stage timed, is daotai.estimate's; this is the
+  bare drawing time, for callers below the pipeline) a few frames of the plan's longest shot are drawn and timed on this machine (after
   one frame that opens the GL context; one frame and several are timed and differenced, so the
   per-call set-up cancels). A whole render also writes depth and masks, encodes, assembles and
   runs QC (most of it): on the 2-core software-GL box, 640x360, a bare frame took 9 ms while the

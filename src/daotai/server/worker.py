@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from daotai.plan.layout import RenderLayout
 from daotai.server.store import JobStore, OutputFile
@@ -354,19 +354,17 @@ def _jpeg(image) -> bytes:
     return buffer.getvalue()
 
 
-def stage_label(event: Any) -> str:
-    """What a job is doing, for a person: "render shot s02", "qc: checking shot 2 of 7", "deliver"."""
-    if event.message:
-        return f"{event.stage} {event.shot_id}: {event.message}" if event.shot_id and event.stage in ("render", "encode") \
-            else f"{event.stage}: {event.message}"
-    return f"{event.stage} shot {event.shot_id}" if event.shot_id else event.stage
+# Overall percent at each stage after the shots are rendered (in the order a run reaches them).
+AFTER_RENDER_PERCENT = {"assemble": 88, "enhance": 90, "qc": 92, "deliver": 97}
 
 
 def _progress_percent(stage: str, frames_done: int, total_frames: int) -> int:
-    """Overall percent: rendering is most of the work, then assembly, qc and delivery."""
-    if stage == "render":
-        return int(85 * frames_done / max(total_frames, 1))
-    return {"encode": 85, "assemble": 88, "qc": 92, "deliver": 97}.get(stage, 0)
+    """Overall percent: rendering is most of the work, then assembly, qc and delivery. A shot's
+    own stages (encode, load, denoise, decode …) count as its rendering, so the percentage never
+    jumps ahead and back while the shots render."""
+    if stage in AFTER_RENDER_PERCENT:
+        return AFTER_RENDER_PERCENT[stage]
+    return int(85 * frames_done / max(total_frames, 1))
 
 
 @dataclass(frozen=True)
@@ -544,6 +542,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     from daotai.cluster import executor_for
     from daotai.errors import Cancelled, DaotaiError, DiskFull, disk_full_cause
     from daotai.pipeline import Finished, layout_for, run
+    from daotai.progress_labels import ShotOrder
     from daotai.render.base import Notice, Output, Progress, RunContext
     from daotai.server.references import record_references
 
@@ -563,6 +562,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         # upload:<id> names become files in the job folder (the current folder)
         plan, references = job_plan(job.script, job.kind, job.preset, store, work.parent)
         frames = {shot.shot_id: shot.frames for shot in plan.shots}
+        order = ShotOrder.of(plan)  # labels number the shots: "rendering shot 3/7 (s03)"
         shot_state = {sid: (0, n, "queued") for sid, n in frames.items()}
         store.update_progress(job_id, attempt, 0, shot_state, ("planned", {"frames": plan.total_frames, "worker_pid": os.getpid()}))
         settings = job_settings(store.data_dir, job.model, job.kind, json.loads(job.options) if job.options else {},
@@ -585,8 +585,10 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
                 if boundary or now - last_write >= PROGRESS_INTERVAL_S:
                     last_write = now
                     percent = _progress_percent(event.stage, sum(rendered.values()), plan.total_frames)
-                    payload = {"stage": event.stage, "shot_id": event.shot_id, "done": event.done,
-                               "total": event.total, "progress": percent, "label": stage_label(event)}
+                    payload = {"stage": event.stage, "shot_id": event.shot_id,
+                               "shot": order.numbers.get(event.shot_id) if event.shot_id else None,
+                               "shots": order.count, "done": event.done, "total": event.total,
+                               "progress": percent, "label": order.label(event)}
                     if not store.update_progress(job_id, attempt, percent, dict(shot_state), ("progress", payload)):
                         ctx.cancel.set()  # this attempt is no longer the current one
             elif isinstance(event, Notice):
@@ -600,7 +602,9 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         ctx.check()
         if references:
             record_references(layout.manifest, references)
-        store.update_progress(job_id, attempt, 97, None, ("progress", {"stage": "deliver", "progress": 97}))
+        store.update_progress(job_id, attempt, 97, None, ("progress", {
+            "stage": "deliver", "shot_id": None, "shot": None, "shots": order.count, "progress": 97,
+            "label": "delivering: the sequence's thumbnail and sprite sheet"}))
         if layout.sequence.is_file():
             write_previews(layout.sequence, plan.total_frames, work)
         if not store.complete(job_id, attempt, work, collect_outputs(work, layout)):

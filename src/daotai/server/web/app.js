@@ -1727,6 +1727,10 @@ function trackJob(id, initial) {
   entry.source = source;
   const refresh = debounce(() => refreshJob(entry), 100);
   for (const kind of ["status", "progress", "planned", "output", "notice"]) source.addEventListener(kind, refresh);
+  // What the job is doing now ("rendering shot 3/7 (s03)", "checking shot 2/7 (s02)"), beside its percentage.
+  source.addEventListener("progress", (event) => {
+    try { entry.stage = JSON.parse(event.data).label || entry.stage; } catch { /* a malformed event changes nothing */ }
+  });
   // The server closes the stream when the job ends; stop the browser from reconnecting then.
   source.onerror = () => { if (entry.job && TERMINAL.has(entry.job.status)) source.close(); else refresh(); };
 }
@@ -1763,6 +1767,7 @@ function renderJob(entry) {
     el("span", { class: "job-status", dataset: { status: job.status } }, t(`status_${job.status}`)),
     el("div", { class: "bar-outer" }, (() => { const inner = el("div", { class: "bar-inner" }); inner.style.width = `${job.progress}%`; return inner; })()),
     el("span", { class: "job-progress", dataset: { progress: job.progress } }, `${job.progress}%`),
+    !TERMINAL.has(job.status) && entry.stage ? el("span", { class: "job-stage" }, entry.stage) : null,
     TERMINAL.has(job.status) ? null : el("button", { type: "button", onclick: () => api("DELETE", `/v1/jobs/${job.id}`).then(() => refreshJob(entry)) }, t("cancel")),
   );
   const shots = el("div", { class: "shot-progress" }, ...job.shots.flatMap((s) => progressRow(s.shot_id, s.frames ? Math.round((100 * s.done) / s.frames) : 0)));

@@ -1,0 +1,112 @@
+"""The previz render estimate: stage costs fitted from timed samples, added up as a run overlaps
+its stages, and a real calibration on a small plan."""
+
+from __future__ import annotations
+
+import pytest
+
+from daotai.estimate import (
+    PROCESS_START_S,
+    Calibration,
+    MachineLoad,
+    StageCost,
+    busiest_shot,
+    calibrate,
+    estimate_render,
+    others_running,
+    sample_shot,
+    thread_share,
+    two_point,
+    two_point_growing,
+    whole_render_s,
+)
+from daotai.plan.planner import plan_script
+from daotai.script.load import validate_script
+
+SCRIPT = {
+    "size": "160x96",
+    "fps": 12,
+    "characters": [{"id": "hero", "appearance": "red coat"}, {"id": "friend", "appearance": "blue coat"}],
+    "shots": [
+        {"shot_id": "a", "duration": 2, "characters": ["hero"], "camera": {"type": "dolly", "motion": [0, 0, -0.5]}},
+        {"shot_id": "b", "duration": 3, "camera": {"type": "pan", "rotate": [20, 0, 0]}},
+        {"shot_id": "c", "duration": 1, "transition": "crossfade"},
+    ],
+}
+
+
+def plan():
+    return plan_script(validate_script(SCRIPT))
+
+
+def calibration(qc_per_frame: float = 0.04, others: float = 0.0, cores: int = 2) -> Calibration:
+    return Calibration(width=640, height=360, backend_open=0.3, render=StageCost(0.012, 0.1),
+                       qc=StageCost(qc_per_frame, 0.0), assemble=StageCost(0.007, 0.02),
+                       sequence_check=StageCost(0.003, 0.0), others=others, cores=cores)
+
+
+def test_two_point_splits_per_frame_from_per_shot_and_never_goes_negative():
+    cost = two_point(12, 0.5, 24, 0.8)
+    assert cost.per_frame == pytest.approx(0.025) and cost.per_shot == pytest.approx(0.2)
+    assert cost.seconds([24, 48]) == pytest.approx(0.8 + 1.4)
+    noisy = two_point(12, 0.9, 24, 0.6)  # the shorter sample ran slower: all of the longer one is per frame
+    assert noisy == StageCost(0.6 / 24, 0.0)
+
+
+def test_checks_that_grow_faster_than_the_shot_are_fitted_with_a_squared_term():
+    cost = two_point_growing(24, 0.84, 48, 1.74)  # office s01's checks, CPU seconds
+    assert cost.per_frame_squared > 0 and cost.per_shot == 0
+    assert cost.shot_s(24) == pytest.approx(0.84) and cost.shot_s(48) == pytest.approx(1.74)
+    assert cost.shot_s(72) == pytest.approx(2.86, rel=0.1)  # measured, not fitted
+    assert two_point_growing(24, 1.0, 48, 1.5) == two_point(24, 1.0, 48, 1.5)  # no growth: linear
+
+
+def test_a_sample_is_a_middle_stretch_of_the_shot_on_its_own():
+    p = plan()
+    source = busiest_shot(p)
+    assert source.shot_id == "b"  # every character, the longest
+    sample = sample_shot(source, 12, "calibration_12")
+    assert (sample.shot_id, sample.frames, sample.start_frame, sample.transition.type) == ("calibration_12", 12, 0, "cut")
+    assert sample.cameras == source.cameras[12:24] and len(sample.character_frames) == 12
+    assert sample_shot(source, 1000, "x").frames == source.frames
+
+
+def test_checks_hide_behind_the_render_when_cores_are_spare_and_add_up_when_they_are_not():
+    p = plan()
+    frames = p.total_frames
+    light = whole_render_s(p, calibration(qc_per_frame=0.001))
+    assert light.qc_after == pytest.approx(0.003 * frames)  # only the sequence check is left after assembly
+    heavy = whole_render_s(p, calibration(qc_per_frame=0.2))
+    assert heavy.total > light.total + 0.1 * 0.2 * frames  # checks that do not fit beside the render come after
+    one_core = whole_render_s(p, calibration(qc_per_frame=0.2, cores=1))
+    shot_frames = sum(s.frames for s in p.shots)  # a crossfade overlaps two shots: more than the sequence
+    expected = (PROCESS_START_S + 0.3 + 0.012 * shot_frames + 0.1 * 3 + 0.007 * shot_frames + 0.02 * 3
+                + 0.2 * shot_frames + 0.003 * frames)
+    assert one_core.total == pytest.approx(expected + one_core.deliver)  # everything one after another
+    busy = whole_render_s(p, calibration(others=6.0))  # six threads of other programs share the cores
+    assert busy.total > 3 * light.total
+
+
+def test_other_programs_are_counted_from_the_machines_cpu_counters():
+    before = MachineLoad(at=0.0, busy_s=100.0, idle_s=50.0)
+    assert others_running(before, MachineLoad(2.0, 101.0, 52.0), cpu_s=1.0, share=1.0, cores=2) == 0.0  # idle
+    half = others_running(before, MachineLoad(2.0, 102.0, 52.0), cpu_s=1.0, share=1.0, cores=2)
+    assert half == pytest.approx(0.5)  # another program used half a core, with idle time left
+    # no idle time and a busy thread got a third of a core: the two cores were shared with 5 others
+    assert others_running(before, MachineLoad(3.0, 106.0, 50.0), cpu_s=1.0, share=1 / 3, cores=2) == pytest.approx(5.0)
+    unknown = MachineLoad(0.0, None, None)
+    assert others_running(unknown, unknown, cpu_s=1.0, share=0.2, cores=2) == 0.0
+    assert 0.0 < thread_share(0.05) <= 1.0
+
+
+def test_calibration_times_every_stage_here_and_the_estimate_covers_the_whole_render():
+    p = plan()
+    cal = calibrate(p, sample=8)
+    assert (cal.width, cal.height) == (160, 96) and cal.cores >= 1 and cal.others >= 0
+    for stage in (cal.render, cal.qc, cal.assemble, cal.sequence_check):
+        assert stage.shot_s(24) > 0
+    times = whole_render_s(p, cal)
+    assert times.total > times.render + times.assemble > 0
+    estimate = estimate_render(p, "previz", {}, controls=True)
+    assert estimate is not None and estimate.frames == p.total_frames and "QC" in estimate.basis
+    assert estimate_render(p, "previz", {}, quick=True) is None  # too small to time before a render
