@@ -592,7 +592,7 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         from daotai.qc.framing import framing_of_frame
 
         listeners.append(lambda index, depth_mm, mask: framed.append(framing_of_frame(plan, shot, depth_mm, mask))
-                         if index == 0 else None)
+                         if index == shot.framing_frame else None)
     controls = _ControlStream(shot, depth_path, mask_path, label_texts, listeners) if depth_path is not None else None
 
     def frames_with_capture() -> Iterator[np.ndarray]:
