@@ -30,7 +30,10 @@ from daotai.plan.staging import FRAMING_RULES, MIN_CAMERA_HEIGHT_M, Placement
 
 # The previz mannequin's head, as a share of its standing height (daotai.render.previz.meshes):
 EYE_SHARE = 0.934  # the eye line (meshes.EYE_Y)
-CROWN_SHARE = 1.0  # the top of the hair
+HEAD_CENTRE_SHARE = 0.928  # the skull's centre (meshes.HEAD_C)
+# half-sizes (x, y, z) of an ellipsoid holding skull and hair: its outline's top row is the rendered
+# mask's top row within a pixel at 320x180 from close-up to full shot, eye level, high and low
+HAIR_RADII = (0.055, 0.075, 0.066)
 SEATED_HEAD_DROP = 0.23  # sitting lowers the head by this share of the standing height (the SITTING rig)
 
 
@@ -47,7 +50,7 @@ UPPER_THIRD = 1.0 / 3.0
 HEADROOM = MappingProxyType(
     {
         "extreme_close_up": HeadroomRule(UPPER_THIRD, None),  # the face fills the frame; the crown may go
-        "close_up": HeadroomRule(UPPER_THIRD, 0.04),
+        "close_up": HeadroomRule(UPPER_THIRD, 0.03),
         "medium_close_up": HeadroomRule(UPPER_THIRD, 0.08),
         "medium": HeadroomRule(UPPER_THIRD, 0.10),
         "medium_full": HeadroomRule(None, 0.05),
@@ -135,21 +138,33 @@ def shifted(placement: Placement, shift: np.ndarray, roll_deg: float = 0.0) -> P
                      float(np.linalg.norm(aim - eye)))
 
 
+def _head_outline() -> np.ndarray:
+    """Points (N, 3) on the head's ellipsoid, in height units about its centre."""
+    theta, phi = np.meshgrid(np.linspace(0.0, math.pi, 19), np.linspace(0.0, 2.0 * math.pi, 36, endpoint=False))
+    rx, ry, rz = HAIR_RADII
+    return np.stack([rx * np.sin(theta) * np.cos(phi), ry * np.cos(theta), rz * np.sin(theta) * np.sin(phi)],
+                    axis=-1).reshape(-1, 3)
+
+
+_OUTLINE = _head_outline()
+
+
 def head_rows(cam_to_world: np.ndarray, fov: float, xz: tuple[float, float], height: float,
               drop_share: float = 0.0) -> tuple[float, float, float] | None:
     """(crown, eye line, depth) of a person standing at ``xz`` seen by a camera: image rows as shares of
-    the frame height from the top, depth in metres; None when the head is behind the lens."""
+    the frame height from the top (the crown is the highest row of the head's outline), depth in
+    metres to the head's centre; None when any of the head is behind the lens."""
     pose = np.asarray(cam_to_world, np.float64)
-    top = (CROWN_SHARE - drop_share) * height
-    eye = (EYE_SHARE - drop_share) * height
-    points = np.array([[xz[0], top, xz[1]], [xz[0], eye, xz[1]]])  # (2, 3) world
-    local = (points - pose[:3, 3]) @ pose[:3, :3]  # (2, 3) camera axes
+    centre = np.array([xz[0], (HEAD_CENTRE_SHARE - drop_share) * height, xz[1]])  # (3,) world
+    eye = np.array([xz[0], (EYE_SHARE - drop_share) * height, xz[1]])
+    points = np.vstack([centre + _OUTLINE * height, eye, centre])  # (N + 2, 3) world
+    local = (points - pose[:3, 3]) @ pose[:3, :3]  # camera axes
     depth = -local[:, 2]
     if np.any(depth <= 1e-6):
         return None
     tan_half = math.tan(math.radians(fov) / 2.0)
     rows = 0.5 - local[:, 1] / (depth * 2.0 * tan_half)  # share of the frame height from the top
-    return float(rows[0]), float(rows[1]), float(depth[0])
+    return float(rows[:-2].min()), float(rows[-2]), float(depth[-1])
 
 
 def cuts_the_head(framing: str, rows: tuple[float, float, float] | None) -> bool:

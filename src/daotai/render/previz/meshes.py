@@ -615,3 +615,18 @@ def head_points(fig: Figure) -> np.ndarray:
     """World points of a standing figure's crown, chin and soles (centre line): (3, 3) metres."""
     local = np.array([[0.0, 1.0, 0.0, 1.0], [0.0, HEAD_C[1] - HEAD_R[1], 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
     return (figure_root(fig) @ local.T).T[:, :3]
+
+
+# A box around the head in height units (x, y, z ranges in the rig's frame): a person's from under the
+# chin to over a hat, wide enough for long hair and a turned head; an animal's from the neck to the ears,
+# back of the skull to the nose. Labels stay off it.
+_PERSON_FACE_BOX = ((-0.08, 0.08), (HEAD_C[1] - HEAD_R[1] - 0.015, 1.06), (-0.08, 0.09))
+_ANIMAL_FACE_BOX = ((-0.15, 0.15), (0.70, 1.07), (0.36, 0.81))
+
+
+def face_corners(fig: Figure) -> np.ndarray:
+    """World corners (8, 3) metres of a box holding the figure's head (lowered when it sits)."""
+    xs, ys, zs = _ANIMAL_FACE_BOX if fig.kind == "animal" else _PERSON_FACE_BOX
+    drop = head_drop(fig)
+    local = np.array([[x, y - drop, z, 1.0] for x in xs for y in ys for z in zs])  # (8, 4) height units
+    return (figure_root(fig) @ local.T).T[:, :3]
