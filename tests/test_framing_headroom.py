@@ -218,3 +218,23 @@ def test_a_script_camera_that_cuts_the_head_off_is_warned():
     # a push the script places ends past the head: said for the last frame
     pushed = _one("close_up", {"type": "dolly", "motion": [0, 0, -0.35], "distance_m": 0.65})
     assert [w for w in pushed.shots[0].warnings if "head off at the last frame" in w]
+
+
+@pytest.mark.parametrize("angle", ["high", "low", "dutch", "birds_eye", "worms_eye"])
+def test_headroom_holds_from_every_angle(angle):
+    """The plan's head outline (the mask's top row within two pixels at eye level, above) keeps the
+    margin at the first and last frame of every size and move, from above and below as well; a low
+    push from far back starts on the floor line and still lands on its framing."""
+    for framing in SIZES:
+        margin = HEADROOM[framing].crown_margin
+        for move in (*MOVES, "crane", "tilt"):
+            shot = _one(framing, move, angle=angle).shots[0]
+            for i in (0, -1):
+                rows = _rows_of(shot, i)
+                assert rows is not None
+                if margin is not None:
+                    assert rows[0] >= margin - PX, (angle, framing, move, i, rows[0])
+            if move in LANDS:
+                assert shot.framing_frame == shot.frames - 1
+                cam = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)
+                assert cam[1, 3] >= 0.1  # never under the floor

@@ -88,16 +88,26 @@ def lands_on_framing(named: Placement, fov: float, fov_end: float,
 
     The lens ends where the end fov frames the named framing, on the same line from the aim, and
     starts ``motion`` (metres, camera-local) before it with the same orientation: the move carries
-    it onto the named framing. None when that start would be under the floor (a worm's-eye push).
+    it onto the named framing. Where that start would be under the floor (a low push from far
+    back) a straight push starts on the floor line instead, aimed at the aim and as far from it,
+    so it still ends the named distance away; None when no start fits.
     """
     pose = np.asarray(named.cam_to_world, np.float64)
     aim = np.asarray(named.aim_point, np.float64)
     back = pose[:3, 3] - aim  # (3,) metres, aim -> lens
     end_eye = aim + back * landing_distance(1.0, fov, fov_end)  # (3,) where the lens ends
     start_eye = end_eye - pose[:3, :3] @ np.asarray(motion, np.float64)  # (3,) before the move
-    if start_eye[1] < MIN_CAMERA_HEIGHT_M:
+    if start_eye[1] >= MIN_CAMERA_HEIGHT_M:
+        return Placement(make_pose(pose[:3, :3], start_eye), named.aim_point,
+                         float(np.linalg.norm(aim - start_eye)))
+    reach = float(np.linalg.norm(end_eye - aim)) - motion[2]  # straight pushes only: motion (0, 0, -m)
+    rise = float(aim[1]) - MIN_CAMERA_HEIGHT_M
+    ground = back[[0, 2]]
+    if motion[0] or motion[1] or reach <= rise or float(np.linalg.norm(ground)) < 1e-9:
         return None
-    return Placement(make_pose(pose[:3, :3], start_eye), named.aim_point, float(np.linalg.norm(aim - start_eye)))
+    along = ground / np.linalg.norm(ground) * math.sqrt(reach * reach - rise * rise)  # (2,) metres
+    eye = np.array([aim[0] + along[0], MIN_CAMERA_HEIGHT_M, aim[2] + along[1]])
+    return Placement(make_pose(look_at(eye, aim), eye), named.aim_point, reach)
 
 
 def lead_room_shift(placement: Placement, facing_deg: float, fov: float, aspect: float) -> np.ndarray:

@@ -35,7 +35,7 @@ FRAMING_RULES = MappingProxyType(
         "close_up": FramingRule(0.45, 0.90),
         "medium_close_up": FramingRule(0.75, 0.86),
         "medium": FramingRule(1.10, 0.83),
-        "medium_full": FramingRule(1.50, 0.64),
+        "medium_full": FramingRule(1.50, 0.68),  # the knees at the bottom edge, headroom seen from above too
         "full": FramingRule(2.20, 0.52),
         "wide": FramingRule(5.50, 0.50, scale_with_height=False),
         "extreme_wide": FramingRule(16.0, 0.45, scale_with_height=False),
