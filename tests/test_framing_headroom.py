@@ -238,3 +238,21 @@ def test_headroom_holds_from_every_angle(angle):
                 assert shot.framing_frame == shot.frames - 1
                 cam = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)
                 assert cam[1, 3] >= 0.1  # never under the floor
+
+
+@pytest.mark.parametrize("framing", ["close_up", "medium_close_up", "medium", "full"])
+def test_the_camera_check_leaves_out_every_label_pixel(renderers, framing):
+    """QC's camera check ignores the pixels previz may have labelled, beside a head near the top edge too."""
+    from daotai.qc.report import label_names, moving_on_their_own
+
+    off, on = renderers
+    for move in ("static", "push_in"):
+        plan = _plan([{"shot_id": "s", "duration": 0.5, "framing": framing, "camera": move, "subject": "a"}],
+                     DIALOGUE)
+        shot = plan.shots[0]
+        states = list(frame_states(plan, shot))
+        for i in (0, shot.frames - 1):
+            a, b = on.render(states[i]), off.render(states[i])
+            label = np.any(a.rgb != b.rgb, axis=2)
+            left_out = moving_on_their_own(shot, i, b.masks, label_names(plan, shot))
+            assert label.any() and not (label & ~left_out).any(), (framing, move, i)

@@ -252,7 +252,8 @@ LABEL_EXTRA_EM = 2.0
 
 
 def _label_boxes(mask: np.ndarray, names: list[str]) -> np.ndarray:
-    """(H, W) bool: where previz may have drawn name labels above the characters of ``mask``."""
+    """(H, W) bool: where previz may have drawn name labels above (or, near the top edge, beside) the
+    characters of ``mask``."""
     height, width = mask.shape
     size = max(11.0, height / 22.0)  # px, the largest label font
     box_h = math.ceil(LABEL_HEIGHT_EM * size)
@@ -269,6 +270,11 @@ def _label_boxes(mask: np.ndarray, names: list[str]) -> np.ndarray:
         y0 = min(max(top - box_h, 0), max(height - box_h, 0))
         x0 = min(max(round(centre) - half, 0), max(width - 2 * half, 0))
         out[y0 : max(top, y0 + box_h), x0 : x0 + 2 * half] = True
+        if top < box_h:  # no room above the head: previz puts the label beside it (right, else left)
+            rows_beside = slice(max(0, top - box_h), min(height, top + 3 * box_h))
+            cols = np.flatnonzero((mask[rows_beside] == value).any(axis=0))
+            out[rows_beside, int(cols.max()) + 1 : int(cols.max()) + 1 + 2 * half + box_h] = True
+            out[rows_beside, max(0, int(cols.min()) - 2 * half - box_h) : int(cols.min())] = True
     return out
 
 

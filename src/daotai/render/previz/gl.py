@@ -49,7 +49,7 @@ from daotai.render.previz.labels import LabelPainter, find_label_font, place_lab
 from daotai.render.previz.meshes import (
     HEAD_C,
     PRIMITIVES,
-    face_corners,
+    face_points,
     figure_head_top,
     figure_instances,
     head_drop,
@@ -778,7 +778,7 @@ def _visible(state: FrameState, masks: np.ndarray) -> list[bool]:
 def _face_box(fig: Any, state: FrameState, intr: Any, near: float) -> tuple[float, float, float, float] | None:
     """Screen box (x0, y0, x1, y1) px of a figure's head (it may reach past the frame); None when
     part of it is behind the near plane."""
-    uv, depth = geometry.project(face_corners(fig), state.cam_to_world, intr)  # (8, 2) px, (8,) m
+    uv, depth = geometry.project(face_points(fig), state.cam_to_world, intr)  # (N, 2) px, (N,) m
     if not np.all(depth > near):
         return None
     x0, y0 = np.floor(uv.min(axis=0))
