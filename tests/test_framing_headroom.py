@@ -256,3 +256,23 @@ def test_the_camera_check_leaves_out_every_label_pixel(renderers, framing):
             label = np.any(a.rgb != b.rgb, axis=2)
             left_out = moving_on_their_own(shot, i, b.masks, label_names(plan, shot))
             assert label.any() and not (label & ~left_out).any(), (framing, move, i)
+
+
+@pytest.mark.parametrize("framing", ["over_the_shoulder", "two_shot"])
+def test_two_person_shots_keep_heads_and_labels_apart(renderers, framing):
+    """An over-the-shoulder keeps the subject's head in with its margin, a two-shot both heads, at
+    both ends of every move; no label lands on either face."""
+    off, on = renderers
+    margin = HEADROOM[framing].crown_margin
+    for move in MOVES:
+        plan = _plan([{"shot_id": "s", "duration": 0.5, "framing": framing, "camera": move, "subject": "a"}],
+                     DIALOGUE)
+        shot = plan.shots[0]
+        states = list(frame_states(plan, shot))
+        for i in (0, shot.frames - 1):
+            a, b = on.render(states[i]), off.render(states[i])
+            seen = (1,) if framing == "over_the_shoulder" else (1, 2)
+            for value in seen:
+                assert _top_row(b.masks, value) / H >= margin - PX, (framing, move, i, value)
+            label = np.any(a.rgb != b.rgb, axis=2)
+            assert label.any() and not (label & _face_pixels(plan, b, i)).any(), (framing, move, i)
