@@ -258,14 +258,16 @@ def test_the_camera_check_leaves_out_every_label_pixel(renderers, framing):
             assert label.any() and not (label & ~left_out).any(), (framing, move, i)
 
 
+@pytest.mark.parametrize("seated", [False, True])
 @pytest.mark.parametrize("framing", ["over_the_shoulder", "two_shot"])
-def test_two_person_shots_keep_heads_and_labels_apart(renderers, framing):
+def test_two_person_shots_keep_heads_and_labels_apart(renderers, framing, seated):
     """An over-the-shoulder keeps the subject's head in with its margin, a two-shot both heads, at
-    both ends of every move; no label lands on either face."""
+    both ends of every move, standing or both seated; no label lands on either face."""
     off, on = renderers
     margin = HEADROOM[framing].crown_margin
+    pose = {"pose": {"a": "sit", "b": "sit"}} if seated else {}
     for move in MOVES:
-        plan = _plan([{"shot_id": "s", "duration": 0.5, "framing": framing, "camera": move, "subject": "a"}],
+        plan = _plan([{"shot_id": "s", "duration": 0.5, "framing": framing, "camera": move, "subject": "a", **pose}],
                      DIALOGUE)
         shot = plan.shots[0]
         states = list(frame_states(plan, shot))
