@@ -19,9 +19,8 @@ import numpy as np
 from daotai import __version__, catalog
 from daotai.errors import NO_VALUE, Issue, PlanError
 from daotai.plan import camera as cam
-from daotai.plan import headroom
+from daotai.plan import headroom, steadicam, viewpoint
 from daotai.plan import prompt as prompts
-from daotai.plan import steadicam, viewpoint
 from daotai.plan.model import (
     CameraFrame,
     CharacterFrame,
