@@ -88,6 +88,7 @@ T_KEY = "tests/test_shot_key.py"
 T_TIMELINE_SOUND = "tests/test_timeline_soundtrack.py"
 T_THRESHOLDS = "tests/test_qc_thresholds.py"
 T_SPELLED = "tests/test_spelling_properties.py"
+T_HEADROOM = "tests/test_framing_headroom.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ plan/
@@ -159,6 +160,22 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m("plan.roll_sense", "plan/camera.py",
        "@ _rot_batch(2, -roll * e)", "@ _rot_batch(2, roll * e)",
        (T_WORDS, T_CAMERA), "a positive roll turns the body counter-clockwise"),
+    # framing that respects the face
+    _m("plan.push_lands", PLANNER,
+       "placement = landed if landed is not None else placement", "landed = None",
+       T_HEADROOM, "a push-in starts on the named framing and runs past the head"),
+    _m("plan.ecu_eye_line", "plan/staging.py",
+       '"extreme_close_up": FramingRule(0.22, 0.913)', '"extreme_close_up": FramingRule(0.22, 0.93)',
+       T_HEADROOM, "an extreme close-up centres the eyes instead of keeping them at the upper third"),
+    _m("plan.lead_room_side", "plan/headroom.py",
+       "return right * sideways * LEAD_ROOM_SHARE * width", "return -right * sideways * LEAD_ROOM_SHARE * width",
+       T_HEADROOM, "lead room behind the subject: they face the near frame edge"),
+    _m("plan.seated_height", PLANNER,
+       "if drop > 0.0:  # seated people", "if drop < 0.0:  # seated people",
+       T_HEADROOM, "a seated subject framed at standing height"),
+    _m("render.label_over_face", "render/previz/labels.py",
+       "if not any(_overlaps(box, face) for face in faces):", "if True:",
+       T_HEADROOM, "a name label clamped into the frame over the face"),
     # staging off the face-to-face case
     _m("stage.ots_side", "plan/staging.py",
        "toward = (line * along + side * lateral) / reach", "toward = (line * along - side * lateral) / reach",

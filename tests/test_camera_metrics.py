@@ -107,7 +107,17 @@ def test_dropped_frames_are_flagged(previz):
 
 
 def test_a_zoom_where_a_dolly_was_asked_is_flagged(previz):
-    plan = plan_of("all_moves.json")
+    import json
+
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import validate_script
+
+    # the push starts on its full shot (a camera the script places): it ends 0.7 m from the subject, with
+    # the parallax a zoom cannot fake (left to the planner, the push would land on the full shot instead)
+    data = json.loads((EXAMPLES / "all_moves.json").read_text(encoding="utf-8"))
+    dolly = next(s for s in data["shots"] if s["shot_id"] == "dolly_in")
+    dolly["camera"]["distance_m"] = 1.9
+    plan = plan_script(validate_script(data))
     shot = plan.shot("dolly_in")
     poses, intrinsics = cameras_of(shot)
     first = frames_of(previz, plan, shot)[0]

@@ -23,8 +23,9 @@ W, H = 320, 180
 
 
 def _first_frames(plan):
+    """Each shot's frame its framing is measured on: the first, or the last of a push that lands on it."""
     with PrevizRenderer(RenderSettings(W, H, labels=False), environment_for_plan(plan)) as r:
-        return {s.shot_id: r.render(next(frame_states(plan, s))) for s in plan.shots}
+        return {s.shot_id: r.render(list(frame_states(plan, s))[s.framing_frame]) for s in plan.shots}
 
 
 def _measure_all(data):

@@ -137,10 +137,12 @@ def test_close_ups_pass_without_controls(tmp_path):
 PAN = {"size": "480x270", "scene": {"name": "office"}, "characters": [{"id": "a"}],
        "shots": [{"shot_id": "pan", "duration": 1.5, "subject": "a", "framing": "medium",
                   "camera": {"type": "pan", "rotate": [20, 0, 0]}},
+                 # placed where the medium stands, so the push runs from there to 0.45 m and the zoom
+                 # narrows from there (left to the planner both would land on the medium from further back)
                  {"shot_id": "dolly", "duration": 1.5, "subject": "a", "framing": "medium",
-                  "camera": {"type": "dolly", "motion": [0, 0, -0.5], "easing": "linear"}},
+                  "camera": {"type": "dolly", "motion": [0, 0, -0.5], "easing": "linear", "distance_m": 0.95}},
                  {"shot_id": "zoom", "duration": 1.5, "subject": "a", "framing": "medium",
-                  "camera": {"type": "zoom", "fov_end": 38, "easing": "linear"}}]}
+                  "camera": {"type": "zoom", "fov_end": 38, "easing": "linear", "distance_m": 0.95}}]}
 
 
 @pytest.fixture(scope="module")

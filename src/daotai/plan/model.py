@@ -139,10 +139,17 @@ class ShotPlan(PlanModel):
     cameras: tuple[CameraFrame, ...]
     character_frames: tuple[tuple[CharacterFrame, ...], ...] = Field(description="frame-major")
     sound: ShotSoundPlan | None = Field(default=None, description="present when the script says anything about the shot's sound")
+    framed_at: int | None = Field(default=None, description="the frame the named framing holds on when it is not "
+                                  "the first: a push-in starts wider and lands on its framing at the last frame")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("sound",))
+        return _without_none(handler(self), ("sound", "framed_at"))
+
+    @property
+    def framing_frame(self) -> int:
+        """Index of the frame on which the shot's framing is measured (0 unless a push lands on it)."""
+        return self.framed_at or 0
 
 
 class PlanCharacter(PlanModel):

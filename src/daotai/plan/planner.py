@@ -19,8 +19,8 @@ import numpy as np
 from daotai import __version__, catalog
 from daotai.errors import NO_VALUE, Issue, PlanError
 from daotai.plan import camera as cam
+from daotai.plan import headroom, steadicam, viewpoint
 from daotai.plan import prompt as prompts
-from daotai.plan import steadicam, viewpoint
 from daotai.plan.model import (
     CameraFrame,
     CharacterFrame,
@@ -591,9 +591,9 @@ def plan_script(script: Script) -> Plan:
         transition = _transition(shot, index, fps, prev_frames, n_frames, problems)
         prev_frames, last_transition = n_frames, transition
         try:
-            framing, move, placement, cameras = _shot_camera(shot, index, framing, present, subject, bodies,
-                                                             character_frames, kinds, width, height, fps, seed,
-                                                             warnings)
+            framing, move, placement, cameras, framed_at = _shot_camera(
+                shot, index, framing, present, subject, bodies, character_frames, kinds, width, height, fps, seed,
+                warnings)
         except PlanError as exc:  # this shot's camera cannot be placed: the next shots are still planned
             problems.extend(_issues_of(exc, f"shots[{index}].camera"))
             continue
@@ -654,6 +654,7 @@ def plan_script(script: Script) -> Plan:
                 cameras=cameras,
                 character_frames=tuple(character_frames),
                 sound=_shot_sound(shot),
+                framed_at=framed_at or None,
             )
         )
         cursor += n_frames
@@ -749,6 +750,12 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
                                    "(list both in shots[].characters)") from None
         if kinds[subject] == "animal" and framing in FRAMING_RULES and FRAMING_RULES[framing].scale_with_height:
             placement = _toward_the_head(placement, bodies[subject])
+        lands = framing not in VIEWPOINT_FRAMINGS and _push_lands(shot)  # a pov's push starts at the eyes
+        framed_at = n_frames - 1 if lands else 0  # the frame the named framing holds on
+        drop = 0.0 if framing in VIEWPOINT_FRAMINGS else _seated_drop(  # a viewpoint knows who sits
+            framing, subject, present, character_frames[framed_at], kinds, bodies)
+        if drop > 0.0:  # seated people are framed at their seated height
+            placement = headroom.shifted(placement, np.array([0.0, -drop, 0.0]), _roll(shot))
         place = _camera_place(shot, index, framing, bodies)
         if framing in VIEWPOINT_FRAMINGS and place.aim is not None:
             place = dataclasses.replace(place, aim=None)  # the viewpoint already looks at the camera's aim
@@ -764,6 +771,9 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
                                   ANIMAL_FRAMING_SCALE if kinds[subject] == "animal" else 1.0)
         if fov != shot.camera.fov:
             camera_spec = shot.camera.model_copy(update={"fov": fov})
+        if framing in headroom.SINGLE_SIZES and place.aim is None:
+            me = character_frames[framed_at][present.index(subject)]
+            placement = _with_lead_room(placement, me.facing, fov, width / height, _roll(shot))
         if framing not in ("over_the_shoulder", *VIEWPOINT_FRAMINGS) and not _place_given(shot):
             hidden = hidden_by(placement, bodies[subject], others)
             if hidden:
@@ -771,6 +781,7 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
     elif framing in ("over_the_shoulder", "two_shot"):
         raise PlanError.at(f"shots[{index}].framing", framing, "needs two characters in the shot")
     else:
+        lands = False
         placement = place_camera(framing, shot.angle.value, lens_fov, (0.0, 0.0), 1.75, 0.0)
         place = _camera_place(shot, index, framing, bodies)
         if place.moves_the_camera or place.aim is not None:
@@ -778,6 +789,14 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
         if lens_fov != shot.camera.fov:
             camera_spec = shot.camera.model_copy(update={"fov": lens_fov})
     move = resolve_move(camera_spec, placement.distance, f"shots[{index}].camera")
+    landed = None
+    if lands:  # a push-in ends on the framing the shot names: it starts wider, on the same line
+        end_distance = headroom.landing_distance(placement.distance, move.fov, move.fov_end)
+        if camera_spec.motion is None and move.motion[2] < 0.0:
+            # the default push covers a third of the start distance: it starts 1.5 times as far as it ends
+            move = resolve_move(camera_spec, 1.5 * end_distance, f"shots[{index}].camera")
+        landed = headroom.lands_on_framing(placement, move.fov, move.fov_end, move.motion)
+        placement = landed if landed is not None else placement
     traj = cam.trajectory(
         placement.cam_to_world,
         cam.Move(
@@ -824,11 +843,85 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
             )
     if np.any(poses[:, 1, 3] < 0.02):
         warnings.append("the camera goes below the ground (y < 0) during the shot")
+    if subject is not None and kinds[subject] == "person" and (_place_given(shot) or _aim_given(shot)):
+        warnings.extend(_head_cut_warnings(framing, subject, present.index(subject), bodies[subject].height,
+                                           poses, fovs, character_frames))
     cameras = tuple(
         CameraFrame(cam_to_world=_rt(poses[i]), fov=_r(fovs[i]), K=_rt(cam.intrinsics(float(fovs[i]), width, height)))
         for i in range(n_frames)
     )
-    return framing, move, placement, cameras
+    return framing, move, placement, cameras, (n_frames - 1 if landed is not None else 0)
+
+
+def _roll(shot: Shot) -> float:
+    """The camera's roll about its view axis at the start (a dutch angle's), degrees."""
+    return DUTCH_ROLL_DEG if shot.angle.value == "dutch" else 0.0
+
+
+def _aim_given(shot: Shot) -> bool:
+    """Whether the script names what the lens looks at (a point, or a character other than the subject)."""
+    return shot.camera.aim is not None and shot.camera.aim != "subject"
+
+
+_TRACKING_MOVES = ("dolly_zoom", "follow", "steadicam")  # they hold the subject's size, or go where it goes
+
+
+def _push_lands(shot: Shot) -> bool:
+    """Whether the shot's move is a push the planner lands on the named framing: it closes on the subject
+    (forward, or narrowing the lens) and the script leaves the camera's place and aim to the planner."""
+    spec = shot.camera
+    if _place_given(shot) or _aim_given(shot) or spec.follow or spec.type.value in _TRACKING_MOVES:
+        return False
+    move = resolve_move(spec, 1.0)  # the signs of a move do not depend on the distance
+    return headroom.pushes_in(move.type, move.motion, move.rotate, move.orbit, move.fov, move.fov_end)
+
+
+def _seated_share(person: CharacterFrame) -> float:
+    """How far below standing a person's head is this frame, as a share of their height."""
+    if person.pose != "sit" or person.walking:
+        return 0.0
+    return headroom.SEATED_HEAD_DROP * person.pose_weight
+
+
+def _seated_drop(framing: str, subject: str, present: tuple[str, ...], people: tuple[CharacterFrame, ...],
+                 kinds: dict[str, str], bodies: dict[str, Body]) -> float:
+    """Metres to lower the start camera for a seated subject; a framing of several people drops only as
+    far as the least seated of them allows (a standing partner keeps their head in the two-shot)."""
+    if kinds[subject] != "person":
+        return 0.0
+    share = _seated_share(people[present.index(subject)])
+    if framing in ("over_the_shoulder", "two_shot") or (framing in ("wide", "extreme_wide") and len(present) > 1):
+        share = min(_seated_share(p) for p in people)
+    return headroom.seated_drop(framing, bodies[subject].height, share) if share > 0.0 else 0.0
+
+
+def _with_lead_room(placement, facing_deg: float, fov: float, aspect: float, roll: float):
+    """The start camera panned so a subject facing ``facing_deg`` has the open side of the frame in front."""
+    shift = headroom.lead_room_shift(placement, facing_deg, fov, aspect)
+    if float(np.linalg.norm(shift)) < 1e-6:
+        return placement
+    eye = np.asarray(placement.cam_to_world)[:3, 3]
+    aim = np.asarray(placement.aim_point) + shift
+    return type(placement)(cam.make_pose(cam.look_at(eye, aim, roll_deg=roll), eye), tuple(float(v) for v in aim),
+                           float(np.linalg.norm(aim - eye)))
+
+
+def _head_cut_warnings(framing: str, subject: str, slot: int, height: float, poses: np.ndarray, fovs: np.ndarray,
+                       character_frames: list) -> list[str]:
+    """Warnings for a camera the script places that cuts the top of the subject's head off where the
+    framing's headroom rule keeps it in the frame, at the shot's first or last frame."""
+    out = []
+    for i, when in ((0, "first"), (len(poses) - 1, "last")):
+        person = character_frames[i][slot]
+        rows = headroom.head_rows(poses[i], float(fovs[i]), person.position, height, _seated_share(person))
+        if headroom.cuts_the_head(framing, rows):
+            out.append(f"the camera the script places cuts the top of {subject}'s head off at the {when} frame "
+                       f"(a {framing.replace('_', ' ')} keeps it in the picture); move the camera back or lower "
+                       "its aim, or use a wider lens")
+        if len(poses) == 1:
+            break
+    return out
+
 
 def _viewpoint_camera(shot: Shot, framing: str, bodies: dict[str, Body], subject: str, others: tuple[Body, ...],
                       seated: dict[str, bool], fov: float):

@@ -29,11 +29,13 @@ class FramingRule:
 
 FRAMING_RULES = MappingProxyType(
     {
-        "extreme_close_up": FramingRule(0.22, 0.93),
+        # close sizes aim so the eyes sit about the upper third (daotai.plan.headroom.HEADROOM): there
+        # aim_fraction = 0.934 - visible_m / 1.75 / 6; a close-up aims a little higher, for its headroom
+        "extreme_close_up": FramingRule(0.22, 0.913),
         "close_up": FramingRule(0.45, 0.90),
-        "medium_close_up": FramingRule(0.75, 0.83),
-        "medium": FramingRule(1.10, 0.74),
-        "medium_full": FramingRule(1.50, 0.64),
+        "medium_close_up": FramingRule(0.75, 0.86),
+        "medium": FramingRule(1.10, 0.83),
+        "medium_full": FramingRule(1.50, 0.68),  # the knees at the bottom edge, headroom seen from above too
         "full": FramingRule(2.20, 0.52),
         "wide": FramingRule(5.50, 0.50, scale_with_height=False),
         "extreme_wide": FramingRule(16.0, 0.45, scale_with_height=False),

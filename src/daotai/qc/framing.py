@@ -1,7 +1,7 @@
-"""Framing QC: does the first frame frame the shot as the script asks? Measured from the masks.
+"""Framing QC: does the shot frame its subject as the script asks? Measured from the masks.
 
-Per shot, at its first frame (the framing names where a shot starts; a push-in changes it on
-purpose), from the character mask (value j + 1 for the shot's j-th character) and the depth
+Per shot, at the frame the framing names (the first; for a push-in that lands on its framing, the
+last: ``ShotPlan.framing_frame``), from the character mask (value j + 1 for the shot's j-th character) and the depth
 control (metres along the view axis):
 
 * **size**: the subject's on-screen height, the whole figure's height as a share of the frame
@@ -92,13 +92,13 @@ def named_characters(plan: Plan, shot: ShotPlan) -> tuple[str, ...]:
 
 def _foreground(shot: ShotPlan) -> str:
     """The other person nearest the lens at the first frame (the shoulder of an OTS, the partner of a two-shot)."""
-    eye = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)[:3, 3]
-    others = [p for p in shot.character_frames[0] if p.id != shot.subject]
+    eye = np.array(shot.cameras[shot.framing_frame].cam_to_world).reshape(4, 4)[:3, 3]
+    others = [p for p in shot.character_frames[shot.framing_frame] if p.id != shot.subject]
     return min(others, key=lambda p: (math.hypot(p.position[0] - eye[0], p.position[1] - eye[2]), p.id)).id
 
 
 def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.ndarray) -> dict[str, Any] | None:
-    """The framing entry of one shot from its first frame's mask (H, W) uint8 and depth (H, W) metres.
+    """The framing entry of one shot from its framed frame's mask (H, W) uint8 and depth (H, W) metres.
 
     None when the shot has no subject, or no size to measure (a pov sees through the subject's eyes,
     an insert shows a detail). ``ok`` is whether size, characters and (OTS) foreground pass.
@@ -108,7 +108,7 @@ def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.nd
     height, width = mask.shape
     heights = {c.id: c.height for c in plan.characters}
     counts = {c: int(np.count_nonzero(mask == j + 1)) for j, c in enumerate(shot.characters)}
-    entry: dict[str, Any] = {"framing": shot.framing, "frame": 0}
+    entry: dict[str, Any] = {"framing": shot.framing, "frame": shot.framing_frame}
     problems: list[str] = []
 
     subject_px = mask == shot.characters.index(shot.subject) + 1  # (H, W) bool
@@ -118,7 +118,8 @@ def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.nd
     entry["band"] = [round(low, 3), None if math.isinf(high) else round(high, 3)]
     if counts[shot.subject] < MIN_VISIBLE_PX:
         entry.update(share=None, method=None, measured_as=None, size_ok=False)
-        problems.append(f"subject {shot.subject} not in the picture at the start, so its framing cannot be seen")
+        when = "at the start" if shot.framing_frame == 0 else "where the push lands"
+        problems.append(f"subject {shot.subject} not in the picture {when}, so its framing cannot be seen")
     else:
         share, method = _share(shot, subject_px, depth_m, h_m)
         measured = size_of(share, h_m, animal)
@@ -159,12 +160,12 @@ def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.nd
 def _enough_pixels(plan: Plan, shot: ShotPlan, char_id: str) -> float:
     """Mask pixels that make ``char_id`` visible at the first frame: MIN_VISIBLE_PX, or a third of what
     the whole figure would cover at its distance when that is less (a small figure far off in a master)."""
-    cam = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)
-    person = next(p for p in shot.character_frames[0] if p.id == char_id)
+    cam = np.array(shot.cameras[shot.framing_frame].cam_to_world).reshape(4, 4)
+    person = next(p for p in shot.character_frames[shot.framing_frame] if p.id == char_id)
     height = next(c.height for c in plan.characters if c.id == char_id)
     centre = np.array([person.position[0], height / 2.0, person.position[1]])
     depth = max(float(-(cam[:3, :3].T @ (centre - cam[:3, 3]))[2]), 1e-3)  # along the view axis, m
-    fy = float(np.array(shot.cameras[0].K).reshape(3, 3)[1, 1])
+    fy = float(np.array(shot.cameras[shot.framing_frame].K).reshape(3, 3)[1, 1])
     whole = FIGURE_AREA * (height * fy / depth) ** 2
     return max(1.0, min(float(MIN_VISIBLE_PX), whole / 3.0))
 
@@ -173,28 +174,31 @@ def _share(shot: ShotPlan, subject_px: np.ndarray, depth_m: np.ndarray, h_m: flo
     """The subject's whole-figure height over the frame height, and how it was measured."""
     height = subject_px.shape[0]
     rows = np.flatnonzero(subject_px.any(axis=1))
-    cam = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)
+    cam = np.array(shot.cameras[shot.framing_frame].cam_to_world).reshape(4, 4)
     pitch = math.degrees(math.asin(float(np.clip(-cam[1, 2], -1.0, 1.0))))  # view direction's elevation
     cut = rows[0] == 0 or rows[-1] == height - 1
     if not cut and abs(pitch) < STEEP_VIEW_DEG:
         return float(rows[-1] - rows[0] + 1) / height, "mask_extent"
-    fy = float(np.array(shot.cameras[0].K).reshape(3, 3)[1, 1])
+    fy = float(np.array(shot.cameras[shot.framing_frame].K).reshape(3, 3)[1, 1])
     near = depth_m[subject_px]
     distance = float(np.median(near[np.isfinite(near)])) + BODY_HALF_DEPTH_M * h_m / REFERENCE_HEIGHT_M
     return h_m * fy / (distance * height), "mask_depth"
 
 
 def check_framing(plan: Plan, shot: ShotPlan, depth_path: Path, mask_path: Path) -> dict[str, Any] | None:
-    """:func:`measure_framing` on the first frame of a shot's depth (uint16 mm) and mask control files."""
+    """:func:`measure_framing` on the framed frame of a shot's depth (uint16 mm) and mask control files."""
+    from itertools import islice
+
     from daotai.encode.video import decode_gray
 
-    return framing_of_frame(plan, shot, next(iter(decode_gray(depth_path)), None),
-                            next(iter(decode_gray(mask_path)), None))
+    at = shot.framing_frame
+    return framing_of_frame(plan, shot, next(islice(decode_gray(depth_path), at, None), None),
+                            next(islice(decode_gray(mask_path), at, None), None))
 
 
 def framing_of_frame(plan: Plan, shot: ShotPlan, depth_mm: np.ndarray | None,
                      mask: np.ndarray | None) -> dict[str, Any] | None:
-    """:func:`measure_framing` on a shot's first depth (uint16 mm) and mask control frames (None when one is missing)."""
+    """:func:`measure_framing` on a shot's framed depth (uint16 mm) and mask control frames (None when one is missing)."""
     if depth_mm is None or mask is None:
         return None
     depth = depth_mm.astype(np.float32) * np.float32(1e-3)

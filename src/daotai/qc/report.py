@@ -255,7 +255,8 @@ LABEL_EXTRA_EM = 2.0
 
 
 def _label_boxes(mask: np.ndarray, names: list[str]) -> np.ndarray:
-    """(H, W) bool: where previz may have drawn name labels above the characters of ``mask``."""
+    """(H, W) bool: where previz may have drawn name labels above (or, near the top edge, beside) the
+    characters of ``mask``."""
     height, width = mask.shape
     size = max(11.0, height / 22.0)  # px, the largest label font
     box_h = math.ceil(LABEL_HEIGHT_EM * size)
@@ -272,6 +273,11 @@ def _label_boxes(mask: np.ndarray, names: list[str]) -> np.ndarray:
         y0 = min(max(top - box_h, 0), max(height - box_h, 0))
         x0 = min(max(round(centre) - half, 0), max(width - 2 * half, 0))
         out[y0 : max(top, y0 + box_h), x0 : x0 + 2 * half] = True
+        if top < box_h:  # no room above the head: previz puts the label beside it (right, else left)
+            rows_beside = slice(max(0, top - box_h), min(height, top + 3 * box_h))
+            cols = np.flatnonzero((mask[rows_beside] == value).any(axis=0))
+            out[rows_beside, int(cols.max()) + 1 : int(cols.max()) + 1 + 2 * half + box_h] = True
+            out[rows_beside, max(0, int(cols.min()) - 2 * half - box_h) : int(cols.min())] = True
     return out
 
 
@@ -595,7 +601,7 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         from daotai.qc.framing import framing_of_frame
 
         listeners.append(lambda index, depth_mm, mask: framed.append(framing_of_frame(plan, shot, depth_mm, mask))
-                         if index == 0 else None)
+                         if index == shot.framing_frame else None)
     looks = None
     if depth_path is not None and mask_path is not None:
         from daotai.qc.identity import LookSampler

@@ -45,10 +45,11 @@ import numpy as np
 
 from daotai.errors import BackendError
 from daotai.plan import geometry
-from daotai.render.previz.labels import LabelPainter, find_label_font
+from daotai.render.previz.labels import LabelPainter, find_label_font, place_label
 from daotai.render.previz.meshes import (
     HEAD_C,
     PRIMITIVES,
+    face_points,
     figure_head_top,
     figure_instances,
     head_drop,
@@ -684,7 +685,7 @@ class PrevizRenderer:
         ctx.disable(moderngl.BLEND)
 
     def _draw_labels(self, state: FrameState, rgb: np.ndarray, masks: np.ndarray) -> None:
-        """Draw each visible figure's label above its head onto ``rgb`` in place."""
+        """Draw each visible figure's label near its head and off every face onto ``rgb`` in place."""
         assert self._labels is not None
         s = self.settings
         tops = np.stack([figure_head_top(f) for f in state.figures])  # (N, 3) world
@@ -693,16 +694,25 @@ class PrevizRenderer:
         fy = intr[1]
         # a label needs its figure on screen, and its head not hidden behind someone or something
         visible = [v and not h for v, h in zip(_visible(state, masks), _head_hidden(state, masks), strict=True)]
+        heads = [_face_box(f, state, intr, s.near) for f in state.figures]  # screen boxes, None behind the lens
+        faces = [box for box, v in zip(heads, visible, strict=True) if box is not None and v]
         order = np.argsort(-depth, kind="stable")  # farthest drawn first
         for i in order:
             fig = state.figures[i]
-            if depth[i] <= s.near or not visible[i]:  # behind the camera, hidden, or off-frame
+            head = heads[i]
+            if depth[i] <= s.near or not visible[i] or head is None:  # behind the camera, hidden, or off-frame
                 continue
             on_screen_height = fy * fig.height_m / depth[i]
             size = int(round(min(max(0.065 * on_screen_height, 11.0), max(11.0, s.height / 22.0))))
             text = self._labels.text_for(fig.label, fig.char_id)
             colour = tuple(int(round(255 * c)) for c in fig.colour)
-            self._labels.draw(rgb, (float(uv[i, 0]), float(uv[i, 1])), size, text, colour)  # type: ignore[arg-type]
+            patch = self._labels.patch(text, size, colour)  # type: ignore[arg-type]
+            gap = round(self._labels.style.gap * size)
+            corner = place_label((patch.shape[1], patch.shape[0]), head, faces, (s.width, s.height), gap)
+            if corner is not None:  # None: the faces fill the frame, and a name on one would hide it
+                self._labels.draw_at(rgb, corner, size, text, colour)  # type: ignore[arg-type]
+                # a later label keeps off this one too
+                faces.append((corner[0], corner[1], corner[0] + patch.shape[1], corner[1] + patch.shape[0]))
 
 
 _LAYERS = ("background", "figures")
@@ -763,6 +773,17 @@ def _visible(state: FrameState, masks: np.ndarray) -> list[bool]:
             region = masks
         out.append(bool((region == i + 1).any()))
     return out
+
+
+def _face_box(fig: Any, state: FrameState, intr: Any, near: float) -> tuple[float, float, float, float] | None:
+    """Screen box (x0, y0, x1, y1) px of a figure's head (it may reach past the frame); None when
+    part of it is behind the near plane."""
+    uv, depth = geometry.project(face_points(fig), state.cam_to_world, intr)  # (N, 2) px, (N,) m
+    if not np.all(depth > near):
+        return None
+    x0, y0 = np.floor(uv.min(axis=0))
+    x1, y1 = np.ceil(uv.max(axis=0)) + 1.0
+    return float(x0), float(y0), float(x1), float(y1)
 
 
 def _head_hidden(state: FrameState, masks: np.ndarray) -> list[bool]:

@@ -1,7 +1,8 @@
 """Character id labels drawn onto rendered RGB frames with Pillow.
 
 A label is a dark rounded box with a swatch of the character's colour and white text,
-placed above the head. Patches are rendered once per (text, size, colour) and composited
+placed off every face: above the head where the frame has room, else beside the head, else
+below the chin (``place_label``). Patches are rendered once per (text, size, colour) and composited
 with integer maths, so the same frame always gets the same bytes.
 """
 
@@ -173,6 +174,21 @@ class LabelPainter:
         self._patches[key] = arr
         return arr
 
+    def draw_at(self, rgb: np.ndarray, corner: tuple[int, int], size: int, text: str,
+                colour: tuple[int, int, int]) -> None:
+        """Composite a label onto ``rgb`` (H, W, 3) uint8 in place with its box's top-left at ``corner``."""
+        patch = self.patch(text, size, colour)
+        height, width = rgb.shape[:2]
+        x0, y0 = max(corner[0], 0), max(corner[1], 0)
+        x1, y1 = min(corner[0] + patch.shape[1], width), min(corner[1] + patch.shape[0], height)
+        if x0 >= x1 or y0 >= y1:
+            return
+        part = patch[y0 - corner[1]: y1 - corner[1], x0 - corner[0]: x1 - corner[0]]
+        alpha = part[..., 3:4].astype(np.uint16)  # (h, w, 1)
+        region = rgb[y0:y1, x0:x1]
+        mixed = (region.astype(np.uint16) * (255 - alpha) + part[..., :3].astype(np.uint16) * alpha + 127) // 255
+        region[...] = mixed.astype(np.uint8)
+
     def draw(self, rgb: np.ndarray, anchor: tuple[float, float], size: int, text: str,
              colour: tuple[int, int, int]) -> None:
         """Composite a label onto ``rgb`` (H, W, 3) uint8 in place, its box centred above ``anchor``."""
@@ -191,3 +207,40 @@ class LabelPainter:
         region = rgb[y0:y1, x0:x1]
         mixed = (region.astype(np.uint16) * (255 - alpha) + part[..., :3].astype(np.uint16) * alpha + 127) // 255
         region[...] = mixed.astype(np.uint8)
+
+
+Box = tuple[float, float, float, float]  # (x0, y0, x1, y1) pixels, x1 and y1 exclusive
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_label(box_wh: tuple[int, int], head: Box, faces: list[Box], frame_wh: tuple[int, int],
+                gap: int) -> tuple[int, int] | None:
+    """Top-left pixel of a ``box_wh`` label for the figure whose head covers ``head``, clear of every face.
+
+    Tried in order: centred above the head (as on wide shots), beside the head on its right, on its
+    left, then centred below the chin; each may slide along the frame edge it would cross, and is
+    taken when the whole box is in the frame and overlaps none of ``faces`` (every visible head,
+    this one's included). None when no place is free: a face that fills the frame gets no label.
+    """
+    w, h = box_wh
+    width, height = frame_wh
+    x0, y0, x1, y1 = head
+    cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
+    candidates = (
+        (cx - w / 2.0, y0 - gap - h),
+        (x1 + gap, cy - h / 2.0),
+        (x0 - gap - w, cy - h / 2.0),
+        (cx - w / 2.0, y1 + gap),
+    )
+    for left, top in candidates:
+        left = min(max(round(left), 0), width - w)
+        top = min(max(round(top), 0), height - h)
+        if left < 0 or top < 0:  # the box is larger than the frame
+            return None
+        box = (left, top, left + w, top + h)
+        if not any(_overlaps(box, face) for face in faces):
+            return left, top
+    return None

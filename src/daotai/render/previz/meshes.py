@@ -615,3 +615,38 @@ def head_points(fig: Figure) -> np.ndarray:
     """World points of a standing figure's crown, chin and soles (centre line): (3, 3) metres."""
     local = np.array([[0.0, 1.0, 0.0, 1.0], [0.0, HEAD_C[1] - HEAD_R[1], 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
     return (figure_root(fig) @ local.T).T[:, :3]
+
+
+# What labels keep off, in height units in the rig's frame: a person's head as an ellipsoid a little
+# larger than skull and hair (its centre and half-sizes; a hat raises its top), an animal's as a box
+# from the neck to the ears, back of the skull to the nose.
+_PERSON_FACE_CENTRE = (0.0, HEAD_C[1], 0.0)
+_PERSON_FACE_RADII = (0.062, 0.08, 0.07)
+_HAT_RISE = 0.035
+_ANIMAL_FACE_BOX = ((-0.15, 0.15), (0.70, 1.07), (0.36, 0.81))
+
+
+@functools.lru_cache(maxsize=2)
+def _face_outline(hat: bool) -> np.ndarray:
+    """Points (N, 4) homogeneous, height units, on the ellipsoid labels keep off."""
+    theta, phi = np.meshgrid(np.linspace(0.0, math.pi, 13), np.linspace(0.0, 2.0 * math.pi, 24, endpoint=False))
+    rx, ry, rz = _PERSON_FACE_RADII
+    ry += _HAT_RISE / 2.0 if hat else 0.0
+    cx, cy, cz = _PERSON_FACE_CENTRE
+    cy += _HAT_RISE / 2.0 if hat else 0.0
+    points = np.stack([cx + rx * np.sin(theta) * np.cos(phi), cy + ry * np.cos(theta),
+                       cz + rz * np.sin(theta) * np.sin(phi), np.ones_like(theta)], axis=-1).reshape(-1, 4)
+    points.setflags(write=False)
+    return points
+
+
+def face_points(fig: Figure) -> np.ndarray:
+    """World points (N, 3) metres around the figure's head (lowered when it sits): labels stay off
+    the screen box that holds them."""
+    if fig.kind == "animal":
+        xs, ys, zs = _ANIMAL_FACE_BOX
+        local = np.array([[x, y, z, 1.0] for x in xs for y in ys for z in zs])  # (8, 4) height units
+    else:
+        local = _face_outline(fig.look.hat is not None).copy()
+        local[:, 1] -= head_drop(fig)
+    return (figure_root(fig) @ local.T).T[:, :3]
