@@ -29,6 +29,11 @@ from daotai.script.vocab import ACTION_POSE_WORDS, SIT_DOWN_WORDS, STAND_UP_WORD
 SEATED_DROP_SHARE = 0.23
 SEAT_HEIGHT_SHARE = 0.235
 
+# Sizes that show less than this (m of a 1.75 m person: medium and tighter, over-the-shoulder) bring
+# the camera down with a seated subject; wider ones (medium full, two-shot, full, wide) hold the
+# seated head as framed for standing (the head of a 1.75 m sitter is 0.40 m lower).
+LOWERED_BELOW_M = 1.2
+
 STAND_WORDS: tuple[str, ...] = ("stand", "stands", "standing", "stood", "站", "站着", "站立")
 GROUP_WORDS: tuple[str, ...] = ("both", "they", "them", "everyone", "everybody", "all", "together", "each other",
                                 "两人", "二人", "俩", "他们", "她们", "大家", "一起", "都")

@@ -908,12 +908,14 @@ def _all_bodies(stage: _Stage) -> dict[str, Body]:
 
 def _seated_drop(framing: str, subject: str | None, bodies: dict[str, Body],
                  first: tuple[CharacterFrame, ...]) -> float:
-    """How far (m) the camera comes down for seated people at the shot's start: a single's subject's
-    drop; a two-person shot's or a master's, the least of theirs (nobody standing is cut)."""
-    drops = {p.id: blocking.seated_drop_m(p.pose, p.walking, p.pose_weight, bodies[p.id].height) for p in first}
-    if subject is None or not drops:
+    """How far (m) the camera comes down for seated people at the shot's start, in the sizes that frame
+    the head (blocking.LOWERED_BELOW_M; a wider frame holds a seated person as framed for standing):
+    a single's subject's drop; an over-the-shoulder's, the least of the two (nobody standing is cut)."""
+    rule = FRAMING_RULES[framing]
+    if subject is None or not rule.scale_with_height or rule.visible_m >= blocking.LOWERED_BELOW_M:
         return 0.0
-    if framing in ("over_the_shoulder", "two_shot", "wide", "extreme_wide"):
+    drops = {p.id: blocking.seated_drop_m(p.pose, p.walking, p.pose_weight, bodies[p.id].height) for p in first}
+    if framing == "over_the_shoulder":
         return min(drops.values())
     return drops.get(subject, 0.0)
 
