@@ -19,8 +19,8 @@ from daotai import __version__, catalog
 from daotai.errors import NO_VALUE, Issue, PlanError
 from daotai.plan import blocking
 from daotai.plan import camera as cam
-from daotai.plan import props as prop_words
 from daotai.plan import prompt as prompts
+from daotai.plan import props as prop_words
 from daotai.plan.model import (
     CameraFrame,
     CharacterFrame,
