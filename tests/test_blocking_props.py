@@ -139,6 +139,28 @@ def test_explicit_props_are_placed_as_given_and_an_unknown_type_is_refused_by_na
         validate_script(_script({}, scene={"name": "k", "props": [{"type": "table"}]}))
 
 
+def test_sitting_at_the_table_puts_it_between_the_sitters():
+    plan = _plan({"framing": "wide", "action": "Mia and Tom sit at the table."}, scene={"name": "kitchen"})
+    mia, tom = (np.array(_who(plan.shots[0], c).position) for c in PAIR)
+    assert np.allclose(_centre(plan, "table"), (mia + tom) / 2, atol=1e-6) and np.linalg.norm(tom - mia) > 1.5
+
+
+def test_walk_to_words_walk_the_named_character_to_the_prop_or_the_person():
+    plan = _plan({"framing": "wide", "action": "Mia and Tom sit at the table."},
+                 {"framing": "wide", "duration": 3, "action": "Mia gets up and walks to the window."},
+                 {"framing": "wide", "duration": 3, "action": "汤姆走到Mia身边。", "subject": "tom"},
+                 scene={"name": "kitchen"}, characters=[{"id": "mia", "name": "Mia"}, {"id": "tom", "name": "汤姆"}])
+    window = _centre(plan, "window")
+    walk = plan.shots[1]
+    assert _who(walk, "mia").walking and _who(walk, "mia").pose is None  # up from the seat and off
+    end = np.array(_who(walk, "mia", -1).position)
+    assert 0.4 < math.dist(end, window) < 0.7 and not _who(walk, "mia", -1).walking
+    assert _who(walk, "tom", -1).pose == "sit" and not walk.warnings  # Tom stays at the table
+    to_her = plan.shots[2]
+    assert math.dist(_who(to_her, "tom", -1).position, end) == pytest.approx(0.9, abs=1e-6)
+    assert any("汤姆 was seated" in w for w in to_her.warnings)  # no word got him up: the plan says so
+
+
 # ---------------------------------------------------------------- continuity in the plan
 
 

@@ -64,7 +64,7 @@ from daotai.plan.staging import (
     yaw_toward,
 )
 from daotai.plan.timing import frames_for, snap_for
-from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Character, Script, Shot
+from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, BlockingMove, CameraSpec, Character, Script, Shot
 from daotai.script.vocab import (
     ACTION_POSE_WORDS,
     CAMERA_SIDE_DEG,
@@ -640,6 +640,7 @@ def plan_script(script: Script) -> Plan:
         framing = shot.framing.value
         bodies = {c: stage.body(c) for c in present}  # where they stand as the shot starts
         placed += [prop_words.place(m, _all_bodies(stage)) for m in said_props if m.source == index]
+        shot = _walks_from_words(shot, present, subject, names, stage, placed)
         character_frames = _character_frames(shot, present, stage, n_frames, fps, subject, names, f"shots[{index}]",
                                              problems, warnings)
         transition = _transition(shot, index, fps, prev_frames, n_frames, problems)
@@ -899,6 +900,26 @@ def _props_said(script: Script, names: dict[str, str]) -> list[prop_words.PropMe
         subjects[index] = shot.subject or (present[0] if present else None)
         texts.append((index, shot.action))
     return prop_words.mentions(texts, ids, names, subjects)
+
+
+def _walks_from_words(shot: Shot, present: tuple[str, ...], subject: str | None, names: dict[str, str],
+                      stage: _Stage, placed: list[prop_words.PlacedProp]) -> Shot:
+    """The shot with a walk for each "walks to the window" / "走到门口" of its action whose walker the
+    script's own blocking does not move (from the start, at a walking pace or over the whole shot)."""
+    if not shot.action:
+        return shot
+    moves = []
+    for walker, target in prop_words.walks_said(shot.action, present, names, subject).items():
+        if any(m.character == walker for m in shot.blocking):
+            continue
+        goal = prop_words.walk_goal(stage.body(walker), target, placed, _all_bodies(stage))
+        if goal is None:
+            continue
+        (x, z), facing = goal
+        pace = math.dist(stage.position[walker], (x, z)) / prop_words.WALK_SPEED_MPS * 1.75 / stage.heights[walker]
+        end = min(float(shot.duration), max(pace, 0.2 * float(shot.duration)))
+        moves.append(BlockingMove(character=walker, to=(_r(x), _r(z)), start=0.0, end=_r(end), facing=_r(facing)))
+    return shot.model_copy(update={"blocking": shot.blocking + tuple(moves)}) if moves else shot
 
 
 def _all_bodies(stage: _Stage) -> dict[str, Body]:

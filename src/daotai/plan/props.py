@@ -180,6 +180,8 @@ def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: M
                 else ()
             for at, kind in props_in(sentence):
                 relation = _relation(sentence, at)
+                if kind in TABLE_LIKE and relation == "beside":  # "sit at the table": at it, not off to one side
+                    relation = "between" if len(named) >= 2 else "in_front"
                 anchors = named or ((subject,) if subject is not None and relation in ("behind", "in_front", "beside")
                                     else ())
                 mention = PropMention(kind, relation, anchors, source, sat)
@@ -288,3 +290,62 @@ def table_between_defaults(found: list[PropMention], characters: tuple[str, ...]
     return len(characters) >= 2 and any(
         m.type in TABLE_LIKE and m.relation in ("between", "default")
         and (len(m.anchors) < 2 or set(m.anchors[:2]) == set(characters[:2])) for m in found)
+
+
+# Verbs that walk someone to a prop or a person named after them ("walks to the window", "走到门口").
+WALK_TO_WORDS: tuple[str, ...] = (
+    "walks to", "walk to", "walking to", "walks over to", "walks up to", "goes to", "goes over to", "crosses to",
+    "moves to", "heads to", "heads for", "steps to", "comes to", "comes over to", "returns to",
+    "走到", "走向", "来到", "走去", "回到", "走近", "走过去到",
+)
+WALK_SPEED_MPS = 1.2  # a walk the words ask for goes at this pace (a 1.75 m person), or the whole shot
+STANDOFF_M = 0.45  # a walker stops this far short of a prop's near side
+BESIDE_PERSON_M = 0.9  # ... or this far from the person they walk to
+
+
+def walks_said(text: str, present: tuple[str, ...], names: Mapping[str, str],
+               subject: str | None) -> dict[str, tuple[str, str]]:
+    """Who the action walks where: walker id -> ("prop", type) or ("character", id), the first prop or
+    person named after the walk verb; the walkers are those named before it (else the group, else the subject)."""
+    out: dict[str, tuple[str, str]] = {}
+    for sentence in sentences(text):
+        for start, end in find_words(sentence, tuple(sorted(WALK_TO_WORDS, key=len, reverse=True))):
+            rest = sentence[end:]
+            targets = [(pos, ("prop", kind)) for pos, kind in props_in(rest)]
+            targets += [(pos, ("character", c)) for pos, c in named_in(rest, names, present)]
+            if not targets:
+                continue
+            target = min(targets)[1]
+            walkers = [c for _, c in named_in(sentence[:start], names, present)]
+            if not walkers:
+                walkers = list(present) if find_words(sentence[:start], ("both", "they", "两人", "他们", "她们")) else (
+                    [subject] if subject is not None else [])
+            for walker in walkers:
+                if target != ("character", walker):
+                    out.setdefault(walker, target)
+    return out
+
+
+def walk_goal(walker: Body, target: tuple[str, str], props: list[PlacedProp],
+              bodies: Mapping[str, Body]) -> tuple[tuple[float, float], float] | None:
+    """Where a walk the words ask for ends and which way the walker faces there; None when the target
+    is not on the set or the walker is already there."""
+    kind, name = target
+    here = np.array(walker.xz, np.float64)
+    if kind == "character":
+        if name not in bodies:
+            return None
+        there, reach = np.array(bodies[name].xz, np.float64), BESIDE_PERSON_M
+    else:
+        found = [p for p in props if p.type == name]
+        if not found:
+            return None
+        prop = min(found, key=lambda p: math.dist(p.xz, walker.xz))
+        w, _, d = SHAPES[prop.type][0][2]
+        there, reach = np.array(prop.xz, np.float64), 0.5 * min(w, d) + STANDOFF_M
+    offset = here - there
+    distance = float(np.linalg.norm(offset))
+    if distance <= reach + 0.1:
+        return None
+    goal = there + offset / distance * reach
+    return (float(goal[0]), float(goal[1])), yaw_toward((float(goal[0]), float(goal[1])), tuple(there))
