@@ -161,6 +161,19 @@ def test_walk_to_words_walk_the_named_character_to_the_prop_or_the_person():
     assert any("汤姆 was seated" in w for w in to_her.warnings)  # no word got him up: the plan says so
 
 
+def test_a_prop_walked_to_stands_where_the_scripts_walk_ends_and_plural_words_place_none():
+    plan = _plan({"framing": "full", "subject": "mia", "action": "Mia walks to her desk",
+                  "blocking": [{"character": "mia", "to": [-2.0, -1.0]}]},
+                 scene={"name": "office", "description": "an open-plan office with desks and large windows",
+                        "set_pieces": []})
+    end = _who(plan.shots[0], "mia", -1)
+    heading = math.atan2(end.position[0] - _who(plan.shots[0], "mia").position[0],
+                         end.position[1] - _who(plan.shots[0], "mia").position[1])
+    ahead = np.array(end.position) + 1.15 * np.array([math.sin(heading), math.cos(heading)])
+    assert _centre(plan, "desk") == pytest.approx(ahead, abs=0.35)  # ahead of her where she stops
+    assert not _pieces(plan, "window")  # "large windows" dress the set: the kit's work
+
+
 # ---------------------------------------------------------------- continuity in the plan
 
 

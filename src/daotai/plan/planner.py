@@ -639,7 +639,8 @@ def plan_script(script: Script) -> Plan:
             stage.face_each_other(present)
         framing = shot.framing.value
         bodies = {c: stage.body(c) for c in present}  # where they stand as the shot starts
-        placed += [prop_words.place(m, _all_bodies(stage)) for m in said_props if m.source == index]
+        placed += [prop_words.place(m, _all_bodies(stage), _arrivals(shot, stage)) for m in said_props
+                   if m.source == index]
         shot = _walks_from_words(shot, present, subject, names, stage, placed)
         character_frames = _character_frames(shot, present, stage, n_frames, fps, subject, names, f"shots[{index}]",
                                              problems, warnings)
@@ -920,6 +921,18 @@ def _walks_from_words(shot: Shot, present: tuple[str, ...], subject: str | None,
         end = min(float(shot.duration), max(pace, 0.2 * float(shot.duration)))
         moves.append(BlockingMove(character=walker, to=(_r(x), _r(z)), start=0.0, end=_r(end), facing=_r(facing)))
     return shot.model_copy(update={"blocking": shot.blocking + tuple(moves)}) if moves else shot
+
+
+def _arrivals(shot: Shot, stage: _Stage) -> dict[str, Body]:
+    """Where the shot's own blocking leaves each walker, facing as they arrive."""
+    out = {}
+    for move in sorted(shot.blocking, key=lambda m: m.start):
+        start = out[move.character].xz if move.character in out else stage.position[move.character]
+        to = (float(move.to[0]), float(move.to[1]))
+        facing = move.facing if move.facing is not None else (
+            yaw_toward(start, to) if math.dist(start, to) > 1e-9 else stage.facing[move.character])
+        out[move.character] = Body(move.character, to, stage.heights[move.character], float(facing))
+    return out
 
 
 def _all_bodies(stage: _Stage) -> dict[str, Body]:

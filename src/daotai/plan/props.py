@@ -17,6 +17,7 @@ Placement rules, metres on the ground (world y up, facing 0 toward +z, docs/conv
 * ``beside`` / ``at`` (next to / beside / near / by / at / 旁边 / 边 / 前): ``BESIDE_M`` from X, on
   the side away from the other people and back from the audience, so the prop does not stand
   between the two actors nor in front of the lens.
+* plural words ("desks", "large windows") dress the set (the kit's work): no prop of their own.
 * no words of place: tables, desks and counters go between the first two characters (in front
   of a lone one); seats under whoever the sentence sits on them, else behind the group; doors,
   windows and cars behind the group (away from the audience side); a lamp beside it.
@@ -50,7 +51,14 @@ RELATION_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("beside", ("next to", "beside", "near", "by", "at", "against", "旁边", "旁", "边", "附近", "前")),
 )
 # Prop words that are part of other words, not the prop ("a train station" names no car).
-_NOT_PROPS = ("车站", "火车站", "红绿灯", "灯光", "门票", "门外", "窗外", "bar chart", "barely", "tabled")
+_NOT_PROPS = ("车站", "火车站", "红绿灯", "灯光", "路灯", "街灯", "门票", "门外", "窗外", "bar chart", "barely", "tabled")
+
+# Verbs that walk someone to a prop or a person named after them ("walks to the window", "走到门口").
+WALK_TO_WORDS: tuple[str, ...] = (
+    "walks to", "walk to", "walking to", "walks over to", "walks up to", "goes to", "goes over to", "crosses to",
+    "moves to", "heads to", "heads for", "steps to", "comes to", "comes over to", "returns to",
+    "走到", "走向", "来到", "走去", "回到", "走近", "走过去到",
+)
 
 RGB = tuple[float, float, float]
 WOOD: RGB = (0.55, 0.40, 0.27)
@@ -116,7 +124,7 @@ class PropMention:
     """A prop the words name: which, where relative to whom, and which text said it."""
 
     type: str  # a PropType value
-    relation: str  # "between", "in_front", "behind", "beside" or "default"
+    relation: str  # "between", "in_front", "behind", "beside", "walk_target" or "default"
     anchors: tuple[str, ...]  # character ids the place is relative to (may be empty: the group)
     source: int  # -1: the scene's description; else the index of the shot whose action names it
     sitters: tuple[str, ...] = ()  # characters the sentence sits (on a seat prop; across a table)
@@ -139,8 +147,15 @@ def _prop_words() -> list[tuple[str, str]]:
     return sorted(words, key=lambda w: len(w[0]), reverse=True)
 
 
-def props_in(sentence: str) -> list[tuple[int, str]]:
-    """(position, type) of the props a lower-case sentence names, each span claimed once."""
+def _plural(phrase: str) -> bool:
+    """Whether an English prop word is a plural of another one ("desks", "benches")."""
+    known = {alias.replace("_", " ") for alias in PROP_ALIASES}
+    return phrase.isascii() and phrase.endswith("s") and (phrase[:-1] in known or phrase[:-2] in known)
+
+
+def props_in(sentence: str, plurals: bool = True) -> list[tuple[int, str]]:
+    """(position, type) of the props a lower-case sentence names, each span claimed once;
+    ``plurals=False`` leaves out plural words ("desks": the set's dressing, not one prop)."""
     claimed = [span for word in _NOT_PROPS for span in find_words(sentence, (word,))]
     found = []
     for phrase, kind in _prop_words():
@@ -148,7 +163,8 @@ def props_in(sentence: str) -> list[tuple[int, str]]:
             if any(start < e and s < end for s, e in claimed):
                 continue
             claimed.append((start, end))
-            found.append((start, kind))
+            if plurals or not _plural(phrase):
+                found.append((start, kind))
     return sorted(found)
 
 
@@ -178,12 +194,15 @@ def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: M
             sat = tuple(c for c, (posture, _) in postures_said(sentence, characters, names, subject).items()
                         if posture == "sit") if find_words(sentence, ("sit", "sits", "sitting", "seated", "sat", "坐")) \
                 else ()
-            for at, kind in props_in(sentence):
+            walk_spans = find_words(sentence, WALK_TO_WORDS)
+            for at, kind in props_in(sentence, plurals=False):
                 relation = _relation(sentence, at)
                 if kind in TABLE_LIKE and relation == "beside":  # "sit at the table": at it, not off to one side
                     relation = "between" if len(named) >= 2 else "in_front"
-                anchors = named or ((subject,) if subject is not None and relation in ("behind", "in_front", "beside")
-                                    else ())
+                if relation == "default" and any(end <= at for _, end in walk_spans):
+                    relation = "walk_target"  # "walks to his desk": the desk is where the walk ends
+                anchors = named or ((subject,) if subject is not None and relation in ("behind", "in_front", "beside",
+                                                                                      "walk_target") else ())
                 mention = PropMention(kind, relation, anchors, source, sat)
                 if kind not in chosen or (chosen[kind].relation == "default" and relation != "default"):
                     chosen[kind] = mention
@@ -198,11 +217,19 @@ def _group_back(bodies: tuple[Body, ...]) -> tuple[np.ndarray, np.ndarray]:
     return centre, -normal
 
 
-def place(mention: PropMention, bodies: Mapping[str, Body]) -> PlacedProp:
-    """Where a mentioned prop stands, from the characters as they stand now (``bodies``: every character)."""
+def place(mention: PropMention, bodies: Mapping[str, Body], arrivals: Mapping[str, Body] | None = None) -> PlacedProp:
+    """Where a mentioned prop stands, from the characters as they stand now (``bodies``: every character);
+    ``arrivals``: where the shot's own blocking takes its walkers (a prop they walk to stands before them there)."""
     everyone = tuple(bodies.values())
     anchors = [bodies[c] for c in mention.anchors if c in bodies]
     kind, relation = mention.type, mention.relation
+    if relation == "walk_target":
+        walker = next((arrivals[c] for c in mention.anchors if arrivals and c in arrivals), None)
+        if walker is not None:
+            ahead = np.array([math.sin(math.radians(walker.facing)), math.cos(math.radians(walker.facing))])
+            xz = np.array(walker.xz) + ahead * (IN_FRONT_M + 0.5 * min(SHAPES[kind][0][2][0], SHAPES[kind][0][2][2]))
+            return PlacedProp(kind, (float(xz[0]), float(xz[1])), yaw_toward(tuple(xz), walker.xz))
+        relation = "default"  # no blocking: placed as usual, and the words walk them to it
     centre, back = _group_back(everyone)
     if relation == "default":
         if kind in TABLE_LIKE:
@@ -292,12 +319,6 @@ def table_between_defaults(found: list[PropMention], characters: tuple[str, ...]
         and (len(m.anchors) < 2 or set(m.anchors[:2]) == set(characters[:2])) for m in found)
 
 
-# Verbs that walk someone to a prop or a person named after them ("walks to the window", "走到门口").
-WALK_TO_WORDS: tuple[str, ...] = (
-    "walks to", "walk to", "walking to", "walks over to", "walks up to", "goes to", "goes over to", "crosses to",
-    "moves to", "heads to", "heads for", "steps to", "comes to", "comes over to", "returns to",
-    "走到", "走向", "来到", "走去", "回到", "走近", "走过去到",
-)
 WALK_SPEED_MPS = 1.2  # a walk the words ask for goes at this pace (a 1.75 m person), or the whole shot
 STANDOFF_M = 0.45  # a walker stops this far short of a prop's near side
 BESIDE_PERSON_M = 0.9  # ... or this far from the person they walk to
