@@ -202,6 +202,9 @@ def test_the_plan_says_where_it_had_to_break_continuity():
                  {"framing": "wide", "pose": {"tom": "stand"}})
     assert any("Mia was seated" in w and "shots[1].blocking" in w for w in plan.shots[1].warnings)
     assert any("Tom stands at the cut" in w and "shots[2].pose" in w for w in plan.shots[2].warnings)
+    gesture = _plan({"framing": "wide", "action": "Mia and Tom sit."}, {"framing": "wide", "pose": {"tom": "point"}})
+    assert _who(gesture.shots[1], "tom").pose == "sit"  # a gesture does not get him up
+    assert any("Tom stays seated" in w for w in gesture.shots[1].warnings)
 
 
 # ---------------------------------------------------------------- continuity QC

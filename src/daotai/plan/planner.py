@@ -366,6 +366,13 @@ def _carry_postures(intent: Intent, shot: Shot, present: tuple[str, ...], stage:
         seated_before = stage.posture.get(char_id) == "sit"
         if char_id in walkers and poses.get(char_id) == "sit" and change.get(char_id) == "out":
             del poses[char_id], change[char_id]  # gets up and walks: the walk starts from standing
+        if char_id in intent.explicit and seated_before and poses.get(char_id) in ("talk", "point") and \
+                char_id not in intent.said:
+            said.append(f"{name} stays seated ({where}.pose {poses[char_id]!r}): the previz draws that gesture "
+                        "standing only; write 'stands' in the action to have them up")
+            poses[char_id] = "sit"
+            change.pop(char_id, None)
+            continue
         if char_id in intent.explicit:
             if seated_before != (poses.get(char_id) == "sit") and char_id not in intent.said:
                 said.append(f"{name} {'stands' if seated_before else 'sits'} at the cut ({where}.pose) with no action "

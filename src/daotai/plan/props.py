@@ -301,7 +301,8 @@ def pieces(prop: PlacedProp) -> tuple[PieceSpec, ...]:
         # facing f turns local +z to (sin f, cos f): world = (x0 + c·px + s·pz, z0 − s·px + c·pz)
         wx, wz = x0 + c * px + s * pz, z0 - s * px + c * pz
         out.append(PieceSpec(kind, prop.type.replace("_", " "), (round(wx, 6), round(py, 6), round(wz, 6)),
-                             size, colour, round(prop.facing, 6), glow=glow))
+                             (round(size[0], 6), round(size[1], 6), round(size[2], 6)), colour,
+                             round(prop.facing, 6), glow=glow))
     return tuple(out)
 
 
