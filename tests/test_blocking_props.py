@@ -116,6 +116,17 @@ def test_behind_her_and_at_the_window_place_props_by_the_person_the_sentence_nam
     assert window[0] > 3.0 and window[1] < 0.0  # away from Mia and from the audience side (+z)
 
 
+def test_a_prop_placed_in_the_lens_way_is_kept_and_warned_about():
+    lone = [{"id": "mia", "facing": 0}]
+    blocked = _plan({"framing": "MS", "action": "A lamp stands in front of her."}, characters=lone,
+                    scene={"name": "room", "set_pieces": []})
+    assert _centre(blocked, "lamp") == pytest.approx((0.0, 0.8), abs=1e-6)
+    assert blocked.shots[0].warnings == ("the lamp at [0.0, 0.8] m stands between the camera and mia's head",)
+    clear = _plan({"framing": "MS", "action": "A lamp stands behind her."}, characters=lone,
+                  scene={"name": "room", "set_pieces": []})
+    assert clear.shots[0].warnings == ()
+
+
 def test_chinese_scene_words_place_a_table_between_the_two():
     plan = _plan({"framing": "wide", "action": "两人坐下"},
                  scene={"name": "厨房", "description": "桌子在他们中间"},

@@ -732,6 +732,7 @@ def plan_script(script: Script) -> Plan:
         PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw, glow=p.glow)
         for prop in placed for p in prop_words.pieces(prop)
     )
+    shots = [_props_in_the_way(shot, placed, {c.id: c.height for c in script.characters}) for shot in shots]
     pieces = script.scene.set_pieces
     if pieces is None:
         resolved = tuple(
@@ -940,6 +941,30 @@ def _arrivals(shot: Shot, stage: _Stage) -> dict[str, Body]:
             yaw_toward(start, to) if math.dist(start, to) > 1e-9 else stage.facing[move.character])
         out[move.character] = Body(move.character, to, stage.heights[move.character], float(facing))
     return out
+
+
+def _props_in_the_way(shot: ShotPlan, placed: list[prop_words.PlacedProp], heights: dict[str, float]) -> ShotPlan:
+    """The shot with a warning for each prop (the words' or the script's) its camera stands in or that
+    hides its subject's head at the start, middle or end (the props stay: the script asked for them)."""
+    if not placed:
+        return shot
+    said: list[str] = []
+    for i in sorted({0, shot.frames // 2, shot.frames - 1}):
+        eye = np.array(shot.cameras[i].cam_to_world[3:12:4], np.float64)  # (3,) m
+        head = None
+        if shot.subject is not None:
+            person = next(p for p in shot.character_frames[i] if p.id == shot.subject)
+            drop = blocking.seated_drop_m(person.pose, person.walking, person.pose_weight, heights[person.id])
+            head = np.array([person.position[0], 0.93 * heights[person.id] - drop, person.position[1]])
+        for prop in placed:
+            problem = prop_words.in_the_way(prop, eye, head)
+            if problem is not None:
+                text = f"the {prop.type.replace('_', ' ')} at {list(_rt(prop.xz))} m {problem}"
+                if shot.subject is not None:
+                    text = text.replace("the subject", shot.subject)
+                if text not in said:
+                    said.append(text)
+    return shot.model_copy(update={"warnings": shot.warnings + tuple(said)}) if said else shot
 
 
 def _all_bodies(stage: _Stage) -> dict[str, Body]:

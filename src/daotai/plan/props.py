@@ -371,3 +371,48 @@ def walk_goal(walker: Body, target: tuple[str, str], props: list[PlacedProp],
         return None
     goal = there + offset / distance * reach
     return (float(goal[0]), float(goal[1])), yaw_toward((float(goal[0]), float(goal[1])), tuple(there))
+
+
+def _box_hit(eye: np.ndarray, target: np.ndarray | None, piece: PieceSpec, margin: float) -> str | None:
+    """"inside" when ``eye`` lies in the piece's box grown by ``margin``; "between" when the segment from
+    ``eye`` to ``target`` passes through the box short of the target (slab test in the piece's frame)."""
+    yaw = math.radians(piece.yaw)
+    c, s = math.cos(yaw), math.sin(yaw)
+
+    def local(p: np.ndarray) -> np.ndarray:
+        rel = p - np.array(piece.position)
+        return np.array([c * rel[0] - s * rel[2], rel[1], s * rel[0] + c * rel[2]])
+
+    w, h, d = piece.size
+    lo, hi = np.array([-w / 2, 0.0, -d / 2]), np.array([w / 2, h, d / 2])
+    a = local(eye)
+    if np.all(a >= lo - margin) and np.all(a <= hi + margin):
+        return "inside"
+    if target is None:
+        return None
+    direction = local(target) - a
+    t0, t1 = 0.0, 0.95  # short of the target itself
+    for k in range(3):
+        if abs(direction[k]) < 1e-12:
+            if a[k] < lo[k] or a[k] > hi[k]:
+                return None
+            continue
+        u0, u1 = (lo[k] - a[k]) / direction[k], (hi[k] - a[k]) / direction[k]
+        t0, t1 = max(t0, min(u0, u1)), min(t1, max(u0, u1))
+        if t0 > t1:
+            return None
+    return "between"
+
+
+CAMERA_MARGIN_M = 0.1  # a camera this near a prop's surface is in it
+
+
+def in_the_way(prop: PlacedProp, eye: np.ndarray, head: np.ndarray | None) -> str | None:
+    """What a placed prop does to a camera at ``eye`` looking at a subject's ``head`` (world metres):
+    "holds the camera", "stands between the camera and the subject's head", or None."""
+    hits = [_box_hit(eye, head, piece, CAMERA_MARGIN_M) for piece in pieces(prop)]
+    if "inside" in hits:
+        return "holds the camera"
+    if "between" in hits:
+        return "stands between the camera and the subject's head"
+    return None
