@@ -54,6 +54,10 @@ WORDS: dict[str, tuple[str, str | None, bool]] = {
     "跟随": ("follow", None, False),
     "pan_follow": ("pan", None, True), "follow_pan": ("pan", None, True), "panning_follow": ("pan", None, True),
     "摇跟": ("pan", None, True), "跟摇": ("pan", None, True),
+    "steady_cam": ("steadicam", None, False), "stabilizer": ("steadicam", None, False),
+    "stabiliser": ("steadicam", None, False), "gimbal": ("steadicam", None, False),
+    "斯坦尼康": ("steadicam", None, False), "斯坦尼康跟拍": ("steadicam", None, False),
+    "稳定器": ("steadicam", None, False),
 }
 
 # Direction words, alone or beside a move, and what they mean.

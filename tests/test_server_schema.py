@@ -33,11 +33,13 @@ def test_every_operation_conforms_to_the_schema(tmp_path):
                 # A JSON Schema cannot say "a decodable image" or "subject names a character of
                 # this script": random uploads and scripts that break cross-reference rules are
                 # rightly refused (400/422), so positive-acceptance is skipped for those bodies (a
-                # render plan and a sweep take what a job takes; a preset's options, like a job's,
-                # are valid or not by the backend named beside them).
+                # plan refuses, with a 422 its schema lists, a script that cannot be planned: a
+                # look_at with no subject to look, a crossfade into the first shot; a render plan
+                # and a sweep take what a job takes; a preset's options, like a job's, are valid or
+                # not by the backend named beside them).
                 unknowable = (case.media_type == "multipart/form-data"
-                              or case.operation.path in ("/v1/jobs", "/v1/scripts/render-plan", "/v1/sweeps",
-                                                         "/v1/presets/{name}"))
+                              or case.operation.path in ("/v1/jobs", "/v1/plan", "/v1/scripts/render-plan",
+                                                         "/v1/sweeps", "/v1/presets/{name}"))
                 response = case.call_and_validate(
                     base_url=url, excluded_checks=[positive_data_acceptance] if unknowable else None
                 )

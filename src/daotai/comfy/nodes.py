@@ -453,7 +453,7 @@ class AssembleSequenceNode(io.ComfyNode):
             node_id="DaotaiAssembleSequence",
             display_name="Assemble Sequence (daotai)",
             category=CATEGORY,
-            description="Join the shots' videos in script order with the script's cuts, crossfades and fades (and "
+            description="Join the shots' videos in script order with the script's cuts, crossfades, wipes and fades (and "
                         "its soundtrack), and write the timeline as OTIO, FCP XML and EDL beside the sequence.",
             is_output_node=True,
             inputs=[

@@ -58,6 +58,7 @@ def _move_words(shot) -> str:
         "dolly_zoom": f"dolly zoom {'in' if z < 0 else 'out'}",
         "handheld": f"handheld ±{move.shake:g}°",
         "follow": "follow",
+        "steadicam": "steadicam",
     }
     return words.get(kind, kind.replace("_", " "))
 

@@ -32,6 +32,7 @@ from daotai.files import atomic_write_text
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.reading import cjk_characters, needed_seconds
+from daotai.script.vocab import OVERLAPPING_TRANSITIONS
 
 SUBTITLE_LINE_CHARS = 42  # characters a subtitle line holds in Latin scripts (the common broadcast limit)
 SUBTITLE_LINE_CJK = 16  # characters a line holds in Chinese, Japanese and Korean
@@ -71,8 +72,8 @@ def shot_windows(plan: Plan) -> list[tuple[int, int]]:
 
 
 def _overlap(shot: ShotPlan) -> int:
-    """Frames the crossfade into ``shot`` overlaps the shot before (0 for cuts and fades)."""
-    return shot.transition.frames if shot.transition.type == "crossfade" else 0
+    """Frames the crossfade or wipe into ``shot`` overlaps the shot before (0 for cuts and fades)."""
+    return shot.transition.frames if shot.transition.type in OVERLAPPING_TRANSITIONS else 0
 
 
 def split_frames(first: int, end: int, weights: Sequence[float]) -> list[tuple[int, int]]:

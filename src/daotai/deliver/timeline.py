@@ -14,6 +14,10 @@ the edit matches ``sequence.mp4`` and the shot files (unchanged, at the plan's r
 The retiming is stated in the files (an XML comment, EDL comment lines), in the .otio's
 ``metadata["daotai"]["editorial"]`` (and the manifest, through :func:`editorial_retime`).
 
+Wipes (``wipe_left`` …) are OTIO transitions of type ``SMPTE_Wipe`` placed as crossfades are,
+an Edge Wipe in FCP XML and a wipe event (``W001`` horizontal, ``W002`` vertical) in the EDL
+(daotai.deliver.wipes); the direction is in the transition's metadata and the incoming clip's marker.
+
 Crossfades follow the sequence exactly: a k-frame crossfade overlaps the last k frames of
 the outgoing shot; OTIO models that by trimming the outgoing clip by the transition's
 ``out_offset`` and the incoming clip by its ``in_offset`` (the trims are the handles the
@@ -53,8 +57,10 @@ import numpy as np
 import opentimelineio as otio
 
 from daotai.deliver.subtitles import Cue, sequence_cues
+from daotai.deliver.wipes import edl_wipe_codes, wipe_transition
 from daotai.files import atomic_write_text
 from daotai.plan.model import Plan, ShotPlan
+from daotai.script.vocab import OVERLAPPING_TRANSITIONS, WIPE_DIRECTIONS
 
 log = logging.getLogger("daotai.timeline")
 
@@ -294,7 +300,7 @@ def build_timeline(plan: Plan, shot_files: dict[str, str], sound: TimelineSound 
     # trims[i] = (frames cut from the head, frames cut from the tail) of shot i
     trims = [[0, 0] for _ in shots]
     for i, shot in enumerate(shots):
-        if shot.transition.type == "crossfade" and i > 0:
+        if shot.transition.type in OVERLAPPING_TRANSITIONS and i > 0:
             k = shot.transition.frames
             incoming, outgoing = k // 2, k - k // 2
             trims[i - 1][1] += outgoing
@@ -310,6 +316,8 @@ def build_timeline(plan: Plan, shot_files: dict[str, str], sound: TimelineSound 
                     out_offset=otio.opentime.RationalTime(k - k // 2, rate),
                 )
             )
+        elif i > 0 and shot.transition.type in WIPE_DIRECTIONS:
+            track.append(wipe_transition(shot.transition.type, shot.shot_id, shot.transition.frames, rate))
         available = otio.opentime.TimeRange(
             otio.opentime.RationalTime(0, rate), otio.opentime.RationalTime(shot.frames, rate)
         )
@@ -353,7 +361,7 @@ def _shot_audio_track(plan: Plan, shot_files: dict[str, str], trims: list[list[i
             track.append(otio.schema.Gap(source_range=otio.opentime.TimeRange(duration=length)))
             previous_is_clip = False
             continue
-        if i > 0 and shot.transition.type == "crossfade" and previous_is_clip:
+        if i > 0 and shot.transition.type in OVERLAPPING_TRANSITIONS and previous_is_clip:  # a wipe's sound crossfades
             k = shot.transition.frames
             track.append(otio.schema.Transition(
                 name=f"crossfade into {shot.shot_id}", transition_type=otio.schema.TransitionTypes.SMPTE_Dissolve,
@@ -552,6 +560,8 @@ def write_editorial(timeline: otio.schema.Timeline, base: str | Path,
         except Exception as error:  # noqa: BLE001 - a third-party plugin; the .otio stays the record
             log.warning("%s not written: the %s adapter refused this timeline (%s)", target.name, adapter, error)
             continue
+        if adapter == "cmx_3600":
+            text = edl_wipe_codes(text, timeline)
         atomic_write_text(target, _noted(text, adapter, retime) if retime is not None else text)
         written.append(target)
         if adapter == "cmx_3600":

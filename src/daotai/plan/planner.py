@@ -5,6 +5,7 @@ The same script always gives the same plan, byte for byte (see :func:`plan_to_js
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -17,7 +18,7 @@ import numpy as np
 
 from daotai import __version__, catalog
 from daotai.errors import NO_VALUE, Issue, PlanError
-from daotai.plan import blocking
+from daotai.plan import blocking, steadicam, viewpoint
 from daotai.plan import camera as cam
 from daotai.plan import prompt as prompts
 from daotai.plan import props as prop_words
@@ -64,12 +65,14 @@ from daotai.plan.staging import (
     yaw_toward,
 )
 from daotai.plan.timing import frames_for, snap_for
+from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, BlockingMove, CameraSpec, Character, Script, Shot
 from daotai.script.vocab import (
     ACTION_POSE_WORDS,
     CAMERA_SIDE_DEG,
     DIRECTION_SIGNS,
     LOOK_WORDS,
+    OVERLAPPING_TRANSITIONS,
     SENSOR_WIDTH_MM,
     TURN_WORDS,
 )
@@ -101,6 +104,7 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "dolly_zoom": {},
     "handheld": {"shake": 1.0},
     "follow": {},
+    "steadicam": {},  # its float is drawn on top of the follow (daotai.plan.steadicam)
 }
 
 
@@ -204,7 +208,7 @@ def resolve_move(spec: CameraSpec, subject_distance: float, where: str = "camera
         fov_end=_r(fov_end),
         easing=spec.easing.value,
         shake=float(shake),
-        follow=kind == "follow",
+        follow=kind in ("follow", "steadicam"),
     )
 
 
@@ -567,12 +571,14 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     seconds = shot.transition.seconds
     if kind == "cut":
         return _CUT
-    count = max(1, round(seconds * fps)) if kind == "crossfade" else max(1, round(seconds * fps / 2.0))
+    overlapping = kind in OVERLAPPING_TRANSITIONS  # a crossfade or a wipe: the shots overlap
+    count = max(1, round(seconds * fps)) if overlapping else max(1, round(seconds * fps / 2.0))
     where = f"shots[{index}].transition"
     problem = None
-    if kind == "crossfade":
+    if overlapping:
         if prev_frames is None:
-            problem = Issue(f"{where}.type", kind, "needs a previous shot to blend from; use 'fade' or 'cut' "
+            joins = "blend" if kind == "crossfade" else "wipe"
+            problem = Issue(f"{where}.type", kind, f"needs a previous shot to {joins} from; use 'fade' or 'cut' "
                             "on the first shot")
         elif count > min(prev_frames, frames):
             problem = Issue(f"{where}.duration", seconds, f"s ({count} frames) must not exceed either adjacent "
@@ -582,7 +588,7 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     if problem is not None:
         problems.append(problem)
         return _CUT
-    return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if kind == "crossfade" else 2)), frames=count)
+    return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if overlapping else 2)), frames=count)
 
 
 def _closing_fade(seconds: float | None, shot_id: str, frames: int, incoming: TransitionPlan, fps: float,
@@ -666,7 +672,7 @@ def plan_script(script: Script) -> Plan:
                                    round(n_frames / fps, 3))
         if spoken is not None:  # a warning, not an error: a director may mean lines to run over the cut
             warnings.append(spoken)
-        if transition.type == "crossfade":
+        if transition.type in OVERLAPPING_TRANSITIONS:
             cursor -= transition.frames
         others = [(names[c], script.character(c).appearance) for c in present if c != subject]
         subject_name = names[subject] if subject else None
@@ -809,18 +815,24 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
     if subject is not None:
         others = tuple(bodies[c] for c in present if c != subject)
         path = np.array([p.position for frame in character_frames for p in frame], np.float64)
-        try:
-            placement, fov, _ = stage_camera(
-                framing, shot.angle.value, lens_fov, width / height, bodies[subject], others,
-                fov_given=fov_given, path=path,
-            )
-        except ValueError:
-            raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
-                               "(list both in shots[].characters)") from None
-        if kinds[subject] == "animal" and FRAMING_RULES[framing].scale_with_height:
+        if framing in VIEWPOINT_FRAMINGS:  # placed by what the subject sees (pov) or holds (insert)
+            seated = {p.id: p.pose == "sit" for p in character_frames[0]}
+            placement, fov = _viewpoint_camera(shot, framing, bodies, subject, others, seated, lens_fov), lens_fov
+        else:
+            try:
+                placement, fov, _ = stage_camera(
+                    framing, shot.angle.value, lens_fov, width / height, bodies[subject], others,
+                    fov_given=fov_given, path=path,
+                )
+            except ValueError:
+                raise PlanError.at(f"shots[{index}].framing", framing, "needs a second character in the shot "
+                                   "(list both in shots[].characters)") from None
+        if kinds[subject] == "animal" and framing in FRAMING_RULES and FRAMING_RULES[framing].scale_with_height:
             placement = _toward_the_head(placement, bodies[subject])
         placement = blocking.lowered(placement, seated_drop, shot.angle.value)
         place = _camera_place(shot, index, framing, bodies)
+        if framing in VIEWPOINT_FRAMINGS and place.aim is not None:
+            place = dataclasses.replace(place, aim=None)  # the viewpoint already looks at the camera's aim
         if shot.camera.follow and not place.moves_the_camera:
             place = _beside_the_path(place, bodies[subject], character_frames, present.index(subject))
         if place.moves_the_camera or place.aim is not None:
@@ -833,7 +845,7 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
                                   ANIMAL_FRAMING_SCALE if kinds[subject] == "animal" else 1.0)
         if fov != shot.camera.fov:
             camera_spec = shot.camera.model_copy(update={"fov": fov})
-        if framing != "over_the_shoulder" and not _place_given(shot):
+        if framing not in ("over_the_shoulder", *VIEWPOINT_FRAMINGS) and not _place_given(shot):
             hidden = hidden_by(placement, bodies[subject], others)
             if hidden:
                 warnings.append(f"{', '.join(hidden)} stands between the camera and {subject} at the start of the shot")
@@ -877,6 +889,8 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
             now = np.array(frame[present.index(subject)].position)
             poses[i, 0, 3] += now[0] - start[0]
             poses[i, 2, 3] += now[1] - start[1]
+    if move.type == "steadicam":
+        poses = steadicam.add_float(poses, fps, derive_seed(seed, "steadicam"))
     if shot.camera.follow and subject is not None:
         track = np.array([frame[present.index(subject)].position for frame in character_frames], np.float64)
         poses = _turn_to_follow(poses, np.array(placement.aim_point), track - track[0],
@@ -896,6 +910,28 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
         for i in range(n_frames)
     )
     return framing, move, placement, cameras
+
+def _viewpoint_camera(shot: Shot, framing: str, bodies: dict[str, Body], subject: str, others: tuple[Body, ...],
+                      seated: dict[str, bool], fov: float):
+    """The start camera of a pov or an insert (daotai.plan.viewpoint).
+
+    pov: at the subject's eyes, looking at the shot's look_at, else the camera's aim, else whom it faces.
+    insert: a close detail of the camera's aim (a point, or a character's hand), else the subject's hand."""
+    body, angle = bodies[subject], shot.angle.value
+    aim = shot.camera.aim if shot.camera.aim != "subject" else None
+    if framing == "pov":
+        wanted = shot.look_at if shot.look_at is not None else aim
+        look = bodies.get(wanted) if isinstance(wanted, str) else (np.array(wanted, np.float64) if wanted else None)
+        target = viewpoint.pov_target(body, others, seated[subject], look)
+        return viewpoint.pov_placement(body, target, seated[subject], angle)
+    if isinstance(aim, tuple):
+        detail = np.array(aim, np.float64)
+    elif isinstance(aim, str) and aim in bodies:
+        detail = viewpoint.hand_point(bodies[aim], seated[aim])
+    else:
+        detail = viewpoint.hand_point(body, seated[subject])
+    return viewpoint.insert_placement(body, detail, fov, angle)
+
 
 def _props_said(script: Script, names: dict[str, str]) -> list[prop_words.PropMention]:
     """The props the scene's description and the shots' actions name (none when the script lists its own)."""
@@ -977,8 +1013,8 @@ def _seated_drop(framing: str, subject: str | None, bodies: dict[str, Body],
     """How far (m) the camera comes down for seated people at the shot's start, in the sizes that frame
     the head (blocking.LOWERED_BELOW_M; a wider frame holds a seated person as framed for standing):
     a single's subject's drop; an over-the-shoulder's, the least of the two (nobody standing is cut)."""
-    rule = FRAMING_RULES[framing]
-    if subject is None or not rule.scale_with_height or rule.visible_m >= blocking.LOWERED_BELOW_M:
+    rule = FRAMING_RULES.get(framing)  # none for pov and insert: they place themselves by the seated eyes and hands
+    if subject is None or rule is None or not rule.scale_with_height or rule.visible_m >= blocking.LOWERED_BELOW_M:
         return 0.0
     drops = {p.id: blocking.seated_drop_m(p.pose, p.walking, p.pose_weight, bodies[p.id].height) for p in first}
     if framing == "over_the_shoulder":
@@ -1020,7 +1056,7 @@ def _camera_place(shot: Shot, index: int, framing: str, bodies: dict[str, Body])
             raise PlanError.at(f"shots[{index}].camera.aim", cam.aim, "must be 'subject' or the id of a character "
                                f"in the shot ({', '.join(bodies) or 'none'})")
         body = bodies[cam.aim]
-        rule = FRAMING_RULES[framing]
+        rule = FRAMING_RULES.get(framing, FRAMING_RULES["close_up"])  # a pov or insert looks at the face
         aim = (body.xz[0], body.height * rule.aim_fraction, body.xz[1])
     elif isinstance(cam.aim, tuple):
         aim = tuple(float(v) for v in cam.aim)
@@ -1162,9 +1198,9 @@ def select_shots(plan: Plan, shot_ids: list[str]) -> Plan:
     cursor = 0
     for position, shot in enumerate(chosen):
         transition = shot.transition
-        if position == 0 and transition.type == "crossfade":
+        if position == 0 and transition.type in OVERLAPPING_TRANSITIONS:
             transition = TransitionPlan(type="cut", duration_s=0.0, frames=0)
-        if transition.type == "crossfade":
+        if transition.type in OVERLAPPING_TRANSITIONS:
             cursor -= transition.frames
         retimed.append(shot.model_copy(update={"start_frame": cursor, "transition": transition}))
         cursor += shot.frames

@@ -27,6 +27,8 @@ FRAMING_WORDS = MappingProxyType(
         "full": "Full shot",
         "wide": "Wide shot",
         "extreme_wide": "Extreme wide shot",
+        "pov": "Point-of-view shot through the eyes",
+        "insert": "Insert close-up of the hands",
     }
 )
 
@@ -89,6 +91,8 @@ def describe_move(
     phrases: list[str] = []
     if move_type == "follow":
         phrases.append("the camera follows the subject, tracking its movement")
+    if move_type == "steadicam":
+        phrases.append("a steadicam glides after the subject, floating gently")
     if z:
         verb = "dollies in" + toward if z < 0 else "pulls back"
         if move_type == "dolly_zoom":

@@ -1,4 +1,4 @@
-"""Join shot clips into one sequence with cuts, crossfades and fades.
+"""Join shot clips into one sequence with cuts, crossfades, wipes and fades.
 
 Frames stream through decode → blend → encode; at most one crossfade's worth of frames of
 the previous clip is held in memory, never a whole clip.
@@ -11,6 +11,10 @@ Transition semantics (``ClipSpec.transition_in`` joins the previous clip to this
   (0-based) weighting this clip by (j + 1) / (n + 1). The sequence is n frames shorter
   than the sum of the clips. On the first clip a crossfade has nothing to blend with and
   is ignored.
+* ``wipe_left`` / ``wipe_right`` / ``wipe_up`` / ``wipe_down`` of d seconds: overlap exactly as
+  a crossfade (n = round(d·fps) frames, the same length, ignored on the first clip), but frame j
+  of the overlap shows the incoming clip behind an edge (j + 1) / (n + 1) of the way across the
+  frame, travelling the way the name says (:mod:`daotai.post.wipe`). Its sound is crossfaded.
 * ``fade`` of d seconds (dip to black): k = round(d·fps / 2); the previous clip fades to
   black over its last k frames (its last frame is black) and this clip fades in from black
   over its first k frames (its first frame is black). Nothing overlaps, so the total length
@@ -25,7 +29,7 @@ Sound (when a clip's own sound is mixed, ``ClipSpec.audio``, or a soundtrack is 
 mixed in float32 at 48 kHz stereo, on the picture's timeline (frame f starts at sample
 round(f · 48000 / fps)), with the transitions applied to it as to the picture:
 
-* ``crossfade``: equal power over the overlap, outgoing cos(π/2·u), incoming sin(π/2·u),
+* ``crossfade`` and wipes: equal power over the overlap, outgoing cos(π/2·u), incoming sin(π/2·u),
   u running 0 → 1 across the n overlapping frames (the summed power of unrelated sounds
   stays constant).
 * ``fade``: the sound follows the picture's brightness: the outgoing clip's gain falls
@@ -54,6 +58,7 @@ import numpy as np
 from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, decode_frames, probe
 from daotai.errors import EncodeError
 from daotai.files import atomic_path
+from daotai.post.wipe import WIPES, wipe_frame
 
 __all__ = [
     "KINDS",
@@ -70,7 +75,8 @@ __all__ = [
     "transition_frames",
 ]
 
-KINDS = ("cut", "crossfade", "fade")
+KINDS = ("cut", "crossfade", "fade", *WIPES)
+OVERLAPS = ("crossfade", *WIPES)  # the incoming clip overlaps the end of the outgoing one
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -82,7 +88,7 @@ LIMIT_RELEASE_DB_PER_S = 20.0  # after a peak the gain comes back up at most thi
 
 @dataclass(frozen=True)
 class Transition:
-    """How a clip is joined to the one before it: cut, crossfade or fade (dip to black)."""
+    """How a clip is joined to the one before it: cut, crossfade, fade (dip to black) or a wipe."""
 
     kind: str = "cut"
     duration_s: float = 0.0
@@ -145,6 +151,7 @@ class _Join:
     fade_in: int
     fade_out: int
     overlap_out: int
+    overlap_kind: str = "crossfade"  # how the overlap in is drawn: a crossfade or one of WIPES
 
 
 def _half_up(value: Fraction) -> int:
@@ -153,10 +160,10 @@ def _half_up(value: Fraction) -> int:
 
 
 def transition_frames(transition: Transition, fps: int | float | str | Fraction) -> int:
-    """Frames a transition uses: crossfade overlap n = round(d·fps), fade k = round(d·fps/2)."""
+    """Frames a transition uses: crossfade or wipe overlap n = round(d·fps), fade k = round(d·fps/2)."""
     rate = as_fps(fps)
     exact = Fraction(repr(float(transition.duration_s))) * rate  # the decimal the user wrote
-    if transition.kind == "crossfade":
+    if transition.kind in OVERLAPS:
         return _half_up(exact)
     if transition.kind == "fade":
         return _half_up(exact / 2)
@@ -188,11 +195,11 @@ def _joins(
     fades = [0] * len(frame_counts)  # fades[i]: fade-out of i-1 and fade-in of i, each
     for i, transition in enumerate(transitions):
         n = transition_frames(transition, fps)
-        if transition.kind == "crossfade" and i > 0:
+        if transition.kind in OVERLAPS and i > 0:
             for side, count in ((i - 1, frame_counts[i - 1]), (i, frame_counts[i])):
                 if n > count:
                     raise EncodeError(
-                        f"clips[{i}].transition_in: crossfade of {transition.duration_s} s "
+                        f"clips[{i}].transition_in: {transition.kind} of {transition.duration_s} s "
                         f"({n} frames at {fps} fps) is longer than clip {side} "
                         f"({count} frames)"
                     )
@@ -219,7 +226,7 @@ def _joins(
                 f"clips[{i}]: its transitions in ({used_in} frames) and out ({used_out} "
                 f"frames{closing}) overlap; the clip has only {count} frames"
             )
-        joins.append(_Join(overlaps[i], fades[i], fade_out, overlap_out))
+        joins.append(_Join(overlaps[i], fades[i], fade_out, overlap_out, transitions[i].kind))
     return joins
 
 
@@ -279,6 +286,11 @@ def _mix(old: np.ndarray, new: np.ndarray, alpha: float) -> np.ndarray:
     return out.astype(np.uint8)
 
 
+def _overlap_frame(kind: str, old: np.ndarray, new: np.ndarray, progress: float) -> np.ndarray:
+    """One frame of an overlap ``progress`` of the way through: a wipe's edge, else a crossfade's blend."""
+    return wipe_frame(kind, old, new, progress) if kind in WIPES else _mix(old, new, progress)
+
+
 def _clip_frames(clip: ClipSpec, index: int, count: int) -> Iterator[np.ndarray]:
     """Decoded frames of one clip, checked against the count its probe promised."""
     seen = 0
@@ -310,7 +322,7 @@ def _sequence(
             if gain < 1.0:
                 frame = _scale(frame, gain)
             if j < join.overlap_in:
-                frame = _mix(tail[j], frame, (j + 1) / (join.overlap_in + 1))
+                frame = _overlap_frame(join.overlap_kind, tail[j], frame, (j + 1) / (join.overlap_in + 1))
             if j >= count - join.overlap_out:
                 held.append(frame)
             else:

@@ -36,6 +36,7 @@ import numpy as np
 
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.staging import ANIMAL_FRAMING_SCALE, FRAMING_RULES, REFERENCE_HEIGHT_M
+from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
 
 # Sizes from tightest to widest; bands meet between neighbours.
 SIZES = ("extreme_close_up", "close_up", "medium_close_up", "medium", "medium_full", "full", "wide", "extreme_wide")
@@ -99,9 +100,10 @@ def _foreground(shot: ShotPlan) -> str:
 def measure_framing(plan: Plan, shot: ShotPlan, mask: np.ndarray, depth_m: np.ndarray) -> dict[str, Any] | None:
     """The framing entry of one shot from its first frame's mask (H, W) uint8 and depth (H, W) metres.
 
-    None when the shot has no subject. ``ok`` is whether size, characters and (OTS) foreground pass.
+    None when the shot has no subject, or no size to measure (a pov sees through the subject's eyes,
+    an insert shows a detail). ``ok`` is whether size, characters and (OTS) foreground pass.
     """
-    if shot.subject is None or shot.subject not in shot.characters:
+    if shot.subject is None or shot.subject not in shot.characters or shot.framing in VIEWPOINT_FRAMINGS:
         return None
     height, width = mask.shape
     heights = {c.id: c.height for c in plan.characters}

@@ -30,6 +30,7 @@ from daotai.plan import geometry
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.qc.checks import check_named
+from daotai.qc.fades import unexplained_black
 from daotai.render.base import Progress
 
 PSNR_MEAN_MIN_DB = 38.5
@@ -420,8 +421,8 @@ class SubjectCheck:
 
     @classmethod
     def start(cls, plan: Plan, shot: ShotPlan, controls: bool) -> "SubjectCheck | None":
-        """The check for a shot; None when it has no subject to check."""
-        if shot.subject is None or shot.subject not in shot.characters or shot.frames < 1:
+        """The check for a shot; None when it has no subject to check (a pov's subject is behind the lens)."""
+        if shot.subject is None or shot.subject not in shot.characters or shot.frames < 1 or shot.framing == "pov":
             return None
         return cls(plan, shot, controls)
 
@@ -795,10 +796,11 @@ def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[st
     if (info.width, info.height) != (plan.width, plan.height):
         failures.append(f"size {info.width}x{info.height} differs from the plan's {plan.width}x{plan.height}")
     scan = scan_video(path)
-    fades = sum(2 * s.transition.frames for s in plan.shots if s.transition.type == "fade")
-    # Fades legitimately pass through black; anything beyond them is a fault.
-    if len(scan.black_frames) > fades:
-        failures.append(f"{len(scan.black_frames)} black frames, fades account for at most {fades}")
+    # Fades the plan asks for (transitions and the film's fade_out) pass through black on purpose;
+    # a black frame outside them is a fault.
+    stray = unexplained_black(scan.black_frames, plan)
+    if stray:
+        failures.append(f"{len(stray)} black frame(s) outside the planned fades, first at frame {stray[0]}")
     if scan.green_frames:
         failures.append(f"{len(scan.green_frames)} green frame(s)")
     entry: dict[str, Any] = {

@@ -30,8 +30,8 @@ from typing import Any, Iterable
 from pydantic import AliasChoices, BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 
+from daotai.script import aspect, spellings, vocab
 from daotai.script import schema as script_schema
-from daotai.script import spellings, vocab
 from daotai.script.schema import SIZE_PRESETS, SOUNDTRACK_SUFFIXES, CameraSpec, Script
 
 SCHEMA_ID = "https://daotai.invalid/schema/script-v1.json"
@@ -191,6 +191,9 @@ def _accept_spellings(schema: dict[str, Any], defs: dict[str, Any]) -> None:
         script_schema._parse_size: [
             {"type": "string", "pattern": size_name_pattern()},
             {"type": "string", "pattern": size_text_pattern(), "description": "WIDTHxHEIGHT"},
+            {"type": "string", "pattern": size_ratio_pattern(),
+             "description": "an aspect ratio, alone or after a size: '2.39:1', '1080p 2.39:1', '9:16' (cropped, "
+                            "not letterboxed)"},
             {"type": "array", "minItems": 2, "maxItems": 2, "prefixItems": [
                 {k: v for k, v in size[axis].items() if k != "title"} for axis in ("width", "height")]},
         ],
@@ -306,6 +309,15 @@ def size_name_pattern() -> str:
 def size_text_pattern() -> str:
     """'WIDTHxHEIGHT' (the numbers' range and evenness are the validator's)."""
     return _whole(_case_blind(spellings.SIZE_TEXT.pattern))
+
+
+def size_ratio_pattern() -> str:
+    """A size cropped to an aspect ratio: '2.39:1', '1080p 2.39:1', '1920x1080 9:16', '720p scope'
+    (daotai.script.aspect; the ratio's range is the validator's)."""
+    names = _APOSTROPHES + _alternatives([*(vocab.normalise_word(k) for k in SIZE_PRESETS), *spellings.SIZE_NAMES])
+    size = f"(?:{names}|{_case_blind(spellings.SIZE_TEXT.pattern)})"
+    ratio = f"(?:{aspect.RATIO_TEXT.pattern}|{_case_blind('|'.join(aspect.RATIO_NAMES))})"
+    return _whole(f"(?:{size}[ ,@]*)?{ratio}")
 
 
 def hex_colour_pattern() -> str:

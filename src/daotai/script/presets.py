@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from daotai.errors import Issue, ScriptError
+from daotai.script.aspect import frame_for_ratio
 from daotai.script.schema import SIZE_PRESETS, Script, Size
 
 PRESETS = ("preview", "draft", "final")
 
 
 def apply_preset(script: Script, preset: str) -> Script:
-    """The script with its size replaced by a named preset (preview | draft | final | 720p …)."""
+    """The script with its size replaced by a named preset (preview | draft | final | 720p …), in the
+    script's own shape: a 2.39:1 or 9:16 script stays 2.39:1 or 9:16 (daotai.script.aspect's rule:
+    the largest frame of that shape inside the preset's size)."""
     key = preset.strip().lower()
     if key not in SIZE_PRESETS:
         raise ScriptError([Issue("--preset", preset, f"must be one of: {', '.join(SIZE_PRESETS)}")])
     width, height = SIZE_PRESETS[key]
+    shape = Fraction(script.size.width, script.size.height)
+    if shape != Fraction(width, height):
+        width, height = frame_for_ratio(width, height, shape)
     return script.model_copy(update={"size": Size(width=width, height=height)})
 
 

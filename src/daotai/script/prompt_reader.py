@@ -33,10 +33,12 @@ from daotai.script import spellings, vocab
 
 # Words that name a common thing as well as a camera move: a move only with company.
 _NOUN_MOVES = frozenset({"truck", "crane", "roll", "pan", "track", "slide", "circle", "boom", "jib", "arc",
-                         "follow", "static", "still", "fixed", "locked", "mix"})
+                         "follow", "static", "still", "fixed", "locked", "mix", "gimbal", "stabilizer",
+                         "stabiliser"})
 # Framing and angle spellings too common in prose to mean a shot size or an angle alone.
 _PROSE_WORDS = frozenset({"eye", "level", "neutral", "top", "bust", "cowboy", "master", "establishing", "ease",
-                          "smooth", "constant", "mix", "inside", "倾斜", "水平", "全身", "双人", "主镜头"})
+                          "smooth", "constant", "mix", "inside", "倾斜", "水平", "全身", "双人", "主镜头",
+                          "detail", "insert", "subjective", "主观", "插入"})
 # Spellings of three letters or fewer that are words, not abbreviations: read in any case.
 _SHORT_WORDS = frozenset({"low", "high", "day", "fog", "sea", "pan", "jib", "arc"})
 _CLAUSE = re.compile(r"[,，、;；。!！?？\n]+")

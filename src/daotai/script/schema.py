@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from daotai.script import spellings, vocab
+from daotai.script import aspect, spellings, vocab
 from daotai.script.vocab import (
     Angle,
     CameraType,
@@ -202,8 +202,22 @@ class Size(Model):
                       AfterValidator(_even)]
 
 
+DEFAULT_SIZE = (1280, 720)
+
+
 def _parse_size(value: Any) -> Any:
-    """'1080p', '4K', 'UHD', '1920x1080' or [w, h] → {width, height} (spellings.read_size)."""
+    """'1080p', '4K', 'UHD', '1920x1080' or [w, h] → {width, height} (spellings.read_size); an aspect
+    ratio after a size or alone ('1080p 2.39:1', '9:16') crops it to that shape (daotai.script.aspect)."""
+    if isinstance(value, str):
+        base, ratio_text = aspect.split_ratio(value)
+        if ratio_text is not None:
+            named = spellings.read_size(base, SIZE_PRESETS) if base else {"width": DEFAULT_SIZE[0],
+                                                                           "height": DEFAULT_SIZE[1]}
+            width, height = aspect.frame_for_ratio(named["width"], named["height"], aspect.read_ratio(ratio_text))
+            if min(width, height) < MIN_SIDE:
+                raise ValueError(f"{value!r} gives {width}x{height}: a side under {MIN_SIDE} px; name a larger size "
+                                 f"before the ratio ('1080p {ratio_text}')")
+            return {"width": width, "height": height}
     return spellings.read_size(value, SIZE_PRESETS)
 
 
@@ -397,7 +411,7 @@ def _place_contradictions(cam: CameraSpec) -> list[str]:
         problems.append("focal_length_mm contradicts fov (give the lens one way)")
     if cam.sensor is not None and cam.focal_length_mm is None:
         problems.append("sensor contradicts a lens given as fov (a sensor only reads focal_length_mm)")
-    if cam.follow and cam.type in (CameraType.orbit, CameraType.follow):
+    if cam.follow and cam.type in (CameraType.orbit, CameraType.follow, CameraType.steadicam):
         problems.append(f"follow contradicts type '{cam.type.value}' (it moves the camera itself; follow turns it)")
     if cam.follow and cam.rotate is not None and any(cam.rotate):
         problems.append("follow contradicts rotate (the moving subject sets how far the camera turns)")
@@ -501,11 +515,13 @@ class BlockingMove(Model):
 
 class Transition(Model):
     """How this shot joins the previous one: a fade dips to black between them (on the first shot, fades
-    in from black); the film's fade to black at its end is the script's fade_out."""
+    in from black); a crossfade blends them and a wipe (wipe_left, wipe_right, wipe_up, wipe_down: the way
+    its edge travels) uncovers this shot behind a moving edge, both over the end of the previous shot; the
+    film's fade to black at its end is the script's fade_out."""
 
     type: TransitionKindField = TransitionKind.cut
     duration: bounded_seconds(ge=0, le=10) | None = Field(
-        default=None, description="seconds; default 0.5 for crossfade/fade"
+        default=None, description="seconds; default 0.5 for every transition but a cut"
     )
 
     @model_validator(mode="after")
@@ -674,9 +690,11 @@ class Script(Model):
     title: str = Field(default="Untitled", max_length=200)
     fps: Finite = Field(default=24.0, ge=1, le=120)
     size: Annotated[Size, BeforeValidator(_parse_size)] = Field(
-        default=Size(width=1280, height=720), validation_alias=_spelled("Script", "size"),
+        default=Size(width=DEFAULT_SIZE[0], height=DEFAULT_SIZE[1]), validation_alias=_spelled("Script", "size"),
         description="{width, height}, [width, height], 'WIDTHxHEIGHT' or a name: " + ", ".join(SIZE_PRESETS)
-        + ", 4K/UHD/2160p, 1440p, 8K (alias: resolution)",
+        + ", 4K/UHD/2160p, 1440p, 8K (alias: resolution); an aspect ratio after it or alone ('1080p 2.39:1', "
+        "'9:16', '4:3') crops the frame to that shape: the largest frame of the ratio inside the size "
+        "(1280x720 when none is named), upright for a portrait ratio; rendered at that size, not letterboxed",
     )
     seed: Whole = Field(default=0, ge=0, le=2**32 - 1)
     scene: Annotated[Scene, BeforeValidator(_parse_scene)] = Scene()

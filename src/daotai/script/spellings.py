@@ -237,7 +237,8 @@ def read_size(value: Any, presets: Mapping[str, tuple[int, int]]) -> Any:
             return {"width": int(match.group(1)), "height": int(match.group(2))}
         names = [*presets, "4K", "UHD", "2160p", "1440p", "8K"]
         raise ValueError(
-            "must be a size name (" + ", ".join(names) + "), 'WIDTHxHEIGHT' or {width, height}"
+            "must be a size name (" + ", ".join(names) + "), 'WIDTHxHEIGHT' or {width, height}, "
+            "optionally followed by an aspect ratio ('1080p 2.39:1')"
             + did_you_mean(nearest(value, [*presets, *SIZE_NAMES]))
         )
     if isinstance(value, (list, tuple)) and len(value) == 2:

@@ -25,6 +25,10 @@ class Framing(str, Enum):
     # Two-person shot types (not sizes): the planner stages both characters in them.
     over_the_shoulder = "over_the_shoulder"
     two_shot = "two_shot"
+    # Shots placed by what the subject sees or holds (daotai.plan.viewpoint): through its eyes, or
+    # a close detail of its hands or of the point the camera's aim names (a prop).
+    pov = "pov"
+    insert = "insert"
 
 
 class Angle(str, Enum):
@@ -54,6 +58,7 @@ class CameraType(str, Enum):
     dolly_zoom = "dolly_zoom"
     handheld = "handheld"
     follow = "follow"
+    steadicam = "steadicam"  # follows the subject as follow does, with a slow float (daotai.plan.steadicam)
 
 
 class Easing(str, Enum):
@@ -77,6 +82,22 @@ class TransitionKind(str, Enum):
     cut = "cut"
     crossfade = "crossfade"
     fade = "fade"
+    # A wipe's name says where its edge travels: in a wipe_right the edge crosses the frame
+    # from the left side to the right, uncovering the incoming shot behind it.
+    wipe_left = "wipe_left"
+    wipe_right = "wipe_right"
+    wipe_up = "wipe_up"
+    wipe_down = "wipe_down"
+
+
+# Which way each wipe's edge travels across the frame (the direction in its name).
+WIPE_DIRECTIONS: Mapping[str, str] = MappingProxyType(
+    {"wipe_left": "left", "wipe_right": "right", "wipe_up": "up", "wipe_down": "down"}
+)
+# Transitions in which the incoming shot overlaps the end of the outgoing one (the sequence is
+# that many frames shorter than its shots): the crossfade blends over the overlap, a wipe
+# uncovers the incoming shot behind a moving edge. A fade overlaps nothing (it dips to black).
+OVERLAPPING_TRANSITIONS: tuple[str, ...] = ("crossfade", *WIPE_DIRECTIONS)
 
 
 class SetPieceKind(str, Enum):
@@ -121,6 +142,9 @@ FRAMING_ALIASES = _table(
         "extreme_wide": ["EWS", "ELS", "XLS", "XWS", "extreme_long_shot", "extreme_wide_shot", "大远景", "极远景"],
         "over_the_shoulder": ["OTS", "OS", "over_shoulder", "over_the_shoulder_shot", "过肩", "过肩镜头", "过肩拍"],
         "two_shot": ["2S", "twoshot", "two_person_shot", "双人镜头", "双人", "两人镜头"],
+        "pov": ["point_of_view", "point_of_view_shot", "pov_shot", "subjective", "subjective_shot", "主观镜头",
+                "主观视角", "主观"],
+        "insert": ["insert_shot", "detail", "detail_shot", "insert_close_up", "插入镜头", "插入", "细节镜头"],
     }
 )
 
@@ -161,6 +185,11 @@ TRANSITION_ALIASES = _table(
         "cut": ["hard_cut", "straight_cut", "切", "硬切", "直切"],
         "crossfade": ["dissolve", "cross_dissolve", "mix", "叠化", "交叉淡化", "溶"],
         "fade": ["fade_to_black", "dip_to_black", "淡入淡出", "淡出", "渐隐"],
+        # a plain wipe travels the way a page is read: left to right
+        "wipe_right": ["wipe", "wipe_to_right", "划像", "划变", "右划像", "向右划像"],
+        "wipe_left": ["wipe_to_left", "左划像", "向左划像"],
+        "wipe_up": ["wipe_to_top", "上划像", "向上划像"],
+        "wipe_down": ["wipe_to_bottom", "下划像", "向下划像"],
     }
 )
 
@@ -263,6 +292,9 @@ def _camera_table() -> Mapping[str, CameraPreset]:
         "滑动变焦": ("dolly_zoom", {}),
         "shaky": ("handheld", {}), "hand_held": ("handheld", {}), "手持": ("handheld", {}),
         "晃动": ("handheld", {}),
+        "steady_cam": ("steadicam", {}), "stabilizer": ("steadicam", {}), "stabiliser": ("steadicam", {}),
+        "gimbal": ("steadicam", {}), "斯坦尼康": ("steadicam", {}), "斯坦尼康跟拍": ("steadicam", {}),
+        "稳定器": ("steadicam", {}),
         "follow_shot": ("follow", {}), "跟": ("follow", {}), "跟拍": ("follow", {}), "跟随": ("follow", {}),
         "pan_follow": ("pan", {"follow": True}), "follow_pan": ("pan", {"follow": True}),
         "panning_follow": ("pan", {"follow": True}), "摇跟": ("pan", {"follow": True}), "跟摇": ("pan", {"follow": True}),

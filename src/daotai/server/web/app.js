@@ -171,12 +171,14 @@ const AXES = {
 const VOCAB_ZH = {
   extreme_close_up: "大特写", close_up: "特写", medium_close_up: "近景", medium: "中景",
   medium_full: "中全景", full: "全景", wide: "远景", extreme_wide: "大远景",
+  over_the_shoulder: "过肩", two_shot: "双人镜头", pov: "主观镜头", insert: "插入镜头",
   eye_level: "平视", high: "俯拍", low: "仰拍", birds_eye: "鸟瞰", worms_eye: "虫视", dutch: "荷兰角",
   static: "固定", pan: "摇", tilt: "俯仰摇", roll: "滚转", dolly: "推拉", truck: "横移", pedestal: "升降",
-  crane: "摇臂", orbit: "环绕", zoom: "变焦", dolly_zoom: "希区柯克变焦", handheld: "手持", follow: "跟拍",
+  crane: "摇臂", orbit: "环绕", zoom: "变焦", dolly_zoom: "希区柯克变焦", handheld: "手持", follow: "跟拍", steadicam: "斯坦尼康",
   dawn: "黎明", morning: "早晨", day: "白天", afternoon: "下午", dusk: "黄昏", night: "夜晚", interior: "室内",
   linear: "匀速", ease_in: "缓入", ease_out: "缓出", ease_in_out: "缓入缓出",
   cut: "切", crossfade: "叠化", fade: "淡入淡出",
+  wipe_left: "向左划像", wipe_right: "向右划像", wipe_up: "向上划像", wipe_down: "向下划像",
   left: "左", right: "右", up: "上", down: "下", in: "进", out: "出",
   box: "方块", cylinder: "圆柱", sphere: "球",
 };
