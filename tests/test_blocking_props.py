@@ -77,6 +77,15 @@ def test_prop_nouns_in_english_and_chinese():
     assert [k for _, k in props_in("厨房里，桌子在他们中间，窗户旁边有一盏灯")] == ["table", "window", "lamp"]
     assert props_in("they meet at the train station, 车站外") == []  # a station names no car, 车站 no 车
     assert [k for _, k in props_in("She opens the door and sits on the sofa")] == ["door", "sofa"]
+    assert [k for _, k in props_in("她望向窗外")] == ["window"]
+
+
+def test_a_counter_without_words_of_place_stands_behind_the_pair_not_between_them():
+    plan = _plan({"framing": "wide", "action": "Mia and Tom lean on the bar counter."}, scene={"name": "bar"})
+    mia, tom = (np.array(_who(plan.shots[0], c).position) for c in PAIR)
+    counter = _centre(plan, "bar counter")
+    assert counter[0] == pytest.approx((mia + tom)[0] / 2, abs=1e-6) and counter[1] == pytest.approx(-1.1, abs=0.05)
+    assert np.linalg.norm(tom - mia) == pytest.approx(1.2)  # nobody sits across it: the usual spacing
 
 
 def test_move_words_name_who_moves():

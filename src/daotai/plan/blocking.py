@@ -13,7 +13,6 @@ no group word applies to the shot's subject.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Mapping
 
@@ -165,8 +164,3 @@ def lowered(placement: Placement, drop: float, angle: str) -> Placement:
 def is_seated(pose: str | None, walking: bool, weight: float) -> bool:
     """Whether a character frame shows someone in a seat (more than halfway down)."""
     return pose == "sit" and not walking and weight >= 0.5
-
-
-def facing_vector(facing_deg: float) -> tuple[float, float]:
-    """Ground unit vector (x, z) of a facing in degrees (0 faces +z, 90 faces +x)."""
-    return math.sin(math.radians(facing_deg)), math.cos(math.radians(facing_deg))

@@ -18,9 +18,9 @@ Placement rules, metres on the ground (world y up, facing 0 toward +z, docs/conv
   the side away from the other people and back from the audience, so the prop does not stand
   between the two actors nor in front of the lens.
 * plural words ("desks", "large windows") dress the set (the kit's work): no prop of their own.
-* no words of place: tables, desks and counters go between the first two characters (in front
-  of a lone one); seats under whoever the sentence sits on them, else behind the group; doors,
-  windows and cars behind the group (away from the audience side); a lamp beside it.
+* no words of place: tables and desks go between the first two characters (in front of a lone
+  one); seats under whoever the sentence sits on them, else behind the group; counters, bars,
+  doors, windows and cars behind the group (away from the audience side); a lamp beside it.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ BEHIND_M = 0.9
 IN_FRONT_M = 0.8
 BESIDE_M = 0.85
 BACK_OF_GROUP_M = {"door": 2.4, "window": 2.4, "car": 3.4, "sofa": 1.6, "bench": 1.6, "bed": 1.8, "chair": 1.2,
-                   "stool": 1.2}
+                   "stool": 1.2, "counter": 1.1, "bar_counter": 1.1}
 SEAT_CLEARANCE_M = 0.45  # a sitter within this of a seating prop sits on it (no chair is added)
 TABLE_SPACING_M = 1.6  # two people who sit across a table, centre to centre (knees under its top)
-TABLE_LIKE = ("table", "desk", "counter", "bar_counter")
+TABLE_LIKE = ("table", "desk")  # people sit across these: between two, in front of one
 
 RELATION_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("between", ("between", "across", "across from", "opposite", "之间", "中间", "两边", "两侧", "对面", "隔着")),
@@ -51,7 +51,7 @@ RELATION_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("beside", ("next to", "beside", "near", "by", "at", "against", "旁边", "旁", "边", "附近", "前")),
 )
 # Prop words that are part of other words, not the prop ("a train station" names no car).
-_NOT_PROPS = ("车站", "火车站", "红绿灯", "灯光", "路灯", "街灯", "门票", "门外", "窗外", "bar chart", "barely", "tabled")
+_NOT_PROPS = ("车站", "火车站", "红绿灯", "灯光", "路灯", "街灯", "门票", "bar chart", "barely", "tabled")
 
 # Verbs that walk someone to a prop or a person named after them ("walks to the window", "走到门口").
 WALK_TO_WORDS: tuple[str, ...] = (
@@ -278,7 +278,7 @@ def chair_for(body: Body, facing: float) -> PlacedProp:
 
 def needs_a_seat(xz: tuple[float, float], props: list[PlacedProp]) -> bool:
     """Whether a sitter at ``xz`` has no seating prop under them."""
-    return not any(p.type in ("chair", "stool", "sofa", "bench", "bed") and math.dist(p.xz, xz) < SEAT_CLEARANCE_M
+    return not any(p.type in SEATING_PROPS and math.dist(p.xz, xz) < SEAT_CLEARANCE_M
                    + (0.8 if p.type in ("sofa", "bench", "bed") else 0.0) for p in props)
 
 
