@@ -46,7 +46,7 @@ TABLE_LIKE = ("table", "desk")  # people sit across these: between two, in front
 
 RELATION_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("between", ("between", "across", "across from", "opposite", "之间", "中间", "两边", "两侧", "对面", "隔着")),
-    ("in_front", ("in front of", "before", "面前", "前面", "跟前")),
+    ("in_front", ("in front of", "面前", "前面", "跟前")),
     ("behind", ("behind", "in back of", "身后", "背后", "后面", "后边")),
     ("beside", ("next to", "beside", "near", "by", "at", "against", "旁边", "旁", "边", "附近", "前")),
 )
@@ -192,8 +192,7 @@ def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: M
         for sentence in sentences(text):
             named = tuple(c for _, c in named_in(sentence, names, characters))
             sat = tuple(c for c, (posture, _) in postures_said(sentence, characters, names, subject).items()
-                        if posture == "sit") if find_words(sentence, ("sit", "sits", "sitting", "seated", "sat", "坐")) \
-                else ()
+                        if posture == "sit")
             walk_spans = find_words(sentence, WALK_TO_WORDS)
             for at, kind in props_in(sentence, plurals=False):
                 relation = _relation(sentence, at)
