@@ -216,6 +216,16 @@ def test_seated_people_stay_seated_across_cuts_until_an_action_gets_them_up():
     assert plan.shots[1].aim_point[1] == pytest.approx(standing.shots[0].aim_point[1] - SEATED_DROP_SHARE * 1.75)
 
 
+def test_a_sitting_dog_gets_no_chair_and_no_lowered_camera():
+    plan = _plan({"framing": "MS", "subject": "rex", "action": "Rex sits."},
+                 characters=[{"id": "rex", "appearance": "a small brown dog", "height": 0.5}],
+                 scene={"name": "room", "set_pieces": []})
+    standing = _plan({"framing": "MS", "subject": "rex"}, characters=[{"id": "rex", "appearance": "a small brown dog",
+                                                                       "height": 0.5}],
+                     scene={"name": "room", "set_pieces": []})
+    assert not _pieces(plan, "chair") and plan.shots[0].aim_point == standing.shots[0].aim_point
+
+
 def test_the_plan_says_where_it_had_to_break_continuity():
     plan = _plan({"framing": "wide", "action": "Mia and Tom sit."},
                  {"framing": "wide", "blocking": [{"character": "mia", "to": [0.0, 1.5]}]},

@@ -663,7 +663,7 @@ def plan_script(script: Script) -> Plan:
             framing, move, placement, cameras = _shot_camera(shot, index, framing, present, subject, bodies,
                                                              character_frames, kinds, width, height, fps, seed,
                                                              warnings, _seated_drop(framing, subject, bodies,
-                                                                                    character_frames[0]))
+                                                                                    character_frames[0], kinds))
         except PlanError as exc:  # this shot's camera cannot be placed: the next shots are still planned
             problems.extend(_issues_of(exc, f"shots[{index}].camera"))
             continue
@@ -733,7 +733,7 @@ def plan_script(script: Script) -> Plan:
         raise PlanError.of(problems)
     if script.scene.props is not None:  # the script's own props replace the ones its words name
         placed = [prop_words.PlacedProp(p.type.value, tuple(p.position), float(p.facing)) for p in script.scene.props]
-    placed += _chairs_for_sitters(shots, placed, {c.id: c.height for c in script.characters})
+    placed += _chairs_for_sitters(shots, placed, {c.id: c.height for c in script.characters if kinds[c.id] == "person"})
     prop_pieces = tuple(
         PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw, glow=p.glow)
         for prop in placed for p in prop_words.pieces(prop)
@@ -1009,14 +1009,15 @@ def _all_bodies(stage: _Stage) -> dict[str, Body]:
 
 
 def _seated_drop(framing: str, subject: str | None, bodies: dict[str, Body],
-                 first: tuple[CharacterFrame, ...]) -> float:
+                 first: tuple[CharacterFrame, ...], kinds: dict[str, str]) -> float:
     """How far (m) the camera comes down for seated people at the shot's start, in the sizes that frame
     the head (blocking.LOWERED_BELOW_M; a wider frame holds a seated person as framed for standing):
     a single's subject's drop; an over-the-shoulder's, the least of the two (nobody standing is cut)."""
     rule = FRAMING_RULES.get(framing)  # none for pov and insert: they place themselves by the seated eyes and hands
     if subject is None or rule is None or not rule.scale_with_height or rule.visible_m >= blocking.LOWERED_BELOW_M:
         return 0.0
-    drops = {p.id: blocking.seated_drop_m(p.pose, p.walking, p.pose_weight, bodies[p.id].height) for p in first}
+    drops = {p.id: blocking.seated_drop_m(p.pose, p.walking, p.pose_weight, bodies[p.id].height)
+             if kinds[p.id] == "person" else 0.0 for p in first}  # an animal's figure does not sit down
     if framing == "over_the_shoulder":
         return min(drops.values())
     return drops.get(subject, 0.0)
@@ -1024,13 +1025,14 @@ def _seated_drop(framing: str, subject: str | None, bodies: dict[str, Body],
 
 def _chairs_for_sitters(shots: list[ShotPlan], placed: list[prop_words.PlacedProp],
                         heights: dict[str, float]) -> list[prop_words.PlacedProp]:
-    """A chair under every place someone sits with no seat near it (one per place, facing as they sit)."""
+    """A chair under every place someone sits with no seat near it (one per place, facing as they sit);
+    ``heights``: the people's (animals are left out)."""
     chairs: list[prop_words.PlacedProp] = []
     for shot in shots:
         for frame in shot.character_frames:
             for person in frame:
-                if not blocking.is_seated(person.pose, person.walking, person.pose_weight):
-                    continue
+                if person.id not in heights or not blocking.is_seated(person.pose, person.walking, person.pose_weight):
+                    continue  # standing, or an animal (its figure sits on nothing)
                 if prop_words.needs_a_seat(person.position, placed + chairs):
                     chairs.append(prop_words.chair_for(Body(person.id, person.position, heights[person.id],
                                                             person.facing), person.facing))
