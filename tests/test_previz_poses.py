@@ -91,7 +91,7 @@ def _render(plan, shot_index=0, frame=0):
 
 
 def test_a_sitter_is_lower_and_sits_on_a_seat_and_poses_render_the_same_twice():
-    plan = _plan({"framing": "full"}, {"framing": "full", "pose": "sit"}, {"framing": "full", "action": "Lin points"},
+    plan = _plan({"framing": "full"}, {"framing": "full", "pose": "sit"}, {"framing": "full", "action": "Lin stands and points"},
                  {"framing": "full", "action": "Lin talks", "look_at": [2.0, 1.6, 1.0]},
                  characters=[{**PAIR[0], "facing": 0}])
     standing, sitting = _render(plan, 0), _render(plan, 1)

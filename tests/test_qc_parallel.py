@@ -34,7 +34,7 @@ def _render(out: Path, workers: int):
 
 def test_registry_names_every_verdict_and_the_retake_groups():
     assert checks.NAMES == ("file", "format", "frames", "camera", "camera_path", "judder", "subject", "framing",
-                            "fidelity", "audio", "identity")
+                            "fidelity", "audio", "identity", "continuity")
     assert TakePolicy(retake_on=("motion",)).checks == {"frames", "judder"}
     assert TakePolicy(retake_on=("camera", "fidelity")).checks == {"camera", "camera_path", "fidelity"}
     with pytest.raises(KeyError, match="registry"):

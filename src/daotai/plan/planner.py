@@ -18,9 +18,10 @@ import numpy as np
 
 from daotai import __version__, catalog
 from daotai.errors import NO_VALUE, Issue, PlanError
+from daotai.plan import blocking, headroom, steadicam, viewpoint
 from daotai.plan import camera as cam
-from daotai.plan import headroom, steadicam, viewpoint
 from daotai.plan import prompt as prompts
+from daotai.plan import props as prop_words
 from daotai.plan.model import (
     CameraFrame,
     CharacterFrame,
@@ -65,7 +66,7 @@ from daotai.plan.staging import (
 )
 from daotai.plan.timing import frames_for, snap_for
 from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
-from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, CameraSpec, Character, Script, Shot
+from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, BlockingMove, CameraSpec, Character, Script, Shot
 from daotai.script.vocab import (
     ACTION_POSE_WORDS,
     CAMERA_SIDE_DEG,
@@ -73,8 +74,6 @@ from daotai.script.vocab import (
     LOOK_WORDS,
     OVERLAPPING_TRANSITIONS,
     SENSOR_WIDTH_MM,
-    SIT_DOWN_WORDS,
-    STAND_UP_WORDS,
     TURN_WORDS,
 )
 
@@ -216,13 +215,16 @@ def resolve_move(spec: CameraSpec, subject_distance: float, where: str = "camera
 class _Stage:
     """Where every character stands; carried from one shot to the next (continuity)."""
 
-    def __init__(self, script: Script):
-        defaults = default_character_positions(len(script.characters))
+    def __init__(self, script: Script, spacing: float = 1.2):
+        defaults = default_character_positions(len(script.characters), spacing)
         self.position = {
             c.id: tuple(c.position) if c.position is not None else defaults[i] for i, c in enumerate(script.characters)
         }
         self.facing = {c.id: float(c.facing) for c in script.characters}
         self.heights = {c.id: float(c.height) for c in script.characters}
+        # "sit" while a character is seated at the end of the last shot they were in (else None):
+        # they stay seated until an action, a `pose` or a walk gets them up
+        self.posture: dict[str, str | None] = {c.id: None for c in script.characters}
         # characters whose facing nothing has set yet (no `facing` in the script, no walk so far):
         # two of them in a scene or a shot face each other, as people in a dialogue do
         self.auto_facing = {c.id for c in script.characters if "facing" not in c.model_fields_set}
@@ -254,13 +256,19 @@ def character_colour(character: Character, index: int) -> tuple[float, float, fl
 def _character_frames(
     shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float,
     subject: str | None = None, names: dict[str, str] | None = None, where: str = "shots[0]",
-    problems: list[Issue] | None = None,
+    problems: list[Issue] | None = None, notices: list[str] | None = None,
 ) -> list[tuple[CharacterFrame, ...]]:
-    """Per-frame position/facing/walk phase/pose of every present character; updates the stage."""
+    """Per-frame position/facing/walk phase/pose of every present character; updates the stage.
+
+    A character seated at the end of their last shot is still seated (continuity) unless this
+    shot's action, `pose` or blocking says otherwise; a break the plan had to make (a walk from
+    the seat no word gets them up for, a `pose` that changes it with no action saying so) is
+    added to ``notices``."""
     # Shot time of each frame: the last frame shows the end of the shot, as the camera's
     # easing does (t = i / (n - 1)), so a walk that ends with the shot arrives on screen.
     times = np.linspace(0.0, shot.duration, n_frames) if n_frames > 1 else np.zeros(1)  # (n,) seconds
-    intent = read_intent(shot, present, subject, names or {}, where, problems)
+    intent = _carry_postures(read_intent(shot, present, subject, names or {}, where, problems), shot, present,
+                             stage, names or {}, where, notices)
     tracks: dict[str, dict[str, np.ndarray]] = {}
     arrivals: dict[str, float] = {}  # when each walker's last walk of the shot ends (s)
     for char_id in present:
@@ -345,7 +353,50 @@ def _character_frames(
                 pose_weight=_r(weight),
             ))
         frames.append(tuple(people))
+    for person in frames[-1]:
+        seated = blocking.is_seated(person.pose, person.walking, person.pose_weight)
+        stage.posture[person.id] = "sit" if seated else None
     return frames
+
+
+def _carry_postures(intent: Intent, shot: Shot, present: tuple[str, ...], stage: _Stage, names: dict[str, str],
+                    where: str, notices: list[str] | None) -> Intent:
+    """The shot's poses with each seated character kept in the seat unless the shot gets them up."""
+    poses, change = dict(intent.poses), dict(intent.change)
+    walkers = {m.character for m in shot.blocking}
+    said: list[str] = []
+    for char_id in present:
+        name = names.get(char_id, char_id)
+        seated_before = stage.posture.get(char_id) == "sit"
+        if char_id in walkers and poses.get(char_id) == "sit" and change.get(char_id) == "out":
+            del poses[char_id], change[char_id]  # gets up and walks: the walk starts from standing
+        if char_id in intent.explicit and seated_before and poses.get(char_id) in ("talk", "point") and \
+                char_id not in intent.said:
+            said.append(f"{name} stays seated ({where}.pose {poses[char_id]!r}): the previz draws that gesture "
+                        "standing only; write 'stands' in the action to have them up")
+            poses[char_id] = "sit"
+            change.pop(char_id, None)
+            continue
+        if char_id in intent.explicit:
+            if seated_before != (poses.get(char_id) == "sit") and char_id not in intent.said:
+                said.append(f"{name} {'stands' if seated_before else 'sits'} at the cut ({where}.pose) with no action "
+                            f"saying so: {'seated' if seated_before else 'standing'} at the end of the last shot")
+            continue
+        if char_id in intent.said:
+            if seated_before and change.get(char_id) == "in":
+                del change[char_id]  # already in the seat: no sitting down again
+            continue
+        if not seated_before:
+            continue
+        if char_id in walkers:
+            said.append(f"{name} was seated at the end of the last shot and walks in this one ({where}.blocking): "
+                        f"the plan stands them up at the cut; write 'stands up' in the action to have it seen")
+            continue
+        poses[char_id] = "sit"  # still seated (a seated speaker talks from the seat)
+        change.pop(char_id, None)
+    if notices is not None:
+        notices.extend(said)
+    return Intent(poses, intent.look_at, intent.turn_to, change, intent.said, intent.explicit)
 
 
 RUN_SPEED_MPS = 2.2  # a blocking move faster than this (1.75 m person) is a run
@@ -364,6 +415,8 @@ class Intent:
     look_at: dict[str, str | tuple[float, float, float]]
     turn_to: dict[str, str]  # character id or "half"
     change: dict[str, str]  # "in": from standing into the pose at the start; "out": from it to standing
+    said: frozenset[str] = frozenset()  # whom the action's words sit down or stand up
+    explicit: frozenset[str] = frozenset()  # whose pose the shot's `pose` field gives
 
 
 def _words(text: str) -> list[tuple[int, str]]:
@@ -417,6 +470,7 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
     A `pose` or `look_at` that cannot be given is added to ``problems`` and left out; without
     ``problems`` it is raised (PlanError with every such issue of the shot)."""
     poses: dict[str, str] = {}
+    said: dict[str, blocking.Posture] = {}
     for line in shot.dialogue:
         poses.setdefault(line.character, "talk")
     look_at: dict[str, str | tuple[float, float, float]] = {}
@@ -426,6 +480,8 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
         others = {c: names.get(c, c) for c in present if c != subject}
         text = shot.action
         for pose, words in ACTION_POSE_WORDS.items():
+            if pose == "sit":  # sitting and standing apply to everyone named (below)
+                continue
             if _mentions(text, words) is not None:
                 poses[subject] = pose
                 break
@@ -434,10 +490,14 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
             target = _named_after(text, look, others)
             if target is not None:
                 look_at[subject] = target
-        if _mentions(text, STAND_UP_WORDS) is not None:
-            poses[subject], change[subject] = "sit", "out"
-        elif poses.get(subject) == "sit" and _mentions(text, SIT_DOWN_WORDS) is not None:
-            change[subject] = "in"
+        said = blocking.postures_said(text, present, names, subject)
+        for char_id, (posture, how) in said.items():
+            if posture == "sit" or how == "out":  # getting up starts in the seat
+                poses[char_id] = "sit"
+                if how is not None:
+                    change[char_id] = how
+            elif poses.get(char_id) == "sit":
+                del poses[char_id]
         turn = _mentions(text, TURN_WORDS)
         if turn is not None:
             turn_to[subject] = _named_after(text, turn, others) or "half"
@@ -470,7 +530,9 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
         raise PlanError.of(found)
     if problems is not None:
         problems.extend(found)
-    return Intent(poses, look_at, turn_to, change)
+    explicit = frozenset(shot.pose) if isinstance(shot.pose, dict) else (
+        frozenset((subject,)) if shot.pose is not None and subject is not None else frozenset())
+    return Intent(poses, look_at, turn_to, change, frozenset(said), explicit & frozenset(present))
 
 
 def _wrap(deg: float) -> float:
@@ -566,9 +628,13 @@ def plan_script(script: Script) -> Plan:
     scene_time = scene_time_of_day(script)
     fps = float(script.fps)
     width, height = script.size.width, script.size.height
-    stage = _Stage(script)
     colours = {c.id: character_colour(c, i) for i, c in enumerate(script.characters)}
     names = {c.id: c.name or c.id for c in script.characters}
+    said_props = _props_said(script, names)
+    stage = _Stage(script, spacing=prop_words.TABLE_SPACING_M
+                   if prop_words.table_between_defaults(said_props, tuple(c.id for c in script.characters)) else 1.2)
+    placed: list[prop_words.PlacedProp] = [prop_words.place(m, _all_bodies(stage)) for m in said_props
+                                           if m.source < 0]
     kinds = {c.id: character_kind(c.name, c.appearance, c.id) for c in script.characters}
     all_ids = tuple(c.id for c in script.characters)
     shots: list[ShotPlan] = []
@@ -586,8 +652,11 @@ def plan_script(script: Script) -> Plan:
             stage.face_each_other(present)
         framing = shot.framing.value
         bodies = {c: stage.body(c) for c in present}  # where they stand as the shot starts
+        placed += [prop_words.place(m, _all_bodies(stage), _arrivals(shot, stage)) for m in said_props
+                   if m.source == index]
+        shot = _walks_from_words(shot, present, subject, names, stage, placed)
         character_frames = _character_frames(shot, present, stage, n_frames, fps, subject, names, f"shots[{index}]",
-                                             problems)
+                                             problems, warnings)
         transition = _transition(shot, index, fps, prev_frames, n_frames, problems)
         prev_frames, last_transition = n_frames, transition
         try:
@@ -662,12 +731,21 @@ def plan_script(script: Script) -> Plan:
                             problems)
     if problems:
         raise PlanError.of(problems)
+    if script.scene.props is not None:  # the script's own props replace the ones its words name
+        placed = [prop_words.PlacedProp(p.type.value, tuple(p.position), float(p.facing)) for p in script.scene.props]
+    placed += _chairs_for_sitters(shots, placed, {c.id: c.height for c in script.characters if kinds[c.id] == "person"})
+    prop_pieces = tuple(
+        PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw, glow=p.glow)
+        for prop in placed for p in prop_words.pieces(prop)
+    )
+    shots = [_props_in_the_way(shot, placed, {c.id: c.height for c in script.characters}) for shot in shots]
     pieces = script.scene.set_pieces
     if pieces is None:
         resolved = tuple(
             PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw,
                          glow=p.glow)
             for p in _dressed_set(script, shots)
+            if not any(prop_words.footprint_overlaps(p, prop) for prop in placed)  # the named prop stands there
         )
     else:
         resolved = tuple(
@@ -695,7 +773,7 @@ def plan_script(script: Script) -> Plan:
             description=script.scene.description,
             time_of_day=scene_time,
             palette=tuple(tuple(c) for c in script.scene.palette),
-            set_pieces=resolved,
+            set_pieces=resolved + prop_pieces,
         ),
         characters=tuple(
             PlanCharacter(
@@ -722,13 +800,11 @@ def plan_script(script: Script) -> Plan:
     )
 
 
-
-
 def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...], subject: str | None,
                  bodies: dict[str, Body], character_frames: list, kinds: dict[str, str], width: int, height: int,
                  fps: float, seed: int, warnings: list[str]):
     """The shot's camera: where it starts, its move and every frame's pose and lens; PlanError names the field
-    that cannot be planned. Returns (framing, move, placement, cameras); warnings are appended."""
+    that cannot be planned. Returns (framing, move, placement, cameras, framed_at); warnings are appended."""
     n_frames = len(character_frames)
     camera_spec = shot.camera
     lens_fov = _lens_fov(shot.camera, width / height)
@@ -943,6 +1019,97 @@ def _viewpoint_camera(shot: Shot, framing: str, bodies: dict[str, Body], subject
     else:
         detail = viewpoint.hand_point(body, seated[subject])
     return viewpoint.insert_placement(body, detail, fov, angle)
+
+
+def _props_said(script: Script, names: dict[str, str]) -> list[prop_words.PropMention]:
+    """The props the scene's description and the shots' actions name (none when the script lists its own)."""
+    if script.scene.props is not None:
+        return []
+    ids = tuple(c.id for c in script.characters)
+    subjects: dict[int, str | None] = {-1: ids[0] if ids else None}
+    texts = [(-1, script.scene.description)]
+    for index, shot in enumerate(script.shots):
+        present = shot.characters if shot.characters is not None else ids
+        subjects[index] = shot.subject or (present[0] if present else None)
+        texts.append((index, shot.action))
+    return prop_words.mentions(texts, ids, names, subjects)
+
+
+def _walks_from_words(shot: Shot, present: tuple[str, ...], subject: str | None, names: dict[str, str],
+                      stage: _Stage, placed: list[prop_words.PlacedProp]) -> Shot:
+    """The shot with a walk for each "walks to the window" / "走到门口" of its action whose walker the
+    script's own blocking does not move (from the start, at a walking pace or over the whole shot)."""
+    if not shot.action:
+        return shot
+    moves = []
+    for walker, target in prop_words.walks_said(shot.action, present, names, subject).items():
+        if any(m.character == walker for m in shot.blocking):
+            continue
+        goal = prop_words.walk_goal(stage.body(walker), target, placed, _all_bodies(stage))
+        if goal is None:
+            continue
+        (x, z), facing = goal
+        pace = math.dist(stage.position[walker], (x, z)) / prop_words.WALK_SPEED_MPS * 1.75 / stage.heights[walker]
+        end = min(float(shot.duration), max(pace, 0.2 * float(shot.duration)))
+        moves.append(BlockingMove(character=walker, to=(_r(x), _r(z)), start=0.0, end=_r(end), facing=_r(facing)))
+    return shot.model_copy(update={"blocking": shot.blocking + tuple(moves)}) if moves else shot
+
+
+def _arrivals(shot: Shot, stage: _Stage) -> dict[str, Body]:
+    """Where the shot's own blocking leaves each walker, facing as they arrive."""
+    out = {}
+    for move in sorted(shot.blocking, key=lambda m: m.start):
+        start = out[move.character].xz if move.character in out else stage.position[move.character]
+        to = (float(move.to[0]), float(move.to[1]))
+        facing = move.facing if move.facing is not None else (
+            yaw_toward(start, to) if math.dist(start, to) > 1e-9 else stage.facing[move.character])
+        out[move.character] = Body(move.character, to, stage.heights[move.character], float(facing))
+    return out
+
+
+def _props_in_the_way(shot: ShotPlan, placed: list[prop_words.PlacedProp], heights: dict[str, float]) -> ShotPlan:
+    """The shot with a warning for each prop (the words' or the script's) its camera stands in or that
+    hides its subject's head at the start, middle or end (the props stay: the script asked for them)."""
+    if not placed:
+        return shot
+    said: list[str] = []
+    for i in sorted({0, shot.frames // 2, shot.frames - 1}):
+        eye = np.array(shot.cameras[i].cam_to_world[3:12:4], np.float64)  # (3,) m
+        head = None
+        if shot.subject is not None:
+            person = next(p for p in shot.character_frames[i] if p.id == shot.subject)
+            drop = blocking.seated_drop_m(person.pose, person.walking, person.pose_weight, heights[person.id])
+            head = np.array([person.position[0], 0.93 * heights[person.id] - drop, person.position[1]])
+        for prop in placed:
+            problem = prop_words.in_the_way(prop, eye, head)
+            if problem is not None:
+                text = f"the {prop.type.replace('_', ' ')} at {list(_rt(prop.xz))} m {problem}"
+                if shot.subject is not None:
+                    text = text.replace("the subject", shot.subject)
+                if text not in said:
+                    said.append(text)
+    return shot.model_copy(update={"warnings": shot.warnings + tuple(said)}) if said else shot
+
+
+def _all_bodies(stage: _Stage) -> dict[str, Body]:
+    """Every character where it stands now."""
+    return {char_id: stage.body(char_id) for char_id in stage.position}
+
+
+def _chairs_for_sitters(shots: list[ShotPlan], placed: list[prop_words.PlacedProp],
+                        heights: dict[str, float]) -> list[prop_words.PlacedProp]:
+    """A chair under every place someone sits with no seat near it (one per place, facing as they sit);
+    ``heights``: the people's (animals are left out)."""
+    chairs: list[prop_words.PlacedProp] = []
+    for shot in shots:
+        for frame in shot.character_frames:
+            for person in frame:
+                if person.id not in heights or not blocking.is_seated(person.pose, person.walking, person.pose_weight):
+                    continue  # standing, or an animal (its figure sits on nothing)
+                if prop_words.needs_a_seat(person.position, placed + chairs):
+                    chairs.append(prop_words.chair_for(Body(person.id, person.position, heights[person.id],
+                                                            person.facing), person.facing))
+    return chairs
 
 
 def _lens_fov(camera: CameraSpec, aspect: float) -> float:

@@ -5,7 +5,8 @@ what it measures, the function that measures it).
 the names (camera, motion, subject, framing; "any" is every check); ``cost`` says what the
 check spends, so a caller knows what it asks for: "probe" (the file's header), "scan" (one
 thumbnail decode of the picture), "tracking" (a full decode of the picture and optical flow),
-"controls" (the depth and mask control files), "samples" (frames kept while rendering), "audio".
+"controls" (the depth and mask control files), "samples" (frames kept while rendering), "audio",
+"plan" (the plan alone: nothing of the file is read).
 check_shot gives only verdicts named here (a verdict under another name is a bug it raises),
 and daotai.retakes takes its check names and groups from here.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-COSTS = ("probe", "scan", "tracking", "controls", "samples", "audio")
+COSTS = ("probe", "scan", "tracking", "controls", "samples", "audio", "plan")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ CHECKS: tuple[Check, ...] = (
           "daotai.qc.audio:check_audio"),
     Check("identity", None, "controls", "each character looks the same in every shot that shows them",
           "daotai.qc.identity:apply_identity"),
+    Check("continuity", None, "plan", "the cut in: a character's jump, pose change or side of the line "
+          "that no action says", "daotai.qc.continuity:check_cut"),
 )
 
 BY_NAME: dict[str, Check] = {check.name: check for check in CHECKS}

@@ -553,6 +553,9 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         "colorspace": info.colorspace, "faststart": info.faststart,
     }
     verdict("format", _check_format(shot, plan, info))
+    from daotai.qc.continuity import check_cut
+
+    verdict("continuity", *check_cut(plan, shot))
 
     scan = scan_video(path)
     expects_motion = shot_expects_motion(shot)

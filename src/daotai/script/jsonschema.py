@@ -84,6 +84,7 @@ _ALIAS_TABLES = {
     "CameraSide": vocab.CAMERA_SIDE_ALIASES,
     "Sensor": vocab.SENSOR_ALIASES,
     "Pose": vocab.POSE_ALIASES,
+    "PropType": vocab.PROP_ALIASES,
 }
 
 

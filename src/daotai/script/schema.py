@@ -121,6 +121,7 @@ CameraSideField = Annotated[
 ]
 SensorField = Annotated[vocab.Sensor, _alias_validator(vocab.SENSOR_ALIASES, vocab.Sensor, "camera sensor")]
 PoseField = Annotated[vocab.Pose, _alias_validator(vocab.POSE_ALIASES, vocab.Pose, "pose")]
+PropTypeField = Annotated[vocab.PropType, _alias_validator(vocab.PROP_ALIASES, vocab.PropType, "prop type")]
 
 
 def _finite(value: float) -> float:
@@ -236,6 +237,15 @@ class SetPiece(Model):
     yaw: Finite = Field(default=0.0, ge=-360, le=360, description="degrees about +y")
 
 
+class Prop(Model):
+    """A piece of furniture or a prop the script places itself (drawn as a proxy, seen in the depth)."""
+
+    type: PropTypeField = Field(description="table, desk, counter, bar_counter, chair, stool, sofa, bench, bed, door, "
+                                "window, lamp or car (桌子, 椅子, 沙发, 床, 门, 窗, 灯, 柜台 …)")
+    position: Ground = Field(description="[x, z] metres on the ground: the prop's centre")
+    facing: Finite = Field(default=0.0, ge=-360, le=360, description="degrees about +y; 0: its front faces +z")
+
+
 class Scene(Model):
     """Where the shots happen."""
 
@@ -248,6 +258,18 @@ class Scene(Model):
         max_length=200,
         description="None = a few pieces chosen from the scene name; [] = an empty set",
     )
+    props: tuple[Prop, ...] | None = Field(
+        default=None,
+        max_length=64,
+        description="furniture and props where the script puts them; None = the ones the scene's and the "
+        "actions' words name, placed where the sentence puts them ('a table between them'); [] = none",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # only None is left out ([] says "no props", which words must not fill): scripts without it hash as before
+        data = handler(self)
+        return data if data.get("props") is not None else {k: v for k, v in data.items() if k != "props"}
 
 
 def _parse_scene(value: Any) -> Any:

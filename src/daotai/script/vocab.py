@@ -201,6 +201,47 @@ SET_PIECE_ALIASES = _table(
     }
 )
 
+class PropType(str, Enum):
+    """Furniture and props the planner places and the previz draws as proxies (scene.props)."""
+
+    table = "table"
+    desk = "desk"
+    counter = "counter"
+    bar_counter = "bar_counter"
+    chair = "chair"
+    stool = "stool"
+    sofa = "sofa"
+    bench = "bench"
+    bed = "bed"
+    door = "door"
+    window = "window"
+    lamp = "lamp"
+    car = "car"
+
+
+# The nouns that name a prop, in a script's `scene.props[].type` and in the scene's and the
+# actions' words alike (English singular and plural as whole words, Chinese as written).
+PROP_ALIASES = _table(
+    {
+        "table": ["tables", "kitchen_table", "dining_table", "coffee_table", "桌子", "桌", "餐桌", "饭桌", "茶几"],
+        "desk": ["desks", "writing_desk", "书桌", "办公桌", "写字台"],
+        "counter": ["counters", "worktop", "kitchen_counter", "柜台", "台面", "灶台", "收银台"],
+        "bar_counter": ["bar", "bar_top", "吧台"],
+        "chair": ["chairs", "armchair", "椅子", "椅", "扶手椅"],
+        "stool": ["stools", "bar_stool", "凳子", "凳", "板凳", "高脚凳"],
+        "sofa": ["sofas", "couch", "settee", "沙发"],
+        "bench": ["benches", "长椅", "长凳"],
+        "bed": ["beds", "床", "床铺"],
+        "door": ["doors", "doorway", "门", "门口", "房门"],
+        "window": ["windows", "窗", "窗户", "窗口", "窗边", "窗前"],
+        "lamp": ["lamps", "floor_lamp", "table_lamp", "灯", "台灯", "落地灯"],
+        "car": ["cars", "auto", "automobile", "vehicle", "汽车", "车", "轿车"],
+    }
+)
+# Props a person sits on; a character who sits with none of these near gets a chair.
+SEATING_PROPS: tuple[str, ...] = ("chair", "stool", "sofa", "bench", "bed")
+
+
 # A camera alias names a type and may preset its direction ("推" is a dolly *in*, "拉" a
 # dolly *out*). The amount stays the type's default; explicit fields in the script win.
 CameraPreset = tuple[str, Mapping[str, object]]
