@@ -56,14 +56,17 @@ def main() -> None:
         with PrevizRenderer(RenderSettings(width, height), environment_for_plan(plan), pieces) as renderer:
             for state in states[:8]:  # warm-up: shader JIT, label patches
                 renderer.render(state)
-            fps = []
+            fps, cpu_ms = [], []
             for _ in range(args.rounds):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 for state in states:
                     renderer.render(state, with_depth=True)
                 fps.append(len(states) / (time.perf_counter() - start))
+                # CPU time of every thread (llvmpipe rasterises on all cores): steadier than wall time
+                # on a machine other work shares
+                cpu_ms.append(1000.0 * (time.process_time() - cpu) / len(states))
         print(f"{scene:>14} {width}x{height}: {len(pieces):4d} pieces, {len(states)} frames: "
-              f"best {max(fps):6.1f} fps, median {statistics.median(fps):6.1f} fps")
+              f"best {max(fps):6.1f} fps, median {statistics.median(fps):6.1f} fps, CPU {min(cpu_ms):5.2f} ms/frame")
 
 
 if __name__ == "__main__":
