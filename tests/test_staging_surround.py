@@ -18,7 +18,7 @@ from daotai.plan.camera import look_at, make_pose
 from daotai.plan.planner import plan_script
 from daotai.plan.sets import KITS, choose_kit
 from daotai.render.previz import FrameState, PrevizRenderer, RenderSettings
-from daotai.render.previz.backend import environment_for_plan, frame_states, set_pieces_for_plan
+from daotai.render.previz.backend import environment_for_plan, set_pieces_for_plan
 from daotai.script.load import validate_script
 from daotai.script.vocab import SetKit
 
@@ -96,19 +96,28 @@ def test_interiors_show_walls_or_ceiling_in_every_direction(kit):
         assert not void.any(), f"{kit}, {name}: {int(void.sum())} of {void.size} pixels look into the void"
 
 
+def _into_room(wall, points: np.ndarray) -> np.ndarray:
+    """How far (m) each point (N, 3) stands from the wall's centre plane toward the room: its +z faces the action."""
+    yaw = math.radians(wall.yaw)
+    rel = points - np.array(wall.position)
+    return math.sin(yaw) * rel[:, 0] + math.cos(yaw) * rel[:, 2]
+
+
 @pytest.mark.parametrize("kit", INTERIORS)
-def test_every_camera_stands_inside_the_walls(kit):
+def test_every_camera_and_prop_stands_inside_the_walls(kit):
     script = _dialogue(kit, type="static", position=[6.0, 2.4, 9.0], aim="mia")  # the script puts one far out
     plan = plan_script(validate_script(script))
     walls = [p for p in plan.scene.set_pieces if p.name == "wall"]
     assert len(walls) == 4
     ceiling = next(p for p in plan.scene.set_pieces if p.name == "ceiling")
     eyes = np.array([np.array(c.cam_to_world).reshape(4, 4)[:3, 3] for s in plan.shots for c in s.cameras])
+    furniture = np.array([p.position for p in plan.scene.set_pieces if p.name in KITS[kit].props
+                          or p.name.replace(" ", "_") in KITS[kit].props])
+    assert len(furniture)
     for wall in walls:
-        yaw = math.radians(wall.yaw)
-        rel = eyes - np.array(wall.position)
-        into_room = math.sin(yaw) * rel[:, 0] + math.cos(yaw) * rel[:, 2]  # the wall's +z faces the action
-        assert (into_room >= wall.size[2] / 2 + 0.5 - 1e-6).all(), (kit, wall.yaw, into_room.min())
+        eyes_in, furniture_in = _into_room(wall, eyes), _into_room(wall, furniture)
+        assert (eyes_in >= wall.size[2] / 2 + 0.5 - 1e-6).all(), (kit, wall.yaw, eyes_in.min())
+        assert (furniture_in > wall.size[2] / 2).all(), (kit, wall.yaw)  # nothing stands in or behind it
     assert (eyes[:, 1] <= ceiling.position[1] - 0.5 + 1e-6).all()
     far = plan.shot("last")
     depth = next(_render(plan, [("far", np.array(far.cameras[0].cam_to_world).reshape(4, 4))]))[2]

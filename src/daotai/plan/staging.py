@@ -506,6 +506,19 @@ def _crosses(eye: np.ndarray, target: np.ndarray, piece: PieceSpec) -> bool:
     return True
 
 
+def _footprint(pieces: list[PieceSpec]) -> np.ndarray:
+    """Ground points (K, 2) that hold every piece's footprint: the corners of its box turned by its yaw."""
+    if not pieces:
+        return np.zeros((0, 2))
+    out = []
+    for p in pieces:
+        c, s = math.cos(math.radians(p.yaw)), math.sin(math.radians(p.yaw))
+        for dx, dz in ((-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)):
+            lx, lz = dx * p.size[0], dz * p.size[2]
+            out.append((p.position[0] + c * lx + s * lz, p.position[2] - s * lx + c * lz))
+    return np.array(out)  # (4 * len(pieces), 2)
+
+
 def dress_set(name: str, description: str, seed: int, people: np.ndarray, cameras: np.ndarray,
               sightlines: tuple[Sightline, ...], kit: str | None = None) -> tuple[PieceSpec, ...]:
     """The scene's kit laid out around where the characters stand, clear of them and of the cameras,
@@ -534,7 +547,7 @@ def dress_set(name: str, description: str, seed: int, people: np.ndarray, camera
         if any(_crosses(np.array(sl.eye), np.array(t), p) for sl in sightlines for t in sl.targets for p in pieces):
             continue
         kept.extend(pieces)
-    shell = build_surround(chosen.surround, seed, lo, hi, eyes, LIGHT_ROLES)
+    shell = build_surround(chosen.surround, seed, lo, hi, eyes, LIGHT_ROLES, _footprint(kept))
     kept.extend(PieceSpec(p.kind, p.name, p.position, p.size, p.colour, p.yaw, p.glow) for p in shell)
     return tuple(kept)
 

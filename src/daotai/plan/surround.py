@@ -89,10 +89,14 @@ class ShellPiece:
     glow: bool = False
 
 
-def surround_bounds(action_lo: np.ndarray, action_hi: np.ndarray, cameras: np.ndarray,
-                    reach: float) -> tuple[np.ndarray, np.ndarray]:
-    """The surround line (x, z) lo and hi: ``reach`` beyond the action box and ``SURROUND_MARGIN_M`` beyond every camera."""
+def surround_bounds(action_lo: np.ndarray, action_hi: np.ndarray, cameras: np.ndarray, reach: float,
+                    props: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The surround line (x, z) lo and hi: ``reach`` beyond the action box, ``SURROUND_MARGIN_M`` beyond
+    every camera, and outside every ground point ``props`` (K, 2) of the kit's own furniture."""
     lo, hi = action_lo - reach, action_hi + reach
+    if props is not None and len(props):
+        lo = np.minimum(lo, np.asarray(props, np.float64).min(axis=0))
+        hi = np.maximum(hi, np.asarray(props, np.float64).max(axis=0))
     eyes = np.asarray(cameras, np.float64).reshape(-1, 3)[:, [0, 2]]  # (M, 2) ground positions
     if len(eyes):
         lo = np.minimum(lo, eyes.min(axis=0) - SURROUND_MARGIN_M)
@@ -144,8 +148,10 @@ def _prop_pieces(name: str, prop: tuple[PropPart, ...], origin: tuple[float, flo
 
 
 def build_surround(surround: Surround, seed: int, action_lo: np.ndarray, action_hi: np.ndarray,
-                   cameras: np.ndarray, light_roles: frozenset[str]) -> tuple[ShellPiece, ...]:
-    """Every piece that closes the set round the action box [lo, hi] (x, z) and the ``cameras`` (M, 3).
+                   cameras: np.ndarray, light_roles: frozenset[str],
+                   props: np.ndarray | None = None) -> tuple[ShellPiece, ...]:
+    """Every piece that closes the set round the action box [lo, hi] (x, z), the ``cameras`` (M, 3) and
+    the ground points ``props`` (K, 2) of the furniture laid out (a row's lamp posts stay in the street).
 
     Walls (inner faces on the surround line, running past the corners so no seam shows), a
     ceiling over all of it, the bands of fixtures or dressing on every side they name, and the
@@ -153,7 +159,7 @@ def build_surround(surround: Surround, seed: int, action_lo: np.ndarray, action_
     """
     rng = np.random.default_rng([seed, 0x5E7])
     lo, hi = surround_bounds(np.asarray(action_lo, np.float64), np.asarray(action_hi, np.float64), cameras,
-                             surround.reach)
+                             surround.reach, props)
     centre = (lo + hi) / 2.0
     span = hi - lo
     roof = ceiling_height(surround, cameras)
