@@ -242,6 +242,13 @@ class Scene(Model):
         description="None = a few pieces chosen from the scene name; [] = an empty set",
     )
 
+    @model_validator(mode="after")
+    def _one_set(self) -> "Scene":
+        if self.set is not None and self.set_pieces is not None:
+            raise ValueError(f"set {self.set.value!r} contradicts set_pieces (the script's own pieces replace "
+                             "any kit: give one of them)")
+        return self
+
 
 def _parse_scene(value: Any) -> Any:
     if isinstance(value, str):
