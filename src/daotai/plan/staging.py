@@ -13,7 +13,7 @@ from types import MappingProxyType
 import numpy as np
 
 from daotai.plan.camera import look_at, make_pose
-from daotai.plan.sets import KIT_ORDER, KITS, Kit, KitChoice, Row, choose_kit, kit_for_scene  # noqa: F401 (re-exported)
+from daotai.plan.sets import KITS, Kit, choose_kit, kit_for_scene  # noqa: F401 (KITS, kit_for_scene: re-exported)
 from daotai.plan.sets import has_phrase as _has_phrase
 from daotai.plan.surround import build_surround
 

@@ -194,10 +194,8 @@ def build_surround(surround: Surround, seed: int, action_lo: np.ndarray, action_
         for side in band.sides:
             start, end, line, yaw = _side_frame(side, lo, hi)
             length = end - start
-            if band.fill:
-                count = int(math.ceil(length / band.spacing)) + 2
-            else:
-                count = max(1, min(int(length // band.spacing), int((length - 0.4) // band.spacing) + 1))
+            # a filled band runs a copy past each corner; fixtures fit whole copies on their wall
+            count = int(math.ceil(length / band.spacing)) + 2 if band.fill else max(1, int(length // band.spacing))
             mid = (start + end) / 2.0 + band.stagger * band.spacing
             for k in range(count):
                 along = mid + (k - (count - 1) / 2.0) * band.spacing
