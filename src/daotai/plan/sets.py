@@ -113,8 +113,10 @@ _PENDANT: tuple[PropPart, ...] = (_cyl(0.0, 2.45, 0.0, 0.02, 0.75, "chrome"), _b
 # Wall fixtures: z = 0 is the wall's inner face, +z into the room. Facades and trees of an
 # exterior's bands: their front on the surround line, their bulk behind it (-z).
 
-_WINDOW: tuple[PropPart, ...] = (_box(0.0, 0.9, 0.0, 1.8, 1.4, 0.06, "glass"),
-                                 _box(0.0, 0.84, 0.02, 2.0, 0.06, 0.14, "trim"))
+_WINDOW: tuple[PropPart, ...] = (  # glass in four panes: a mullion and a transom, a sill below
+    _box(0.0, 0.9, 0.0, 1.8, 1.4, 0.06, "glass"), _box(0.0, 0.84, 0.02, 2.0, 0.06, 0.14, "trim"),
+    _box(0.0, 0.9, 0.02, 0.06, 1.4, 0.06, "trim"), _box(0.0, 1.57, 0.02, 1.8, 0.06, 0.06, "trim"),
+)
 _DOOR: tuple[PropPart, ...] = (_box(0.0, 0.0, 0.0, 0.95, 2.1, 0.08, "door"),
                                _box(0.33, 1.0, 0.05, 0.06, 0.06, 0.06, "trim"))
 _PICTURE: tuple[PropPart, ...] = (_box(0.0, 1.35, 0.0, 0.9, 0.65, 0.05, "picture"),)
@@ -329,8 +331,8 @@ KITS: dict[str, Kit] = {
             Row("desk", "right", 1.3, 1.8, (1, 2)),
             Row("plant", "back", 3.2, 7.0, (2, 2), extend=6.0),
         ),
-        _room(3.8, (Band("window", _WINDOW, 2.6, ("left", "front")), Band("door", _DOOR, 100.0, ("right",)),
-                    Band("picture", _PICTURE, 3.0, ("back",))),
+        _room(3.8, (Band("window", _WINDOW, 2.6, ("back", "left")), Band("door", _DOOR, 100.0, ("right",)),
+                    Band("picture", _PICTURE, 3.0, ("front",))),
               wall=((0.86, 0.87, 0.88),), height=3.0),
     ),
     "classroom": Kit(
