@@ -189,3 +189,10 @@ def test_the_plan_says_which_kit_it_built_and_how_to_choose_another():
 
 def test_the_script_vocabulary_names_every_kit():
     assert {k.value for k in SetKit} == set(KITS)
+
+
+def test_a_named_set_with_the_scripts_own_pieces_is_refused():
+    script = _dialogue("bar")
+    script["scene"]["set_pieces"] = []
+    with pytest.raises(ScriptError, match="set 'bar' contradicts set_pieces"):
+        validate_script(script)
