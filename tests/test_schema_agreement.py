@@ -444,7 +444,7 @@ SET_PIECE = _object({}, {
     "yaw": _number(-360, 360)})
 SCENE = st.one_of(WORDS, _object({}, {
     "name": WORDS, "description": TEXT, ("time_of_day", "time"): _word(vocab.TIME_OF_DAY_ALIASES),
-    "palette": st.lists(COLOUR, max_size=3), "set_pieces": st.one_of(st.none(), st.lists(SET_PIECE, max_size=2))}))
+    "palette": st.lists(COLOUR, max_size=3), ("set", "kit"): _word(vocab.SET_KIT_ALIASES), "set_pieces": st.one_of(st.none(), st.lists(SET_PIECE, max_size=2))}))
 SOUNDTRACK = st.one_of(
     st.sampled_from(["theme.wav", "a/b.MP3", ".wav", "theme.txt", " theme.wav", "theme.wav ", "upload:abc",
                      "upload:bad id", "upload:x.wav", "", None]),

@@ -8,6 +8,7 @@ import pytest
 from daotai.plan import geometry
 from daotai.plan.planner import plan_script
 from daotai.plan.staging import KITS, PieceSpec, _inside, kit_for_scene
+from daotai.plan.surround import build_surround
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states, set_pieces_for_plan
 from daotai.render.previz.meshes import HEAD_C
@@ -28,7 +29,7 @@ W, H = 256, 144
         ("office", "an open-plan office with desks", "office"),
         ("办公室", "", "office"),
         ("city park", "", "park"),  # the more specific place wins over "city"
-        ("客厅", "", "room"),
+        ("客厅", "", "living_room"),
         ("studio", "", "default"),
         ("set", "a small café with a counter", "diner"),
         ("bartender", "", "default"),  # not "bar"
@@ -59,12 +60,14 @@ def _pieces(plan) -> list[PieceSpec]:
 
 @pytest.mark.parametrize("kit", sorted(KITS))
 def test_each_kit_renders_clear_of_paths_cameras_and_subjects(kit):
-    scene = {"default": "stage", "night_market": "night market"}.get(kit, kit)
+    scene = {"default": "stage", "night_market": "night market", "car": "in the car"}.get(kit, kit)
     plan = plan_script(validate_script(_script(scene)))
     pieces = _pieces(plan)
     names = {p.name for p in pieces}
     assert len(pieces) >= (5 if kit == "default" else 8), kit
-    assert names <= {prop.replace("_", " ") for prop in KITS[kit].props}, names
+    surround = {p.name for p in build_surround(KITS[kit].surround, 0, np.zeros(2), np.ones(2), np.zeros((0, 3)),
+                                               frozenset())}
+    assert names <= {prop.replace("_", " ") for prop in KITS[kit].props} | surround, names
     feet = np.array([[p.position[0], 0.0, p.position[1]] for s in plan.shots for f in s.character_frames for p in f])
     eyes = np.array([np.array(c.cam_to_world).reshape(4, 4)[:3, 3] for s in plan.shots for c in s.cameras])
     for piece in pieces:

@@ -100,6 +100,8 @@ def validate(
             out.print_json(data={"ok": False, "stage": stage, "issues": issues})
             raise typer.Exit(exc.exit_code) from None
         raise
+    for note in planned.scene.notices:
+        err.print(f"[cyan]note[/cyan] {escape(note)}")
     for shot in planned.shots:
         for warning in shot.warnings:
             err.print(f"[yellow]warning[/yellow] {shot.shot_id}: {escape(warning)}")
@@ -151,6 +153,8 @@ def plan(
 
     result = plan_script(_load(script, preset, resolution))
     atomic_write_text(output, plan_to_json(result))
+    for note in result.scene.notices:
+        err.print(f"[cyan]note[/cyan] {escape(note)}")
     for shot in result.shots:
         for warning in shot.warnings:
             err.print(f"[yellow]warning[/yellow] {shot.shot_id}: {escape(warning)}")

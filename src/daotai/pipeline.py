@@ -1100,6 +1100,8 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     mark_in_progress(layout, plan_text)  # says whose staging folder this is, until the manifest is written
     atomic_write_text(layout.plan, plan_text)
     trace.stage = "render"
+    for note in plan.scene.notices:  # what the planner chose for the whole scene (the set kit)
+        yield Notice("info", note)
     for shot in plan.shots:
         for warning in shot.warnings:
             yield Notice("warning", warning, shot.shot_id)

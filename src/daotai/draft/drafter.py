@@ -82,6 +82,7 @@ def camera_vocabulary() -> str:
         "framing: " + ", ".join(f.value for f in vocab.Framing),
         "angle: " + ", ".join(a.value for a in vocab.Angle),
         "scene.time_of_day: " + ", ".join(t.value for t in vocab.TimeOfDay),
+        "scene.set: " + ", ".join(k.value for k in vocab.SetKit),
         "transition.type: " + ", ".join(t.value for t in vocab.TransitionKind),
     ]
     return "\n".join(lines)

@@ -192,6 +192,16 @@ class PlanScene(PlanModel):
     time_of_day: str
     palette: tuple[tuple[float, float, float], ...]
     set_pieces: tuple[PlanSetPiece, ...]
+    set: str | None = Field(default=None, description="the dressed set kit the pieces come from; None: the "
+                                                        "script's own set_pieces")
+    notices: tuple[str, ...] = Field(default=(), description="what the planner decided about the scene "
+                                                             "(the kit chosen and how to choose another)")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # left out when unused, so plans of scripts with their own set_pieces stay as they were
+        data = handler(self)
+        return {k: v for k, v in data.items() if not (k == "set" and v is None) and not (k == "notices" and not v)}
 
 
 class Plan(PlanModel):

@@ -40,6 +40,7 @@ from daotai.plan.model import (
 )
 from daotai.plan.motion_code import encode_motion
 from daotai.plan.reading import dialogue_warning
+from daotai.plan.sets import choose_kit
 from daotai.plan.staging import (
     ANIMAL_FRAMING_SCALE,
     DUTCH_ROLL_DEG,
@@ -740,7 +741,10 @@ def plan_script(script: Script) -> Plan:
     )
     shots = [_props_in_the_way(shot, placed, {c.id: c.height for c in script.characters}) for shot in shots]
     pieces = script.scene.set_pieces
+    set_kit, set_notices = None, ()
     if pieces is None:
+        choice = choose_kit(script.scene.name, script.scene.description, _given_kit(script))
+        set_kit, set_notices = choice.kit.name, (choice.notice(),)
         resolved = tuple(
             PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw,
                          glow=p.glow)
@@ -774,6 +778,8 @@ def plan_script(script: Script) -> Plan:
             time_of_day=scene_time,
             palette=tuple(tuple(c) for c in script.scene.palette),
             set_pieces=resolved + prop_pieces,
+            set=set_kit,
+            notices=set_notices,
         ),
         characters=tuple(
             PlanCharacter(
@@ -1237,7 +1243,12 @@ def _dressed_set(script: Script, shots: list[ShotPlan]) -> tuple[PieceSpec, ...]
                                             ((x, 0.93 * h, z), (x, 0.6 * h, z))))
     return dress_set(script.scene.name, script.scene.description, derive_seed(script.seed, "set"),
                      np.array(people, np.float64).reshape(-1, 2), np.array(cameras, np.float64).reshape(-1, 3),
-                     tuple(sightlines))
+                     tuple(sightlines), _given_kit(script))
+
+
+def _given_kit(script: Script) -> str | None:
+    """The kit the script names (scene.set), else None: the scene's words choose."""
+    return script.scene.set.value if script.scene.set is not None else None
 
 
 def _shot_sound(shot: Shot) -> ShotSoundPlan | None:

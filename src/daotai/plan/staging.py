@@ -9,11 +9,13 @@ import math
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
 from daotai.plan.camera import look_at, make_pose
+from daotai.plan.sets import KITS, Kit, choose_kit, kit_for_scene  # noqa: F401 (KITS, kit_for_scene: re-exported)
+from daotai.plan.sets import has_phrase as _has_phrase
+from daotai.plan.surround import build_surround
 
 RGB = tuple[float, float, float]
 
@@ -379,274 +381,6 @@ class PieceSpec:
 LIGHT_ROLES = frozenset(("lamp", "lantern", "neon", "screen", "sign"))
 
 
-# ---------------------------------------------------------------- dressed sets
-#
-# A kit is data: props (a few primitives each, in the prop's own frame: origin on the ground,
-# +z toward the action) and rows that lay copies of a prop along one side of the action area
-# (the box around every place a character stands during the script). Colours are roles the
-# kit's palette names; counts and some colours are drawn from the script's seed, so the same
-# script always gets the same set. After layout, a prop is left out when it stands where a
-# character walks, where a camera is, or between a camera and its subject.
-
-PropPart = tuple[str, tuple[float, float, float], tuple[float, float, float], str]  # kind, base centre, size, role
-
-
-@dataclass(frozen=True)
-class Row:
-    """Copies of ``prop`` in a row along one side of the action area, facing it."""
-
-    prop: str
-    side: str  # "back" (-z), "front" (+z), "left" (-x), "right" (+x) or "over" (above the action, along x)
-    offset: float  # metres from the action area's edge to the props' origin line
-    spacing: float  # metres between neighbours
-    count: tuple[int, int]  # fewest and most, drawn from the seed
-    extend: float = 0.0  # spread the row at least this much wider than the action area
-
-
-@dataclass(frozen=True)
-class Kit:
-    """A dressed set: the words that choose it, its props, palette and layout."""
-
-    name: str
-    words: tuple[str, ...]  # whole English words or phrases, Chinese as written
-    props: Mapping[str, tuple[PropPart, ...]]
-    palette: Mapping[str, tuple[RGB, ...]]  # role -> colours; each prop copy draws one from the seed
-    rows: tuple[Row, ...]
-
-
-def _box(x: float, y: float, z: float, w: float, h: float, d: float, role: str) -> PropPart:
-    return ("box", (x, y, z), (w, h, d), role)
-
-
-def _cyl(x: float, y: float, z: float, w: float, h: float, role: str) -> PropPart:
-    return ("cylinder", (x, y, z), (w, h, w), role)
-
-
-def _ball(x: float, y: float, z: float, w: float, h: float, role: str) -> PropPart:
-    return ("sphere", (x, y, z), (w, h, w), role)
-
-
-_WALL_WITH_WINDOWS: tuple[PropPart, ...] = (
-    _box(0.0, 0.0, 0.0, 14.0, 3.2, 0.2, "wall"),
-    _box(-4.2, 1.0, 0.12, 2.2, 1.4, 0.04, "glass"),
-    _box(0.0, 1.0, 0.12, 2.2, 1.4, 0.04, "glass"),
-    _box(4.2, 1.0, 0.12, 2.2, 1.4, 0.04, "glass"),
-)
-_BOOTH: tuple[PropPart, ...] = (  # two benches facing across a table, the row runs along the wall
-    _box(0.0, 0.0, 0.0, 0.8, 0.74, 1.0, "table"),
-    _box(-0.75, 0.0, 0.0, 0.5, 0.45, 1.2, "seat"),
-    _box(-1.05, 0.0, 0.0, 0.14, 1.15, 1.2, "seat"),
-    _box(0.75, 0.0, 0.0, 0.5, 0.45, 1.2, "seat"),
-    _box(1.05, 0.0, 0.0, 0.14, 1.15, 1.2, "seat"),
-)
-_STALL: tuple[PropPart, ...] = (
-    _box(0.0, 0.0, 0.0, 1.8, 0.85, 0.7, "stall"),
-    _cyl(-0.85, 0.0, -0.35, 0.06, 2.3, "pole"), _cyl(0.85, 0.0, -0.35, 0.06, 2.3, "pole"),
-    _cyl(-0.85, 0.0, 0.45, 0.06, 2.2, "pole"), _cyl(0.85, 0.0, 0.45, 0.06, 2.2, "pole"),
-    _box(0.0, 2.2, 0.05, 2.1, 0.08, 1.3, "awning"),
-    _box(0.0, 2.28, 0.7, 2.1, 0.3, 0.04, "awning"),  # the awning's valance
-    _box(-0.5, 0.85, 0.0, 0.35, 0.22, 0.3, "goods"), _box(0.05, 0.85, 0.05, 0.3, 0.3, 0.3, "goods"),
-    _ball(0.55, 0.85, 0.0, 0.32, 0.26, "goods"),
-    _ball(-0.85, 1.75, 0.65, 0.34, 0.4, "lantern"), _ball(0.85, 1.75, 0.65, 0.34, 0.4, "lantern"),
-)
-_DESK: tuple[PropPart, ...] = (  # a desk with its monitor, the chair on the action side
-    _box(0.0, 0.70, 0.0, 1.4, 0.04, 0.7, "desk"),
-    _box(-0.66, 0.0, 0.0, 0.05, 0.70, 0.66, "desk"), _box(0.66, 0.0, 0.0, 0.05, 0.70, 0.66, "desk"),
-    _box(0.0, 0.74, -0.18, 0.08, 0.16, 0.08, "dark"),
-    _box(0.0, 0.88, -0.17, 0.58, 0.36, 0.04, "dark"),
-    _box(0.0, 0.90, -0.145, 0.52, 0.30, 0.01, "screen"),
-    _cyl(0.0, 0.0, 0.6, 0.07, 0.44, "dark"),
-    _box(0.0, 0.44, 0.6, 0.5, 0.08, 0.5, "chair"),
-    _box(0.0, 0.5, 0.86, 0.48, 0.55, 0.06, "chair"),
-)
-_TREE: tuple[PropPart, ...] = (_cyl(0.0, 0.0, 0.0, 0.32, 2.3, "trunk"), _ball(0.0, 1.6, 0.0, 2.6, 2.4, "leaves"))
-_LAMP_POST: tuple[PropPart, ...] = (_cyl(0.0, 0.0, 0.0, 0.12, 4.0, "pole"), _ball(0.0, 3.95, 0.0, 0.4, 0.45, "lamp"))
-_CAR: tuple[PropPart, ...] = (  # parked along the kerb, length across the frame
-    _box(0.0, 0.25, 0.0, 4.2, 0.75, 1.8, "car"),
-    _box(-0.2, 1.0, 0.0, 2.2, 0.55, 1.6, "glass"),
-    _box(-1.3, 0.0, 0.85, 0.62, 0.6, 0.2, "tyre"), _box(1.3, 0.0, 0.85, 0.62, 0.6, 0.2, "tyre"),
-    _box(-1.3, 0.0, -0.85, 0.62, 0.6, 0.2, "tyre"), _box(1.3, 0.0, -0.85, 0.62, 0.6, 0.2, "tyre"),
-)
-
-KITS: dict[str, Kit] = {
-    "diner": Kit(
-        "diner",
-        ("diner", "cafe", "café", "coffee shop", "restaurant", "bar", "canteen", "cafeteria", "bistro",
-         "餐厅", "餐馆", "饭馆", "饭店", "咖啡馆", "咖啡店", "酒吧", "食堂", "快餐店", "面馆", "茶餐厅"),
-        {
-            "wall": _WALL_WITH_WINDOWS,
-            "counter": (_box(0.0, 0.0, 0.0, 4.2, 1.0, 0.65, "counter"), _box(0.0, 1.0, 0.0, 4.3, 0.06, 0.8, "chrome"),
-                        _box(0.0, 0.0, -1.3, 4.2, 1.6, 0.5, "counter"),  # back bar with shelves
-                        _box(0.0, 2.15, -1.45, 3.0, 0.5, 0.06, "neon")),
-            "stool": (_cyl(0.0, 0.0, 0.0, 0.07, 0.68, "chrome"), _cyl(0.0, 0.68, 0.0, 0.42, 0.09, "seat")),
-            "booth": _BOOTH,
-            "pendant": (_cyl(0.0, 2.45, 0.0, 0.02, 0.75, "chrome"), _ball(0.0, 2.2, 0.0, 0.34, 0.3, "lamp")),
-        },
-        {
-            "wall": ((0.93, 0.88, 0.78),), "glass": ((0.55, 0.70, 0.82),), "counter": ((0.78, 0.16, 0.14),),
-            "chrome": ((0.82, 0.83, 0.85),), "seat": ((0.80, 0.15, 0.15), (0.15, 0.50, 0.55)),
-            "table": ((0.90, 0.90, 0.88),), "lamp": ((1.0, 0.88, 0.55),), "neon": ((0.95, 0.35, 0.65),),
-        },
-        (
-            Row("wall", "back", 3.6, 14.0, (1, 1)),
-            Row("counter", "back", 1.9, 4.0, (1, 1)),
-            Row("stool", "back", 1.3, 0.8, (4, 5)),
-            Row("pendant", "back", 1.9, 1.4, (3, 3)),
-            Row("booth", "left", 1.5, 2.6, (2, 2)),
-            Row("booth", "right", 1.5, 2.6, (1, 2)),
-        ),
-    ),
-    "night_market": Kit(
-        "night_market",
-        ("night market", "market", "bazaar", "stalls", "food stalls", "夜市", "集市", "市场", "菜市场", "小吃街", "庙会"),
-        {
-            "stall": _STALL,
-            "lantern": (_ball(0.0, 3.1, 0.0, 0.42, 0.5, "lantern"),),
-            "building": (_box(0.0, 0.0, 0.0, 6.5, 7.5, 5.0, "building"), _box(0.0, 3.0, 2.56, 3.0, 0.9, 0.1, "sign")),
-        },
-        {
-            "stall": ((0.55, 0.40, 0.28), (0.45, 0.33, 0.25)), "pole": ((0.22, 0.22, 0.24),),
-            "awning": ((0.85, 0.20, 0.16), (0.95, 0.72, 0.18), (0.20, 0.45, 0.75), (0.25, 0.60, 0.35),
-                       (0.92, 0.92, 0.90)),
-            "goods": ((0.90, 0.55, 0.20), (0.55, 0.75, 0.30), (0.85, 0.30, 0.35), (0.95, 0.85, 0.55)),
-            "lantern": ((0.95, 0.25, 0.15), (1.0, 0.55, 0.15)), "building": ((0.42, 0.40, 0.44), (0.50, 0.45, 0.40)),
-            "sign": ((0.95, 0.35, 0.30), (0.30, 0.80, 0.85), (0.98, 0.85, 0.30)),
-        },
-        (
-            Row("stall", "back", 1.0, 2.4, (4, 6), extend=3.0),
-            Row("stall", "front", 1.6, 2.4, (3, 5), extend=3.0),
-            Row("building", "back", 4.6, 7.0, (3, 4), extend=6.0),
-            Row("lantern", "over", 0.0, 1.3, (6, 8), extend=2.0),
-        ),
-    ),
-    "street": Kit(
-        "street",
-        ("street", "road", "alley", "avenue", "lane", "town", "city", "downtown", "sidewalk", "crossroads", "intersection",
-         "街", "街道", "马路", "路口", "巷", "胡同", "城市", "老城区", "街头", "小镇"),
-        {
-            "building": (_box(0.0, 0.0, 0.0, 6.0, 9.0, 6.0, "building"), _box(-1.5, 0.0, 3.02, 1.2, 2.3, 0.06, "door"),
-                         _box(1.3, 3.5, 3.02, 2.4, 1.4, 0.06, "glass"), _box(1.3, 6.2, 3.02, 2.4, 1.4, 0.06, "glass")),
-            "lamp_post": _LAMP_POST,
-            "car": _CAR,
-            "bin": (_cyl(0.0, 0.0, 0.0, 0.5, 0.9, "bin"),),
-        },
-        {
-            "building": ((0.66, 0.60, 0.55), (0.56, 0.57, 0.62), (0.72, 0.66, 0.56), (0.60, 0.52, 0.48)),
-            "door": ((0.35, 0.25, 0.20),), "glass": ((0.45, 0.58, 0.70),), "pole": ((0.24, 0.24, 0.27),),
-            "lamp": ((1.0, 0.92, 0.70),), "car": ((0.70, 0.12, 0.12), (0.15, 0.30, 0.60), (0.85, 0.85, 0.85),
-                                                  (0.20, 0.20, 0.22)),
-            "tyre": ((0.08, 0.08, 0.09),), "bin": ((0.25, 0.40, 0.30),),
-        },
-        (
-            Row("building", "back", 5.0, 6.6, (3, 4), extend=8.0),
-            Row("lamp_post", "back", 1.6, 6.0, (2, 3), extend=2.0),
-            Row("car", "back", 2.9, 5.2, (1, 2)),
-            Row("bin", "left", 1.4, 1.0, (1, 1)),
-        ),
-    ),
-    "office": Kit(
-        "office",
-        ("office", "workplace", "cubicle", "cubicles", "open plan", "meeting room", "boardroom",
-         "办公室", "办公", "公司", "写字楼", "会议室", "工位"),
-        {
-            "wall": _WALL_WITH_WINDOWS,
-            "desk": _DESK,
-            "shelf": (_box(0.0, 0.0, 0.0, 1.8, 2.0, 0.4, "shelf"), _box(0.0, 0.4, 0.21, 1.6, 0.25, 0.02, "books"),
-                      _box(0.0, 1.1, 0.21, 1.6, 0.25, 0.02, "books")),
-            "plant": (_cyl(0.0, 0.0, 0.0, 0.4, 0.42, "pot"), _ball(0.0, 0.35, 0.0, 0.75, 0.9, "plant")),
-        },
-        {
-            "wall": ((0.86, 0.87, 0.88),), "glass": ((0.62, 0.76, 0.88),), "desk": ((0.78, 0.72, 0.62),),
-            "dark": ((0.16, 0.16, 0.18),), "screen": ((0.30, 0.55, 0.80),), "chair": ((0.20, 0.22, 0.26),),
-            "shelf": ((0.48, 0.37, 0.28),), "books": ((0.70, 0.30, 0.25), (0.25, 0.40, 0.60)),
-            "pot": ((0.85, 0.85, 0.82),), "plant": ((0.25, 0.55, 0.30),),
-        },
-        (
-            Row("wall", "back", 3.8, 14.0, (1, 1)),
-            Row("desk", "back", 1.3, 1.8, (3, 4), extend=1.0),
-            Row("shelf", "back", 3.4, 2.4, (1, 2), extend=4.0),
-            Row("desk", "left", 1.3, 1.8, (2, 2)),
-            Row("desk", "right", 1.3, 1.8, (1, 2)),
-            Row("plant", "back", 3.2, 7.0, (2, 2), extend=6.0),
-        ),
-    ),
-    "park": Kit(
-        "park",
-        ("park", "garden", "forest", "woods", "field", "meadow", "lawn", "playground",
-         "公园", "花园", "森林", "树林", "草地", "草坪", "广场"),
-        {
-            "tree": _TREE,
-            "bench": (_box(0.0, 0.40, 0.0, 1.6, 0.07, 0.45, "bench"), _box(0.0, 0.5, -0.2, 1.6, 0.4, 0.05, "bench"),
-                      _box(-0.7, 0.0, 0.0, 0.08, 0.40, 0.45, "iron"), _box(0.7, 0.0, 0.0, 0.08, 0.40, 0.45, "iron")),
-            "bush": (_ball(0.0, 0.0, 0.0, 1.2, 0.8, "bush"),),
-            "lamp_post": _LAMP_POST,
-        },
-        {
-            "trunk": ((0.42, 0.30, 0.20),), "leaves": ((0.25, 0.55, 0.28), (0.20, 0.48, 0.24), (0.32, 0.58, 0.26)),
-            "bench": ((0.55, 0.38, 0.24),), "iron": ((0.15, 0.15, 0.16),), "bush": ((0.22, 0.46, 0.22),),
-            "pole": ((0.20, 0.22, 0.20),), "lamp": ((1.0, 0.93, 0.72),),
-        },
-        (
-            Row("tree", "back", 3.5, 4.2, (3, 4), extend=6.0),
-            Row("tree", "left", 3.0, 4.5, (1, 2)),
-            Row("tree", "right", 3.0, 4.5, (1, 2)),
-            Row("bench", "back", 1.4, 3.0, (1, 2)),
-            Row("bush", "back", 2.4, 2.2, (2, 3), extend=3.0),
-            Row("lamp_post", "right", 1.8, 5.0, (1, 1)),
-        ),
-    ),
-    "room": Kit(
-        "room",
-        ("room", "living room", "bedroom", "apartment", "flat", "home", "house", "kitchen", "lounge", "hotel room",
-         "房间", "客厅", "卧室", "公寓", "家里", "家中", "厨房", "宿舍", "酒店房间"),
-        {
-            "wall": (_box(0.0, 0.0, 0.0, 12.0, 2.8, 0.15, "wall"), _box(2.2, 0.9, 0.09, 1.6, 1.3, 0.04, "glass")),
-            "side_wall": (_box(0.0, 0.0, 0.0, 10.0, 2.8, 0.15, "wall"), _box(0.0, 0.0, 0.09, 0.95, 2.1, 0.05, "door")),
-            "sofa": (_box(0.0, 0.0, 0.0, 2.1, 0.42, 0.9, "sofa"), _box(0.0, 0.0, -0.37, 2.1, 0.85, 0.18, "sofa"),
-                     _box(-0.97, 0.0, 0.0, 0.18, 0.62, 0.9, "sofa"), _box(0.97, 0.0, 0.0, 0.18, 0.62, 0.9, "sofa"),
-                     _box(0.0, 0.0, 1.0, 1.1, 0.42, 0.55, "wood")),
-            "lamp": (_cyl(0.0, 0.0, 0.0, 0.05, 1.45, "dark"), _cyl(0.0, 1.4, 0.0, 0.42, 0.32, "shade")),
-            "shelf": (_box(0.0, 0.0, 0.0, 1.2, 1.9, 0.35, "wood"), _box(0.0, 0.9, 0.18, 1.0, 0.25, 0.02, "books")),
-        },
-        {
-            "wall": ((0.86, 0.82, 0.74), (0.80, 0.84, 0.82)), "glass": ((0.62, 0.76, 0.88),), "door": ((0.50, 0.36, 0.25),),
-            "sofa": ((0.40, 0.45, 0.60), (0.55, 0.35, 0.32), (0.45, 0.52, 0.40)), "wood": ((0.58, 0.45, 0.32),),
-            "dark": ((0.15, 0.15, 0.16),), "shade": ((0.95, 0.90, 0.75),), "books": ((0.70, 0.30, 0.25),),
-        },
-        (
-            Row("wall", "back", 3.0, 12.0, (1, 1)),
-            Row("side_wall", "left", 3.2, 10.0, (1, 1)),
-            Row("sofa", "back", 1.9, 3.0, (1, 1)),
-            Row("lamp", "back", 2.4, 3.4, (1, 1), extend=3.4),
-            Row("shelf", "right", 1.8, 2.0, (1, 1)),
-        ),
-    ),
-    "default": Kit(
-        "default",
-        (),
-        {
-            "block": (_box(0.0, 0.0, 0.0, 1.0, 1.0, 1.0, "block"),),
-            "wide_block": (_box(0.0, 0.0, 0.0, 2.0, 1.6, 1.0, "block"),),
-            "column": (_cyl(0.0, 0.0, 0.0, 0.6, 2.6, "block"),),
-        },
-        {"block": ((0.62, 0.62, 0.66), (0.58, 0.60, 0.64), (0.66, 0.64, 0.60))},
-        (
-            Row("block", "back", 2.0, 4.4, (2, 2), extend=2.0),
-            Row("wide_block", "back", 4.6, 5.0, (1, 2)),
-            Row("column", "right", 2.0, 3.0, (1, 1)),
-        ),
-    ),
-}
-# Kits tried in this order; the first whose words appear in the scene's name (else its
-# description) is used: "night market" before "street", "diner" before "street".
-KIT_ORDER: tuple[str, ...] = ("night_market", "diner", "office", "room", "park", "street")
-
-
-def _has_phrase(text: str, phrase: str) -> bool:
-    """Whether ``phrase`` occurs in ``text`` as whole words (English) or as written (Chinese)."""
-    if phrase.isascii():
-        return re.search(rf"(?<![a-z]){re.escape(phrase)}(?![a-z])", text) is not None
-    return phrase in text
 
 
 # Words in a scene's name or description that say when it happens (used when the script gives no
@@ -687,15 +421,6 @@ def character_kind(name: str, appearance: str, char_id: str = "") -> str:
         if any(_has_phrase(text, w) for w in ANIMAL_WORDS):
             return "animal"
     return "person"
-
-
-def kit_for_scene(name: str, description: str = "") -> Kit:
-    """The set kit the scene's words pick: its name first, then its description; else the neutral default."""
-    for text in (name.lower(), description.lower()):
-        for key in KIT_ORDER:
-            if any(_has_phrase(text, w) for w in KITS[key].words):
-                return KITS[key]
-    return KITS["default"]
 
 
 @dataclass(frozen=True)
@@ -783,15 +508,32 @@ def _crosses(eye: np.ndarray, target: np.ndarray, piece: PieceSpec) -> bool:
     return True
 
 
+def _footprint(pieces: list[PieceSpec]) -> np.ndarray:
+    """Ground points (K, 2) that hold every piece's footprint: the corners of its box turned by its yaw."""
+    if not pieces:
+        return np.zeros((0, 2))
+    out = []
+    for p in pieces:
+        c, s = math.cos(math.radians(p.yaw)), math.sin(math.radians(p.yaw))
+        for dx, dz in ((-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)):
+            lx, lz = dx * p.size[0], dz * p.size[2]
+            out.append((p.position[0] + c * lx + s * lz, p.position[2] - s * lx + c * lz))
+    return np.array(out)  # (4 * len(pieces), 2)
+
+
 def dress_set(name: str, description: str, seed: int, people: np.ndarray, cameras: np.ndarray,
-              sightlines: tuple[Sightline, ...]) -> tuple[PieceSpec, ...]:
-    """The scene's kit laid out around where the characters stand, clear of them and of the cameras.
+              sightlines: tuple[Sightline, ...], kit: str | None = None) -> tuple[PieceSpec, ...]:
+    """The scene's kit laid out around where the characters stand, clear of them and of the cameras,
+    closed all round beyond the cameras by the kit's surround (walls and a ceiling, or facades, trees
+    and a horizon: ``daotai.plan.surround``).
 
     ``people``: (N, 2) ground positions every character takes during the script; ``cameras``:
-    (M, 3) every camera position; ``sightlines``: what each shot's camera must see. A prop that
-    stands on someone's path, holds a camera or hides a subject is left out whole.
+    (M, 3) every camera position; ``sightlines``: what each shot's camera must see; ``kit``: the
+    kit the script names (scene.set), else the scene's words choose. A prop of the kit's rows that
+    stands on someone's path, holds a camera or hides a subject is left out whole; the surround
+    stands beyond every camera, so it never does.
     """
-    kit = kit_for_scene(name, description)
+    chosen = choose_kit(name, description, kit).kit
     pts = np.asarray(people, np.float64).reshape(-1, 2)
     if len(pts) == 0:
         pts = np.zeros((1, 2))
@@ -800,13 +542,15 @@ def dress_set(name: str, description: str, seed: int, people: np.ndarray, camera
     bodies = np.concatenate([feet, feet + [0.0, 1.0, 0.0]])  # a person from the floor up
     eyes = np.asarray(cameras, np.float64).reshape(-1, 3)
     kept: list[PieceSpec] = []
-    for _, pieces in _layout(kit, seed, lo, hi):
+    for _, pieces in _layout(chosen, seed, lo, hi):
         if any(_inside(bodies, p, PERSON_CLEARANCE_M).any() or _inside(eyes, p, CAMERA_CLEARANCE_M).any()
                for p in pieces):
             continue
         if any(_crosses(np.array(sl.eye), np.array(t), p) for sl in sightlines for t in sl.targets for p in pieces):
             continue
         kept.extend(pieces)
+    shell = build_surround(chosen.surround, seed, lo, hi, eyes, LIGHT_ROLES, _footprint(kept))
+    kept.extend(PieceSpec(p.kind, p.name, p.position, p.size, p.colour, p.yaw, p.glow) for p in shell)
     return tuple(kept)
 
 

@@ -78,6 +78,7 @@ _ALIAS_TABLES = {
     "Angle": vocab.ANGLE_ALIASES,
     "Easing": vocab.EASING_ALIASES,
     "TimeOfDay": vocab.TIME_OF_DAY_ALIASES,
+    "SetKit": vocab.SET_KIT_ALIASES,
     "TransitionKind": vocab.TRANSITION_ALIASES,
     "Direction": vocab.DIRECTION_ALIASES,
     "SetPieceKind": vocab.SET_PIECE_ALIASES,

@@ -35,6 +35,7 @@ from daotai.script.vocab import (
     CameraType,
     Easing,
     Framing,
+    SetKit,
     SetPieceKind,
     TimeOfDay,
     TransitionKind,
@@ -109,6 +110,7 @@ FramingField = Annotated[Framing, _alias_validator(vocab.FRAMING_ALIASES, Framin
 AngleField = Annotated[Angle, _alias_validator(vocab.ANGLE_ALIASES, Angle, "camera angle")]
 EasingField = Annotated[Easing, _alias_validator(vocab.EASING_ALIASES, Easing, "easing")]
 TimeOfDayField = Annotated[TimeOfDay, _alias_validator(vocab.TIME_OF_DAY_ALIASES, TimeOfDay, "time of day")]
+SetKitField = Annotated[SetKit, _alias_validator(vocab.SET_KIT_ALIASES, SetKit, "set kit")]
 TransitionKindField = Annotated[
     TransitionKind, _alias_validator(vocab.TRANSITION_ALIASES, TransitionKind, "transition")
 ]
@@ -253,6 +255,11 @@ class Scene(Model):
     description: str = Field(default="", max_length=4000)
     time_of_day: TimeOfDayField = Field(default=TimeOfDay.day, validation_alias=_spelled("Scene", "time_of_day"))
     palette: tuple[Colour, ...] = Field(default=(), max_length=16)
+    set: SetKitField | None = Field(
+        default=None, validation_alias=_spelled("Scene", "set"),
+        description="the dressed set built all round the action (alias: kit); None = chosen from the scene's "
+                    "name, then its description",
+    )
     set_pieces: tuple[SetPiece, ...] | None = Field(
         default=None,
         max_length=200,
@@ -270,6 +277,13 @@ class Scene(Model):
         # only None is left out ([] says "no props", which words must not fill): scripts without it hash as before
         data = handler(self)
         return data if data.get("props") is not None else {k: v for k, v in data.items() if k != "props"}
+
+    @model_validator(mode="after")
+    def _one_set(self) -> "Scene":
+        if self.set is not None and self.set_pieces is not None:
+            raise ValueError(f"set {self.set.value!r} contradicts set_pieces (the script's own pieces replace "
+                             "any kit: give one of them)")
+        return self
 
 
 def _parse_scene(value: Any) -> Any:

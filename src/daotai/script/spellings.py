@@ -29,7 +29,7 @@ from daotai.script import vocab
 ALTERNATIVE_KEYS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {
         "Script": {"size": ("resolution",)},
-        "Scene": {"time_of_day": ("time",)},
+        "Scene": {"time_of_day": ("time",), "set": ("kit",)},
         "Character": {"appearance": ("description", "look"), "colour": ("color",)},
         "SetPiece": {"colour": ("color",)},
         "Shot": {"shot_id": ("id",), "framing": ("shot",), "subject": ("character",), "camera": ("move",)},

@@ -106,6 +106,29 @@ class SetPieceKind(str, Enum):
     sphere = "sphere"
 
 
+class SetKit(str, Enum):
+    """A dressed set the previz builds all round the action (``scene.set``; daotai.plan.staging.KITS)."""
+
+    office = "office"
+    living_room = "living_room"
+    kitchen = "kitchen"
+    bedroom = "bedroom"
+    diner = "diner"
+    bar = "bar"
+    classroom = "classroom"
+    shop = "shop"
+    car = "car"
+    street = "street"
+    alley = "alley"
+    night_market = "night_market"
+    park = "park"
+    forest = "forest"
+    beach = "beach"
+    rooftop = "rooftop"
+    platform = "platform"
+    default = "default"
+
+
 def normalise_word(text: str) -> str:
     """Lower-case, trim, and fold spaces/hyphens/apostrophes so 'Medium-Shot' == 'medium_shot'."""
     folded = text.strip().lower().replace("'", "").replace("’", "")
@@ -190,6 +213,29 @@ TRANSITION_ALIASES = _table(
         "wipe_left": ["wipe_to_left", "左划像", "向左划像"],
         "wipe_up": ["wipe_to_top", "上划像", "向上划像"],
         "wipe_down": ["wipe_to_bottom", "下划像", "向下划像"],
+    }
+)
+
+SET_KIT_ALIASES = _table(
+    {
+        "office": ["办公室", "会议室"],
+        "living_room": ["room", "living", "lounge", "home", "apartment", "客厅", "房间", "家"],
+        "kitchen": ["厨房"],
+        "bedroom": ["卧室", "睡房"],
+        "diner": ["restaurant", "cafe", "café", "coffee shop", "canteen", "餐厅", "餐馆", "饭馆", "咖啡馆", "食堂"],
+        "bar": ["pub", "tavern", "酒吧", "酒馆"],
+        "classroom": ["school", "教室", "课堂"],
+        "shop": ["store", "supermarket", "商店", "超市", "便利店"],
+        "car": ["car interior", "in car", "车里", "车内", "汽车"],
+        "street": ["road", "街道", "街", "马路"],
+        "alley": ["lane", "小巷", "巷子", "胡同"],
+        "night_market": ["market", "夜市", "市场", "集市"],
+        "park": ["garden", "公园", "花园"],
+        "forest": ["woods", "森林", "树林"],
+        "beach": ["seaside", "海滩", "沙滩", "海边"],
+        "rooftop": ["roof", "屋顶", "天台", "楼顶"],
+        "platform": ["station", "station platform", "站台", "月台"],
+        "default": ["stage", "neutral", "舞台"],
     }
 )
 

@@ -63,6 +63,7 @@ EGL_HINT = (
     "(Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri; "
     "Fedora: dnf install mesa-libEGL mesa-dri-drivers)"
 )
+CONTACT_SHADOW_MAX_M = 5.0  # set pieces wider than this (walls, facades, the sea) cast no contact shadow
 PRACTICAL_GAIN = 2.5  # a glowing piece's colour is multiplied by 1 + this x the environment's practicals
 PRACTICAL_POOL_M = 2.2  # radius of the light pool under a practical (a lamp 2 m up or higher)
 PRACTICAL_POOL_STRENGTH = 0.35  # its opacity at the centre, at full night
@@ -437,10 +438,12 @@ class PrevizRenderer:
         static_rows = _instance_rows(self._static_models, self._static_colours,
                                      np.zeros(len(self._static_prims)))  # (S, 29), id 0
         self._static_draws = self._upload_meshes("background", static_rows, self._static_prims)
-        # soft contact shadows (x, z, radius, strength) under set pieces standing on the ground
+        # soft contact shadows (x, z, radius, strength) under set pieces standing on the ground; not
+        # under walls, facades or the sea: a blob as wide as they are is a dark smear, not a contact
+        # shadow, and llvmpipe pays for every pixel of its quad
         self._static_blobs = [
             (p.position[0], p.position[2], 0.6 * max(p.size[0], p.size[2]), 0.3)
-            for p in self.set_pieces if abs(p.position[1]) < 0.05
+            for p in self.set_pieces if abs(p.position[1]) < 0.05 and max(p.size[0], p.size[2]) <= CONTACT_SHADOW_MAX_M
         ]
         if env.practicals > 0.0:  # a warm pool of light on the ground under each practical
             self._static_blobs += [

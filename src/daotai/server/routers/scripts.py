@@ -66,6 +66,7 @@ def alias_tables() -> dict[str, Any]:
         ("TimeOfDay", vocab.TIME_OF_DAY_ALIASES), ("TransitionKind", vocab.TRANSITION_ALIASES),
         ("Direction", vocab.DIRECTION_ALIASES), ("SetPieceKind", vocab.SET_PIECE_ALIASES),
         ("PropType", vocab.PROP_ALIASES),
+        ("SetKit", vocab.SET_KIT_ALIASES),
     )}
     aliases["CameraType"] = {word: canonical for word, (canonical, _) in vocab.CAMERA_ALIASES.items()}
     presets = {"CameraType": {word: dict(fields) for word, (_, fields) in vocab.CAMERA_ALIASES.items() if fields}}
@@ -147,6 +148,7 @@ def build_router(state: ServerState) -> APIRouter:
             ("framing", vocab.Framing), ("angle", vocab.Angle), ("camera", vocab.CameraType),
             ("easing", vocab.Easing), ("time_of_day", vocab.TimeOfDay), ("transition", vocab.TransitionKind),
             ("direction", vocab.Direction), ("set_piece", vocab.SetPieceKind), ("prop", vocab.PropType),
+            ("set", vocab.SetKit),
         )}
         return {"schema": script_json_schema(), "vocabulary": vocabulary, **alias_tables(),
                 "presets": list(SIZE_PRESETS), "backends": backend_names()}
