@@ -217,7 +217,7 @@ class LookSampler:
     :meth:`take_controls`); :meth:`finish` gives the shot's ``identity`` entry."""
 
     def __init__(self, plan: Plan, shot: ShotPlan, labels: bool = True):
-        from daotai.qc.report import label_names
+        from daotai.qc.labels import label_names
 
         self.plan, self.shot = plan, shot
         self._labels = label_names(plan, shot) if labels else None
@@ -253,7 +253,7 @@ class LookSampler:
         """Take frame ``index``: its RGB (H, W, 3) uint8, mask (H, W) uint8 and depth (H, W) uint16 mm."""
         import cv2
 
-        from daotai.qc.report import _label_boxes  # same package: the boxes previz draws its labels in
+        from daotai.qc.labels import _label_boxes  # the boxes previz draws its labels in
 
         if index not in self.wanted or rgb is None or mask is None or depth_mm is None:
             return
