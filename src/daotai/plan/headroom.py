@@ -134,15 +134,17 @@ def seated_drop(framing: str, height: float, drop_share: float) -> float:
     return drop_share * height * share
 
 
-def shifted(placement: Placement, shift: np.ndarray, roll_deg: float = 0.0) -> Placement:
+def shifted(placement: Placement, shift: np.ndarray, roll_deg: float = 0.0,
+            floor: float = MIN_CAMERA_HEIGHT_M) -> Placement:
     """``placement`` with its lens and aim both moved by ``shift`` (3,) metres; a lens that would go
-    under the floor line stays on it and turns to the moved aim."""
+    under the floor line (or the higher ``floor``, metres) stays on it and turns to the moved aim."""
     pose = np.asarray(placement.cam_to_world, np.float64)
     aim = np.asarray(placement.aim_point, np.float64) + shift
     eye = pose[:3, 3] + shift
     rotation = pose[:3, :3]
-    if eye[1] < MIN_CAMERA_HEIGHT_M:
-        eye[1] = MIN_CAMERA_HEIGHT_M
+    floor = max(floor, MIN_CAMERA_HEIGHT_M)
+    if eye[1] < floor:
+        eye[1] = floor
         rotation = look_at(eye, aim, roll_deg=roll_deg)
     return Placement(make_pose(rotation, eye), (float(aim[0]), float(aim[1]), float(aim[2])),
                      float(np.linalg.norm(aim - eye)))

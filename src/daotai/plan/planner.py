@@ -636,6 +636,8 @@ def plan_script(script: Script) -> Plan:
                    if prop_words.table_between_defaults(said_props, tuple(c.id for c in script.characters)) else 1.2)
     placed: list[prop_words.PlacedProp] = [prop_words.place(m, _all_bodies(stage)) for m in said_props
                                            if m.source < 0]
+    given_props = None if script.scene.props is None else [
+        prop_words.PlacedProp(p.type.value, tuple(p.position), float(p.facing)) for p in script.scene.props]
     kinds = {c.id: character_kind(c.name, c.appearance, c.id) for c in script.characters}
     all_ids = tuple(c.id for c in script.characters)
     shots: list[ShotPlan] = []
@@ -663,7 +665,7 @@ def plan_script(script: Script) -> Plan:
         try:
             framing, move, placement, cameras, framed_at = _shot_camera(
                 shot, index, framing, present, subject, bodies, character_frames, kinds, width, height, fps, seed,
-                warnings)
+                warnings, given_props if given_props is not None else placed)
         except PlanError as exc:  # this shot's camera cannot be placed: the next shots are still planned
             problems.extend(_issues_of(exc, f"shots[{index}].camera"))
             continue
@@ -732,8 +734,8 @@ def plan_script(script: Script) -> Plan:
                             problems)
     if problems:
         raise PlanError.of(problems)
-    if script.scene.props is not None:  # the script's own props replace the ones its words name
-        placed = [prop_words.PlacedProp(p.type.value, tuple(p.position), float(p.facing)) for p in script.scene.props]
+    if given_props is not None:  # the script's own props replace the ones its words name
+        placed = list(given_props)
     placed += _chairs_for_sitters(shots, placed, {c.id: c.height for c in script.characters if kinds[c.id] == "person"})
     prop_pieces = tuple(
         PlanSetPiece(kind=p.kind, name=p.name, position=p.position, size=p.size, colour=p.colour, yaw=p.yaw, glow=p.glow)
@@ -808,9 +810,10 @@ def plan_script(script: Script) -> Plan:
 
 def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...], subject: str | None,
                  bodies: dict[str, Body], character_frames: list, kinds: dict[str, str], width: int, height: int,
-                 fps: float, seed: int, warnings: list[str]):
+                 fps: float, seed: int, warnings: list[str], props: list[prop_words.PlacedProp] = ()):
     """The shot's camera: where it starts, its move and every frame's pose and lens; PlanError names the field
-    that cannot be planned. Returns (framing, move, placement, cameras, framed_at); warnings are appended."""
+    that cannot be planned. Returns (framing, move, placement, cameras, framed_at); warnings are appended.
+    ``props``: the props standing as the shot starts (a camera lowered for sitters stays above their table)."""
     n_frames = len(character_frames)
     camera_spec = shot.camera
     lens_fov = _lens_fov(shot.camera, width / height)
@@ -836,8 +839,10 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
         framed_at = n_frames - 1 if lands else 0  # the frame the named framing holds on
         drop = 0.0 if framing in VIEWPOINT_FRAMINGS else _seated_drop(  # a viewpoint knows who sits
             framing, subject, present, character_frames[framed_at], kinds, bodies)
-        if drop > 0.0:  # seated people are framed at their seated height
-            placement = headroom.shifted(placement, np.array([0.0, -drop, 0.0]), _roll(shot))
+        if drop > 0.0:  # seated people are framed at their seated height, from above the table they sit at
+            floor = _table_floor(props, character_frames[framed_at],
+                                 float(np.asarray(placement.cam_to_world)[1, 3]))
+            placement = headroom.shifted(placement, np.array([0.0, -drop, 0.0]), _roll(shot), floor)
         place = _camera_place(shot, index, framing, bodies)
         if framing in VIEWPOINT_FRAMINGS and place.aim is not None:
             place = dataclasses.replace(place, aim=None)  # the viewpoint already looks at the camera's aim
@@ -975,6 +980,22 @@ def _seated_drop(framing: str, subject: str, present: tuple[str, ...], people: t
     if framing in ("over_the_shoulder", "two_shot") or (framing in ("wide", "extreme_wide") and len(present) > 1):
         share = min(_seated_share(p) for p in people)
     return headroom.seated_drop(framing, bodies[subject].height, share) if share > 0.0 else 0.0
+
+
+TABLE_CLEARANCE_M = 0.25  # a lens lowered for sitters stays this far above the top of the table they sit at
+SAT_AT_M = 1.2  # a seated person this near a table's or desk's centre (m) sits at it
+
+
+def _table_floor(props, people: tuple[CharacterFrame, ...], standing_lens: float) -> float:
+    """The lowest a camera lowered for seated people may go (m): ``TABLE_CLEARANCE_M`` above the top of
+    a table or desk one of them sits at, so the lens looks down on its top and across it rather than
+    into its edge (never higher than the lens stood before it came down); 0 without such a table."""
+    sat_at = [prop for prop in props if prop.type in prop_words.TABLE_LIKE and any(
+        _seated_share(p) > 0.0 and math.dist(p.position, prop.xz) < SAT_AT_M for p in people)]
+    if not sat_at:
+        return 0.0
+    top = max(piece.position[1] + piece.size[1] for prop in sat_at for piece in prop_words.pieces(prop))
+    return min(standing_lens, top + TABLE_CLEARANCE_M)
 
 
 def _with_lead_room(placement, facing_deg: float, fov: float, aspect: float, roll: float):
