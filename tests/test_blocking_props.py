@@ -127,10 +127,14 @@ def test_behind_her_and_at_the_window_place_props_by_the_person_the_sentence_nam
 
 def test_a_prop_placed_in_the_lens_way_is_kept_and_warned_about():
     lone = [{"id": "mia", "facing": 0}]
-    blocked = _plan({"framing": "MS", "action": "A lamp stands in front of her."}, characters=lone,
+    blocked = _plan({"framing": "FS", "action": "A lamp stands in front of her."}, characters=lone,
                     scene={"name": "room", "set_pieces": []})
     assert _centre(blocked, "lamp") == pytest.approx((0.0, 0.8), abs=1e-6)
     assert blocked.shots[0].warnings == ("the lamp at [0.0, 0.8] m stands between the camera and mia's head",)
+    # a medium's lens, 0.95 m in front of her at 1.45 m (aimed for the upper-third eye line), is in the shade
+    held = _plan({"framing": "MS", "action": "A lamp stands in front of her."}, characters=lone,
+                 scene={"name": "room", "set_pieces": []})
+    assert held.shots[0].warnings == ("the lamp at [0.0, 0.8] m holds the camera",)
     clear = _plan({"framing": "MS", "action": "A lamp stands behind her."}, characters=lone,
                   scene={"name": "room", "set_pieces": []})
     assert clear.shots[0].warnings == ()
@@ -166,11 +170,16 @@ def test_sitting_at_the_table_puts_it_between_the_sitters():
 
 
 def test_walk_to_words_walk_the_named_character_to_the_prop_or_the_person():
-    plan = _plan({"framing": "wide", "action": "Mia and Tom sit at the table."},
-                 {"framing": "wide", "duration": 3, "action": "Mia gets up and walks to the window."},
-                 {"framing": "wide", "duration": 3, "action": "汤姆走到Mia身边。", "subject": "tom"},
-                 scene={"name": "kitchen"}, characters=[{"id": "mia", "name": "Mia"}, {"id": "tom", "name": "汤姆"}])
-    window = _centre(plan, "window")
+    shots = ({"framing": "wide", "action": "Mia and Tom sit at the table."},
+             {"framing": "wide", "duration": 3, "action": "Mia gets up and walks to the window."},
+             {"framing": "wide", "duration": 3, "action": "汤姆走到Mia身边。", "subject": "tom"})
+    cast = [{"id": "mia", "name": "Mia"}, {"id": "tom", "name": "汤姆"}]
+    plan = _plan(*shots, scene={"name": "kitchen"}, characters=cast)
+    # the kitchen kit has windows of its own all round: the one the words place is the one they place
+    # in a bare set, and it stands in the kitchen too
+    placed = _pieces(_plan(*shots, scene={"name": "kitchen", "set_pieces": []}, characters=cast), "window")
+    assert placed and all(p in plan.scene.set_pieces for p in placed)
+    window = np.array([(p.position[0], p.position[2]) for p in placed]).mean(axis=0)
     walk = plan.shots[1]
     assert _who(walk, "mia").walking and _who(walk, "mia").pose is None  # up from the seat and off
     end = np.array(_who(walk, "mia", -1).position)
