@@ -955,9 +955,12 @@ _TRACKING_MOVES = ("dolly_zoom", "follow", "steadicam")  # they hold the subject
 
 def _push_lands(shot: Shot) -> bool:
     """Whether the shot's move is a push the planner lands on the named framing: it closes on the subject
-    (forward, or narrowing the lens) and the script leaves the camera's place and aim to the planner."""
+    (forward, or narrowing the lens) and the script leaves the camera's place, aim and path to the planner.
+    A `motion` written out (by hand, or by dragging the move's end on the console's floor plan) is the
+    director's own path: the shot starts on its framing and travels exactly that far."""
     spec = shot.camera
-    if _place_given(shot) or _aim_given(shot) or spec.follow or spec.type.value in _TRACKING_MOVES:
+    if (_place_given(shot) or _aim_given(shot) or spec.follow or spec.type.value in _TRACKING_MOVES
+            or spec.motion is not None):
         return False
     move = resolve_move(spec, 1.0)  # the signs of a move do not depend on the distance
     return headroom.pushes_in(move.type, move.motion, move.rotate, move.orbit, move.fov, move.fov_end)
