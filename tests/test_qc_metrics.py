@@ -137,6 +137,22 @@ def test_frozen_run_found_and_moving_clip_clean():
         frozen_runs(still, min_length=1)
 
 
+def test_frozen_run_continues_across_a_keyframe():
+    """A keyframe inside a held picture codes it afresh: one step of up to FROZEN_MAX_DRIFT between
+    still steps keeps the run; steps that large in a row are a move, not a hold."""
+    held = moving_frame(5)
+    refreshed = held.copy()
+    refreshed[::3] = np.clip(held[::3].astype(np.int16) + 2, 0, 255).astype(np.uint8)  # ~0.67 per sample
+    frames = [moving_frame(i) for i in range(5)] + [held] * 7 + [refreshed] * 9 + [moving_frame(9)]
+    assert frozen_runs(frames) == [(5, 16)]
+    creeping = []  # the same step every other frame: the picture drifts off the run's first frame
+    for i in range(24):
+        frame = held.astype(np.int16)
+        frame[::3] += 2 * (i // 2)
+        creeping.append(np.clip(frame, 0, 255).astype(np.uint8))
+    assert frozen_runs(creeping) == []
+
+
 def test_flicker_score_separates_flicker_from_fades():
     base = moving_frame(0).astype(np.int16)
     steady = [moving_frame(0)] * 30

@@ -52,7 +52,9 @@ def two_characters(tmp_path_factory):
             {"shot_id": "wide", "duration": 1.0, "subject": "red", "framing": "wide", "camera": "static"},
             {"shot_id": "push", "duration": 1.5, "subject": "red", "framing": "full",
              "camera": {"type": "dolly", "motion": [0, 0, -0.8]}},
-            {"shot_id": "pull", "duration": 1.5, "subject": "red", "framing": "full",
+            # a push lands on its framing and a pull starts on it: at full both, the overlap's middle
+            # frames would show the same picture, so the pull is framed medium and the blend shows
+            {"shot_id": "pull", "duration": 1.5, "subject": "red", "framing": "medium",
              "camera": {"type": "dolly", "motion": [0, 0, 0.8]}, "transition": {"type": "crossfade", "duration": 0.5}},
         ],
     )
