@@ -329,8 +329,10 @@ def test_quick_preview_renders_one_shot_at_the_preview_preset(page, shots_dir):
     video.wait_for(timeout=90_000)
     page.wait_for_function("(v) => v.readyState >= 1 && isFinite(v.duration)", arg=video.element_handle())
     assert video.evaluate("v => v.duration") == pytest.approx(1.0, abs=1 / 24 + 1e-3)
-    assert video.evaluate("v => new Promise(ok => v.readyState >= 2 ? ok(v.videoWidth) "
-                          ": v.addEventListener('loadeddata', () => ok(v.videoWidth)))") == 640
+    # The quick example is 160x96 (5:3): the preview preset (640x360) keeps the script's shape,
+    # so the frame is the largest 5:3 frame inside 640x360.
+    assert video.evaluate("v => new Promise(ok => { const size = () => ok([v.videoWidth, v.videoHeight]); "
+                          "v.readyState >= 2 ? size() : v.addEventListener('loadeddata', size); })") == [600, 360]
     page.screenshot(path=str(shots_dir / "08_quick_preview.png"), full_page=True)
 
 

@@ -923,6 +923,19 @@ def main() -> None:
         )
         _print_notes(exc)
         sys.exit(INTERNAL_ERROR_EXIT)
+    finally:
+        _forget_handled_interrupt()
+
+
+def _forget_handled_interrupt() -> None:
+    """Keep a Ctrl-C that was handled here from killing the process at exit.
+
+    CPython marks a KeyboardInterrupt as unhandled whenever one leaves code run from a string
+    (exec/eval: namedtuple and dataclass build their methods that way, so any class made by
+    an import during the run), even when a caller catches it; at exit the interpreter then
+    kills itself with SIGINT (status -2) instead of exiting with main's code (130 with its
+    message). Running a string to completion clears that mark."""
+    exec("pass", {})  # noqa: S102 - a constant, run only to reset the interpreter's mark
 
 
 if __name__ == "__main__":
