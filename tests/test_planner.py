@@ -131,8 +131,11 @@ def test_too_close_push_in_is_warned():
     # where the script places the camera the push starts there, and 3 m runs it into the subject
     placed = _plan(_one_shot({"type": "dolly", "motion": [0, 0, -3], "distance_m": 1.2}, framing="medium")).shots[0]
     assert any("within" in w for w in placed.warnings)
-    # left to the planner, a push lands on the framing the shot names: it starts 3 m further back
-    landed = _plan(_one_shot({"type": "dolly", "motion": [0, 0, -3]}, framing="medium")).shots[0]
+    # a motion written out is the director's path: from the framing's distance 3 m runs into the subject
+    written = _plan(_one_shot({"type": "dolly", "motion": [0, 0, -3]}, framing="medium")).shots[0]
+    assert any("within" in w for w in written.warnings)
+    # left to the planner, a push lands on the framing the shot names: it starts further back
+    landed = _plan(_one_shot({"type": "dolly_in"}, framing="medium")).shots[0]
     assert not any("within" in w for w in landed.warnings)
 
 
