@@ -168,3 +168,56 @@ def test_the_key_fields_are_plain_json(folder):
     assert json.loads(json.dumps(fields)) == fields
     assert fields["references"]["ana.png"] != fields["references"]["ana.wav"]
     assert len(fields["soundtrack"]["file"]) == 64  # the file's sha256, not its name
+
+
+def chained_keys(folder: Path, script: dict, workflow: str) -> dict[str, str]:
+    from daotai.pipeline import PipelineSettings, shot_keys
+
+    model = folder / "model"
+    if not model.is_dir():  # written once: the folder's fingerprint is its files' sizes and times
+        model.mkdir()
+        (model / "weights.safetensors").write_bytes(b"tiny")
+    settings = PipelineSettings(backend="h3", options={"model": str(model), "workflow": workflow})
+    return shot_keys(plan_script(validate_script(script)), settings, EncodeSettings(), folder / "script.json")
+
+
+def test_a_shot_that_starts_on_the_last_frame_before_it_changes_with_that_shot(folder):
+    # Forced fl2va: each shot starts on the last frame of the shot before, so a change in shot a
+    # reaches b and c; with any other workflow b and c keep their keys.
+    before = chained_keys(folder, SCRIPT, "fl2va")
+    after = chained_keys(folder, edited(shots__0__camera="pan_right"), "fl2va")
+    assert all(before[s] != after[s] for s in "abc")
+    assert chained_keys(folder, SCRIPT, "fl2va") == before  # still stable
+    free_before = chained_keys(folder, SCRIPT, "auto")
+    free_after = chained_keys(folder, edited(shots__0__camera="pan_right"), "auto")
+    assert free_before["a"] != free_after["a"]
+    assert [free_before[s] == free_after[s] for s in "bc"] == [True, True]
+    # A change in the last shot leaves the chain before it alone
+    late = chained_keys(folder, edited(shots__2__camera="pan_right"), "fl2va")
+    assert [before[s] == late[s] for s in "abc"] == [True, True, False]
+
+
+def test_a_chain_with_a_changed_shot_is_rendered_whole(folder, tmp_path):
+    # Reusing the unchanged shots before the change would start the changed one on its previz frame,
+    # not on the frame a render without the cache gives it: a chain is reused whole or not at all.
+    from daotai.pipeline import PipelineSettings, chain_cache_misses
+    from daotai.shotcache import ENTRIES, RECORD, ShotCache
+
+    keys = chained_keys(folder, SCRIPT, "fl2va")
+    plan = plan_script(validate_script(SCRIPT))
+    cache = ShotCache(tmp_path / "cache")
+    def store(shot_id: str) -> None:  # what has() looks for: a finished entry's record
+        entry = cache.root / ENTRIES / keys[shot_id]
+        entry.mkdir(parents=True)
+        (entry / RECORD).write_text("{}")
+
+    for shot_id in "ab":  # c changed since
+        store(shot_id)
+    model = str(folder / "model")
+    assert cache.has(keys["a"]), "the test's stand-in entries must count as cached"
+    settings = PipelineSettings(backend="h3", options={"model": model, "workflow": "fl2va"})
+    assert chain_cache_misses(plan, settings, cache, keys) == ["a", "b", "c"]
+    store("c")
+    assert chain_cache_misses(plan, settings, cache, keys) == []
+    free = PipelineSettings(backend="h3", options={"model": model, "workflow": "auto"})
+    assert chain_cache_misses(plan, free, cache, keys) == []

@@ -671,9 +671,31 @@ def shot_keys(plan: Plan, settings: PipelineSettings, encode: Any, source: Path 
     # them, so a shot rendered once is not reused for a run asking for takes (daotai.retakes)
     takes = {"retakes": {"takes": settings.retakes.takes, "retake_on": sorted(settings.retakes.retake_on)}} \
         if settings.retakes.takes > 1 else {}
-    return {shot.shot_id: shot_key({**key_fields(plan, shot, settings.backend, dict(settings.options),
-                                                 settings.controls, encode, source, model, memo), **takes})
-            for shot in plan.shots}
+    options = dict(settings.options)
+    chained = spec.continues_across_shots(options)
+    keys: dict[str, str] = {}
+    previous: str | None = None
+    for shot in plan.shots:
+        fields = {**key_fields(plan, shot, settings.backend, options, settings.controls, encode, source, model, memo),
+                  **takes}
+        if chained:
+            # The shot starts on the previous shot's last frame: a change there changes this shot
+            fields["continues_from"] = previous
+        previous = keys[shot.shot_id] = shot_key(fields)
+    return keys
+
+
+def chain_cache_misses(plan: Plan, settings: PipelineSettings, cache: Any, keys: dict[str, str]) -> list[str]:
+    """The shots a chained backend (one shot starting on the last frame of the shot before) must render
+    again: none when every shot is cached, else all of them, since the first changed shot must start on
+    a frame its predecessor makes only when rendered in the same run. Empty for other backends."""
+    from daotai.render.registry import spec_for
+
+    if cache is None or not spec_for(settings.backend).continues_across_shots(dict(settings.options)):
+        return []
+    if all(cache.has(keys[shot.shot_id]) for shot in plan.shots):
+        return []
+    return [shot.shot_id for shot in plan.shots]
 
 
 def reuse_cached_shots(plan: Plan, cache: Any, keys: dict[str, str], out_dir: Path) -> Iterator[Event]:
@@ -952,7 +974,8 @@ def ensure_space(plan: Plan, settings: PipelineSettings, out_dir: Path, cache: A
 
     estimate = render_bytes(plan.width, plan.height, {s.shot_id: s.frames for s in plan.shots}, settings.controls,
                             neural=spec_for(settings.backend).family is not None, enhance=bool(settings.enhance))
-    reused = {sid for sid, key in keys.items() if cache is not None and cache.has(key)}
+    rerun = set(chain_cache_misses(plan, settings, cache, keys))
+    reused = {sid for sid, key in keys.items() if cache is not None and sid not in rerun and cache.has(key)}
     cache_dir = Path(cache.root) if cache is not None else None
     needs = bytes_needed(estimate, Path(os.path.abspath(out_dir)), cache_dir, reused)
     for folder, need in needs.items():
@@ -1111,7 +1134,11 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
                          "daotai.cluster.executor_for(settings)")
     executor = executor or LocalExecutor()
     reused: dict[str, ShotRecord] = {}
-    if cache is not None:
+    if cache is not None and chain_cache_misses(plan, settings, cache, keys):
+        yield Notice("info", f"the {settings.backend} backend continues each shot from the last frame of the one "
+                             "before (workflow fl2va) and some shots changed: every shot is rendered again, so "
+                             "the sequence matches a render without the cache")
+    elif cache is not None:
         reused = yield from reuse_cached_shots(plan, cache, keys, out_dir)
     todo = tuple(shot for shot in plan.shots if shot.shot_id not in reused)
     from daotai.qc.parallel import ShotChecks

@@ -88,6 +88,9 @@ class BackendSpec:
     device_class: DeviceClass = "accelerator"  # cpu: runs anywhere; accelerator: wants a GPU; apple: MLX (Mac GPU or CPU)
     default_model: str | None = None
     encode: EncodeDefaults = EncodeDefaults()
+    # Whether, with these options, a shot's frames depend on the shot rendered before it (it
+    # starts on that shot's last frame): such shots are cached as a chain (daotai.pipeline.shot_keys).
+    continues_across_shots: Callable[[Mapping[str, Any]], bool] = lambda options: False
 
     def option_names(self) -> tuple[str, ...]:
         """The option names this backend accepts, sorted."""
