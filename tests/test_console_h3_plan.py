@@ -30,6 +30,8 @@ def test_the_render_plan_names_each_shots_h3_workflow_and_references(tmp_path):
         forced = httpx.post(f"{url}/v1/scripts/render-plan", json={**SCRIPT, "options": {"workflow": "t2va"}},
                             params={"backend": "h3"})
         plain = httpx.post(f"{url}/v1/scripts/render-plan", json=SCRIPT)
+        shorter = httpx.post(f"{url}/v1/scripts/render-plan", json={**SCRIPT, "options": {"segment_seconds": 5.5}},
+                             params={"backend": "h3"})
     assert reply.status_code == 200, reply.text
     shots = {s["shot_id"]: s for s in reply.json()["shots"]}
     assert shots["move"]["workflow"] == "ref2va" and "camera moves" in shots["move"]["why"]
@@ -38,6 +40,9 @@ def test_the_render_plan_names_each_shots_h3_workflow_and_references(tmp_path):
     assert (shots["still"]["workflow"], shots["still"]["references"], shots["still"]["segments"]) == ("t2va", [], 1)
     assert shots["long"]["segments"] == 2  # 16 s: two generations, the second continuing from the first
     assert {s["workflow"] for s in forced.json()["shots"]} == {"t2va"}
+    # At most 5.5 s a generation, as the backend cuts it: 124-frame segments sharing a frame, four for 16 s
+    assert shorter.status_code == 200, shorter.text
+    assert [s["segments"] for s in shorter.json()["shots"]] == [1, 1, 4]
     assert all("workflow" not in s for s in plain.json()["shots"])  # other backends: nothing about H3
 
 

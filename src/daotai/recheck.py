@@ -90,7 +90,7 @@ def planned_reuse(plan: Any, settings: PipelineSettings, source: Path | None = N
     """
     from dataclasses import replace
 
-    from daotai.pipeline import encode_settings_for, resolved_options, shot_keys
+    from daotai.pipeline import chain_cache_misses, encode_settings_for, resolved_options, shot_keys
     from daotai.plan.planner import select_shots
     from daotai.render.registry import spec_for
     from daotai.shotcache import ShotCache
@@ -104,8 +104,10 @@ def planned_reuse(plan: Any, settings: PipelineSettings, source: Path | None = N
         return [{"shot_id": shot.shot_id, "key": None, "render": "rendered"} for shot in plan.shots]
     keys = shot_keys(plan, settings, encode_settings_for(settings, plan.width, plan.height), source)
     cache = ShotCache(settings.cache, settings.cache_bytes)
+    rerun = set(chain_cache_misses(plan, settings, cache, keys))  # a chain with a change renders whole
     return [{"shot_id": shot.shot_id, "key": keys[shot.shot_id],
-             "render": "reused" if cache.has(keys[shot.shot_id]) else "rendered"} for shot in plan.shots]
+             "render": "reused" if shot.shot_id not in rerun and cache.has(keys[shot.shot_id]) else "rendered"}
+            for shot in plan.shots]
 
 
 def check_folder(folder: Path, console: Any = None) -> QcReport:

@@ -411,9 +411,11 @@ def h3_voices(plan: Plan, shot: ShotPlan) -> tuple[str, ...]:
     return tuple(speakers[:H3_MAX_AUDIO_REFERENCES])
 
 
-def h3_outline(plan: Plan, shot: ShotPlan, forced: str = "auto") -> dict[str, object]:
+def h3_outline(plan: Plan, shot: ShotPlan, forced: str = "auto",
+               segment_seconds: float | None = None) -> dict[str, object]:
     """What the h3 backend will ask MiniMax-H3 for a shot, from the plan alone (the console shows it before
-    Render): {workflow, why, references: labels in the order the backend sends them, segments}."""
+    Render): {workflow, why, references: labels in the order the backend sends them, segments}.
+    ``segment_seconds`` is the backend option of that name (None: the model's longest generation)."""
     from daotai.plan.timing import plan_segments
 
     workflow, why = h3_workflow(plan, shot, forced)
@@ -430,7 +432,7 @@ def h3_outline(plan: Plan, shot: ShotPlan, forced: str = "auto") -> dict[str, ob
     snap = catalog.family("h3").snap
     assert snap.frame_step and snap.native_fps and snap.min_seconds and snap.max_seconds
     segments = len(plan_segments(shot.duration_s, snap.native_fps, snap.frame_step, snap.frame_offset,
-                                 snap.min_seconds, snap.max_seconds))
+                                 snap.min_seconds, segment_seconds or snap.max_seconds))
     return {"workflow": workflow, "why": why, "references": references, "segments": segments}
 
 

@@ -108,7 +108,8 @@ def render_plan(state: ServerState, script: Any, backend: str, options: dict[str
 
             by_id = {s.shot_id: s for s in plan.shots}
             for entry in shots:
-                entry.update(h3_outline(plan, by_id[entry["shot_id"]], str(options.get("workflow") or "auto")))
+                entry.update(h3_outline(plan, by_id[entry["shot_id"]], str(options.get("workflow") or "auto"),
+                                        float(options["segment_seconds"]) if options.get("segment_seconds") else None))
         return shots
     finally:
         shutil.rmtree(folder, ignore_errors=True)
