@@ -423,7 +423,9 @@ def test_reference_layout_equals_diffusers():
 
 def _assert_same_rows(rows, ref):
     pos, tags, video, audio, text, cond_video, cond_audio = ref
-    assert np.array_equal(rows.position_ids, pos.numpy())  # float64, bit for bit
+    # float64 positions to the last bits: bit for bit on one torch release, a rounding apart on
+    # another (torch 2.11's CUDA build rounds the reference's fractional strides differently)
+    np.testing.assert_allclose(rows.position_ids, pos.numpy(), rtol=1e-12, atol=1e-12)
     for mine, theirs in ((rows.token_tags, tags), (rows.video_indices, video), (rows.audio_indices, audio),
                          (rows.text_indices, text)):
         assert np.array_equal(mine, theirs.numpy())
@@ -690,6 +692,7 @@ def test_video_decode_chunks_and_tiles_as_diffusers(tiny_video_vae, latent_frame
 
 
 def test_tiles_cover_the_frame_with_latent_aligned_overlaps():
+    pytest.importorskip("mlx.core")  # the module is MLX's; an environment without it skips
     from daotai.mlx.h3_video_vae import split_tiles
 
     assert split_tiles(200, 256, 64, 16) == ([0], [200], [])
