@@ -51,6 +51,7 @@ from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import compose_h3_prompt, h3_pictures, h3_voices, h3_workflow
 from daotai.plan.timing import Segment, frames_for, plan_segments
 from daotai.render.base import Audio, Event, Frame, Notice, Progress, RenderJob, RunContext
+from daotai.render.footage import describe_footage, shot_footage
 from daotai.render.neural.references import CharacterPicture, character_picture
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import (
@@ -762,14 +763,19 @@ class H3Backend:
         pictures = [character_picture(plan, c, self.reference_root) for c in h3_pictures(shot)]
         references: list[Any] = [MiniMaxH3ImageReference(image=p.image) for p in pictures]
         native = min(frames, frames_for(shot.duration_s, 24.0))
-        shown = [resize_rgb(f, *canvas) for f in self._previz_frames(job, ctx, native)]
+        if shot.reference_video is not None:  # the user's footage carries the camera and the movement
+            shown = list(shot_footage(plan, shot, self.reference_root, native, 24.0, *canvas))
+            video_label = f"<Video 1> {describe_footage(shot, native, 24.0)}"
+        else:
+            shown = [resize_rgb(f, *canvas) for f in self._previz_frames(job, ctx, native)]
+            video_label = f"<Video 1> previz of {shot.shot_id} ({native} frames at 24 fps)"
         # The reference encoder takes 17n+5 frames (n >= 1) and the conditioner reads pairs at 2 fps:
         # a shot shorter than that holds its last previz frame (the extra generated time is trimmed).
         shown += [shown[-1]] * max(0, min(frames, MIN_REFERENCE_FRAMES) - len(shown))
         previz = np.stack(shown)  # (F, H, W, 3) uint8 at 24 fps
         references.append(MiniMaxH3VideoReference(frames=previz, fps=24.0))
         order = [f"<Picture {i}> {p.character} ({p.source})" for i, p in enumerate(pictures, start=1)]
-        order.append(f"<Video 1> previz of {shot.shot_id} ({len(previz)} frames at 24 fps)")
+        order.append(video_label if len(previz) == native else f"{video_label}, held to {len(previz)} frames")
         for index, character_id in enumerate(h3_voices(plan, shot), start=1):
             voice = self._voice(plan, character_id)
             references.append(voice)
@@ -940,5 +946,6 @@ SPEC = BackendSpec(
     summary="MiniMax-H3 (diffusers modular): video and stereo sound, guided by the previz and the characters' looks",
     family=FAMILY,
     device_class="accelerator",
+    footage=True,
     default_model="minimax-h3",
 )
