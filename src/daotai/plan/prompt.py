@@ -345,7 +345,7 @@ def compose_h3_prompt(
     """The MiniMax-H3 prompt of a shot: what each reference is, the shot in film words, its lines and sound.
 
     ``pictures`` are (character id, has a reference image) in reference order; a character without
-    one is given as a colour swatch. ``video``: a previz render of the shot is ``<Video 1>``.
+    one is given as a colour swatch; a character's second picture is its look in an earlier shot. ``video``: a previz render of the shot is ``<Video 1>``.
     ``keyframe``: "previz" (the shot starts on its first previz frame) or "previous" (it continues
     from the last frame of the previous segment), labelled ``<Picture 1>`` as fl2va labels it.
     A shot that follows reference footage (``shot.reference_video``) has that footage as ``<Video 1>``.
@@ -362,6 +362,9 @@ def compose_h3_prompt(
     if workflow == "ref2va":
         for index, (char_id, has_image) in enumerate(pictures, start=1):
             name = quote_name(names[char_id])
+            if names[char_id] in labels:  # a second picture of a character: a look carried from an earlier shot
+                intro.append(f"<Picture {index}> shows {name} in an earlier shot: keep that look")
+                continue
             labels[names[char_id]] = f"<Picture {index}>"
             if has_image:
                 intro.append(f"<Picture {index}> shows {name}: keep that face, hair and costume")
