@@ -292,3 +292,20 @@ def test_wan_vace_takes_the_footage_as_its_control_video(tiny_vace, script, clip
     assert len(calls) == 1 and np.array_equal(np.stack(calls[0]), expected)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert "control video: footage take.mp4 1–1.5 s" in "\n".join(manifest["shots"][0]["notices"])
+
+
+def test_previz_says_it_does_not_follow_footage_and_validate_lists_a_missing_file(script, tmp_path):
+    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.render.base import Notice
+    from daotai.script.load import check_reference_files, load_script
+
+    events = list(run(plan_of(script), tmp_path / "out", PipelineSettings(controls=False, camera_qc=False),
+                      source=script))
+    assert isinstance(events[-1], Finished)
+    warnings = [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
+    assert "backend 'previz' does not follow reference footage: s1 render from the plan's camera and blocking" \
+        in warnings
+    assert check_reference_files(load_script(script), script.parent) == []
+    (script.parent / "take.mp4").unlink()
+    [missing] = check_reference_files(load_script(script), script.parent)
+    assert (missing.path, missing.value) == ("shots[0].reference_video.path", "take.mp4")
