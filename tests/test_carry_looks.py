@@ -195,9 +195,13 @@ def test_carry_looks_through_the_command_line_records_the_frames_in_the_manifest
             "from daotai.cli import main; sys.argv[0] = 'daotai'; main()")
     done = subprocess.run(
         [sys.executable, "-c", code, str(TESTS), "render", str(script), "--backend", "h3", "-O", f"model={tiny_h3}",
-         "--device", "cpu", "--steps", "2", "-O", "accept_licence=true", "--carry-looks", "-o", str(out)],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "DAOTAI_DEBUG": ""})
+         "--device", "cpu", "--steps", "2", "-O", "accept_licence=true", "--carry-looks", "--cache", str(tmp_path / "cache"), "-o", str(out)],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "DAOTAI_DEBUG": "", "DAOTAI_NO_CACHE": ""})
     assert done.returncode == 0, done.stderr[-3000:]
+    # A shot's pictures depend on the shots before it: nothing is read from or kept in the shot cache.
+    assert "the shot cache is not used" in done.stdout + done.stderr
+    assert not any(p.is_file() for p in (tmp_path / "cache").rglob("*"))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["settings"]["options"]["carry_looks"] is True
     notices = {s["shot_id"]: "\n".join(s["notices"]) for s in manifest["shots"]}

@@ -127,6 +127,10 @@ class H3Options(DiffusersOptions):
         "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
                                    "transformer_ref (ref2va) or both")
 
+    def shots_depend_on_earlier(self) -> bool:
+        """Carried looks come from the shots rendered before."""
+        return self.carry_looks
+
 
 @dataclass(frozen=True)
 class Generation:

@@ -33,6 +33,11 @@ class BackendOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 
+    def shots_depend_on_earlier(self) -> bool:
+        """Whether a shot's pixels depend on the shots rendered before it in the same run (then no shot
+        is reused from the shot cache, whose keys describe one shot alone)."""
+        return False
+
 
 class NeuralOptions(BackendOptions):
     """Options of every backend that runs a model."""
