@@ -123,6 +123,22 @@ def test_the_look_book_keeps_each_characters_best_and_respects_the_room():
     assert book.add([weaker]) == [] and book.best["lin"] is looks["lin"]
 
 
+def test_the_service_takes_carry_looks_as_an_h3_option(tmp_path):
+    pytest.importorskip("fastapi")
+    httpx = pytest.importorskip("httpx")
+    from daotai.server.app import create_app
+    from daotai.server.testing import thread_server
+
+    app = create_app(tmp_path / "data", start_dispatcher=False)
+    with thread_server(app) as url:
+        queued = httpx.post(f"{url}/v1/jobs", params={"backend": "h3"}, json={**SCRIPT, "options": {"carry_looks": True}})
+        assert queued.status_code == 202, queued.text
+        assert json.loads(app.state.store.get(queued.json()["id"]).options) == {"carry_looks": True}
+        refused = httpx.post(f"{url}/v1/jobs", params={"backend": "previz"},
+                             json={**SCRIPT, "options": {"carry_looks": True}})
+        assert refused.status_code == 422 and refused.json()["issues"][0]["path"] == "options.carry_looks"
+
+
 # ------------------------------------------------------------------ MiniMax-H3 receives the chosen frames
 
 pytest.importorskip("torch")
