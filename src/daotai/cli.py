@@ -276,6 +276,11 @@ def render(
         False, "--adaptive", help="neural backends: after a shot with critical GPU health (memory pressure, "
         "throttling), render the following shots one memory tier lower; without it health is only warned about"
     ),
+    carry_looks: bool = typer.Option(
+        False, "--carry-looks", help="h3: give later shots each character's best-seen frame of the finished shots "
+        "(large, frontal, sharp) as an extra picture reference; the manifest's notices say which frame fed which "
+        "shot (same as -O carry_looks=true)"
+    ),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="render the shots on Ray: local (start one here) | auto (running cluster) | ray://host:port"
     ),
@@ -363,7 +368,7 @@ def render(
         strict=strict,
         **({"enhance": _enhance_spec(enhance_spec)} if enhance_spec else {}),
         options=_backend_options(backend_opts, model=model, device=device, steps=steps, speed=_speed_mode(speed),
-                                 adaptive=adaptive or None, gpus=gpus),
+                                 adaptive=adaptive or None, gpus=gpus, carry_looks=carry_looks or None),
         cluster=_cluster_address(cluster),
         cache=_cache_folder(cache_dir, no_cache),
         cache_bytes=int(cache_gb * 1024**3),

@@ -1046,7 +1046,15 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     spec = spec_for(settings.backend)
     options = resolved_options(settings)  # refused here, before any work, when an option is wrong
     require_models(settings, options)  # and a model that is not downloaded
+    from daotai.render.footage import footage_notices
+
+    for notice in footage_notices(plan, spec, Path(source).resolve().parent if source is not None else None):
+        yield notice  # a reference video that does not decode or is too short is refused here, before any work
     settings = replace(settings, options=options.model_dump())  # the manifest records them, validated
+    if settings.cache and options.shots_depend_on_earlier():
+        settings = replace(settings, cache=None)
+        yield Notice("info", "the shot cache is not used: with these options a shot depends on the shots rendered "
+                             "before it, and a cached shot's key describes it alone")
     if settings.controls and not spec.controls:
         # Neural backends make no depth/mask; the run goes on with controls off.
         settings = replace(settings, controls=False)

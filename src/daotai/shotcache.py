@@ -135,6 +135,9 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
     characters = [c.model_dump(mode="json") for c in plan.characters]
     references = {ref: referenced(ref) for c in plan.characters
                   for ref in (*c.reference_images, *((c.voice,) if getattr(c, "voice", None) else ()))}
+    footage = getattr(shot, "reference_video", None)
+    if footage is not None:  # the footage a shot follows is an input of its pixels, by content
+        references[footage.path] = footage.path if footage.path.startswith("upload:") else referenced(footage.path)
     soundtrack = getattr(plan, "soundtrack", None)
     sound = None
     if soundtrack is not None:

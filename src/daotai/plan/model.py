@@ -114,6 +114,14 @@ def _without_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]
     return {k: v for k, v in data.items() if not (k in keys and v is None)}
 
 
+class FootagePlan(PlanModel):
+    """User footage the shot follows for motion and camera: a file and the stretch of it laid over the shot."""
+
+    path: str = Field(description="as the script names it (relative to the script's folder, or upload:<id>)")
+    start_s: float = Field(description="seconds into the file where the shot's first frame is taken")
+    end_s: float = Field(description="seconds into the file where the shot's last frame ends")
+
+
 class ShotPlan(PlanModel):
     index: int
     shot_id: str
@@ -141,10 +149,11 @@ class ShotPlan(PlanModel):
     sound: ShotSoundPlan | None = Field(default=None, description="present when the script says anything about the shot's sound")
     framed_at: int | None = Field(default=None, description="the frame the named framing holds on when it is not "
                                   "the first: a push-in starts wider and lands on its framing at the last frame")
+    reference_video: FootagePlan | None = Field(default=None, description="footage the shot follows (h3, wan-vace)")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("sound", "framed_at"))
+        return _without_none(handler(self), ("sound", "framed_at", "reference_video"))
 
     @property
     def framing_frame(self) -> int:

@@ -26,6 +26,7 @@ from daotai.plan.model import (
     CameraFrame,
     CharacterFrame,
     DialoguePlan,
+    FootagePlan,
     MotionCodeJSON,
     Plan,
     PlanCharacter,
@@ -727,6 +728,7 @@ def plan_script(script: Script) -> Plan:
                 character_frames=tuple(character_frames),
                 sound=_shot_sound(shot),
                 framed_at=framed_at or None,
+                reference_video=_footage(shot),
             )
         )
         cursor += n_frames
@@ -1273,6 +1275,14 @@ def _dressed_set(script: Script, shots: list[ShotPlan]) -> tuple[PieceSpec, ...]
 def _given_kit(script: Script) -> str | None:
     """The kit the script names (scene.set), else None: the scene's words choose."""
     return script.scene.set.value if script.scene.set is not None else None
+
+
+def _footage(shot: Shot) -> FootagePlan | None:
+    """The stretch of user footage the shot follows, with its end filled in (None: the shot names none)."""
+    if shot.reference_video is None:
+        return None
+    start, end = shot.reference_video.stretch(float(shot.duration))
+    return FootagePlan(path=shot.reference_video.path, start_s=start, end_s=end)
 
 
 def _shot_sound(shot: Shot) -> ShotSoundPlan | None:

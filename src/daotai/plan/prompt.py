@@ -304,6 +304,8 @@ def h3_workflow(plan: Plan, shot: ShotPlan, forced: str = "auto") -> tuple[str, 
         reasons.append(f"the camera moves ({shot.move.type})")
     if looks:
         reasons.append(f"{', '.join(looks)} {'has' if len(looks) == 1 else 'have'} reference images")
+    if shot.reference_video is not None:
+        reasons.append("the shot follows reference footage")
     if reasons:
         return "ref2va", " and ".join(reasons)
     return "t2va", "static camera and no character reference images"
@@ -343,9 +345,10 @@ def compose_h3_prompt(
     """The MiniMax-H3 prompt of a shot: what each reference is, the shot in film words, its lines and sound.
 
     ``pictures`` are (character id, has a reference image) in reference order; a character without
-    one is given as a colour swatch. ``video``: a previz render of the shot is ``<Video 1>``.
+    one is given as a colour swatch; a character's second picture is its look in an earlier shot. ``video``: a previz render of the shot is ``<Video 1>``.
     ``keyframe``: "previz" (the shot starts on its first previz frame) or "previous" (it continues
     from the last frame of the previous segment), labelled ``<Picture 1>`` as fl2va labels it.
+    A shot that follows reference footage (``shot.reference_video``) has that footage as ``<Video 1>``.
     ``voices``: character ids whose voice recordings are ``<Audio 1..n>`` (ref2va), in that order;
     each such speaker's lines are said to be in that voice.
     The body is the planner's prompt (framing, angle, camera move, action, the author's words) with
@@ -359,12 +362,19 @@ def compose_h3_prompt(
     if workflow == "ref2va":
         for index, (char_id, has_image) in enumerate(pictures, start=1):
             name = quote_name(names[char_id])
+            if names[char_id] in labels:  # a second picture of a character: a look carried from an earlier shot
+                intro.append(f"<Picture {index}> shows {name} in an earlier shot: keep that look")
+                continue
             labels[names[char_id]] = f"<Picture {index}>"
             if has_image:
                 intro.append(f"<Picture {index}> shows {name}: keep that face, hair and costume")
             else:
                 intro.append(f"<Picture {index}> is the colour of {name}'s costume")
-        if video:
+        if video and shot.reference_video is not None:
+            intro.append("<Video 1> is reference footage of this very shot: follow its camera move, framing, timing "
+                         "and the movement of the people exactly, but show the characters pictured here and the "
+                         "set the words describe, not the people and place of the footage")
+        elif video:
             intro.append("<Video 1> is a rough previz of this very shot: follow its camera move, framing, timing "
                          "and the blocking of the figures exactly, but render real people and a real set, "
                          "not the grey previz shapes")
@@ -424,7 +434,9 @@ def h3_outline(plan: Plan, shot: ShotPlan, forced: str = "auto",
         has_image = {c.id: bool(c.reference_images) for c in plan.characters}
         references += [f"<Picture {i}> {c} ({'reference image' if has_image[c] else 'colour swatch'})"
                        for i, c in enumerate(h3_pictures(shot), start=1)]
-        references.append(f"<Video 1> previz of {shot.shot_id}")
+        footage = shot.reference_video
+        references.append(f"<Video 1> footage {footage.path} {footage.start_s:g}–{footage.end_s:g} s"
+                          if footage is not None else f"<Video 1> previz of {shot.shot_id}")
         references += [f"<Audio {j}> voice of {c}" for j, c in enumerate(h3_voices(plan, shot), start=1)]
     elif workflow == "fl2va":
         references.append("<Picture 1> first frame: the previous shot's last frame, else the shot's first previz "

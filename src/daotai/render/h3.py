@@ -48,9 +48,11 @@ from pydantic import Field, field_validator
 from daotai import catalog
 from daotai.errors import BackendError
 from daotai.plan.model import Plan, ShotPlan
-from daotai.plan.prompt import compose_h3_prompt, h3_pictures, h3_voices, h3_workflow
+from daotai.plan.prompt import H3_MAX_PICTURES, compose_h3_prompt, h3_pictures, h3_voices, h3_workflow
 from daotai.plan.timing import Segment, frames_for, plan_segments
 from daotai.render.base import Audio, Event, Frame, Notice, Progress, RenderJob, RunContext
+from daotai.render.carry_looks import LookBook, best_looks, sample_indexes
+from daotai.render.footage import describe_footage, shot_footage
 from daotai.render.neural.references import CharacterPicture, character_picture
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import (
@@ -117,10 +119,17 @@ class H3Options(DiffusersOptions):
             raise ValueError(f"must lie within MiniMax-H3's {snap.min_seconds:g}-{snap.max_seconds:g} s generations")
         return value
 
+    carry_looks: bool = Field(
+        False, description="carry each character's best-seen frame of the finished shots (large, frontal, sharp; "
+                           "chosen from the plan's character masks) into later shots as an extra picture reference")
     lora_scale: float = Field(1.0, ge=-4.0, le=4.0, description="strength the LoRA is fused at")
     lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
         "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
                                    "transformer_ref (ref2va) or both")
+
+    def shots_depend_on_earlier(self) -> bool:
+        """Carried looks come from the shots rendered before."""
+        return self.carry_looks
 
 
 @dataclass(frozen=True)
@@ -223,6 +232,16 @@ def join_segments(results: list[Result], segments: list[Segment], fps: float) ->
     return joined, join_audio(parts, rate, total, fade)
 
 
+def may_carry_looks(plan: Plan, shot: ShotPlan) -> bool:
+    """Whether an earlier shot of the plan shows one of this shot's characters (a look may be carried in)."""
+    earlier = set()
+    for other in plan.shots:
+        if other.shot_id == shot.shot_id:
+            return bool(earlier & set(shot.characters))
+        earlier |= set(other.characters)
+    return False
+
+
 # ------------------------------------------------------------------ the runner
 
 
@@ -304,9 +323,12 @@ class H3Runner(DiffusersShotRunner):
             yield from self._load_workflows(missing, shot_id)
 
     def _reference_frames(self, plan: Plan, frames: int) -> int:
-        """What the plan's largest ref2va request adds to the packed sequence, in frames (video + pictures)."""
-        pictures = [len(h3_pictures(s)) for s in plan.shots
-                    if h3_workflow(plan, s, self.options.workflow)[0] == "ref2va"]
+        """What the plan's largest ref2va request adds to the packed sequence, in frames (video + pictures);
+        with carried looks a shot may hold a second picture of each character."""
+        carry = self.options.carry_looks and self.options.workflow == "auto"
+        pictures = [min(H3_MAX_PICTURES, len(h3_pictures(s)) * (2 if carry and may_carry_looks(plan, s) else 1))
+                    for s in plan.shots
+                    if h3_workflow(plan, s, self.options.workflow)[0] == "ref2va" or (carry and may_carry_looks(plan, s))]
         return frames + FRAMES_PER_PICTURE * max(pictures) if pictures else 0
 
     def load_for(self, request: NativeRequest, shot_id: str | None) -> Iterator[Event]:
@@ -681,6 +703,7 @@ class H3Backend:
         self._previz: Any = None
         self._last_frame: tuple[str, np.ndarray] | None = None  # (shot id, (H, W, 3) uint8 at the canvas) of the last shot
         self._given_previz: dict[str, np.ndarray] = {}  # shot id → (F, H, W, 3) uint8 previz rendered elsewhere
+        self.looks = LookBook() if options.carry_looks else None  # the best look of each character so far
 
     def use_previz(self, shot_id: str, rgb: np.ndarray) -> None:
         """Take a shot's previz frames (F, H, W, 3) uint8 on the plan's grid, rendered elsewhere (a ComfyUI graph's
@@ -754,22 +777,33 @@ class H3Backend:
 
     def _references(self, job: RenderJob, ctx: RunContext, frames: int, canvas: tuple[int, int]
                     ) -> tuple[list[Any], str, list[CharacterPicture]]:
-        """ref2va references in order: each character's picture (subject first), the previz video, then the
-        voices of the shot's speakers who have one."""
+        """ref2va references in order: each character's picture (subject first), the looks carried from earlier
+        shots (carry_looks, within the picture limit), the previz video, then the voices of the shot's speakers
+        who have one."""
         from diffusers.modular_pipelines.minimax_h3 import MiniMaxH3ImageReference, MiniMaxH3VideoReference
+        from PIL import Image
 
         plan, shot = job.plan, job.shot
         pictures = [character_picture(plan, c, self.reference_root) for c in h3_pictures(shot)]
+        carried = self.looks.for_shot(shot.shot_id, h3_pictures(shot), H3_MAX_PICTURES - len(pictures)) \
+            if self.looks is not None else []
+        pictures += [CharacterPicture(look.character, Image.fromarray(look.image), f"carried look: {look.describe()}")
+                     for look in carried]
         references: list[Any] = [MiniMaxH3ImageReference(image=p.image) for p in pictures]
         native = min(frames, frames_for(shot.duration_s, 24.0))
-        shown = [resize_rgb(f, *canvas) for f in self._previz_frames(job, ctx, native)]
+        if shot.reference_video is not None:  # the user's footage carries the camera and the movement
+            shown = list(shot_footage(plan, shot, self.reference_root, native, 24.0, *canvas))
+            video_label = f"<Video 1> {describe_footage(shot, native, 24.0)}"
+        else:
+            shown = [resize_rgb(f, *canvas) for f in self._previz_frames(job, ctx, native)]
+            video_label = f"<Video 1> previz of {shot.shot_id} ({native} frames at 24 fps)"
         # The reference encoder takes 17n+5 frames (n >= 1) and the conditioner reads pairs at 2 fps:
         # a shot shorter than that holds its last previz frame (the extra generated time is trimmed).
         shown += [shown[-1]] * max(0, min(frames, MIN_REFERENCE_FRAMES) - len(shown))
         previz = np.stack(shown)  # (F, H, W, 3) uint8 at 24 fps
         references.append(MiniMaxH3VideoReference(frames=previz, fps=24.0))
         order = [f"<Picture {i}> {p.character} ({p.source})" for i, p in enumerate(pictures, start=1)]
-        order.append(f"<Video 1> previz of {shot.shot_id} ({len(previz)} frames at 24 fps)")
+        order.append(video_label if len(previz) == native else f"{video_label}, held to {len(previz)} frames")
         for index, character_id in enumerate(h3_voices(plan, shot), start=1):
             voice = self._voice(plan, character_id)
             references.append(voice)
@@ -821,6 +855,9 @@ class H3Backend:
         if self.licence:
             yield Notice("info", self.licence, shot.shot_id)
         workflow, reason = h3_workflow(plan, shot, self.options.workflow)
+        if workflow == "t2va" and self.options.workflow == "auto" and self.looks is not None and \
+                self.looks.for_shot(shot.shot_id, shot.characters, 1):
+            workflow, reason = "ref2va", "looks carried from earlier shots (carry_looks)"
         segments = self._segments(shot)
         needed = {workflow} | ({"fl2va"} if len(segments) > 1 else set())
         # Memory is planned once, for the longest generation of the plan.
@@ -879,7 +916,35 @@ class H3Backend:
         native, sound = join_segments(results, segments, 24.0)  # (F, h, w, 3) uint8 at 24 fps; (C, N) float32
         rate = results[0].rate
         self._last_frame = (shot.shot_id, native[-1].copy())
-        yield from self._deliver(plan, shot, native, sound, rate, canvas)
+        if self.looks is None:
+            yield from self._deliver(plan, shot, native, sound, rate, canvas)
+            return
+        wanted = set(sample_indexes(shot.frames))
+        delivered: dict[int, np.ndarray] = {}
+        for event in self._deliver(plan, shot, native, sound, rate, canvas):
+            if isinstance(event, Frame) and event.index in wanted:
+                delivered[event.index] = event.rgb
+            yield event
+        yield from self._keep_looks(job, ctx, delivered)
+
+    def _keep_looks(self, job: RenderJob, ctx: RunContext, delivered: dict[int, np.ndarray]) -> Iterator[Event]:
+        """Score the characters of a finished shot's sampled frames by the plan's masks; keep the best looks."""
+        from daotai.render.previz.backend import PrevizBackend
+
+        assert self.looks is not None
+        shot = job.shot
+        if shot.reference_video is not None:
+            yield Notice("info", "h3: carry_looks: no looks kept from a shot that follows footage (the plan's masks "
+                                 "do not say where its people are)", shot.shot_id)
+            return
+        if self._previz is None:
+            self._previz = PrevizBackend(labels=False)
+        masks = {e.index: e.mask for e in self._previz.render(RenderJob(job.plan, shot, controls=True), ctx)
+                 if isinstance(e, Frame) and e.index in delivered}  # (H, W) uint8 each
+        kept = self.looks.add(best_looks(shot, delivered, masks).values())
+        if kept:
+            yield Notice("info", "h3: carry_looks: kept " + "; ".join(look.describe() for look in kept),
+                         shot.shot_id)
 
     def _shared_frame(self, result: Result, segment: Segment) -> np.ndarray:
         """The last frame a segment supplies: where the next segment starts."""
@@ -898,6 +963,8 @@ class H3Backend:
         found = set()
         for shot in plan.shots:
             found.add(h3_workflow(plan, shot, self.options.workflow)[0])
+            if self.looks is not None and self.options.workflow == "auto" and may_carry_looks(plan, shot):
+                found.add("ref2va")
             if len(self._segments(shot)) > 1:
                 found.add("fl2va")
         return found
@@ -940,6 +1007,7 @@ SPEC = BackendSpec(
     summary="MiniMax-H3 (diffusers modular): video and stereo sound, guided by the previz and the characters' looks",
     family=FAMILY,
     device_class="accelerator",
+    footage=True,
     default_model="minimax-h3",
     # A forced fl2va starts each shot on the last frame of the shot this backend rendered before it
     continues_across_shots=lambda options: str(options.get("workflow", "auto")) == "fl2va",

@@ -33,6 +33,11 @@ class BackendOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 
+    def shots_depend_on_earlier(self) -> bool:
+        """Whether a shot's pixels depend on the shots rendered before it in the same run (then no shot
+        is reused from the shot cache, whose keys describe one shot alone)."""
+        return False
+
 
 class NeuralOptions(BackendOptions):
     """Options of every backend that runs a model."""
@@ -82,6 +87,7 @@ class BackendSpec:
     summary: str
     family: str | None = None  # catalog family of the models it runs (None: no model)
     controls: bool = False  # yields depth and character masks with every frame
+    footage: bool = False  # follows a shot's reference_video (daotai.render.footage) instead of the previz
     # Draws the same pixels again from the same plan and options (so `daotai qc` may re-render
     # samples instead of trusting the files under test); such a backend has ``render_frames``.
     reproducible: bool = False

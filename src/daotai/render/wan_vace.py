@@ -1,4 +1,4 @@
-"""`wan-vace` backend: Wan-VACE guided by the shot's previz depth and the characters' looks.
+"""`wan-vace` backend: Wan-VACE guided by the shot's previz depth (or the user's footage) and the characters' looks.
 
 For every shot the previz renderer (:mod:`daotai.render.previz`, imported here as the
 shared source of control signals, not as another backend) renders the planned camera and
@@ -7,6 +7,8 @@ sampled at the model's native frame rate, so camera and blocking follow the scri
 character in the shot contributes one ``reference_images`` entry — its first reference
 image from the script, else a flat swatch of its previz colour — so faces and costumes can
 stay the same across shots. The mask is left out: VACE then generates every pixel.
+A shot that names a ``reference_video`` has that footage (its stretch at the native frame
+times, centre-filled to the size) as the control video instead of the depth preview.
 """
 
 from __future__ import annotations
@@ -80,8 +82,22 @@ class VACEControls:
     def prepare(self, job: RenderJob, ctx: RunContext, request: NativeRequest) -> Iterator[Event]:
         """Yield control progress and notices; return (video: PIL RGB frames at the native frame times and
         size, references: one PIL RGB image per character of the shot, possibly none)."""
-        yield Progress("control", job.shot.shot_id, 0, request.frames, "rendering previz depth")
-        video = yield from self._depth_video(job, ctx, request)
+        shot = job.shot
+        if shot.reference_video is not None:  # the user's footage is the control video, as it is
+            from PIL import Image
+
+            from daotai.render.footage import describe_footage, shot_footage
+
+            yield Progress("control", shot.shot_id, 0, request.frames, "reading the reference footage")
+            frames = shot_footage(job.plan, shot, self.reference_root, request.frames, request.fps, request.width,
+                                  request.height)  # (F, H, W, 3) uint8 at the native frame times
+            video = [Image.fromarray(f) for f in frames]
+            yield Progress("control", shot.shot_id, request.frames, request.frames, "reference footage ready")
+            yield Notice("info", f"wan-vace: control video: {describe_footage(shot, request.frames, request.fps)}",
+                         shot.shot_id)
+        else:
+            yield Progress("control", shot.shot_id, 0, request.frames, "rendering previz depth")
+            video = yield from self._depth_video(job, ctx, request)
         references, swatches = reference_images(job.plan, job.shot, self.reference_root)
         if swatches:
             yield Notice("info", f"no reference image for {', '.join(swatches)}: using a colour swatch",
@@ -147,5 +163,6 @@ SPEC = BackendSpec(
     summary="Wan-VACE (diffusers) guided by the previz depth and the characters' reference images",
     family="wan-vace",
     device_class="accelerator",
+    footage=True,
     default_model="wan2.1-vace-1.3b",
 )

@@ -108,5 +108,6 @@ SPEC = BackendSpec(
             "characters' reference images",
     family="wan-vace",
     device_class="apple",
+    footage=True,
     default_model="wan2.1-vace-1.3b",
 )

@@ -612,4 +612,11 @@ def check_reference_files(script: Script, base_dir: Path) -> list[Issue]:
                 path = base_dir / path
             if not path.is_file():
                 issues.append(Issue(f"characters[{index}].reference_images[{j}]", ref, "does not exist"))
+    for index, shot in enumerate(script.shots):
+        footage = shot.reference_video
+        if footage is not None and not footage.path.startswith(UPLOAD_PREFIX):
+            path = Path(footage.path)
+            if not (path if path.is_absolute() else base_dir / path).is_file():
+                issues.append(Issue(f"shots[{index}].reference_video.path", footage.path,
+                                    "does not exist (paths are relative to the script's folder)"))
     return issues

@@ -60,6 +60,10 @@ MAX_CHARACTERS = 64
 # Sound: files a soundtrack may be (decoded by FFmpeg through PyAV), and the gain range in dB.
 SOUNDTRACK_SUFFIXES = (".wav", ".flac", ".mp3", ".aac", ".m4a", ".ogg", ".opus")
 UPLOAD_PREFIX = "upload:"
+# User footage a shot may follow (decoded by FFmpeg through PyAV; checked when a render starts).
+VIDEO_SUFFIXES = (".mp4", ".mov", ".m4v", ".mkv", ".webm")
+# A reference video's stretch is laid over the shot's duration: played at most this much faster or slower.
+MAX_FOOTAGE_SPEED = 2.0
 MIN_GAIN_DB, MAX_GAIN_DB = -60.0, 24.0
 MAX_SOUNDTRACK_OFFSET_S = 3600.0
 LANGUAGE_PATTERN = r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$"
@@ -610,6 +614,57 @@ def _parse_soundtrack(value: Any) -> Any:
     return value
 
 
+def _check_video_path(value: str) -> str:
+    text = value.strip()
+    if text != value or not text:
+        raise ValueError("must be a file name without leading or trailing spaces")
+    if text.startswith(UPLOAD_PREFIX):
+        if not re.fullmatch(ID_PATTERN, text[len(UPLOAD_PREFIX):]):
+            raise ValueError("must be 'upload:<id>' with the id POST /v1/uploads returned")
+        return value
+    suffix = ("." + text.rsplit(".", 1)[-1].lower()) if "." in text.rsplit("/", 1)[-1] else ""
+    if suffix not in VIDEO_SUFFIXES:
+        raise ValueError(
+            f"must be a video file ({', '.join(VIDEO_SUFFIXES)}) or 'upload:<id>'; {suffix or 'no suffix'} is not one"
+        )
+    return value
+
+
+class ReferenceVideo(Model):
+    """User footage (a phone rehearsal, a rough cut, an old take) as the shot's motion and camera reference.
+
+    ``path``: a video file relative to the script's folder, or ``upload:<id>`` on the service.
+    ``start`` and ``end`` (also written ``in`` and ``out``): the stretch of the file, in seconds
+    from its start; ``end`` defaults to ``start`` plus the shot's duration. A stretch of another
+    length is laid over the shot's duration (played faster or slower, at most 2x either way).
+    Backends that follow footage (``h3``, ``wan-vace``) use it instead of the previz render;
+    that the file decodes and lasts to ``end`` is checked when a render starts.
+    """
+
+    path: Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_check_video_path)]
+    start: Seconds = Field(default=0.0, ge=0, le=24 * 3600.0, validation_alias=_spelled("ReferenceVideo", "start"),
+                           description="seconds into the file where the shot's reference begins (alias: in)")
+    end: bounded_seconds(gt=0, le=24 * 3600.0) | None = Field(
+        default=None, validation_alias=_spelled("ReferenceVideo", "end"),
+        description="seconds into the file where it ends (alias: out); default: start + the shot's duration")
+
+    @model_validator(mode="after")
+    def _order(self) -> "ReferenceVideo":
+        if self.end is not None and self.end <= self.start:
+            raise ValueError(f"end {self.end:g} must be later than start {self.start:g}")
+        return self
+
+    def stretch(self, shot_seconds: float) -> tuple[float, float]:
+        """(start, end) seconds of the file the shot follows."""
+        return self.start, self.end if self.end is not None else self.start + shot_seconds
+
+
+def _parse_reference_video(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"path": value}
+    return value
+
+
 class DialogueLine(Model):
     """A line spoken in the shot (voiced by backends that make sound; previz shows none)."""
 
@@ -668,15 +723,33 @@ class Shot(Model):
         default=None, description="where the subject looks: a character id or [x, y, z] world metres "
         "(the head turns, up to 70° either side)",
     )
+    reference_video: Annotated[ReferenceVideo | None, BeforeValidator(_parse_reference_video)] = Field(
+        default=None, validation_alias=_spelled("Shot", "reference_video"),
+        description="footage the shot follows for motion and camera (h3, wan-vace): a video file name or "
+                    "{path, start, end} (alias: footage; start/end also in/out)",
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _omit_unused(handler(self), ("dialogue", "sound", "audio", "pose", "look_at"))
+        return _omit_unused(handler(self), ("dialogue", "sound", "audio", "pose", "look_at", "reference_video"))
 
     @property
     def uses_sound(self) -> bool:
         """Whether the script says anything about this shot's sound."""
         return bool(self.dialogue or self.sound or self.audio is not None)
+
+    @model_validator(mode="after")
+    def _footage_speed(self) -> "Shot":
+        footage = self.reference_video
+        if footage is not None and footage.end is not None:
+            seconds = footage.end - footage.start
+            if not 1 / MAX_FOOTAGE_SPEED <= seconds / self.duration <= MAX_FOOTAGE_SPEED:
+                raise ValueError(
+                    f"reference_video runs {footage.start:g}–{footage.end:g} s ({seconds:g} s) for a {self.duration:g} s "
+                    f"shot; the stretch is laid over the shot and may play at most {MAX_FOOTAGE_SPEED:g}x faster or "
+                    "slower"
+                )
+        return self
 
     @model_validator(mode="after")
     def _blocking_within_shot(self) -> "Shot":

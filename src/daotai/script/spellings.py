@@ -32,7 +32,9 @@ ALTERNATIVE_KEYS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType
         "Scene": {"time_of_day": ("time",), "set": ("kit",)},
         "Character": {"appearance": ("description", "look"), "colour": ("color",)},
         "SetPiece": {"colour": ("color",)},
-        "Shot": {"shot_id": ("id",), "framing": ("shot",), "subject": ("character",), "camera": ("move",)},
+        "Shot": {"shot_id": ("id",), "framing": ("shot",), "subject": ("character",), "camera": ("move",),
+                 "reference_video": ("footage",)},
+        "ReferenceVideo": {"start": ("in",), "end": ("out",)},
         "CameraSpec": {"type": ("move",)},
     }
 )

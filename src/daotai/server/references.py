@@ -1,4 +1,4 @@
-"""Reference images in scripts sent to the service: ``upload:<id>`` names, never file paths.
+"""Reference images, soundtracks and footage in scripts sent to the service: ``upload:<id>`` names, never paths.
 
 A client cannot make the server read its disk, so ``characters[].reference_images`` of a
 submitted script may only name images uploaded through ``POST /v1/uploads``, as
@@ -6,7 +6,8 @@ submitted script may only name images uploaded through ``POST /v1/uploads``, as
 so they mean the same bytes forever); just before rendering, the worker links each named
 upload into the job folder as ``references/<sha256>.<ext>`` and hands the renderer a copy of
 the script whose entries are those relative paths (the job folder is the worker's current
-folder and the base folder of the script's relative paths).
+folder and the base folder of the script's relative paths). A soundtrack (``upload:snd_…``) and
+a shot's ``reference_video.path`` (``upload:vid_…``) are placed the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ UPLOAD_REF = re.compile(r"^upload:(img_[0-9a-f]{32})$")
 UPLOAD_REF_FORM = "upload:img_<32 hex digits>"
 SOUND_REF = re.compile(r"^upload:(snd_[0-9a-f]{32})$")
 SOUND_REF_FORM = "upload:snd_<32 hex digits>"
+VIDEO_REF = re.compile(r"^upload:(vid_[0-9a-f]{32})$")
+VIDEO_REF_FORM = "upload:vid_<32 hex digits>"
 REFERENCE_DIR = "references"  # inside the job folder
 
 
@@ -40,11 +43,13 @@ class ResolvedReference:
     content_type: str
     width: int
     height: int
+    shot: str = ""  # the shot whose reference_video it is ("" for looks and the soundtrack)
 
     def manifest_entry(self) -> dict[str, Any]:
-        return {"character": self.character, "index": self.index, "reference": self.reference, "path": self.path,
-                "sha256": self.sha256, "bytes": self.bytes, "content_type": self.content_type,
-                "width": self.width, "height": self.height}
+        entry = {"character": self.character, "index": self.index, "reference": self.reference, "path": self.path,
+                 "sha256": self.sha256, "bytes": self.bytes, "content_type": self.content_type,
+                 "width": self.width, "height": self.height}
+        return {**entry, "shot": self.shot} if self.shot else entry
 
 
 def reference_issues(script: Any, store: JobStore) -> list[Issue]:
@@ -59,6 +64,17 @@ def reference_issues(script: Any, store: JobStore) -> list[Issue]:
                                                f"/v1/uploads and name it as '{UPLOAD_REF_FORM}'"))
             elif store.find_upload(match.group(1)) is None:
                 issues.append(Issue(path, ref, "is not a stored upload; POST /v1/uploads returns the id to use"))
+    for i, shot in enumerate(getattr(script, "shots", ())):
+        footage = getattr(shot, "reference_video", None)
+        if footage is None:
+            continue
+        path = f"shots[{i}].reference_video.path"
+        match = VIDEO_REF.fullmatch(footage.path)
+        if match is None:
+            issues.append(Issue(path, footage.path, f"the server reads no file paths; upload the video with POST "
+                                                    f"/v1/uploads and name it as '{VIDEO_REF_FORM}'"))
+        elif store.find_upload(match.group(1)) is None:
+            issues.append(Issue(path, footage.path, "is not a stored upload; POST /v1/uploads returns the id to use"))
     soundtrack = getattr(script, "soundtrack", None)
     if soundtrack is not None:
         match = SOUND_REF.fullmatch(soundtrack.path)
@@ -105,6 +121,27 @@ def materialise_references(script: dict[str, Any], store: JobStore, job_dir: Pat
                                            upload.content_type, upload.width, upload.height))
         if refs:
             character["reference_images"] = refs
+    shots = resolved_script.get("shots")
+    if isinstance(shots, list):
+        resolved_script["shots"] = shots = [dict(shot) if isinstance(shot, dict) else shot for shot in shots]
+        for i, shot in enumerate(shots):
+            footage = shot.get("reference_video") if isinstance(shot, dict) else None
+            if footage is None:
+                continue
+            entry = {"path": footage} if isinstance(footage, str) else dict(footage)
+            where = f"shots[{i}].reference_video.path"
+            match = VIDEO_REF.fullmatch(str(entry.get("path")))
+            if match is None:
+                raise BackendError(f"{where}: {entry.get('path')!r} is not an upload name ({VIDEO_REF_FORM})")
+            upload = store.find_upload(match.group(1))
+            source = store.upload_path(upload) if upload is not None else None
+            if upload is None or source is None:
+                raise BackendError(f"{where}: upload {match.group(1)!r} is no longer stored")
+            reference = entry["path"]
+            entry["path"] = _place(upload, source, job_dir, where)
+            shot["reference_video"] = entry
+            found.append(ResolvedReference("", -1, reference, entry["path"], upload.sha256, upload.bytes,
+                                           upload.content_type, upload.width, upload.height, str(shot.get("shot_id"))))
     soundtrack = resolved_script.get("soundtrack")
     if soundtrack is not None:
         entry = {"path": soundtrack} if isinstance(soundtrack, str) else dict(soundtrack)

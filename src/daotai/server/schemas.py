@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from daotai.errors import Issue
+from daotai.server.footage import VIDEO_TYPES
 from daotai.server.images import IMAGE_TYPES, SOUND_TYPES
 from daotai.server.store import Job, Upload
 
@@ -27,7 +28,7 @@ MEDIA_TYPES = {
     ".png": "image/png", ".webp": "image/webp", ".json": "application/json", ".otio": "application/json",
     ".srt": "application/x-subrip", ".vtt": "text/vtt", ".pdf": "application/pdf",
 }
-UPLOAD_MEDIA_TYPES = tuple(sorted(set(IMAGE_TYPES.values()) | set(SOUND_TYPES.values())))
+UPLOAD_MEDIA_TYPES = tuple(sorted(set(IMAGE_TYPES.values()) | set(SOUND_TYPES.values()) | set(VIDEO_TYPES.values())))
 
 
 # ------------------------------------------------------------------ reply models

@@ -31,10 +31,11 @@ from daotai.errors import DaotaiError, DiskFull, disk_full_cause
 ACTIVE = ("queued", "in_progress")
 TERMINAL = ("completed", "failed", "cancelled")
 JOB_ID = re.compile(r"^video_[0-9a-f]{32}$")
-UPLOAD_ID = re.compile(r"^(img|snd)_[0-9a-f]{32}$")
+UPLOAD_ID = re.compile(r"^(img|snd|vid)_[0-9a-f]{32}$")
 UPLOAD_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp",
                  "audio/wav": ".wav", "audio/flac": ".flac", "audio/mpeg": ".mp3", "audio/ogg": ".ogg",
-                 "audio/mp4": ".m4a", "audio/aac": ".aac"}
+                 "audio/mp4": ".m4a", "audio/aac": ".aac",
+                 "video/mp4": ".mp4", "video/quicktime": ".mov", "video/webm": ".webm", "video/x-matroska": ".mkv"}
 MAX_ATTEMPTS = 2  # a job interrupted by a server restart is re-queued once, then failed
 SQLITE_FULL = 13  # sqlite3.h: "Insertion failed because database is full" (the disk, here)
 
@@ -194,8 +195,9 @@ class Upload:
 
 def upload_id(sha256: str, content_type: str = "image/png") -> str:
     """The id of the upload whose bytes have this sha256 (so the same bytes always get the same id):
-    ``img_`` for reference images, ``snd_`` for sound."""
-    return ("snd_" if content_type.startswith("audio/") else "img_") + sha256[:32]
+    ``img_`` for reference images, ``snd_`` for sound, ``vid_`` for footage."""
+    kind = content_type.split("/", 1)[0]
+    return {"audio": "snd_", "video": "vid_"}.get(kind, "img_") + sha256[:32]
 
 
 def valid_upload_id(value: str) -> bool:

@@ -14,6 +14,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
 
+from daotai.server.footage import check_video, video_container
 from daotai.server.images import ImageRejected, check_image, check_sound, sound_container
 from daotai.server.schemas import (
     UPLOAD_MEDIA_TYPES,
@@ -43,12 +44,13 @@ def build_router(state: ServerState) -> APIRouter:
                                             "description": "the same bytes were uploaded before"}},
                  openapi_extra=upload_body(config.max_upload_bytes, config.max_upload_pixels))
     async def create_upload(request: Request):
-        """Store a reference image (`img_<id>`) or a soundtrack (`snd_<id>`) for scripts.
+        """Store a reference image (`img_<id>`), a soundtrack (`snd_<id>`) or footage (`vid_<id>`) for scripts.
 
-        Name an image in `characters[].reference_images` and a sound file as the script's
-        `soundtrack` (path or `{"path": ...}`), as `upload:<id>`. Every file is fully decoded in a
-        limited subprocess before it is kept (sound: WAV, FLAC, MP3, AAC/M4A, Ogg/Opus, at most
-        30 minutes; width and height are 0). Uploads are content addressed: the same bytes always
+        Name an image in `characters[].reference_images`, a sound file as the script's
+        `soundtrack` (path or `{"path": ...}`) and a video as a shot's `reference_video.path`, as
+        `upload:<id>`. Every file is fully decoded in a limited subprocess before it is kept
+        (sound: WAV, FLAC, MP3, AAC/M4A, Ogg/Opus, at most 30 minutes; width and height are 0;
+        video: MP4, MOV, Matroska or WebM, at most 10 minutes and 4096x2160). Uploads are content addressed: the same bytes always
         give the same id (201 the first time, 200 after)."""
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "multipart/form-data":
@@ -69,6 +71,17 @@ def build_router(state: ServerState) -> APIRouter:
         sha256 = hashlib.sha256(data).hexdigest()
         upload = await run_in_threadpool(store.upload_by_sha, sha256)
         created = False
+        if upload is None and video_container(data) is not None:
+            # Footage for a shot's reference_video, kept as `vid_<id>`; an MP4 box holding sound alone
+            # (M4A) is tried as a soundtrack below.
+            try:
+                video = await run_in_threadpool(check_video, data, config.data_dir / "staging", "file")
+            except ImageRejected as exc:
+                if exc.code != "no_video_stream" or sound_container(data) is None:
+                    return refuse_upload(exc.status, str(exc), exc.code)
+            else:
+                upload, created = await run_in_threadpool(store.add_upload, data, sha256, video.content_type,
+                                                          video.width, video.height)
         if upload is None and sound_container(data) is not None:
             # A soundtrack: decoded in the sandbox like images (a hostile file is refused with its
             # reason), then kept as `snd_<id>` for `soundtrack: "upload:snd_<id>"` in scripts.

@@ -33,9 +33,9 @@ const I18N = {
     cam_error: "off by {e} px per frame on average", preview_running: "Rendering preview… {p}%",
     none: "(none)", default: "default", drag: "Drag to reorder",
     reference_images: "Reference images", upload_image: "Upload image", drop_here: "or drop PNG / JPEG / WebP here",
-    remove: "Remove", uploading: "Uploading {name}…", upload_sound: "Upload sound", reference_n: "Reference image {n}",
+    remove: "Remove", uploading: "Uploading {name}…", upload_sound: "Upload sound", upload_video: "Upload video", reference_n: "Reference image {n}",
     add_item: "Add", everyone: "every character (default)", unknown_character: "{w} (no such character)",
-    group_transition: "Transition", group_blocking: "Blocking", group_sound: "Sound", group_more: "More",
+    group_transition: "Transition", group_blocking: "Blocking", group_sound: "Sound", group_footage: "Reference footage", group_more: "More",
     stage: "Floor plan", diagram: "Top-down floor plan",
     stage_help: "Drag a character, its facing tick, a waypoint or the camera's end mark; double-click the floor to add a waypoint. Keys on a mark: arrows move 0.1 m (Shift 0.5 m), Q / E turn 15°.",
     h_char: "{id}: x {x} m, z {z} m, facing {f}°. Arrows move, Q and E turn.",
@@ -90,9 +90,9 @@ const I18N = {
     cam_error: "平均每帧偏差 {e} 像素", preview_running: "正在渲染预览… {p}%",
     none: "（无）", default: "默认", drag: "拖动以排序",
     reference_images: "参考图", upload_image: "上传图片", drop_here: "或将 PNG / JPEG / WebP 拖放到此处",
-    remove: "移除", uploading: "正在上传 {name}…", upload_sound: "上传音频", reference_n: "参考图 {n}",
+    remove: "移除", uploading: "正在上传 {name}…", upload_sound: "上传音频", upload_video: "上传视频", reference_n: "参考图 {n}",
     add_item: "添加", everyone: "全部角色（默认）", unknown_character: "{w}（无此角色）",
-    group_transition: "转场", group_blocking: "走位", group_sound: "声音", group_more: "更多",
+    group_transition: "转场", group_blocking: "走位", group_sound: "声音", group_footage: "参考视频", group_more: "更多",
     stage: "平面图", diagram: "俯视平面图",
     stage_help: "拖动角色、朝向标记、走位点或机位终点；双击地面添加走位点。选中标记后：方向键移动 0.1 米（Shift 0.5 米），Q / E 转 15°。",
     h_char: "{id}：x {x} 米，z {z} 米，朝向 {f}°。方向键移动，Q、E 转向。",
@@ -186,7 +186,7 @@ const VOCAB_ZH = {
 };
 
 // Shorthand a script may use for an object: "camera": "推" means {"type": "推"}.
-const SHORTHAND = { camera: "type", transition: "type", scene: "name", soundtrack: "path" };
+const SHORTHAND = { camera: "type", transition: "type", scene: "name", soundtrack: "path", reference_video: "path" };
 
 // How each model's fields are laid out: rows of fields, and groups that fold away when unused.
 // Fields the schema has and this table does not name are still shown (in the `rest` group,
@@ -202,6 +202,7 @@ const LAYOUT = {
     { key: "transition", props: ["transition"], fold: true },
     { key: "blocking", props: ["blocking"], fold: true },
     { key: "sound", props: ["dialogue", "sound", "audio"], fold: true },
+    { key: "footage", props: ["reference_video"], fold: true },
     { key: "more", props: ["negative_prompt", "characters", "seed"], fold: true, rest: true },
   ],
   CameraSpec: [{ props: ["type", "direction", "easing", "fov", "fov_end"] }, { props: ["motion", "rotate", "orbit", "shake"] }],
@@ -437,6 +438,7 @@ function fieldSpec(def, name, prop, raw) {
   if (name === "reference_images" && def === "Character") return { ...base, kind: "refs" };
   if (name === "size" && def === "Script") return { ...base, kind: "size" };
   if (name === "path" && def === "Soundtrack") return { ...base, kind: "soundfile" };
+  if (name === "path" && def === "ReferenceVideo") return { ...base, kind: "videofile" };
   if ((name === "subject" || name === "character") && !prop.items) return { ...base, kind: "charref" };
   const fits = (o) => {
     const target = refName(o) ? schemaDef(refName(o)) : o;
@@ -783,6 +785,7 @@ function field(def, name, path, extra = {}) {
       return wrap(select);
     }
     case "soundfile": return soundFileField(spec, label, path, raw);
+    case "videofile": return videoFileField(spec, label, path, raw);
     case "vector": return vectorField(spec, label, path, raw);
     case "ids": return idsField(spec, label, path, raw);
     case "refs": return referencePanel(extra.character, extra.index);
@@ -906,6 +909,33 @@ function soundFileField(spec, label, path, raw) {
     el("div", { class: "sound-row" }, input,
       el("button", { type: "button", class: "upload-sound", onclick: () => file.click() }, t("upload_sound")), file),
     match ? el("audio", { controls: true, preload: "none", src: `/v1/uploads/${match[1]}/content` }) : null, status);
+}
+
+/** A shot's reference footage: its file name as written, an upload button (kept as upload:vid_…) and a player. */
+function videoFileField(spec, label, path, raw) {
+  const input = el("input", { type: "text", placeholder: "upload:vid_…" });
+  input.value = typeof raw === "string" ? raw : "";
+  input.dataset.path = path;
+  input.addEventListener("input", () => edit(path, input.value.trim() === "" ? undefined : input.value));
+  const status = el("span", { class: "ref-status" });
+  const file = el("input", { type: "file", class: "video-file", hidden: true, accept: "video/*,.mp4,.mov,.m4v,.mkv,.webm",
+    onchange: async (e) => {
+      const chosen = e.target.files[0];
+      e.target.value = "";
+      if (!chosen) return;
+      status.textContent = t("uploading", { name: chosen.name });
+      const reply = await uploadFile(chosen);
+      if (!reply.ok) { status.textContent = `${chosen.name}: ${errorText(reply)}`; status.classList.add("error"); return; }
+      remember();
+      writePath(state.script, path, reply.data.reference);
+      changed(true);
+    } });
+  const match = typeof raw === "string" ? /^upload:(vid_[0-9a-f]{32})$/.exec(raw) : null;
+  return el("div", { class: "field wide", title: spec.description || undefined, dataset: { field: spec.key } }, el("span", {}, label),
+    el("div", { class: "sound-row" }, input,
+      el("button", { type: "button", class: "upload-video", onclick: () => file.click() }, t("upload_video")), file),
+    match ? el("video", { class: "footage-preview", controls: true, muted: true, preload: "metadata", width: 192,
+      src: `/v1/uploads/${match[1]}/content` }) : null, status);
 }
 
 async function uploadFile(file) {
