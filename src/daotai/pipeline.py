@@ -1267,16 +1267,15 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
               soundtrack: np.ndarray | None = None) -> Iterator[Event]:
     """Cut the shot files into the sequence (``layout.sequence``) with the plan's transitions,
     mixing the shots' own sound (not muted) over the soundtrack."""
-    from daotai.post.assemble import ClipSpec, Transition, assemble
+    from daotai.post.assemble import ClipSpec, Transition, assemble, closing_fade_seconds
 
     fps = Fraction(*plan.fps_fraction)
     clips = []
     for shot, record in zip(plan.shots, records, strict=True):
-        kind = shot.transition.type
-        seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
         level = shot.sound
         own = record.audio.get("source") == "backend" and not (level is not None and level.mute)
-        clips.append(ClipSpec(path=layout.root / record.files["shot"], transition_in=Transition(kind, seconds),
+        clips.append(ClipSpec(path=layout.root / record.files["shot"],
+                              transition_in=Transition.planned(shot.transition.type, shot.transition.frames, fps),
                               audio=own, audio_gain_db=level.gain_db if level is not None else 0.0))
     target = layout.sequence
     progress: list[tuple[int, int]] = []
@@ -1286,7 +1285,7 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
 
     # Assembly streams frames; progress is reported once it returns (it is a fraction of render time).
     yield Progress("assemble", None, 0, plan.total_frames, f"{len(clips)} shots into the sequence")
-    closing = plan.fade_out.frames / float(fps) if plan.fade_out is not None else 0.0  # the film's fade to black
+    closing = closing_fade_seconds(plan.fade_out.frames, fps) if plan.fade_out is not None else 0.0  # to black
     result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack, fade_out_s=closing)
     if result.audio is not None and result.audio["limiter_gain_reduction_db"] > 0:
         yield Notice("info", f"the mix peaked at {result.audio['peak_before_limiter']:.3f} and was limited by up to "

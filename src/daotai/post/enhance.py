@@ -416,7 +416,7 @@ def enhance_render(
     record (a dict).
     """
     from daotai.files import atomic_write_text
-    from daotai.post.assemble import ClipSpec, Transition, assemble
+    from daotai.post.assemble import ClipSpec, Transition, assemble, closing_fade_seconds
 
     out_dir = Path(out_dir)
     ctx = ctx or RunContext()
@@ -433,10 +433,9 @@ def enhance_render(
             "width": result.width, "height": result.height, "fps": str(result.fps), "frames": result.frames,
             "seconds": result.manifest["seconds"],
         }
-        plan_fps = Fraction(*plan.fps_fraction)
-        kind = shot.transition.type
-        seconds = shot.transition.frames / float(plan_fps) * (2 if kind == "fade" else 1)
-        clips.append(ClipSpec(path=result.path, transition_in=Transition(kind, seconds)))
+        # in seconds (at the plan's rate), so a transition spans the same time at an interpolated rate
+        transition = Transition.planned(shot.transition.type, shot.transition.frames, Fraction(*plan.fps_fraction))
+        clips.append(ClipSpec(path=result.path, transition_in=transition))
     ctx.check()
     assert result is not None  # a plan has at least one shot
     sequence = out_dir / f"sequence{ENHANCED_SUFFIX}{result.path.suffix}"
@@ -447,7 +446,7 @@ def enhance_render(
 
     yield Progress("assemble", None, 0, 1, "enhanced")
     # the film's closing fade, in seconds so it spans the same time at an interpolated frame rate
-    closing = plan.fade_out.frames / float(Fraction(*plan.fps_fraction)) if plan.fade_out is not None else 0.0
+    closing = closing_fade_seconds(plan.fade_out.frames, Fraction(*plan.fps_fraction)) if plan.fade_out is not None else 0.0
     assembled = assemble(clips, sequence, result.fps, settings, on_progress=check, fade_out_s=closing)
     yield Progress("assemble", None, 1, 1, "enhanced")
     yield Output("sequence_enhanced", str(sequence))
