@@ -229,8 +229,9 @@ def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int 
 
 
 def layout_for(out_dir: Path, settings: PipelineSettings) -> RenderLayout:
-    """The run's output layout: file names under ``out_dir``, videos in the codec's container."""
-    return RenderLayout(Path(out_dir), encode_settings_for(settings).container)
+    """The run's output layout: file names under ``out_dir``, videos in the codec's container
+    (with ``enhance``, shots/<id>_enhanced<c> are the shots' enhanced copies)."""
+    return RenderLayout(Path(out_dir), encode_settings_for(settings).container, enhanced=bool(settings.enhance))
 
 
 def resolved_options(settings: PipelineSettings):
@@ -1238,7 +1239,7 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
             yield Output(layout.classify(path.relative_to(layout.root).as_posix())[0], str(path))
     # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables;
     # the timeline's clips name them
-    cameras = write_cameras(plan, out_dir / "cameras", usd=settings.usd_cameras)
+    cameras = write_cameras(plan, layout.cameras_dir, usd=settings.usd_cameras)
     sound = sound_summary(plan, records, source, report) if soundtrack is not None or any(r.audio for r in records) else None
     write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
                    timeline_sound(plan, records, sound), camera_files_by_shot(plan, cameras, layout.timeline.parent))

@@ -31,6 +31,7 @@ import numpy as np
 
 from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
 from daotai.errors import NO_VALUE, EncodeError, OptionError
+from daotai.plan.layout import ENHANCED, RenderLayout
 from daotai.post.colour import (
     DeflickerConfig,
     MatchColourConfig,
@@ -63,7 +64,7 @@ Step = Union[MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfi
 ORDER = (MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfig)
 STEP_NAMES = {MatchColourConfig: "match_colour", DeflickerConfig: "deflicker",
               InterpolateConfig: "interpolate", UpscaleConfig: "upscale"}
-ENHANCED_SUFFIX = "_enhanced"
+ENHANCED_SUFFIX = ENHANCED  # <stem>_enhanced<suffix>: the render layout's name for an enhanced copy
 STATS_SIDE = 160  # thumbnail side for colour statistics (decoded with skipping, cheap)
 STATS_FRAMES = 48  # frames sampled for a shot's colour statistics
 
@@ -438,7 +439,8 @@ def enhance_render(
         clips.append(ClipSpec(path=result.path, transition_in=transition))
     ctx.check()
     assert result is not None  # a plan has at least one shot
-    sequence = out_dir / f"sequence{ENHANCED_SUFFIX}{result.path.suffix}"
+    layout = RenderLayout(out_dir, result.path.suffix, enhanced=True)
+    sequence = layout.path("sequence_enhanced")
 
     def check(done: int, total: int) -> None:
         """Let a cancel stop the assembly between frames."""
@@ -458,8 +460,8 @@ def enhance_render(
         "sequence": {"path": sequence.name, "width": assembled.width, "height": assembled.height,
                      "fps": str(assembled.fps), "frames": assembled.frames},
     }
-    atomic_write_text(out_dir / "enhance.json", json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    yield Output("enhance_manifest", str(out_dir / "enhance.json"))
+    atomic_write_text(layout.path("enhance_manifest"), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    yield Output("enhance_manifest", str(layout.path("enhance_manifest")))
     return record
 
 
