@@ -109,8 +109,11 @@ def test_missing_file_and_unknown_backend_are_clear(tmp_path):
     missing = daotai("validate", str(tmp_path / "nope.json"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
     result = daotai("render", "examples/minimal.json", "-o", str(tmp_path / "o"), "--backend", "nonsense")
-    assert result.returncode == 4
+    assert result.returncode == 2  # a typo in an option, not a backend that failed
     assert "not a known backend" in result.stderr and "Traceback" not in result.stderr
+    typo = daotai("render", "examples/minimal.json", "-o", str(tmp_path / "o"), "--backend", "preivz")
+    assert typo.returncode == 2 and "did you mean 'previz'" in typo.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def _without_models(tmp_path: Path) -> dict[str, str]:

@@ -72,7 +72,7 @@ def test_the_render_plan_predicts_what_the_worker_renders(tmp_path, monkeypatch)
         bad = {**SCRIPT, "shots": [{**SCRIPT["shots"][0], "duration": -1}]}
         invalid = httpx.post(f"{url}/v1/scripts/render-plan", json=bad).json()
         assert invalid["valid"] is False and invalid["issues"][0]["path"] == "shots[0].duration"
-        assert httpx.post(f"{url}/v1/scripts/render-plan", json=SCRIPT, params={"backend": "nope"}).status_code == 400
+        assert httpx.post(f"{url}/v1/scripts/render-plan", json=SCRIPT, params={"backend": "nope"}).status_code == 422
     assert store.claim_next() is None
     assert not list(store.data_dir.glob(".render-plan-*"))  # its scratch folders are gone
 

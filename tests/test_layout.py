@@ -55,7 +55,9 @@ def test_whole_render_files():
         "sequence": "sequence.mov", "plan": "plan.json", "control_index": "control/index.json", "qc": "qc.json",
         "contact_sheet": "contact_sheet.png", "timeline": "timeline.otio", "manifest": "manifest.json",
         "thumbnail": "thumbnail.jpg", "spritesheet": "spritesheet.jpg", "srt": "sequence.srt",
-        "vtt": "sequence.vtt", "boards": "boards.pdf",
+        "vtt": "sequence.vtt", "boards": "boards.pdf", "timeline_xml": "timeline.xml",
+        "timeline_edl": "timeline.edl", "sequence_camera_usd": "cameras/sequence.usda",
+        "sequence_enhanced": "sequence_enhanced.mov", "enhance_manifest": "enhance.json",
     }
     assert set(expected) == set(RUN_KINDS)
     for kind, rel in expected.items():
@@ -69,7 +71,8 @@ def test_whole_render_files():
 
 
 @pytest.mark.parametrize("rel", [
-    "shots/a.mov", "sequence.mov", "timeline.xml", "timeline.edl", "enhance.json", "control/a.mkv",
+    "shots/a.mov", "sequence.mov", "timeline.mp4", "timeline.a0.edl", "timeline.a1.xml", "cameras/a.json",
+    "cameras/sub/a.usda", "cameras/.usda", "takes/a/take1/a.mp4", "enhance.json/x", "control/a.mkv",
     "control/a_depth.mp4", "control/a_depth_preview.mkv", "control/_depth.mkv", "control/.a_depth.mkv",
     "shots/sub/a.mp4", "shots/.a.mp4", "shots/.a.mp4.0badc0de.partial.mp4", "../plan.json", "/plan.json",
     "shots/a.b.mp4", "shots/.mp4", "control/index.json/x", "", "shots", "control/a_mask.mkv.part",
@@ -154,14 +157,16 @@ def test_subtitles_and_board_pages_read_back():
 
 
 def test_public_names_parse_back():
-    from daotai.plan.layout import ITEM_KINDS, RUN_KINDS, parse_public_name, public_name
+    from daotai.plan.layout import ITEM_KINDS, NUMBERED_KINDS, RUN_KINDS, parse_public_name, public_name
 
-    for kind in (k for k in ITEM_KINDS if k != "board_page"):
+    for kind in (k for k in ITEM_KINDS if k not in NUMBERED_KINDS):
         for shot_id in ("s01", "a_depth", "shot-2"):
             assert parse_public_name(public_name(kind, shot_id)) == (kind, shot_id)
     for kind in RUN_KINDS:
         assert parse_public_name(public_name(kind)) == (kind, None)
     assert parse_public_name(public_name("board_page", "07")) == ("board_page", "07")
-    for bad in ("shot.", "shot.a.b", "nope", "movie.s01", "board_page.x", "board_page.7"):
+    assert parse_public_name(public_name("timeline_audio_edl", "2")) == ("timeline_audio_edl", "2")
+    for bad in ("shot.", "shot.a.b", "nope", "movie.s01", "board_page.x", "board_page.7", "timeline_audio_edl.0",
+                "timeline_audio_edl.a1"):
         with pytest.raises(ValueError, match="public name"):
             parse_public_name(bad)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 MODEL_ENTRY_POINTS = "daotai.models"
 
@@ -309,18 +309,19 @@ def _check_row(row: ModelRow, families: Mapping[str, Family]) -> None:
         raise ValueError(f"model {row.name!r}: overrides {sorted(unknown)} are not among {sorted(OVERRIDABLE)}")
 
 
-def _entry_point_rows() -> Iterable[Family | ModelRow]:
-    """Rows that installed packages declare in the ``daotai.models`` entry-point group."""
-    from importlib.metadata import entry_points
+def _not_rows(obj: Any) -> str | None:
+    items = obj if isinstance(obj, (list, tuple)) else (obj,)
+    wrong = next((item for item in items if not isinstance(item, (Family, ModelRow))), None)
+    return None if wrong is None else f"gave {type(wrong).__name__}, not a daotai.catalog Family or ModelRow"
 
-    for point in entry_points(group=MODEL_ENTRY_POINTS):
-        loaded = point.load()
-        items = loaded if isinstance(loaded, (list, tuple)) else (loaded,)
-        for item in items:
-            if not isinstance(item, (Family, ModelRow)):
-                raise TypeError(f"entry point {point.name!r} ({point.value}) gave {type(item).__name__}, "
-                                "not a daotai.catalog Family or ModelRow")
-            yield item
+
+def _entry_point_rows() -> Iterable[Family | ModelRow]:
+    """Rows that installed packages declare in the ``daotai.models`` entry-point group (a plugin
+    that fails to load is skipped and reported: :func:`daotai.plugins.skipped`)."""
+    from daotai.plugins import load_group
+
+    for loaded in load_group(MODEL_ENTRY_POINTS, _not_rows):
+        yield from loaded if isinstance(loaded, (list, tuple)) else (loaded,)
 
 
 def _catalog() -> _Catalog:
@@ -335,7 +336,13 @@ def _catalog() -> _Catalog:
                 families[item.name] = item
         for item in extra:
             if isinstance(item, ModelRow) and item.name not in models:
-                _check_row(item, families)
+                try:
+                    _check_row(item, families)
+                except ValueError as error:  # a plugin's row that cannot join: skipped, the rest load
+                    from daotai.plugins import PluginProblem, skip
+
+                    skip(PluginProblem(MODEL_ENTRY_POINTS, item.name, f"model row {item.name!r}", str(error)))
+                    continue
                 models[item.name] = item
         for row in models.values():
             _check_row(row, families)

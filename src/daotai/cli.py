@@ -715,6 +715,12 @@ def backends(as_json: bool = typer.Option(False, "--json", help="print JSON inst
                    for name, field in sorted(fields.items())}
         rows.append({"name": spec.name, "summary": spec.summary, "family": spec.family, "controls": spec.controls,
                      "device_class": spec.device_class, "default_model": spec.default_model, "options": options})
+    from daotai.plugins import plugins_enabled, skipped
+
+    for problem in skipped():  # on stderr, so --json stays the list it always was
+        err.print(escape(f"warning: {problem}"), highlight=False)
+    if not plugins_enabled():
+        err.print("plugins are off (DAOTAI_NO_PLUGINS): built-in backends only", highlight=False)
     if as_json:
         out.print_json(json.dumps(rows, default=str))
         return

@@ -197,7 +197,23 @@ def collect() -> list[Check]:
 
     checks.extend(Check(name, value, True) for name, value in doctor_rows(this_mac()))
     checks.extend(h3_mac_checks())
+    checks.append(plugin_check())
     return checks
+
+
+def plugin_check() -> Check:
+    """Which installed plugins (backends, model rows) loaded and which were skipped, and why."""
+    from daotai import catalog
+    from daotai.plugins import NO_PLUGINS_ENV, plugins_enabled, skipped
+    from daotai.render.registry import BUILTIN_MODULES, specs
+
+    if not plugins_enabled():
+        return Check("plugins", f"off ({NO_PLUGINS_ENV} is set): built-in backends only", True)
+    names = list(specs())[len(BUILTIN_MODULES):]  # built-ins first, then the plugins' backends
+    catalog.families()  # loads the model rows' plugins too
+    problems = skipped()
+    found = f"backends: {', '.join(names)}" if names else "no plugin backends"
+    return Check("plugins", "; ".join([found, *map(str, problems)]), not problems)
 
 
 def h3_mac_checks() -> list[Check]:

@@ -5,10 +5,11 @@
     DaotaiError                exit 1    HTTP 500  anything daotai raises on purpose
     ├── ScriptError            exit 2    HTTP 422  the script breaks a rule (carries every Issue)
     ├── OptionError            exit 2    HTTP 422  a backend or command option is unknown, ill-typed
-    │                                              or out of range (carries every Issue)
+    │                                              or out of range, or a backend name is unknown
+    │                                              (carries every Issue)
     ├── PlanError              exit 2    HTTP 422  a valid script that cannot be planned as asked
     │                                              (carries every Issue of every shot that has a JSON path)
-    ├── BackendError           exit 4    HTTP 500  a render backend failed or is unknown
+    ├── BackendError           exit 4    HTTP 500  a render backend failed
     │   └── DependencyMissing  exit 5    HTTP 501  an optional package is absent (names the pip command)
     ├── EncodeError            exit 6    HTTP 500  encoding / decoding / probing a video failed
     ├── QualityError           exit 7    HTTP 500  qc --strict found failures

@@ -229,8 +229,9 @@ def encode_settings_for(settings: PipelineSettings, width: int = 0, height: int 
 
 
 def layout_for(out_dir: Path, settings: PipelineSettings) -> RenderLayout:
-    """The run's output layout: file names under ``out_dir``, videos in the codec's container."""
-    return RenderLayout(Path(out_dir), encode_settings_for(settings).container)
+    """The run's output layout: file names under ``out_dir``, videos in the codec's container
+    (with ``enhance``, shots/<id>_enhanced<c> are the shots' enhanced copies)."""
+    return RenderLayout(Path(out_dir), encode_settings_for(settings).container, enhanced=bool(settings.enhance))
 
 
 def resolved_options(settings: PipelineSettings):
@@ -1273,7 +1274,7 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
             yield Output(layout.classify(path.relative_to(layout.root).as_posix())[0], str(path))
     # every shot's camera for other tools (pose files, JSON, USD), with the other deliverables;
     # the timeline's clips name them
-    cameras = write_cameras(plan, out_dir / "cameras", usd=settings.usd_cameras)
+    cameras = write_cameras(plan, layout.cameras_dir, usd=settings.usd_cameras)
     sound = sound_summary(plan, records, source, report) if soundtrack is not None or any(r.audio for r in records) else None
     write_timeline(plan, {r.shot_id: r.files["shot"] for r in records}, layout.timeline,
                    timeline_sound(plan, records, sound), camera_files_by_shot(plan, cameras, layout.timeline.parent))
@@ -1302,16 +1303,15 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
               soundtrack: np.ndarray | None = None) -> Iterator[Event]:
     """Cut the shot files into the sequence (``layout.sequence``) with the plan's transitions,
     mixing the shots' own sound (not muted) over the soundtrack."""
-    from daotai.post.assemble import ClipSpec, Transition, assemble
+    from daotai.post.assemble import ClipSpec, Transition, assemble, closing_fade_seconds
 
     fps = Fraction(*plan.fps_fraction)
     clips = []
     for shot, record in zip(plan.shots, records, strict=True):
-        kind = shot.transition.type
-        seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
         level = shot.sound
         own = record.audio.get("source") == "backend" and not (level is not None and level.mute)
-        clips.append(ClipSpec(path=layout.root / record.files["shot"], transition_in=Transition(kind, seconds),
+        clips.append(ClipSpec(path=layout.root / record.files["shot"],
+                              transition_in=Transition.planned(shot.transition.type, shot.transition.frames, fps),
                               audio=own, audio_gain_db=level.gain_db if level is not None else 0.0))
     target = layout.sequence
     progress: list[tuple[int, int]] = []
@@ -1321,7 +1321,7 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
 
     # Assembly streams frames; progress is reported once it returns (it is a fraction of render time).
     yield Progress("assemble", None, 0, plan.total_frames, f"{len(clips)} shots into the sequence")
-    closing = plan.fade_out.frames / float(fps) if plan.fade_out is not None else 0.0  # the film's fade to black
+    closing = closing_fade_seconds(plan.fade_out.frames, fps) if plan.fade_out is not None else 0.0  # to black
     result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack, fade_out_s=closing)
     if result.audio is not None and result.audio["limiter_gain_reduction_db"] > 0:
         yield Notice("info", f"the mix peaked at {result.audio['peak_before_limiter']:.3f} and was limited by up to "

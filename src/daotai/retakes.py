@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any, Callable, Generator
 
 from daotai.errors import OptionError
+from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.qc.checks import GROUPS, NAMES
 from daotai.render.base import Event, Notice, Progress
 
-TAKES_DIR = "takes"
 SEED_STEP = 0x9E3779B1  # odd, so the takes of one shot never repeat a seed within 2**32 of them
 SEED_MODULUS = 2**32
 # the checks and their groups, as the QC registry lists them (daotai.qc.checks)
@@ -151,7 +151,8 @@ def render_with_takes(render_take: RenderTake, judge: JudgeTake, plan: Plan, sho
     if policy.takes <= 1:
         return (yield from render_take(shot))
     out_dir = Path(out_dir)
-    holding = out_dir / TAKES_DIR / shot.shot_id
+    layout = RenderLayout(out_dir)
+    holding = layout.shot_takes_dir(shot.shot_id)
     if holding.exists():
         shutil.rmtree(holding)  # takes of an earlier render of this shot
     takes: list[dict[str, Any]] = []
@@ -183,7 +184,7 @@ def render_with_takes(render_take: RenderTake, judge: JudgeTake, plan: Plan, sho
             kept = (record, None, number)
             break
         # move this take aside: the next take writes the deliverable paths
-        moved = _move_files(out_dir, record.files, holding / f"take{number}")
+        moved = _move_files(out_dir, record.files, layout.take_dir(shot.shot_id, number))
         if best_rank is None or rank < best_rank:
             if kept is not None:
                 _discard(out_dir, kept, policy, holding)
@@ -203,13 +204,13 @@ def render_with_takes(render_take: RenderTake, judge: JudgeTake, plan: Plan, sho
     takes[number - 1]["kept"] = True
     if policy.keep_takes:
         for row in takes:
-            folder = holding / f"take{row['take']}"
+            folder = layout.take_dir(shot.shot_id, row["take"])
             if folder.is_dir() and not row["kept"]:
                 row["files"] = sorted(p.relative_to(out_dir).as_posix() for p in folder.iterdir())
     elif holding.exists():
         shutil.rmtree(holding)
-        if not any((out_dir / TAKES_DIR).iterdir()):
-            (out_dir / TAKES_DIR).rmdir()
+        if not any(layout.takes_dir.iterdir()):
+            layout.takes_dir.rmdir()
     record.takes = takes
     return record
 

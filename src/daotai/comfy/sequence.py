@@ -119,7 +119,7 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
     from daotai.deliver.timeline import editorial_retime, write_timeline
     from daotai.encode.audio import ROLE_SOUNDTRACK, probe_audio
     from daotai.pipeline import PipelineSettings, encode_settings_for, load_soundtrack
-    from daotai.post.assemble import ClipSpec, Transition, assemble
+    from daotai.post.assemble import ClipSpec, Transition, assemble, closing_fade_seconds
 
     ctx = ctx or RunContext()
     missing = [s.shot_id for s in plan.shots if s.shot_id not in shots]
@@ -143,19 +143,18 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
     fps = Fraction(*plan.fps_fraction)
     clips = []
     for shot, path in zip(plan.shots, placed, strict=True):
-        kind = shot.transition.type
-        seconds = shot.transition.frames / float(fps) * (2 if kind == "fade" else 1)
         level = shot.sound
         heard = probe_audio(path)
         own = heard is not None and heard.role != ROLE_SOUNDTRACK and not (level is not None and level.mute)
-        clips.append(ClipSpec(path=path, transition_in=Transition(kind, seconds), audio=own,
+        transition = Transition.planned(shot.transition.type, shot.transition.frames, fps)
+        clips.append(ClipSpec(path=path, transition_in=transition, audio=own,
                               audio_gain_db=level.gain_db if level is not None else 0.0))
 
     def on_frame(done: int, count: int) -> None:
         ctx.check()  # a stop between frames leaves nothing at the sequence's path
 
     yield Progress("assemble", None, 0, plan.total_frames)
-    closing = plan.fade_out.frames / float(fps) if plan.fade_out is not None else 0.0  # as the render's assembly
+    closing = closing_fade_seconds(plan.fade_out.frames, fps) if plan.fade_out is not None else 0.0  # as the render's
     result = assemble(clips, layout.sequence, fps, enc, on_progress=on_frame, soundtrack=soundtrack, fade_out_s=closing)
     yield Progress("assemble", None, plan.total_frames, plan.total_frames)
     timeline = write_timeline(plan, {s.shot_id: layout.relative("shot", s.shot_id) for s in plan.shots},

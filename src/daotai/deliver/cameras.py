@@ -36,6 +36,7 @@ from daotai.errors import DependencyMissing
 from daotai.files import atomic_write_text
 from daotai.plan import geometry
 from daotai.plan.geometry import FAR_M, NEAR_M
+from daotai.plan.layout import SEQUENCE_CAMERA, camera_file_name
 from daotai.plan.model import Plan, ShotPlan
 
 VERTICAL_APERTURE_MM = 24.0  # a full-frame sensor's height; the focal length follows from the fov
@@ -238,13 +239,14 @@ def write_cameras(plan: Plan, folder: str | Path, usd: bool = False) -> list[Pat
         require_usd()  # refused before any file is written
     written = []
     for shot in plan.shots:
-        written.append(atomic_write_text(out / f"{shot.shot_id}.pose.txt", pose_text(plan, shot)))
-        written.append(atomic_write_text(out / f"{shot.shot_id}.c2w.json",
+        sid = shot.shot_id
+        written.append(atomic_write_text(out / camera_file_name("camera_pose", sid), pose_text(plan, shot)))
+        written.append(atomic_write_text(out / camera_file_name("camera_json", sid),
                                          json.dumps(c2w_json(plan, shot), indent=1) + "\n"))
         if usd:
-            written.append(atomic_write_text(out / f"{shot.shot_id}.usda", shot_usda(plan, shot)))
+            written.append(atomic_write_text(out / camera_file_name("camera_usd", sid), shot_usda(plan, shot)))
     if usd:
-        written.append(atomic_write_text(out / "sequence.usda", sequence_usda(plan)))
+        written.append(atomic_write_text(out / SEQUENCE_CAMERA, sequence_usda(plan)))
     return [Path(p) for p in written]
 
 

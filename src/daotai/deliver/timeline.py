@@ -59,6 +59,7 @@ import opentimelineio as otio
 from daotai.deliver.subtitles import Cue, sequence_cues
 from daotai.deliver.wipes import edl_wipe_codes, wipe_transition
 from daotai.files import atomic_write_text
+from daotai.plan.layout import CAMERA_ENDINGS, EDITORIAL_FILES, audio_edl_name
 from daotai.plan.model import Plan, ShotPlan
 from daotai.script.vocab import OVERLAPPING_TRANSITIONS, WIPE_DIRECTIONS
 
@@ -196,7 +197,9 @@ def camera_at(camera: Mapping[str, Any], frame: float) -> tuple[np.ndarray, floa
     return matrix, fov
 
 
-CAMERA_FILE_KINDS = {".pose.txt": "pose", ".c2w.json": "c2w", ".usda": "usd"}
+# The ending of each camera file (the layout's) → its key in a clip's camera metadata.
+CAMERA_FILE_KINDS = {CAMERA_ENDINGS["camera_pose"]: "pose", CAMERA_ENDINGS["camera_json"]: "c2w",
+                     CAMERA_ENDINGS["camera_usd"]: "usd"}
 
 
 def camera_files_by_shot(plan: Plan, written: Iterable[str | Path], root: str | Path) -> dict[str, dict[str, str]]:
@@ -423,7 +426,7 @@ def _soundtrack_track(plan: Plan, sound: TimelineSound, rate: float) -> otio.sch
 
 # Editorial exchange formats written beside the .otio when their OTIO adapter plugin is
 # installed (otio-fcp-adapter, otio-cmx3600-adapter): suffix → adapter name.
-EDITORIAL_FORMATS = {".xml": "fcp_xml", ".edl": "cmx_3600"}
+EDITORIAL_FORMATS = {EDITORIAL_FILES["timeline_xml"]: "fcp_xml", EDITORIAL_FILES["timeline_edl"]: "cmx_3600"}
 # Rates a timeline at a rate SMPTE timecode lacks is written at in those formats: the whole-number
 # timecode rates every editing program takes (OTIO's own nearest rate for 16 fps is 23.976, a
 # broadcast rate an animatic has no reason to use).
@@ -581,7 +584,7 @@ def _audio_edls(timeline: otio.schema.Timeline, video_edl: Path) -> list[Path]:
     for number, track in enumerate(audio, start=1):
         if not any(isinstance(item, otio.schema.Clip) for item in track):
             continue
-        target = video_edl.with_name(f"{video_edl.stem}.a{number}.edl")
+        target = video_edl.with_name(audio_edl_name(video_edl.stem, number))
         try:
             stack = otio.schema.Stack(children=[track.deepcopy()])
             writer = EDLWriter(tracks=stack, rate=track.duration().rate, style="avid")

@@ -66,7 +66,7 @@ from daotai.plan.staging import (
     wardrobe_from_appearance,
     yaw_toward,
 )
-from daotai.plan.timing import frames_for, snap_for
+from daotai.plan.timing import frames_for, snap_for, transition_length, transition_seconds
 from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, BlockingMove, CameraSpec, Character, Script, Shot
 from daotai.script.vocab import (
@@ -574,7 +574,7 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     if kind == "cut":
         return _CUT
     overlapping = kind in OVERLAPPING_TRANSITIONS  # a crossfade or a wipe: the shots overlap
-    count = max(1, round(seconds * fps)) if overlapping else max(1, round(seconds * fps / 2.0))
+    count = transition_length(seconds, Fraction(*fps_fraction(fps)), overlapping)
     where = f"shots[{index}].transition"
     problem = None
     if overlapping:
@@ -590,7 +590,7 @@ def _transition(shot: Shot, index: int, fps: float, prev_frames: int | None, fra
     if problem is not None:
         problems.append(problem)
         return _CUT
-    return TransitionPlan(type=kind, duration_s=_r(count / fps * (1 if overlapping else 2)), frames=count)
+    return TransitionPlan(type=kind, duration_s=_r(transition_seconds(count, fps, overlapping)), frames=count)
 
 
 def _closing_fade(seconds: float | None, shot_id: str, frames: int, incoming: TransitionPlan, fps: float,
@@ -602,13 +602,13 @@ def _closing_fade(seconds: float | None, shot_id: str, frames: int, incoming: Tr
     frames its own transition in already uses."""
     if not seconds:
         return None
-    count = max(1, frames_for(seconds, fps))
+    count = transition_length(seconds, Fraction(*fps_fraction(fps)), overlaps=True)
     if count + incoming.frames > frames:
         used = f", {incoming.frames} of them used by its {incoming.type} in" if incoming.frames else ""
         problems.append(Issue("fade_out", seconds, f"s ({count} frames) must fit inside the last shot "
                               f"{shot_id!r} ({frames} frames{used})"))
         return None
-    return TransitionPlan(type="fade", duration_s=_r(count / fps), frames=count)
+    return TransitionPlan(type="fade", duration_s=_r(transition_seconds(count, fps, overlaps=True)), frames=count)
 
 
 def _issues_of(exc: PlanError, where: str) -> tuple[Issue, ...]:

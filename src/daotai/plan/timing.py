@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from daotai.catalog import SnapRule
 from daotai.errors import PlanError
@@ -47,6 +48,42 @@ def seconds_for(frames: int, fps: float) -> float:
     _require_int_at_least("frames", frames, 0)
     _require_positive("fps", fps)
     return frames / fps
+
+
+def _exact(value: int | float | Fraction, name: str) -> Fraction:
+    """``value`` as an exact Fraction: a float is read as the decimal it prints as (0.1, not 0.1000…0555)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        raise PlanError(f"{name}: {value!r} must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PlanError(f"{name}: {value!r} must be a finite number")
+    return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+
+
+def transition_length(seconds: float, fps: int | float | Fraction, overlaps: bool) -> int:
+    """Frames a transition of ``seconds`` takes: an overlap (crossfade, wipe, the closing fade) runs
+    d·fps frames, a dip to black (fade) d·fps/2 frames on each side; at least one, 0 for 0 s.
+
+    The one rounding rule of every transition length (the planner's and the assembly's): half up,
+    computed exactly on the decimal seconds and the rational rate. Half up rather than half to
+    even because shot lengths already round half up (:func:`frames_for`) and a user who writes a
+    0.5 s crossfade at 25 fps reads 12.5 frames as 13; the banker's rule only pays off when many
+    rounded values are summed, and a transition is rounded once.
+    """
+    exact = _exact(seconds, "seconds")
+    rate = _exact(fps, "fps")
+    if exact < 0 or rate <= 0:
+        raise PlanError(f"transition: {seconds!r} s at {fps!r} fps must be >= 0 s at > 0 fps")
+    if exact == 0:
+        return 0
+    span = exact * rate if overlaps else exact * rate / 2
+    return max(1, math.floor(span + Fraction(1, 2)))
+
+
+def transition_seconds(frames: int, fps: int | float | Fraction, overlaps: bool) -> float:
+    """The inverse of :func:`transition_length`: the seconds a planned transition of ``frames`` spans
+    (a fade's frames are per side, so it spans twice as many)."""
+    _require_int_at_least("frames", frames, 0)
+    return (frames if overlaps else 2 * frames) / float(_exact(fps, "fps"))
 
 
 def snap_frames(frames: int, step: int, offset: int = 1) -> int:

@@ -66,6 +66,7 @@ from daotai.encode.ahead import read_ahead
 from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, decode_frames, probe
 from daotai.errors import EncodeError
 from daotai.files import atomic_path
+from daotai.plan.timing import transition_length, transition_seconds
 from daotai.post.wipe import WIPES, wipe_frame
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "Transition",
     "amplitude",
     "assemble",
+    "closing_fade_seconds",
     "end_fade_frames",
     "limit",
     "mix_sound",
@@ -112,6 +114,19 @@ class Transition:
             raise EncodeError(f"transition.duration_s: {d!r} must be 0 for a cut")
         if self.kind != "cut" and d <= 0:
             raise EncodeError(f"transition.duration_s: {d!r} must be > 0 for a {self.kind}")
+
+    @classmethod
+    def planned(cls, kind: str, frames: int, fps: int | float | str | Fraction) -> "Transition":
+        """The transition a plan counted in frames (a fade's per side) at ``fps``, as the seconds it spans;
+        it is counted back to the same frames at that rate, and spans the same time at another."""
+        if kind == "cut":
+            return cls()
+        return cls(kind, transition_seconds(frames, as_fps(fps), overlaps=kind in OVERLAPS))
+
+
+def closing_fade_seconds(frames: int, fps: int | float | str | Fraction) -> float:
+    """The seconds of a plan's closing fade of ``frames`` frames at ``fps`` (``assemble``'s ``fade_out_s``)."""
+    return transition_seconds(frames, as_fps(fps), overlaps=True)
 
 
 CUT = Transition()
@@ -174,27 +189,19 @@ def untouched(count: int, join: _Join) -> range:
     return range(join.overlap_in + join.fade_in, count - join.overlap_out - join.fade_out)
 
 
-def _half_up(value: Fraction) -> int:
-    """Round a non-negative rational half up."""
-    return math.floor(value + Fraction(1, 2))
-
-
 def transition_frames(transition: Transition, fps: int | float | str | Fraction) -> int:
-    """Frames a transition uses: crossfade or wipe overlap n = round(d·fps), fade k = round(d·fps/2)."""
-    rate = as_fps(fps)
-    exact = Fraction(repr(float(transition.duration_s))) * rate  # the decimal the user wrote
-    if transition.kind in OVERLAPS:
-        return _half_up(exact)
-    if transition.kind == "fade":
-        return _half_up(exact / 2)
-    return 0
+    """Frames a transition uses: crossfade or wipe overlap n = round(d·fps), fade k = round(d·fps/2)
+    (:func:`daotai.plan.timing.transition_length`, the planner's own rule)."""
+    if transition.kind == "cut":
+        return 0
+    return transition_length(transition.duration_s, as_fps(fps), overlaps=transition.kind in OVERLAPS)
 
 
 def end_fade_frames(seconds: float, fps: int | float | str | Fraction) -> int:
     """Frames the sequence's closing fade to black takes: m = round(d·fps), 0 for no fade."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
         raise EncodeError(f"fade_out: {seconds!r} must be a finite number of seconds >= 0")
-    return _half_up(Fraction(repr(float(seconds))) * as_fps(fps))
+    return transition_length(float(seconds), as_fps(fps), overlaps=True)
 
 
 def _joins(

@@ -31,6 +31,7 @@ import numpy as np
 
 from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
 from daotai.errors import NO_VALUE, EncodeError, OptionError
+from daotai.plan.layout import ENHANCED, RenderLayout
 from daotai.post.colour import (
     DeflickerConfig,
     MatchColourConfig,
@@ -63,7 +64,7 @@ Step = Union[MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfi
 ORDER = (MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfig)
 STEP_NAMES = {MatchColourConfig: "match_colour", DeflickerConfig: "deflicker",
               InterpolateConfig: "interpolate", UpscaleConfig: "upscale"}
-ENHANCED_SUFFIX = "_enhanced"
+ENHANCED_SUFFIX = ENHANCED  # <stem>_enhanced<suffix>: the render layout's name for an enhanced copy
 STATS_SIDE = 160  # thumbnail side for colour statistics (decoded with skipping, cheap)
 STATS_FRAMES = 48  # frames sampled for a shot's colour statistics
 
@@ -416,7 +417,7 @@ def enhance_render(
     record (a dict).
     """
     from daotai.files import atomic_write_text
-    from daotai.post.assemble import ClipSpec, Transition, assemble
+    from daotai.post.assemble import ClipSpec, Transition, assemble, closing_fade_seconds
 
     out_dir = Path(out_dir)
     ctx = ctx or RunContext()
@@ -433,13 +434,13 @@ def enhance_render(
             "width": result.width, "height": result.height, "fps": str(result.fps), "frames": result.frames,
             "seconds": result.manifest["seconds"],
         }
-        plan_fps = Fraction(*plan.fps_fraction)
-        kind = shot.transition.type
-        seconds = shot.transition.frames / float(plan_fps) * (2 if kind == "fade" else 1)
-        clips.append(ClipSpec(path=result.path, transition_in=Transition(kind, seconds)))
+        # in seconds (at the plan's rate), so a transition spans the same time at an interpolated rate
+        transition = Transition.planned(shot.transition.type, shot.transition.frames, Fraction(*plan.fps_fraction))
+        clips.append(ClipSpec(path=result.path, transition_in=transition))
     ctx.check()
     assert result is not None  # a plan has at least one shot
-    sequence = out_dir / f"sequence{ENHANCED_SUFFIX}{result.path.suffix}"
+    layout = RenderLayout(out_dir, result.path.suffix, enhanced=True)
+    sequence = layout.path("sequence_enhanced")
 
     def check(done: int, total: int) -> None:
         """Let a cancel stop the assembly between frames."""
@@ -447,7 +448,7 @@ def enhance_render(
 
     yield Progress("assemble", None, 0, 1, "enhanced")
     # the film's closing fade, in seconds so it spans the same time at an interpolated frame rate
-    closing = plan.fade_out.frames / float(Fraction(*plan.fps_fraction)) if plan.fade_out is not None else 0.0
+    closing = closing_fade_seconds(plan.fade_out.frames, Fraction(*plan.fps_fraction)) if plan.fade_out is not None else 0.0
     assembled = assemble(clips, sequence, result.fps, settings, on_progress=check, fade_out_s=closing)
     yield Progress("assemble", None, 1, 1, "enhanced")
     yield Output("sequence_enhanced", str(sequence))
@@ -459,8 +460,8 @@ def enhance_render(
         "sequence": {"path": sequence.name, "width": assembled.width, "height": assembled.height,
                      "fps": str(assembled.fps), "frames": assembled.frames},
     }
-    atomic_write_text(out_dir / "enhance.json", json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    yield Output("enhance_manifest", str(out_dir / "enhance.json"))
+    atomic_write_text(layout.path("enhance_manifest"), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    yield Output("enhance_manifest", str(layout.path("enhance_manifest")))
     return record
 
 

@@ -7,15 +7,19 @@ never breaks another.
 
 Third-party backends register through the ``daotai.backends`` entry-point group (the way
 OpenTimelineIO finds its adapters): each entry point loads to a :class:`BackendSpec`. They are
-discovered on first use and cannot replace a built-in name.
+discovered on first use and cannot replace a built-in name; one that fails to load is skipped and
+reported (:mod:`daotai.plugins`; ``DAOTAI_NO_PLUGINS=1`` loads none). An unknown name is the
+user's typo, an :class:`OptionError` naming the nearest backends, not a backend failure.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any, Mapping
 
-from daotai.errors import BackendError
+from daotai.errors import OptionError
+from daotai.plugins import load_group
 from daotai.render.base import Backend
 from daotai.render.spec import BackendEnv, BackendOptions, BackendSpec
 
@@ -36,18 +40,14 @@ BUILTIN_MODULES = (
 _specs: dict[str, BackendSpec] | None = None
 
 
-def _entry_point_specs() -> list[BackendSpec]:
-    """Specs declared in the ``daotai.backends`` entry-point group by installed packages."""
-    from importlib.metadata import entry_points
+def _not_a_spec(obj: Any) -> str | None:
+    return None if isinstance(obj, BackendSpec) else f"gave {type(obj).__name__}, not a daotai.render.spec.BackendSpec"
 
-    found = []
-    for point in entry_points(group=BACKEND_ENTRY_POINTS):
-        spec = point.load()
-        if not isinstance(spec, BackendSpec):
-            raise TypeError(f"entry point {point.name!r} ({point.value}) gave {type(spec).__name__}, "
-                            "not a daotai.render.spec.BackendSpec")
-        found.append(spec)
-    return found
+
+def _entry_point_specs() -> list[BackendSpec]:
+    """Specs declared in the ``daotai.backends`` entry-point group by installed packages; one that
+    fails to load is skipped and reported (:func:`daotai.plugins.skipped`), never breaking the rest."""
+    return load_group(BACKEND_ENTRY_POINTS, _not_a_spec)
 
 
 def specs() -> Mapping[str, BackendSpec]:
@@ -75,12 +75,26 @@ def backend_names() -> list[str]:
     return sorted(specs())
 
 
-def spec_for(name: str) -> BackendSpec:
-    """The spec of the backend called ``name``."""
-    found = specs().get(name)
+def unknown_backend(name: object, where: str = "--backend") -> OptionError:
+    """The error for a backend name no spec has: an option error naming the closest names."""
+    names = backend_names()
+    close = difflib.get_close_matches(str(name).strip().lower(), names, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(repr(n) for n in close)}? " if close else ""
+    return OptionError.at(where, name, f"is not a known backend; {hint}choose one of: {', '.join(names)}")
+
+
+def check_backend(name: object, where: str = "--backend") -> BackendSpec:
+    """The spec of the backend called ``name``; OptionError (exit 2, HTTP 422) at ``where`` naming
+    the nearest names when there is none."""
+    found = specs().get(name) if isinstance(name, str) else None
     if found is None:
-        raise BackendError(f"--backend: {name!r} is not a known backend; choose one of: {', '.join(backend_names())}")
+        raise unknown_backend(name, where)
     return found
+
+
+def spec_for(name: str) -> BackendSpec:
+    """The spec of the backend called ``name`` (OptionError naming the nearest names if unknown)."""
+    return check_backend(name)
 
 
 def makes_controls(name: str) -> bool:

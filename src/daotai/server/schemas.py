@@ -23,10 +23,14 @@ SECONDS_PATTERN = r"^(?:[1-9]|[1-5][0-9]|60)$"
 _EVEN_WIDTH = r"(?:6[468]|[7-9][02468]|[1-9][0-9][02468]|[1-6][0-9]{2}[02468]|7[0-5][0-9][02468]|76[0-7][02468]|7680)"
 _EVEN_HEIGHT = r"(?:6[468]|[7-9][02468]|[1-9][0-9][02468]|[1-3][0-9]{2}[02468]|4[0-2][0-9][02468]|43[01][02468]|4320)"
 SIZE_PATTERN = f"^{_EVEN_WIDTH}x{_EVEN_HEIGHT}$"
+# The media type of every deliverable the render layout names, by suffix (tests/test_layout_outputs.py
+# checks each kind has one): FCP 7 XML, a CMX 3600 EDL and the CameraCtrl pose file are text,
+# a USD layer in its text form is model/vnd.usda.
 MEDIA_TYPES = {
     ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".jpg": "image/jpeg",
     ".png": "image/png", ".webp": "image/webp", ".json": "application/json", ".otio": "application/json",
-    ".srt": "application/x-subrip", ".vtt": "text/vtt", ".pdf": "application/pdf",
+    ".srt": "application/x-subrip", ".vtt": "text/vtt", ".pdf": "application/pdf", ".xml": "application/xml",
+    ".edl": "text/plain", ".txt": "text/plain", ".usda": "model/vnd.usda",
 }
 UPLOAD_MEDIA_TYPES = tuple(sorted(set(IMAGE_TYPES.values()) | set(SOUND_TYPES.values()) | set(VIDEO_TYPES.values())))
 

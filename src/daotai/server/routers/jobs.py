@@ -11,8 +11,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from daotai.errors import ScriptError
-from daotai.server.references import reference_issues
+from daotai.server.job_request import read_job_request
 from daotai.server.schemas import (
     MEDIA_TYPES,
     OUTPUT_NAME,
@@ -51,31 +50,12 @@ def build_router(state: ServerState) -> APIRouter:
         Backend options: an `options` object beside the script's fields (e.g. `{"steps": 20,
         "guidance": 4}`; `daotai backends` lists each backend's) is checked before the job is
         queued: an unknown or ill-typed option is a 422 naming `options.<field>` and the valid
-        options. The manifest records the validated options."""
-        from daotai.errors import OptionError
-        from daotai.render.registry import backend_names, spec_for
-        from daotai.script.load import parse_document, validate_script
-        from daotai.script.presets import apply_preset
-
+        options. The manifest records the validated options. An unknown `backend` is a 422 naming
+        the closest backends; a body that is not application/json is a 415."""
         key = check_idem_key(idempotency_key)
-        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-            raise HTTPException(415, "Content-Type: a script is sent as application/json")
-        if backend not in backend_names():
-            raise HTTPException(400, f"backend: {backend!r} is not a daotai backend; "
-                                     f"choose one of: {', '.join(backend_names())}")
-        data = parse_document(await request.body(), "json", source="body")
-        # The body is the script, plus an optional `options` object for the backend (checked by
-        # the backend's Options type: an unknown or ill-typed option is a 422 naming the valid ones).
-        raw_options = data.pop("options", None) if isinstance(data, dict) else None
-        if raw_options is not None and not isinstance(raw_options, dict):
-            raise OptionError.at("options", raw_options, "must be an object of backend options")
-        options = spec_for(backend).validate_options(raw_options or {}).model_dump(exclude_unset=True)
-        script = validate_script(data, source="body")
-        refs = await run_in_threadpool(reference_issues, script, store)
-        if refs:
-            raise ScriptError(refs, "body")
-        if preset is not None:
-            script = apply_preset(script, preset)
+        job_request = await read_job_request(request, backend, preset)
+        options = job_request.options
+        script = await job_request.script(store)
         total = sum(s.duration for s in script.shots)
         canonical = script.model_dump(mode="json", by_alias=True)
         request_hash = body_hash({"endpoint": "jobs", "script": canonical, "backend": backend, "preset": preset,
@@ -136,7 +116,10 @@ def build_router(state: ServerState) -> APIRouter:
     def job_file(job_id: str = PathParam(..., max_length=64),
                  name: str = PathParam(..., max_length=100, pattern=OUTPUT_NAME)):
         """One deliverable by name: video, thumbnail, spritesheet, contact_sheet, manifest, qc, timeline,
-        plan, control_index, shot.<id>, depth.<id>, depth_preview.<id>, mask.<id>."""
+        timeline_xml, timeline_edl, timeline_audio_edl.<n>, plan, control_index, shot.<id>, depth.<id>,
+        depth_preview.<id>, mask.<id>, camera_pose.<id>, camera_json.<id>, camera_usd.<id>,
+        sequence_camera_usd, srt, vtt, boards, board_page.<nn> (every name `daotai.plan.layout` knows;
+        the job's `outputs` list those it has)."""
         job = state.visible(job_id)
         if job.status != "completed":
             raise HTTPException(409, f"job_id: {job_id!r} is {job.status}, not completed")

@@ -8,9 +8,9 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 
 from daotai.errors import BackendError, Issue, ScriptError
+from daotai.server.job_request import read_job_request
 from daotai.server.references import reference_issues
 from daotai.server.schemas import SCRIPT_BODY, ErrorReply, error_responses, issue_dicts
 from daotai.server.state import ServerState
@@ -202,29 +202,14 @@ def build_router(state: ServerState) -> APIRouter:
         Answers `{valid, issues, cache, shots: [{shot_id, key, render: "rendered" | "reused"}],
         rendered: [shot ids], reused: [shot ids]}`; an invalid script is an answer like validate
         (`valid: false`), a wrong option a 422 naming `options.<field>`."""
-        from daotai.errors import OptionError
-        from daotai.render.registry import spec_for
-        from daotai.script.load import parse_document, validate_script
-        from daotai.script.presets import apply_preset
-
-        if backend not in backend_names():
-            raise HTTPException(400, f"backend: {backend!r} is not a daotai backend; "
-                                     f"choose one of: {', '.join(backend_names())}")
-        data = parse_document(await request.body(), "json", source="body")
-        raw_options = data.pop("options", None) if isinstance(data, dict) else None
-        if raw_options is not None and not isinstance(raw_options, dict):
-            raise OptionError.at("options", raw_options, "must be an object of backend options")
-        options = spec_for(backend).validate_options(raw_options or {}).model_dump(exclude_unset=True)
+        job_request = await read_job_request(request, backend, preset)
+        options = job_request.options
         empty = {"cache": False, "shots": [], "rendered": [], "reused": []}
         try:
-            script = validate_script(data, source="body")
-        except ScriptError as exc:
+            script = await run_in_threadpool(job_request.validated, store)
+        except ScriptError as exc:  # an answer, as validate gives one: the console asks while editing
             return {"valid": False, "issues": issue_dicts(exc.issues), **empty}
-        refs = await run_in_threadpool(reference_issues, script, store)
-        if refs:
-            return {"valid": False, "issues": issue_dicts(refs), **empty}
-        if preset is not None:
-            script = apply_preset(script, preset)
+        script = job_request.with_preset(script)
         shots = await run_in_threadpool(render_plan, state, script, backend, options)
         return {"valid": True, "issues": [], "cache": any(s["key"] for s in shots), "shots": shots,
                 "rendered": [s["shot_id"] for s in shots if s["render"] == "rendered"],

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from daotai.errors import Issue, OptionError, ScriptError
-from daotai.server.references import reference_issues
+from daotai.server.job_request import read_job_request
 from daotai.server.schemas import SCRIPT_BODY, ErrorReply, error_responses, json_response
 from daotai.server.state import ServerState, job_disk_bytes
 from daotai.server.store import NewJob, NotFound, QueueFull
@@ -69,8 +69,6 @@ def sweep_grid(sweep: Any, backend: str, options: dict[str, Any]) -> list[dict[s
 
 def build_router(state: ServerState) -> APIRouter:
     """The sweep routes of one server."""
-    from daotai.render.registry import backend_names
-
     router = APIRouter(tags=["sweeps"])
     config, store = state.config, state.store
     errors = error_responses()
@@ -103,28 +101,12 @@ def build_router(state: ServerState) -> APIRouter:
         before anything is queued. `GET /v1/sweeps/{id}` lists the jobs with their status."""
         import time
 
-        from daotai.render.registry import spec_for
-        from daotai.script.load import parse_document, validate_script
-        from daotai.script.presets import apply_preset
-
-        if backend not in backend_names():
-            raise HTTPException(400, f"backend: {backend!r} is not a daotai backend; "
-                                     f"choose one of: {', '.join(backend_names())}")
-        data = parse_document(await request.body(), "json", source="body")
-        if not isinstance(data, dict):
+        job_request = await read_job_request(request, backend, preset, extra=("sweep",))
+        if not isinstance(job_request.body, dict):
             raise HTTPException(400, "body: must be a JSON object (a script with a `sweep` object)")
-        raw_options = data.pop("options", None)
-        if raw_options is not None and not isinstance(raw_options, dict):
-            raise OptionError.at("options", raw_options, "must be an object of backend options")
-        sweep = data.pop("sweep", None)
-        options = spec_for(backend).validate_options(raw_options or {}).model_dump(exclude_unset=True)
+        options, sweep = job_request.options, job_request.extra["sweep"]
         grid = sweep_grid(sweep, backend, options)
-        script = validate_script(data, source="body")
-        refs = await run_in_threadpool(reference_issues, script, store)
-        if refs:
-            raise ScriptError(refs, "body")
-        if preset is not None:
-            script = apply_preset(script, preset)
+        script = await job_request.script(store)
         waiting = store.counts().get("queued", 0)
         if waiting + len(grid) > config.queue_limit:
             raise QueueFull(f"queue: {waiting} jobs are waiting; {len(grid)} more would pass the limit, "
