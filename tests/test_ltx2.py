@@ -1,0 +1,337 @@
+"""LTX-2 (`--backend ltx2`) on the CPU with a tiny random pipeline of every component class of the release.
+
+The folder is built once (tests/builders.py: ``build_ltx2``, saved as an ``LTX2Pipeline``) and loaded
+through daotai's checked loader as the condition pipeline. Its VAE compresses 32x in space and 8x in
+time like the released one, so the 8k+1 frame and 32-pixel size rules are the model's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("diffusers")
+pytest.importorskip("transformers")
+
+import builders  # noqa: E402
+from daotai import catalog  # noqa: E402
+from daotai.errors import BackendError, Cancelled, OptionError  # noqa: E402
+from daotai.render.base import Audio, Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+
+STEPS = 2
+SCRIPT = {
+    "title": "ltx2",
+    "fps": 24,
+    "size": [96, 64],
+    "seed": 5,
+    "scene": "office",
+    "characters": [{"id": "lin", "appearance": "blue shirt"}, {"id": "mara", "appearance": "glasses"}],
+    "shots": [
+        {"shot_id": "s1", "duration": 1, "camera": {"type": "dolly", "motion": [0, 0, -0.5]}, "subject": "lin",
+         "dialogue": [{"character": "lin", "line": "Morning."}], "sound": "rain on the window"},
+        {"shot_id": "s2", "duration": 0.5, "characters": ["mara"], "sound": "a door closes"},
+    ],
+}
+# Checks that judge what the picture shows: random weights paint noise that no camera move, motion smoothness or encode
+# fidelity bound can be held to. Every other check (format, sound, sync, continuity) must pass.
+PICTURE_CHECKS = {"camera", "camera_path", "judder", "fidelity"}
+
+
+@pytest.fixture(scope="module")
+def tiny_ltx2(tmp_path_factory) -> Path:
+    """The tiny random LTX-2 folder."""
+    return builders.build_ltx2(tmp_path_factory.mktemp("tiny_models") / "ltx2")
+
+
+@pytest.fixture(autouse=True)
+def config_dir(tmp_path, monkeypatch) -> Path:
+    """Each test records licence acceptances in its own config folder, never the user's."""
+    folder = tmp_path / "config"
+    monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture()
+def script(tmp_path) -> Path:
+    path = tmp_path / "ltx2.json"
+    path.write_text(json.dumps(SCRIPT))
+    return path
+
+
+def plan_of(script: Path, **changes):
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import load_script
+
+    if changes:
+        data = {**json.loads(script.read_text()), **changes}
+        script = script.with_name("changed.json")
+        script.write_text(json.dumps(data))
+    return plan_script(load_script(script))
+
+
+def backend_for(model: Path, **options):
+    from daotai.render.ltx2 import LTX2Backend
+
+    return LTX2Backend(**{"model": str(model), "device": "cpu", "steps": STEPS, "accept_licence": True, **options})
+
+
+def events_of(backend, plan, shot, ctx=None) -> list:
+    return list(backend.render(RenderJob(plan, shot, controls=False), ctx or RunContext()))
+
+
+@pytest.fixture()
+def recorded(monkeypatch) -> list[dict]:
+    """Every LTX-2 condition pipeline call's keyword arguments, in call order."""
+    from diffusers import LTX2ConditionPipeline
+
+    calls: list[dict] = []
+    original = LTX2ConditionPipeline.__call__
+
+    def recording_call(self, *args, **kwargs):
+        calls.append(kwargs)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LTX2ConditionPipeline, "__call__", recording_call)
+    return calls
+
+
+# ------------------------------------------------------------------ pure rules
+
+
+def test_sizes_round_to_the_32_pixel_grid_and_a_frame_too_small_is_refused():
+    from daotai.render.ltx2 import generation_size
+
+    assert generation_size(1920, 1080, 32) == (1920, 1088)
+    assert generation_size(96, 64, 32) == (96, 64)
+    assert generation_size(1920, 804, 32) == (1920, 800)
+    with pytest.raises(BackendError, match=r"size: 24x64 is smaller than LTX-2's 32-pixel grid.*--preset"):
+        generation_size(24, 64, 32)
+
+
+def test_frames_snap_to_8k_plus_1_and_long_shots_split_at_20_seconds(tiny_ltx2, script):
+    from daotai.plan.timing import is_snapped
+
+    backend = backend_for(tiny_ltx2)
+    plan = plan_of(script, shots=[{"shot_id": "a", "duration": 1}, {"shot_id": "b", "duration": 45}])
+    short, long_ = (backend._segments(s) for s in plan.shots)
+    assert [(s.frames, s.keep) for s in short] == [(25, 24)]  # 24 frames at 24 fps are made as 25, then trimmed
+    assert len(long_) == 3 and all(is_snapped(s.frames, 8) and s.frames <= 20 * 24 + 1 for s in long_)
+    assert sum(s.keep for s in long_) == 45 * 24
+    assert backend_for(tiny_ltx2, segment_seconds=5)._segments(plan.shots[1])[0].frames == 113  # 8*14+1 <= 5 s
+
+
+def test_keyframes_sit_on_the_first_middle_and_last_latent():
+    from daotai.render.ltx2 import keyframe_latents, latent_to_frame
+
+    assert keyframe_latents(121, 8) == [0, 8, 15]
+    assert [latent_to_frame(k, 121, 8) for k in (0, 8, 15)] == [0, 64, 120]
+    assert keyframe_latents(9, 8) == [0, 1]
+
+
+def test_segment_sounds_join_with_a_crossfade_over_the_shared_frame():
+    from daotai.plan.timing import Segment
+    from daotai.render.ltx2 import Result, join_segments
+
+    rate, fps = 240, 24.0  # 10 samples a frame
+    first = Result(np.zeros((17, 4, 4, 3), np.uint8), np.ones((2, 170), np.float32), rate)
+    second = Result(np.full((17, 4, 4, 3), 9, np.uint8), np.full((2, 170), 3.0, np.float32), rate)
+    frames, sound = join_segments([first, second], [Segment(0, 0, 17, 17), Segment(1, 17, 16, 17)], fps)
+    assert len(frames) == 33 and frames[16].max() == 0 and frames[17].max() == 9
+    assert sound.shape == (2, 330)
+    assert np.all(sound[:, :160] == 1.0) and np.all(sound[:, 170:] == 3.0)  # the second starts on the shared frame
+    assert np.all(np.diff(sound[0, 160:170]) > 0)  # and fades in over it
+
+
+def test_options_refuse_what_ltx2_does_not_take(tiny_ltx2):
+    from daotai.render.registry import backend_names, spec_for
+
+    assert "ltx2" in backend_names() and spec_for("ltx2").default_model == "ltx-2"
+    with pytest.raises(OptionError, match="condition"):
+        backend_for(tiny_ltx2, condition="depth")
+    with pytest.raises(OptionError, match="segment_seconds.*1-20 s"):
+        backend_for(tiny_ltx2, segment_seconds=30)
+    with pytest.raises(OptionError, match="condition_strength"):
+        backend_for(tiny_ltx2, condition_strength=1.5)
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def test_a_render_through_the_command_line_writes_picture_and_sound_in_sync(tiny_ltx2, script, tmp_path, config_dir):
+    import av
+
+    from daotai.encode.video import probe
+
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "daotai.cli", "render", str(script), "--backend", "ltx2", "-O", f"model={tiny_ltx2}",
+         "--device", "cpu", "--steps", str(STEPS), "-O", "accept_licence=true", "-o", str(out)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "DAOTAI_DEBUG": ""},
+    )
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: qc failed (the picture checks, see below)
+    plan = plan_of(script)
+    for shot in plan.shots:
+        path = out / "shots" / f"{shot.shot_id}.mp4"
+        info = probe(path)
+        assert (info.width, info.height, info.frames) == (96, 64, shot.frames)
+        with av.open(str(path)) as container:
+            sound = container.streams.audio[0]
+            seconds = float(sound.duration * sound.time_base)
+        assert seconds == pytest.approx(shot.frames / plan.fps, abs=0.05)  # the shot's sound spans its picture
+    qc = json.loads((out / "qc.json").read_text())
+    assert qc["sequence"]["ok"] and qc["sequence"]["audio"]["present"]
+    assert qc["sequence"]["audio"]["duration_s"] == pytest.approx(qc["sequence"]["audio"]["picture_s"], abs=0.05)
+    for report in qc["shots"]:
+        assert report["audio"]["ok"] and report["audio"]["start_s"] == 0.0
+        failed = {v["check"] for v in report["verdicts"] if not v["ok"]}
+        assert failed <= PICTURE_CHECKS, report["failures"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    notices = {s["shot_id"]: "\n".join(s["notices"]) for s in manifest["shots"]}
+    assert "generated 25 frames (LTX-2 makes 8k+1) and trimmed to 24" in notices["s1"]
+    assert 'lin says: "Morning." Sound: rain on the window.' in notices["s1"]
+    assert "sound: 2 channels at 16000 Hz, 16000 samples" in notices["s1"]
+    assert all("licence: LTX-2 Community License Agreement accepted" in n for n in notices.values())
+    assert json.loads((config_dir / "licences.json").read_text())["ltx-2"]["how"] == "-O accept_licence=true"
+
+
+def test_the_seed_reproduces_the_shot_files_byte_for_byte(tiny_ltx2, script, tmp_path):
+    from daotai.pipeline import Finished, PipelineSettings, run
+
+    def shot_hashes(plan, out: Path) -> dict[str, str]:
+        settings = PipelineSettings(backend="ltx2", camera_qc=False, options={
+            "model": str(tiny_ltx2), "device": "cpu", "steps": STEPS, "accept_licence": True})
+        assert isinstance(list(run(plan, out, settings, source=script))[-1], Finished)
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "shots").glob("*.mp4"))}
+
+    plan = plan_of(script, shots=SCRIPT["shots"][1:])
+    first = shot_hashes(plan, tmp_path / "a")
+    assert first == shot_hashes(plan, tmp_path / "b")
+    assert first != shot_hashes(plan_of(script, seed=6, shots=SCRIPT["shots"][1:]), tmp_path / "c")
+
+
+@pytest.mark.parametrize("condition", ["first_frame", "keyframes", "video"])
+def test_previz_frames_reach_the_condition_pipeline(tiny_ltx2, script, recorded, condition):
+    from daotai.render.neural.retime import resize_rgb
+    from daotai.render.previz.backend import PrevizBackend
+
+    plan = plan_of(script)
+    shot = plan.shots[0]
+    events = events_of(backend_for(tiny_ltx2, condition=condition, condition_strength=0.6), plan, shot)
+    assert sum(isinstance(e, Frame) for e in events) == shot.frames
+    (call,) = recorded
+    assert (call["height"], call["width"], call["num_frames"], call["frame_rate"]) == (64, 96, 25, 24.0)
+    conditions = call["conditions"]
+    assert all(c.strength == 0.6 for c in conditions)
+    previz = PrevizBackend(labels=False)
+    try:
+        drawn = [e.rgb for e in previz.render(RenderJob(plan, shot, controls=False), RunContext())
+                 if isinstance(e, Frame)]
+    finally:
+        previz.close()
+    if condition == "first_frame":
+        assert [c.index for c in conditions] == [0]
+        np.testing.assert_array_equal(conditions[0].frames, resize_rgb(drawn[0], 96, 64))
+    elif condition == "keyframes":
+        assert [c.index for c in conditions] == [0, 2, 3]  # 25 frames are 4 latents
+        np.testing.assert_array_equal(conditions[2].frames, resize_rgb(drawn[23], 96, 64))  # the shot's last
+    else:
+        assert [c.index for c in conditions] == [0] and conditions[0].frames.shape == (24, 64, 96, 3)
+    notices = "\n".join(e.text for e in events if isinstance(e, Notice))
+    assert "ltx2: conditioned on previz" in notices
+
+
+def test_a_long_shot_continues_each_segment_from_the_last_frame(tiny_ltx2, script, recorded):
+    plan = plan_of(script, shots=[{"shot_id": "long", "duration": 2, "sound": "a door closes"}])
+    shot = plan.shots[0]
+    backend = backend_for(tiny_ltx2, segment_seconds=1)
+    events = events_of(backend, plan, shot)
+    frames = [e for e in events if isinstance(e, Frame)]
+    (audio,) = [e for e in events if isinstance(e, Audio)]
+    assert len(frames) == 48 and audio.samples.shape == (32000, 2) and audio.rate == 16000
+    assert [c["num_frames"] for c in recorded] == [17, 17, 17]
+    assert recorded[0]["conditions"] is None
+    assert [c["generator"].initial_seed() for c in recorded] == [shot.seed, shot.seed + 1, shot.seed + 2]
+    # The second segment starts on the last frame the first one supplies.
+    (start,) = recorded[1]["conditions"]
+    assert start.index == 0 and start.strength == 1.0
+    np.testing.assert_array_equal(np.asarray(start.frames), frames[backend._segments(shot)[0].keep - 1].rgb)
+    notices = "\n".join(e.text for e in events if isinstance(e, Notice))
+    assert "3 segments of 17 frames" in notices and "segment 2/3: conditioned on the previous segment's last frame" \
+        in notices
+
+
+def test_cancelling_between_steps_stops_the_generation(tiny_ltx2, script):
+    plan = plan_of(script)
+    ctx = RunContext()
+    backend = backend_for(tiny_ltx2, steps=4)
+    with pytest.raises(Cancelled):
+        for event in backend.render(RenderJob(plan, plan.shots[0], controls=False), ctx):
+            if isinstance(event, Progress) and event.stage == "denoise":
+                ctx.cancel.set()
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def test_licence_gate_refuses_then_records_acceptance(tiny_ltx2, config_dir):
+    from daotai.render.ltx2 import LTX2Backend
+
+    with pytest.raises(OptionError) as refused:
+        LTX2Backend(model=str(tiny_ltx2), device="cpu")
+    text = str(refused.value)
+    assert "options.accept_licence" in text and "LTX-2 Community License Agreement" in text
+    assert "revenue threshold" in text and "-O accept_licence=true" in text
+    assert not (config_dir / "licences.json").exists()
+    assert LTX2Backend(model=str(tiny_ltx2), device="cpu", accept_licence=True).licence.endswith("accepted now")
+    assert "accepted 20" in LTX2Backend(model=str(tiny_ltx2), device="cpu").licence  # recorded once
+
+
+def test_missing_weights_name_the_pull_command(script, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    backend = backend_for(Path("ltx-2"))
+    plan = plan_of(script)
+    with pytest.raises(BackendError, match=r"ltx-2 is not downloaded.*daotai models pull ltx-2"):
+        events_of(backend, plan, plan.shots[0])
+
+
+def test_a_folder_of_another_model_is_refused_naming_the_pipelines(tiny_ltx, script):
+    backend = backend_for(tiny_ltx)
+    plan = plan_of(script)
+    with pytest.raises(BackendError, match="LTXPipeline model; the 'ltx2' backend needs one of LTX2Pipeline"):
+        events_of(backend, plan, plan.shots[0])
+
+
+# ------------------------------------------------------------------ catalog and memory
+
+
+def test_the_released_model_is_listed_with_its_licence_and_pulls_its_diffusers_folders():
+    row = catalog.model_row("ltx-2")
+    assert row is not None and row.repo_id == "Lightricks/LTX-2" and row.family == "ltx2"
+    assert row.licence_gated and row.licence == "LTX-2 Community License Agreement"
+    family = catalog.family("ltx2")
+    assert (family.snap.frame_step, family.snap.size_multiple, family.snap.native_fps) == (8, 32, 24.0)
+    assert "ltx2" not in catalog.snap_rules()  # plans do not list it: the backend records its own snapping
+
+
+class _Runtime:
+    def __init__(self, gib: float):
+        self.kind, self.device, self.memory_bytes = "cuda", "cuda", int(gib * 1024**3)
+
+
+@pytest.mark.parametrize(("gib", "tier"), [(139, "none"), (79, "none"), (48, "model"), (12, "group")])
+def test_memory_planner_picks_a_tier_for_the_released_model(gib, tier):
+    from daotai.render.ltx2 import LTX2Options, LTX2Runner
+    from daotai.render.neural.request import NativeRequest
+
+    runner = LTX2Runner(LTX2Options(), "ltx-2")
+    runner.runtime = _Runtime(gib)
+    assert runner._choose_tier(NativeRequest(1280, 704, 121, 24.0, "", "", 0)) == tier
+    assert "GiB peak estimated" in runner.tier_reason
