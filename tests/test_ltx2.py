@@ -335,3 +335,21 @@ def test_memory_planner_picks_a_tier_for_the_released_model(gib, tier):
     runner.runtime = _Runtime(gib)
     assert runner._choose_tier(NativeRequest(1280, 704, 121, 24.0, "", "", 0)) == tier
     assert "GiB peak estimated" in runner.tier_reason
+
+
+def test_doctor_says_which_tier_a_five_second_shot_takes():
+    from daotai.doctor import ltx2_check
+
+    assert "final: fits (none offload" in ltx2_check(139 * 1024**3).value
+    assert "preview: fits (group offload" in ltx2_check(24 * 1024**3).value
+    assert "final: does not fit" in ltx2_check(4 * 1024**3).value
+
+
+def test_fast_mode_skips_transformer_passes_on_a_fixed_schedule(tiny_ltx2, script):
+    plan = plan_of(script)
+    backend = backend_for(tiny_ltx2, speed="fast", steps=6)
+    events = events_of(backend, plan, plan.shots[1])
+    assert sum(isinstance(e, Frame) for e in events) == plan.shots[1].frames
+    cache = backend.runner.pipe.transformer._daotai_interval_cache
+    assert cache.reused > 0 and cache.computed > 0  # guidance passes of skipped steps answered from the cache
+    assert any("interval" in e.text for e in events if isinstance(e, Notice))
