@@ -8,7 +8,6 @@ LTX-2-shaped repository; nothing is downloaded from the network.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
