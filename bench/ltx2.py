@@ -157,13 +157,13 @@ class StepTimer:
 
 def request_kwargs(plan: Any, steps: int) -> dict:
     """What our backend asks the pipeline for this plan's shot (prompt, sizes, guidance, seed), for stock too."""
-    from daotai.plan.prompt import compose_h3_prompt
+    from daotai.plan.prompt import ltx2_prompt_for
     from daotai.render.neural.request import family_defaults
 
     defaults = family_defaults("ltx2", "ltx-2")
     shot = plan.shots[0]
     frames = 8 * round(SECONDS * 24 / 8) + 1
-    return dict(prompt=compose_h3_prompt(plan, shot, "t2va", budget=defaults.prompt),
+    return dict(prompt=ltx2_prompt_for(plan, shot),
                 negative_prompt=", ".join(p for p in (shot.negative_prompt, defaults.negative_prompt) if p),
                 height=plan.height, width=plan.width, num_frames=frames, frame_rate=24.0, num_inference_steps=steps,
                 guidance_scale=defaults.guidance, max_sequence_length=defaults.max_sequence_length)

@@ -150,6 +150,21 @@ def test_segment_sounds_join_with_a_crossfade_over_the_shared_frame():
     assert np.all(np.diff(sound[0, 160:170]) > 0)  # and fades in over it
 
 
+def test_prompts_command_shows_the_prompt_ltx2_is_sent_with_its_lines_and_sound(script):
+    from typer.testing import CliRunner
+
+    from daotai import cli
+    from daotai.plan.prompt import ltx2_prompt_for
+
+    result = CliRunner().invoke(cli.app, ["prompts", str(script), "--model", "ltx2", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["shot_id"]: r for r in json.loads(result.output)["shots"]}
+    plan = plan_of(script)
+    assert rows["s1"]["prompt"] == ltx2_prompt_for(plan, plan.shots[0])
+    assert rows["s1"]["prompt"].endswith('lin says: "Morning." Sound: rain on the window.')
+    assert rows["s2"]["budget"] == 1024 and rows["s2"]["prompt"].endswith("Sound: a door closes.")
+
+
 def test_options_refuse_what_ltx2_does_not_take(tiny_ltx2):
     from daotai.render.registry import backend_names, spec_for
 

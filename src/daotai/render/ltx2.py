@@ -14,8 +14,8 @@ conditioned on frames:
 the model repaints the grey previz shapes.
 
 The prompt is the planner's (framing, angle, camera move in words, action) with the shot's dialogue
-and sound events written after it as the ``h3`` backend writes them (``compose_h3_prompt``'s prompt-only
-form), fitted to Gemma 3's budget. The generated sound is cut to the shot's duration and yielded as one
+and sound events written after it as the ``h3`` backend writes them (``ltx2_prompt_for``), fitted to
+Gemma 3's budget. The generated sound is cut to the shot's duration and yielded as one
 :class:`~daotai.render.base.Audio` event, which the pipeline carries into the shot's file and the mix.
 
 Timing: LTX-2 makes 8k+1 frames at 24 fps and at most 20 s a generation. Shots are generated at the
@@ -40,7 +40,7 @@ from pydantic import Field, field_validator
 from daotai import catalog
 from daotai.errors import BackendError
 from daotai.plan.model import Plan, ShotPlan
-from daotai.plan.prompt import compose_h3_prompt
+from daotai.plan.prompt import ltx2_prompt_for
 from daotai.plan.timing import Segment, frames_for, plan_segments, round_size
 from daotai.render.base import Audio, Event, Frame, Notice, Progress, RenderJob, RunContext
 from daotai.render.neural.request import NativeRequest
@@ -348,7 +348,7 @@ class LTX2Backend:
             yield Notice("info", runner.speed_config.describe(), shot.shot_id)
         size = generation_size(plan.width, plan.height, defaults.size_multiple)
         segments = self._segments(shot)
-        prompt = compose_h3_prompt(plan, shot, "t2va", budget=defaults.prompt)
+        prompt = ltx2_prompt_for(plan, shot)
         negative = ", ".join(p for p in (shot.negative_prompt, defaults.negative_prompt) if p)
         native_total = frames_for(shot.duration_s, defaults.native_fps)
         if len(segments) == 1 and segments[0].frames != native_total:
