@@ -317,6 +317,17 @@ def test_missing_weights_name_the_pull_command(script, tmp_path, monkeypatch):
         events_of(backend, plan, plan.shots[0])
 
 
+def test_the_command_line_names_the_pull_and_the_licence_before_any_work(script, tmp_path):
+    env = dict(os.environ, COLUMNS="400", HF_HUB_CACHE=str(tmp_path / "hub"), DAOTAI_CONFIG_DIR=str(tmp_path / "cfg"))
+    done = subprocess.run([sys.executable, "-m", "daotai.cli", "render", str(script), "-o", str(tmp_path / "out"),
+                           "--backend", "ltx2"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 4, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error backend ltx2 (its default model): ") and "ltx-2 is not downloaded" in line
+    assert line.split("with: ")[1].startswith("daotai models pull ltx-2 --accept-licence")
+    assert "LTX-2 Community License Agreement" in line and not (tmp_path / "out").exists()
+
+
 def test_a_folder_of_another_model_is_refused_naming_the_pipelines(tiny_ltx, script):
     backend = backend_for(tiny_ltx)
     plan = plan_of(script)
