@@ -405,8 +405,9 @@ LTX2_SIGLIP = dict(hidden_size=16, intermediate_size=16, num_hidden_layers=1, nu
                    patch_size=14)
 
 
-def build_ltx2(folder: Path, seed: int = 0) -> Path:
-    """A random LTX2Pipeline (2-block transformer, tiny Gemma 3, video and audio VAEs, vocoder) saved to ``folder``."""
+def build_ltx2(folder: Path, seed: int = 0, upsampler: bool = False) -> Path:
+    """A random LTX2Pipeline (2-block transformer, tiny Gemma 3, video and audio VAEs, vocoder) saved to ``folder``;
+    ``upsampler``: with a tiny 2x latent upsampler in ``latent_upsampler/``, where the release keeps it."""
     import torch
     from diffusers import (
         AutoencoderKLLTX2Audio,
@@ -458,6 +459,11 @@ def build_ltx2(folder: Path, seed: int = 0) -> Path:
     pipe = LTX2Pipeline(transformer=transformer, vae=vae, audio_vae=audio_vae, scheduler=FlowMatchEulerDiscreteScheduler(),
                         text_encoder=gemma, tokenizer=word_tokenizer(), connectors=connectors, vocoder=vocoder)
     pipe.save_pretrained(folder)
+    if upsampler:
+        from diffusers.pipelines.ltx2.latent_upsampler import LTX2LatentUpsamplerModel
+
+        LTX2LatentUpsamplerModel(in_channels=4, mid_channels=32, num_blocks_per_stage=1).save_pretrained(
+            folder / "latent_upsampler")
     return folder
 
 

@@ -293,6 +293,50 @@ def test_cancelling_between_steps_stops_the_generation(tiny_ltx2, script):
                 ctx.cancel.set()
 
 
+def test_the_latent_upsampler_doubles_a_half_size_generation(script, recorded, tmp_path, monkeypatch):
+    from diffusers import LTX2LatentUpsamplePipeline
+
+    folder = builders.build_ltx2(tmp_path / "with-upsampler", upsampler=True)
+    plan = plan_of(script, size=[128, 128], shots=SCRIPT["shots"][1:])
+    shot = plan.shots[0]
+    upsampled = []
+    original = LTX2LatentUpsamplePipeline.__call__
+
+    def recording_call(self, video, **kwargs):
+        out = original(self, video, **kwargs)
+        upsampled.append((len(video), kwargs["width"], kwargs["height"], tuple(out.frames.shape)))
+        return out
+
+    monkeypatch.setattr(LTX2LatentUpsamplePipeline, "__call__", recording_call)
+    events = events_of(backend_for(folder, upsample=True), plan, shot)
+    assert (recorded[0]["width"], recorded[0]["height"]) == (64, 64)  # the first pass: half the size
+    assert upsampled == [(17, 64, 64, (1, 17, 3, 128, 128))]  # doubled by the upsampler, every frame
+    frames = [e for e in events if isinstance(e, Frame)]
+    assert len(frames) == shot.frames and frames[0].rgb.shape == (128, 128, 3)
+    notices = "\n".join(e.text for e in events if isinstance(e, Notice))
+    assert "generated at 64x64 and doubled to 128x128 by the latent upsampler" in notices
+
+
+def test_upsampling_without_the_upsampler_names_what_is_missing(tiny_ltx2, script):
+    plan = plan_of(script, size=[128, 128])
+    with pytest.raises(BackendError, match=r"upsample: .*latent_upsampler holds no latent upsampler.*upsample=true"):
+        events_of(backend_for(tiny_ltx2, upsample=True), plan, plan.shots[1])
+
+
+def test_the_distilled_schedule_runs_its_fixed_sigmas_without_guidance(tiny_ltx2, script, recorded):
+    from diffusers.pipelines.ltx2.utils import DISTILLED_SIGMA_VALUES
+
+    plan = plan_of(script)
+    backend = backend_for(tiny_ltx2, schedule="distilled", steps=None)
+    events = events_of(backend, plan, plan.shots[1])
+    (call,) = recorded
+    assert call["sigmas"] == list(DISTILLED_SIGMA_VALUES) and call["num_inference_steps"] == 8
+    assert (call["guidance_scale"], call["stg_scale"], call["audio_guidance_scale"]) == (1.0, 0.0, 1.0)
+    assert [e.done for e in events if isinstance(e, Progress) and e.stage == "denoise"] == list(range(1, 9))
+    with pytest.raises(OptionError, match="options.steps: 20 must be 8"):
+        backend_for(tiny_ltx2, schedule="distilled", steps=20)
+
+
 # ------------------------------------------------------------------ refusals
 
 

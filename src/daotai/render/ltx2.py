@@ -24,6 +24,13 @@ segment's last frame (a frame-0 condition), their sounds crossfaded over the sha
 the plan's rounded to multiples of 32 (a notice says so) and resized back; frames are retimed onto the
 plan's grid.
 
+Options beyond the condition: ``upsample`` generates at half the size and doubles it with LTX-2's latent
+upsampler (``latent_upsampler/`` in the model folder, as the release keeps it) before decoding, so a frame
+costs a quarter of the tokens; ``schedule=distilled`` samples a folder of LTX-2's distilled weights with
+their 8 fixed sigmas and no guidance passes; ``speed`` takes the shared levers (exact: attention kernel
+and compiled blocks on CUDA; fast: also the step cache and, on CUDA, FP8 block linears and the VAE in
+bf16), without the Wan-only attention and GELU rewrites.
+
 The weights are under the LTX-2 Community License: it must be accepted once (``-O accept_licence=true``,
 recorded under the user's config folder) before the model is pulled or run.
 """
@@ -38,7 +45,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from daotai import catalog
-from daotai.errors import BackendError
+from daotai.errors import BackendError, OptionError
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import ltx2_prompt_for
 from daotai.plan.timing import Segment, frames_for, plan_segments, round_size
@@ -54,9 +61,11 @@ from daotai.render.neural.retime import (
 )
 from daotai.render.neural.runner import DiffusersShotRunner
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs
-from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
+from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions, options_with
 
 FAMILY = "ltx2"
+# Steps of the distilled schedule: the length of diffusers' DISTILLED_SIGMA_VALUES (checked where it is used).
+DISTILLED_STEPS = 8
 AUDIO_CROSSFADE_FRAMES = 1  # the frame two segments share: their sounds overlap (and are crossfaded) over it
 Condition = Literal["none", "first_frame", "keyframes", "video"]
 
@@ -69,6 +78,11 @@ class LTX2Options(DiffusersOptions):
                             "middle, last) | video (the whole previz)")
     condition_strength: float = Field(1.0, ge=0.0, le=1.0, description="how strongly the previz frames hold (1: "
                                                                        "kept as given)")
+    schedule: Literal["default", "distilled"] = Field(
+        "default", description="distilled: the few-step schedule of LTX-2's distilled weights (8 fixed sigmas, no "
+                               "guidance passes) for a folder holding them; default: the model's steps and guidance")
+    upsample: bool = Field(False, description="generate at half the size, then double it with LTX-2's latent "
+                                              "upsampler (the model folder's latent_upsampler/) before decoding")
     accept_licence: bool = Field(False, description="accept the model's licence (shown when refused); recorded once")
     segment_seconds: float | None = Field(
         None, description="longest generation a long shot is split into (None: the model's longest, 20 s)")
@@ -101,6 +115,29 @@ def generation_size(width: int, height: int, multiple: int) -> tuple[int, int]:
         raise BackendError(f"size: {width}x{height} is smaller than LTX-2's {multiple}-pixel grid; give the script a "
                            f"size of at least {multiple}x{multiple} (e.g. --preset preview)")
     return round_size(width, height, multiple)
+
+
+def upsampled_sizes(width: int, height: int, multiple: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(first pass, upsampled) sizes for the latent upsampler: half the plan's size on the model's grid, then 2x."""
+    half = generation_size(max(1, (width + 1) // 2), max(1, (height + 1) // 2), multiple)
+    return half, (2 * half[0], 2 * half[1])
+
+
+def check_upsampler_folder(folder: Path, hint: str) -> None:
+    """The latent upsampler's folder: a config and safetensors weights only, every header readable."""
+    from daotai.runtime.models import PICKLE_SUFFIXES, read_safetensors_header
+
+    if not (folder / "config.json").is_file():
+        raise BackendError(f"upsample: {folder} holds no latent upsampler (config.json); {hint}")
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    pickles = [p for p in files if p.suffix.lower() in PICKLE_SUFFIXES]
+    if pickles:
+        raise BackendError(f"{pickles[0]}: pickle weights are refused (they can run code when loaded)")
+    weights = [p for p in files if p.suffix == ".safetensors"]
+    if not weights:
+        raise BackendError(f"upsample: {folder} has no .safetensors weights; {hint}")
+    for path in weights:
+        read_safetensors_header(path)
 
 
 def keyframe_latents(frames: int, temporal: int) -> list[int]:
@@ -158,6 +195,21 @@ def fit_sound(sound: np.ndarray, samples: int) -> np.ndarray:
     return np.pad(sound, ((0, 0), (0, samples - sound.shape[1])))
 
 
+def sampling_kwargs(schedule: str, steps: int, guidance: float) -> dict[str, Any]:
+    """The pipeline's sampling arguments for a schedule: the model's steps and guidance, or the distilled weights'
+    fixed sigmas with every guidance pass off (CFG 1, no spatio-temporal or modality guidance, for both streams)."""
+    if schedule != "distilled":
+        return {"num_inference_steps": steps, "guidance_scale": guidance}
+    from diffusers.pipelines.ltx2.utils import DISTILLED_SIGMA_VALUES
+
+    if len(DISTILLED_SIGMA_VALUES) != DISTILLED_STEPS:
+        raise BackendError(f"schedule: diffusers' distilled schedule has {len(DISTILLED_SIGMA_VALUES)} sigmas, "
+                           f"daotai expects {DISTILLED_STEPS}; use the diffusers version daotai pins")
+    off = {"guidance_scale": 1.0, "stg_scale": 0.0, "modality_scale": 1.0, "guidance_rescale": 0.0}
+    return {"sigmas": list(DISTILLED_SIGMA_VALUES), "num_inference_steps": DISTILLED_STEPS, **off,
+            **{f"audio_{name}": value for name, value in off.items()}}
+
+
 def _load_condition_pipeline(model: str, family: str, runtime: Any) -> tuple[Any, Any]:
     """daotai's checked loader, then the same components as an ``LTX2ConditionPipeline``."""
     from diffusers import LTX2ConditionPipeline
@@ -178,6 +230,7 @@ class LTX2Runner(DiffusersShotRunner):
 
     def __init__(self, options: LTX2Options, default_model: str, health: Callable[[Any], dict] | None = None):
         super().__init__(FAMILY, options, default_model, health, build=_load_condition_pipeline)
+        self._upsampler: Any = None  # LTX2LatentUpsamplePipeline over the loaded VAE, once -O upsample=true needs it
 
     def _apply_speed(self) -> None:
         """The shared levers that fit LTX-2: SDPA kernel, compiled blocks, step cache, VAE and FP8 levers; not the
@@ -195,6 +248,39 @@ class LTX2Runner(DiffusersShotRunner):
         apply_levers(self.pipe, config, self.defaults.steps)
         self.speed_config = config
 
+    def upsampler(self) -> Any:
+        """LTX-2's latent upsampler over the loaded VAE, from the model folder's ``latent_upsampler/`` (loaded once)."""
+        if self._upsampler is None:
+            from diffusers import LTX2LatentUpsamplePipeline
+            from diffusers.pipelines.ltx2.latent_upsampler import LTX2LatentUpsamplerModel
+
+            folder = self.resolved.path / "latent_upsampler"
+            spec = self.resolved.spec
+            hint = (f"pull the model again: daotai models pull {spec.name}" if spec is not None else
+                    "copy the release's latent_upsampler folder into the model folder, or drop -O upsample=true")
+            check_upsampler_folder(folder, hint)
+            model = LTX2LatentUpsamplerModel.from_pretrained(str(folder), torch_dtype=self.runtime.dtype("vae"),
+                                                             use_safetensors=True, local_files_only=True)
+            pipe = LTX2LatentUpsamplePipeline(vae=self.pipe.vae, latent_upsampler=model.to(self.runtime.device))
+            pipe.set_progress_bar_config(disable=True)
+            self._upsampler = pipe
+        return self._upsampler
+
+    def upsample(self, frames: np.ndarray, size: tuple[int, int], seed: int) -> np.ndarray:
+        """(F, h, w, 3) uint8 frames of the first pass at ``size`` → (F, 2h, 2w, 3) through the latent upsampler."""
+        from PIL import Image
+
+        from daotai.runtime.device import generator_for
+
+        out = self.upsampler()([Image.fromarray(f) for f in frames], width=size[0], height=size[1],
+                               generator=generator_for(seed), output_type="pt")
+        return to_uint8(out.frames)
+
+    def close(self) -> None:
+        """Drop the pipelines (the upsampler shares the VAE) and free accelerator memory."""
+        self._upsampler = None
+        super().close()
+
     def generate_av(self, shot: ShotPlan, request: NativeRequest, conditions: list[Any],
                     ctx: RunContext) -> Iterator[Event | tuple]:
         """Run one generation (retrying once a tier lower on out-of-memory); ends with ("result", Result)."""
@@ -209,7 +295,7 @@ class LTX2Runner(DiffusersShotRunner):
                 return self.pipe(
                     conditions=conditions or None, prompt=request.prompt, negative_prompt=request.negative_prompt,
                     height=request.height, width=request.width, num_frames=request.frames, frame_rate=request.fps,
-                    num_inference_steps=defaults.steps, guidance_scale=defaults.guidance,
+                    **sampling_kwargs(self.options.schedule, defaults.steps, defaults.guidance),
                     generator=generator_for(request.seed), max_sequence_length=defaults.max_sequence_length,
                     output_type="pt", **step_callback_kwargs(callback),
                 )
@@ -244,6 +330,14 @@ class LTX2Backend:
 
     def __init__(self, options: LTX2Options | None = None, *, env: BackendEnv | None = None, **fields: Any):
         options = SPEC.validate_options(options if options is not None else fields)
+        if options.schedule == "distilled":
+            if options.steps not in (None, DISTILLED_STEPS):
+                raise OptionError.at("options.steps", options.steps,
+                                     f"must be {DISTILLED_STEPS} (or unset) with schedule=distilled: its sigmas are fixed")
+            if options.guidance not in (None, 1.0):
+                raise OptionError.at("options.guidance", options.guidance,
+                                     "must be unset with schedule=distilled: the distilled weights run without guidance")
+            options = options_with(options, steps=DISTILLED_STEPS)
         env = env or BackendEnv()
         self.options = options
         self.runner = LTX2Runner(options, SPEC.default_model or "", env.health_sampler)
@@ -283,9 +377,17 @@ class LTX2Backend:
         if runner.pipe is not None:
             return
         defaults = runner.prepare()
-        width, height = generation_size(plan.width, plan.height, defaults.size_multiple)
+        width, height = self._sizes(plan)[0]
         longest = max(self._segments(s)[0].frames for s in plan.shots)
         yield from runner.load_for(NativeRequest(width, height, longest, defaults.native_fps, "", "", 0), shot_id)
+
+    def _sizes(self, plan: Plan) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(generated, delivered before resizing to the plan) sizes: equal unless the upsampler doubles them."""
+        multiple = catalog.family(FAMILY).snap.size_multiple
+        if self.options.upsample:
+            return upsampled_sizes(plan.width, plan.height, multiple)
+        size = generation_size(plan.width, plan.height, multiple)
+        return size, size
 
     # -------------------------------------------------------------- conditioning
 
@@ -346,7 +448,7 @@ class LTX2Backend:
         assert defaults is not None
         if runner.speed_config is not None:
             yield Notice("info", runner.speed_config.describe(), shot.shot_id)
-        size = generation_size(plan.width, plan.height, defaults.size_multiple)
+        size, final = self._sizes(plan)
         segments = self._segments(shot)
         prompt = ltx2_prompt_for(plan, shot)
         negative = ", ".join(p for p in (shot.negative_prompt, defaults.negative_prompt) if p)
@@ -387,14 +489,18 @@ class LTX2Backend:
                         samples.append(("mid-denoise", runner.sample_health()))
                     yield item
             assert result is not None
+            if self.options.upsample:
+                yield Progress("render", shot.shot_id, 0, 1, f"{label}latent upsampler: {size[0]}x{size[1]} -> "
+                                                             f"{final[0]}x{final[1]}")
+                result = Result(runner.upsample(result.frames, size, request.seed), result.audio, result.rate)
             results.append(result)
         samples.append(("after decode", runner.sample_health()))
         yield from runner.judge_health(shot.shot_id, samples, tier_before)
         native, sound = join_segments(results, segments, defaults.native_fps)  # (F, h, w, 3) uint8; (C, N) float32
-        yield from self._deliver(plan, shot, native, sound, results[0].rate, size)
+        yield from self._deliver(plan, shot, native, sound, results[0].rate, size, final)
 
     def _deliver(self, plan: Plan, shot: ShotPlan, native: np.ndarray, sound: np.ndarray, rate: int,
-                 size: tuple[int, int]) -> Iterator[Event]:
+                 size: tuple[int, int], final: tuple[int, int]) -> Iterator[Event]:
         """The shot's sound (cut to its duration) and its frames on the plan's grid at the delivery size."""
         samples = int(round(shot.frames / plan.fps * rate))
         sound = fit_sound(sound, samples)
@@ -405,8 +511,12 @@ class LTX2Backend:
             how = (f"motion interpolation ({INTERPOLATION_METHOD})" if interpolator_available() else
                    ("repeating" if plan.fps > 24.0 else "dropping") + " frames (no interpolator: OpenCV is missing)")
             parts.append(f"retimed from {len(native)} frames at 24 fps to {shot.frames} at {plan.fps:g} fps by {how}")
-        if size != (plan.width, plan.height):
-            parts.append(f"generated at {size[0]}x{size[1]} (LTX-2 needs sides that are multiples of 32), resized to "
+        if final != size:
+            parts.append(f"generated at {size[0]}x{size[1]} and doubled to {final[0]}x{final[1]} by the latent "
+                         "upsampler")
+        if final != (plan.width, plan.height):
+            grid = "" if final != size else " (LTX-2 needs sides that are multiples of 32)"
+            parts.append(f"{'made' if final != size else 'generated'} at {final[0]}x{final[1]}{grid}, resized to "
                          f"{plan.width}x{plan.height}")
         parts.append(f"sound: {sound.shape[0]} channels at {rate} Hz, {samples} samples")
         yield Notice("info", "ltx2: " + "; ".join(parts), shot.shot_id)
