@@ -423,3 +423,27 @@ def test_fast_mode_skips_transformer_passes_on_a_fixed_schedule(tiny_ltx2, scrip
     cache = backend.runner.pipe.transformer._daotai_interval_cache
     assert cache.reused > 0 and cache.computed > 0  # guidance passes of skipped steps answered from the cache
     assert any("interval" in e.text for e in events if isinstance(e, Notice))
+
+
+def test_group_offload_keeps_the_small_components_on_the_device(tiny_ltx2, monkeypatch):
+    """Group offload streams the transformer and the text encoder; the connectors, audio VAE and vocoder are
+    handed device tensors, so they go to the device with the VAE (checked with the moves recorded, on the CPU)."""
+    from dataclasses import replace
+
+    import diffusers.hooks
+
+    from daotai.render.ltx2 import LTX2Options, LTX2Runner, _load_condition_pipeline
+    from daotai.runtime.device import resolve_runtime
+
+    runner = LTX2Runner(LTX2Options(model=str(tiny_ltx2)), "ltx-2")
+    runner.runtime = resolve_runtime("cpu")
+    runner.pipe, _ = _load_condition_pipeline(str(tiny_ltx2), "ltx2", runner.runtime)
+    streamed, moved = [], []
+    monkeypatch.setattr(diffusers.hooks, "apply_group_offloading", lambda module, **kw: streamed.append(module))
+    for name in ("vae", "connectors", "audio_vae", "vocoder", "transformer"):
+        module = getattr(runner.pipe, name)
+        monkeypatch.setattr(module, "to", lambda *args, name=name, **kw: moved.append((name, args)))
+    runner.runtime = replace(runner.runtime, kind="cuda", device="cuda:0")
+    runner._place("group")
+    assert streamed == [runner.pipe.transformer, runner.pipe.text_encoder]
+    assert sorted(moved) == [(n, ("cuda:0",)) for n in ("audio_vae", "connectors", "vae", "vocoder")]

@@ -66,6 +66,8 @@ from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions, option
 FAMILY = "ltx2"
 # Steps of the distilled schedule: the length of diffusers' DISTILLED_SIGMA_VALUES (checked where it is used).
 DISTILLED_STEPS = 8
+# Components kept on the device under group offload (small next to the transformer: ~1 B together).
+GROUP_RESIDENT = ("connectors", "audio_vae", "vocoder")
 AUDIO_CROSSFADE_FRAMES = 1  # the frame two segments share: their sounds overlap (and are crossfaded) over it
 Condition = Literal["none", "first_frame", "keyframes", "video"]
 
@@ -247,6 +249,17 @@ class LTX2Runner(DiffusersShotRunner):
         assert self.defaults is not None
         apply_levers(self.pipe, config, self.defaults.steps)
         self.speed_config = config
+
+    def _place(self, tier: str) -> None:
+        """The shared placement, plus LTX-2's small components for group offload: the shared tier streams the
+        transformer and text encoder and moves the VAE, and would leave the connectors, audio VAE and vocoder in
+        host memory while they are handed device tensors."""
+        super()._place(tier)
+        if tier == "group" and self.runtime.kind != "cpu":
+            for name in GROUP_RESIDENT:
+                module = getattr(self.pipe, name, None)
+                if module is not None:
+                    module.to(self.runtime.device)
 
     def upsampler(self) -> Any:
         """LTX-2's latent upsampler over the loaded VAE, from the model folder's ``latent_upsampler/`` (loaded once)."""
