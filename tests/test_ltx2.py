@@ -116,6 +116,15 @@ def test_sizes_round_to_the_32_pixel_grid_and_a_frame_too_small_is_refused():
         generation_size(24, 64, 32)
 
 
+def test_the_upsampler_halves_then_doubles_on_the_grid_and_refuses_a_frame_too_small_to_halve():
+    from daotai.render.ltx2 import upsampled_sizes
+
+    assert upsampled_sizes(1280, 720, 32) == ((640, 352), (1280, 704))
+    assert upsampled_sizes(96, 64, 32) == ((64, 32), (128, 64))  # 48 rounds half up to 64
+    with pytest.raises(BackendError, match=r"size: 48x64 is too small for upsample=true.*64x64.*upsample=true"):
+        upsampled_sizes(48, 64, 32)
+
+
 def test_frames_snap_to_8k_plus_1_and_long_shots_split_at_20_seconds(tiny_ltx2, script):
     from daotai.plan.timing import is_snapped
 

@@ -121,6 +121,10 @@ def generation_size(width: int, height: int, multiple: int) -> tuple[int, int]:
 
 def upsampled_sizes(width: int, height: int, multiple: int) -> tuple[tuple[int, int], tuple[int, int]]:
     """(first pass, upsampled) sizes for the latent upsampler: half the plan's size on the model's grid, then 2x."""
+    if width < 2 * multiple or height < 2 * multiple:
+        raise BackendError(f"size: {width}x{height} is too small for upsample=true (half of it must reach LTX-2's "
+                           f"{multiple}-pixel grid); give the script a size of at least {2 * multiple}x{2 * multiple} "
+                           "or drop -O upsample=true")
     half = generation_size(max(1, (width + 1) // 2), max(1, (height + 1) // 2), multiple)
     return half, (2 * half[0], 2 * half[1])
 
