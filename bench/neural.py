@@ -971,6 +971,13 @@ def main() -> None:
 
         rest = sys.argv[1:sys.argv.index("--model")] + sys.argv[sys.argv.index("--model") + 2:]
         raise SystemExit(h3.main(rest))
+    if "--model" in sys.argv and sys.argv[sys.argv.index("--model") + 1:][:1] == ["ltx2"]:
+        # LTX-2 (picture and sound) has its own bench, built like MiniMax-H3's (bench/ltx2.py).
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import ltx2
+
+        rest = sys.argv[1:sys.argv.index("--model")] + sys.argv[sys.argv.index("--model") + 2:]
+        raise SystemExit(ltx2.main(rest))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="tiny random model on the CPU (smoke test)")
     parser.add_argument("--gpus", default=None, metavar="COUNTS",
@@ -978,9 +985,10 @@ def main() -> None:
     parser.add_argument("--arch", choices=("1.3b", "14b"), default="1.3b", help="with --gpus: Wan transformer size")
     parser.add_argument("--resolution", choices=tuple(RESOLUTIONS), default="480p", help="with --gpus: frame size")
     parser.add_argument("--speed", default="off", help="with --gpus: the backend's speed mode for every count")
-    parser.add_argument("--model", choices=("wan", "ltx", "wan-vace", "h3"), default="wan",
+    parser.add_argument("--model", choices=("wan", "ltx", "wan-vace", "h3", "ltx2"), default="wan",
                         help="wan: Wan2.1-T2V-1.3B, 480x832, 81 frames, CFG 5; ltx: LTX-Video 2B, 768x512, "
-                             "121 frames, CFG 3; h3: MiniMax-H3 at its released size (bench/h3.py)")
+                             "121 frames, CFG 3; h3: MiniMax-H3 at its released size (bench/h3.py); ltx2: LTX-2 at "
+                             "its released size with sound (bench/ltx2.py)")
     parser.add_argument("--only", default=None,
                         help="comma-separated contenders to run after stock (e.g. exact,fast,attn-fa4)")
     parser.add_argument("--attention", action="store_true",

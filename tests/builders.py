@@ -395,6 +395,78 @@ def build_h3(folder: Path) -> Path:
     return folder
 
 
+# LTX-2 at toy size: every component class of the release. The video VAE keeps LTX-2's 32x spatial and 8x
+# temporal compression (patch 4, three spatio-temporal stages), so the frame (8k+1) and size (32) rules are the
+# real ones; Gemma 3 is 2 layers at width 32 (the connectors' width); the vocoder upsamples 160x (the audio VAE's
+# mel hop), so a generation's sound spans its frames at 16 kHz.
+LTX2_GEMMA = dict(vocab_size=64, hidden_size=32, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=16, max_position_embeddings=2048, sliding_window=64)
+LTX2_SIGLIP = dict(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2, image_size=28,
+                   patch_size=14)
+
+
+def build_ltx2(folder: Path, seed: int = 0, upsampler: bool = False) -> Path:
+    """A random LTX2Pipeline (2-block transformer, tiny Gemma 3, video and audio VAEs, vocoder) saved to ``folder``;
+    ``upsampler``: with a tiny 2x latent upsampler in ``latent_upsampler/``, where the release keeps it."""
+    import torch
+    from diffusers import (
+        AutoencoderKLLTX2Audio,
+        AutoencoderKLLTX2Video,
+        FlowMatchEulerDiscreteScheduler,
+        LTX2Pipeline,
+        LTX2VideoTransformer3DModel,
+    )
+    from diffusers.pipelines.ltx2 import LTX2TextConnectors
+    from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration
+
+    torch.manual_seed(seed)
+    gemma = Gemma3ForConditionalGeneration(Gemma3Config(text_config=LTX2_GEMMA, vision_config=LTX2_SIGLIP,
+                                                        mm_tokens_per_image=4)).eval()
+    width = LTX2_GEMMA["hidden_size"]
+    transformer = LTX2VideoTransformer3DModel(
+        in_channels=4, out_channels=4, patch_size=1, patch_size_t=1, num_attention_heads=2, attention_head_dim=8,
+        cross_attention_dim=16, audio_in_channels=4, audio_out_channels=4, audio_num_attention_heads=2,
+        audio_attention_head_dim=4, audio_cross_attention_dim=8, num_layers=2, qk_norm="rms_norm_across_heads",
+        caption_channels=width, rope_double_precision=False, rope_type="split",
+    ).eval()
+    connectors = LTX2TextConnectors(
+        caption_channels=width, text_proj_in_factor=LTX2_GEMMA["num_hidden_layers"] + 1,
+        video_connector_num_attention_heads=4, video_connector_attention_head_dim=8, video_connector_num_layers=1,
+        video_connector_num_learnable_registers=None, audio_connector_num_attention_heads=4,
+        audio_connector_attention_head_dim=8, audio_connector_num_layers=1, audio_connector_num_learnable_registers=None,
+        connector_rope_base_seq_len=32, rope_theta=10000.0, rope_double_precision=False,
+        causal_temporal_positioning=False, rope_type="split",
+    ).eval()
+    vae = AutoencoderKLLTX2Video(
+        in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(8,) * 3,
+        decoder_block_out_channels=(8,) * 3, layers_per_block=(1,) * 4, decoder_layers_per_block=(1,) * 4,
+        spatio_temporal_scaling=(True,) * 3, decoder_spatio_temporal_scaling=(True,) * 3,
+        decoder_inject_noise=(False,) * 4, downsample_type=("spatiotemporal",) * 3,
+        upsample_type=("spatiotemporal",) * 3, upsample_residual=(False,) * 3, upsample_factor=(1,) * 3,
+        timestep_conditioning=False, patch_size=4, encoder_causal=True, decoder_causal=False,
+    ).eval()
+    audio_vae = AutoencoderKLLTX2Audio(
+        base_channels=4, output_channels=2, ch_mult=(1,), num_res_blocks=1, attn_resolutions=None, in_channels=2,
+        resolution=32, latent_channels=2, norm_type="pixel", causality_axis="height", dropout=0.0,
+        mid_block_add_attention=False, sample_rate=16000, mel_hop_length=160, is_causal=True, mel_bins=8,
+    ).eval()
+    vocoder = LTX2Vocoder(
+        in_channels=2 * 8, hidden_channels=32, out_channels=2, upsample_kernel_sizes=[16, 10, 8],
+        upsample_factors=[8, 5, 4], resnet_kernel_sizes=[3], resnet_dilations=[[1, 3, 5]],
+        leaky_relu_negative_slope=0.1, output_sampling_rate=16000,
+    ).eval()
+    pipe = LTX2Pipeline(transformer=transformer, vae=vae, audio_vae=audio_vae, scheduler=FlowMatchEulerDiscreteScheduler(),
+                        text_encoder=gemma, tokenizer=word_tokenizer(), connectors=connectors, vocoder=vocoder)
+    pipe.save_pretrained(folder)
+    if upsampler:
+        from diffusers.pipelines.ltx2.latent_upsampler import LTX2LatentUpsamplerModel
+
+        LTX2LatentUpsamplerModel(in_channels=4, mid_channels=32, num_blocks_per_stage=1).save_pretrained(
+            folder / "latent_upsampler")
+    return folder
+
+
 # The model family each builder's folder is for, as `--backend` and the loader name it.
 BUILDERS = {"wan": build_wan, "wan-vace": build_wan_vace, "ltx": build_ltx}
 

@@ -163,6 +163,10 @@ LTX_SNAP = SnapRule("ltx", frame_step=8, size_multiple=32, native_fps=24.0)
 # trims shorter shots and makes longer ones in segments, so plans do not list the rule.
 H3_SNAP = SnapRule("h3", frame_step=17, size_multiple=32, native_fps=24.0, frame_offset=5, planned=False,
                    min_seconds=5.0, max_seconds=15.0)
+# LTX-2 (audio and video in one pass): 8k+1 frames at 24 fps, sides multiples of 32 (its VAE compresses 8x in time
+# and 32x in space); one generation is at most 20 s (the pipelines' own ``max_seconds``). The ltx2 backend makes
+# longer shots in segments and records the sizes it rounds to, so plans do not list the rule.
+LTX2_SNAP = SnapRule("ltx2", frame_step=8, size_multiple=32, native_fps=24.0, planned=False, max_seconds=20.0)
 # Its canvas: a 768 short edge, at most 768x1344 pixels, sides multiples of 32, 1:4 to 4:1.
 H3_CANVAS = Canvas(short_edge=768, max_pixels=768 * 1344, multiple=32, min_aspect=0.25, max_aspect=4.0)
 
@@ -172,6 +176,8 @@ LTX_PROMPT = PromptBudget("ltx", 128)
 # MiniMax-H3 reads the prompt through a Qwen3-VL language model (byte-level BPE, ~1.3 pieces an
 # English word) with no hard cut; 512 keeps its text rows a small share of the packed sequence.
 H3_PROMPT = PromptBudget("h3", 512, tokens_per_word=1.3)
+# LTX-2 reads up to 1024 Gemma 3 tokens (SentencePiece, ~1.3 pieces an English word; the pipelines' default cut).
+LTX2_PROMPT = PromptBudget("ltx2", 1024, tokens_per_word=1.3)
 
 APACHE = "Apache-2.0"
 LTX_LICENCE = "LTX-Video open weights licence (see the model card; commercial use has conditions)"
@@ -184,6 +190,14 @@ H3_LICENCE_SUMMARY = (
     "commercial use above the licence's revenue threshold needs a separate licence from MiniMax",
     "outputs may not be used to train other models",
     "products and services that serve the model to others carry the duties the licence lists",
+)
+LTX2_LICENCE = "LTX-2 Community License Agreement"
+# As for MiniMax-H3: the points a user must know, not the licence; the licence file of the repository governs.
+LTX2_LICENCE_SUMMARY = (
+    "commercial use by an entity above the licence's annual revenue threshold needs a separate licence from "
+    "Lightricks",
+    "use must keep to the licence's acceptable-use restrictions",
+    "redistributing the weights or derivatives carries the notice duties the licence lists",
 )
 # The components each MiniMax-H3 workflow loads (diffusers' MiniMaxH3Blocks.get_workflow): one
 # repository holds both 61.7 GiB transformer partitions, `transformer` (t2va, fl2va) and
@@ -214,6 +228,12 @@ _FAMILIES = (
     # other VAEs, took 47.9 s against bf16's 6.2 s for 124 frames at 1344x768 on an H200.
     Family("h3", H3_SNAP, 50, 0.0, None, "", 512, H3_PROMPT, ("MiniMaxH3ModularPipeline",),
            canvas=H3_CANVAS, workflows=H3_WORKFLOWS, vae_dtypes=MappingProxyType({"cuda": "bfloat16"})),
+    # LTX-2: 40 steps at CFG 4 (the release's diffusers example); the pipelines' own defaults for the audio
+    # guidance, spatio-temporal and modality guidance apply. Folders saved as any of the three pipelines load as
+    # the condition pipeline (the ltx2 backend conditions on previz frames and on the previous segment).
+    Family("ltx2", LTX2_SNAP, 40, 4.0, None, LTX_NEGATIVE, 1024, LTX2_PROMPT,
+           ("LTX2Pipeline", "LTX2ImageToVideoPipeline", "LTX2ConditionPipeline"),
+           vae_dtypes=MappingProxyType({"cuda": "bfloat16"})),
 )
 
 # Footprints: parameters from the published configs. VACE adds control blocks beside every
@@ -247,6 +267,11 @@ _LTX13B = ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16
 # after encoding when everything resident would not fit.
 _H3 = ModelFootprint("minimax-h3", 33.1, 33.3, 2.75, 32, 3, 5376, 40.0, 14336, 50, releasable_text_encoder=True)
 
+# LTX-2 19B (diffusers' LTX2VideoTransformer3DModel defaults: 48 blocks, video width 4096 = 32 heads x 128, FFN
+# 16384, plus the audio stream at 2048), Gemma 3 12B as text encoder, video and audio VAEs with the vocoder (about
+# 1 B together: an estimate, nothing measured yet); 32x spatial and 8x temporal VAE, patch size 1.
+_LTX2 = ModelFootprint("ltx-2-19b", 19.0, 12.2, 1.0, 32, 8, 4096, 40.0, 16384, 48)
+
 # Revisions: no commit hashes could be confirmed offline, so these track the main branch;
 # `models pull` records the commit it actually got in the folder's manifest. Overrides: the
 # 14B models use shift 5 at 720p; Wan2.2-TI2V-5B generates at 24 fps with a 32-pixel grid;
@@ -279,6 +304,10 @@ _MODELS = (
     ModelRow("ltx-video-2b", "Lightricks/LTX-Video", None, "ltx", "LTXPipeline", _LTX2B, 28.0, LTX_LICENCE),
     ModelRow("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline",
              _LTX13B, 60.0, LTX_LICENCE, MappingProxyType({"steps": 8, "guidance": 1.0})),
+    # The diffusers folders of Lightricks/LTX-2 (transformer ~38 GB, Gemma 3 ~24 GB, VAEs and vocoder ~2 GB at bf16);
+    # the single-file checkpoints beside them are not pulled (see runtime.models._fetch).
+    ModelRow("ltx-2", "Lightricks/LTX-2", None, "ltx2", "LTX2Pipeline", _LTX2, 65.0, LTX2_LICENCE,
+             licence_summary=LTX2_LICENCE_SUMMARY, licence_url="https://huggingface.co/Lightricks/LTX-2"),
     # Sizes in GB at bf16: conditioner 66.6, each transformer partition 66.2, VAEs 5.5.
     ModelRow("minimax-h3", "MiniMaxAI/MiniMax-H3", None, "h3", "MiniMaxH3ModularPipeline", _H3, 205.0, H3_LICENCE,
              licence_summary=H3_LICENCE_SUMMARY, licence_url="https://huggingface.co/MiniMaxAI/MiniMax-H3",

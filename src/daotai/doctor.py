@@ -191,6 +191,7 @@ def collect() -> list[Check]:
         checks.append(Check("wan 1.3B, 81 frames (estimate)", "; ".join(fits), True))
         checks.append(_split_check(accel, accel_bytes))
         checks.extend(_practicality(accel, accel_bytes))
+        checks.append(ltx2_check(accel_bytes))
     # wan-mlx on Apple Silicon: what fits on each common Mac size, and on this Mac when it is one
     # (planning only, no MLX import; this_mac() is None unless macOS on arm64)
     from daotai.mlx.memory import doctor_rows, this_mac
@@ -214,6 +215,19 @@ def plugin_check() -> Check:
     problems = skipped()
     found = f"backends: {', '.join(names)}" if names else "no plugin backends"
     return Check("plugins", "; ".join([found, *map(str, problems)]), not problems)
+
+
+def ltx2_check(accel_bytes: int) -> Check:
+    """LTX-2 (picture and sound): the memory tier a 5 s shot at each preset takes here (planning only)."""
+    from daotai.plan.timing import round_size, snap_frames
+
+    fits = []
+    for preset in ("preview", "draft", "final"):
+        width, height = round_size(*SIZE_PRESETS[preset], 32)  # LTX-2's 32-pixel grid
+        est = choose_settings("ltx-2", width, height, snap_frames(5 * 24, 8), accel_bytes * 0.9)
+        fits.append(f"{preset}: " + (f"fits ({est.offload} offload, {est.peak_bytes / GIB:.0f} GiB)" if est
+                                     else "does not fit"))
+    return Check("ltx-2, 5 s with sound (estimate)", "; ".join(fits), True)
 
 
 def h3_mac_checks() -> list[Check]:

@@ -150,6 +150,10 @@ def prompts(
             from daotai.plan.prompt import h3_prompt_for
 
             prompt = h3_prompt_for(plan, shot)
+        elif model.lower() == "ltx2" and not enhance:  # LTX-2 makes the sound too: lines and sound in the prompt
+            from daotai.plan.prompt import ltx2_prompt_for
+
+            prompt = ltx2_prompt_for(plan, shot)
         else:
             prompt = enhanced.get(shot.shot_id) or fit_prompt(shot.prompt, budget)
         rows.append(
@@ -159,7 +163,7 @@ def prompts(
                 "negative_prompt": shot.negative_prompt,
                 "tokens": estimate_tokens(prompt, budget),
                 "budget": budget.max_tokens,
-                "trimmed": prompt != shot.prompt and not enhance and model.lower() != "h3",
+                "trimmed": prompt != shot.prompt and not enhance and model.lower() not in ("h3", "ltx2"),
                 "enhanced": enhance,
             }
         )

@@ -457,3 +457,9 @@ def h3_prompt_for(plan: Plan, shot: ShotPlan, forced: str = "auto") -> str:
     voices = h3_voices(plan, shot) if workflow == "ref2va" else ()
     return compose_h3_prompt(plan, shot, workflow, pictures, video=workflow == "ref2va", keyframe=keyframe,
                              voices=voices)
+
+
+def ltx2_prompt_for(plan: Plan, shot: ShotPlan) -> str:
+    """What the ltx2 backend sends for a shot: the planner's prompt, then its lines and sound as h3 writes them
+    (LTX-2 makes the sound too), fitted to Gemma 3's budget."""
+    return compose_h3_prompt(plan, shot, "t2va", budget=catalog.family("ltx2").prompt)

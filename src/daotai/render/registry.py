@@ -35,6 +35,7 @@ BUILTIN_MODULES = (
     "daotai.render.wan_mlx",
     "daotai.render.wan_vace_mlx",
     "daotai.render.h3",
+    "daotai.render.ltx2",
 )
 
 _specs: dict[str, BackendSpec] | None = None

@@ -341,6 +341,22 @@ def _check_modular_blocks(folder: Path, index: dict[str, Any]) -> None:
                            "daotai runs only diffusers' own blocks")
 
 
+def _diffusers_pipeline_module(library: str, cls: str) -> bool:
+    """Whether ``library`` names one of diffusers' own pipeline packages defining ``cls`` (LTX-2's index lists its
+    connectors and vocoder as ``["ltx2", ...]``): code that ships with diffusers, not downloaded code."""
+    import importlib
+    import importlib.util
+
+    if not library.isidentifier():
+        return False
+    try:
+        if importlib.util.find_spec("diffusers") is None or importlib.util.find_spec(f"diffusers.pipelines.{library}") is None:
+            return False
+        return hasattr(importlib.import_module(f"diffusers.pipelines.{library}"), cls)
+    except ImportError:
+        return False
+
+
 def _has_weights(cls: str) -> bool:
     """Whether a component class carries tensors (models do; schedulers, tokenizers, processors don't)."""
     return not any(word in cls for word in ("Scheduler", "Tokenizer", "Processor", "FeatureExtractor"))
@@ -362,8 +378,8 @@ def check_model_folder(folder: Path, family: str | None = None, components: Iter
     if is_modular(folder):
         _check_modular_blocks(folder, index)
     listed = components_of(index)
-    for name, (library, _) in listed.items():
-        if library not in ALLOWED_LIBRARIES:
+    for name, (library, cls) in listed.items():
+        if library not in ALLOWED_LIBRARIES and not _diffusers_pipeline_module(library, cls):
             raise BackendError(
                 f"{folder}: component {name!r} comes from {library!r}, which would need remote code; daotai never runs it"
             )
@@ -677,6 +693,10 @@ def _fetch(spec: ModelRow, snapshot: HubSnapshot | None, workflow: str | None, c
         allow = list(spec.checkpoint_files)
     elif components is not None:
         allow = [INDEX_NAME, MODULAR_INDEX_NAME, "README.md", "LICENSE*", "LICENCE*", *(f"{c}/*" for c in components)]
+    else:
+        # A diffusers folder is its index and its component folders. Some repositories also keep single-file
+        # checkpoints at the top (LTX-2, LTX-Video: tens of GB each) that the folder loader never reads.
+        allow = [INDEX_NAME, MODULAR_INDEX_NAME, "README.md", "LICENSE*", "LICENCE*", "*/*"]
     ignore = [f"*{s}" for s in PICKLE_SUFFIXES + tuple(UNSUPPORTED_SUFFIXES)]
     cache = hub_cache_dir()
     try:
