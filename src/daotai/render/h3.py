@@ -118,6 +118,23 @@ class H3Options(DiffusersOptions):
         return value
 
     lora_scale: float = Field(1.0, ge=-4.0, le=4.0, description="strength the LoRA is fused at")
+    turbo: str | None = Field(None, description="a step-distilled LoRA (a .safetensors file, a folder holding one, "
+                                                "or a catalog name such as h3-turbo-4step-768p) run with the steps, "
+                                                "shift and alpha it was distilled for (steps/shift override them)")
+    turbo_alpha: float | None = Field(None, ge=-4.0, le=4.0, description="strength the turbo LoRA is fused at "
+                                                                         "(None: its own alpha)")
+
+    @field_validator("turbo")
+    @classmethod
+    def _turbo_is_a_file_or_a_known_name(cls, value: str | None) -> str | None:
+        """Refuse an unknown turbo name or a missing / pickled file when the options are read."""
+        if value is None or catalog.turbo_row(value) is not None:
+            return value
+        path = Path(value).expanduser()
+        if not (path.is_dir() or (path.is_file() and path.suffix == ".safetensors")):
+            raise ValueError("must be an existing .safetensors file (pickled weights are never loaded), a folder "
+                             f"holding one, or a catalog turbo ({', '.join(catalog.turbos())})")
+        return value
     lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
         "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
                                    "transformer_ref (ref2va) or both")
@@ -244,6 +261,24 @@ class H3Runner(DiffusersShotRunner):
         self.reference_frames = 0  # frame-equivalents the plan's largest ref2va request packs beside its own frames
         self.adapted: set[int] = set()  # ids of transformer partitions whose LoRA / int8 / speed levers are applied
         self.adaptations: list[str] = []  # what was done to the weights (notices → manifest)
+        self.turbo: Any = None  # daotai.render.neural.turbo.Turbo once resolved (prepare)
+        self.turbo_alpha = 1.0  # strength the turbo LoRA is fused at
+
+    def prepare(self) -> Any:
+        """The device and defaults; with a turbo LoRA, the steps and shift it was distilled for (user options
+        override them, with a notice)."""
+        defaults = super().prepare()
+        options = self.options
+        if options.turbo is None:
+            return defaults
+        from daotai.render.neural.turbo import resolve_turbo, turbo_defaults
+
+        if self.turbo is None:
+            self.turbo = resolve_turbo(options.turbo, options.steps, options.shift)
+        self.defaults, self.turbo_alpha, notes = turbo_defaults(defaults, self.turbo, options.steps, options.shift,
+                                                                 options.turbo_alpha)
+        self.adaptations += notes
+        return self.defaults
 
     # -------------------------------------------------------------- loading
 
@@ -276,8 +311,10 @@ class H3Runner(DiffusersShotRunner):
         canvas = catalog.family(FAMILY).canvas
         assert canvas is not None
         settings = config_of(read_model_index(self.resolved.path)) if self.resolved is not None else {}
-        return int(settings.get("canvas_short_edge", canvas.short_edge)), int(settings.get("canvas_max_pixels",
-                                                                                            canvas.max_pixels))
+        short_edge = int(settings.get("canvas_short_edge", canvas.short_edge))
+        if self.turbo is not None and self.turbo.sampling.short_edge is not None:
+            short_edge = self.turbo.sampling.short_edge  # a turbo runs at the canvas it was distilled at
+        return short_edge, int(settings.get("canvas_max_pixels", canvas.max_pixels))
 
     def canvas(self, plan: Plan) -> tuple[int, int]:
         """The canvas this model generates the plan's shots at."""
@@ -295,6 +332,10 @@ class H3Runner(DiffusersShotRunner):
             self.prepare()
             self.reference_frames = self._reference_frames(plan, frames)
             self.planned_workflows = set(planned) | set(workflows)
+            if self.turbo is not None:
+                from daotai.render.neural.turbo import check_turbo_covers
+
+                check_turbo_covers(self.turbo, self.planned_workflows, FAMILY)
             self.check(self.planned_workflows)  # refuse a damaged or incomplete folder before loading anything
             width, height = self.canvas(plan)
             request = NativeRequest(width, height, frames, 24.0, "", "", 0)
@@ -398,6 +439,7 @@ class H3Runner(DiffusersShotRunner):
                 yield Notice("info", f"h3: unloaded {', '.join(drop)} to make room for the {', '.join(sorted(workflows))} "
                                      "workflow (shots grouped by workflow load fewer partitions)", shot_id)
         load_components(self.pipe, self.resolved, FAMILY, self.runtime, names)
+        self._apply_shift()
         self.loaded_workflows |= workflows
         fresh = self._fresh_partitions()
         self._adapt_weights(fresh)  # on the host, before placement moves anything
@@ -413,6 +455,14 @@ class H3Runner(DiffusersShotRunner):
         """Transformer forwards per generation: the schedule's ``steps`` sigma points end at 0."""
         assert self.defaults is not None
         return max(1, self.defaults.steps - 1)
+
+    def _apply_shift(self) -> None:
+        """Give the (freshly loaded) video scheduler the asked flow shift (``-O shift=`` or a turbo's); None keeps
+        the folder's (12)."""
+        assert self.defaults is not None
+        scheduler = getattr(self.pipe, "scheduler", None)
+        if self.defaults.shift is not None and scheduler is not None:
+            scheduler.set_shift(self.defaults.shift)
 
     def _fresh_partitions(self) -> list[tuple[str, Any]]:
         """The transformer partitions loaded since the last adaptation: [(name, module)]."""
@@ -430,9 +480,18 @@ class H3Runner(DiffusersShotRunner):
         options = self.options
         lora = resolve_lora(options.lora) if options.lora else None
         for name, module in fresh:
+            if self.turbo is not None:
+                from daotai.render.neural.turbo import partitions_for
+
+                if name in partitions_for(self.turbo):
+                    turbo_lora = self.turbo.lora
+                    state, prefix = h3_lora_state(turbo_lora, name)
+                    changed = fuse_lora(module, state, prefix, self.turbo_alpha, turbo_lora.path.name)
+                    self.adaptations.append(f"{name}: turbo {self.turbo.label} fused at alpha "
+                                            f"{self.turbo_alpha:g}: {changed} layers")
             if lora is not None and options.lora_partition in (name, "both"):
                 state, prefix = h3_lora_state(lora, name)
-                changed = fuse_lora(module, state, prefix, options.lora_scale)
+                changed = fuse_lora(module, state, prefix, options.lora_scale, lora.path.name)
                 self.adaptations.append(f"{lora.describe(options.lora_scale, name)}: {changed} layers")
             if options.weights == "int8":
                 from daotai.render.int8 import quantize_repeated_blocks_int8
@@ -565,6 +624,7 @@ class H3Runner(DiffusersShotRunner):
         self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(workflows))
         self.pipe.set_progress_bar_config(disable=True)
         load_components(self.pipe, self.resolved, FAMILY, self.runtime, self.components_for(workflows))
+        self._apply_shift()
         self.loaded_workflows = workflows
         fresh = self._fresh_partitions()
         self._adapt_weights(fresh)
@@ -830,6 +890,8 @@ class H3Backend:
         for text in runner.adaptations:  # LoRA, int8 and speed levers applied while loading (manifest)
             yield Notice("info", f"h3: {text}", shot.shot_id)
         runner.adaptations = []
+        if runner.turbo is not None:  # every shot's manifest entry names the LoRA its schedule came from
+            yield Notice("info", f"h3: {runner.turbo.describe()}", shot.shot_id)
         if runner.speed_config is not None:
             yield Notice("info", runner.speed_config.describe(), shot.shot_id)
         canvas = runner.canvas(plan)
