@@ -28,7 +28,20 @@ def test_exact_mode_matches_stock_on_cpu():
     out, report = bench("--mode", "exact")
     assert "x stock" in out and "end-to-end shares" in out
     rows = report["rows"]
-    assert set(rows) == {"stock", "exact"}  # kernel-lever ablations are CUDA-only
+    assert set(rows) == {"stock", "strong", "exact"}  # kernel-lever ablations are CUDA-only
+    # The strong baseline: no diffusers attention backend beyond native runs on the CPU; each one tried is named.
+    strong = rows["strong"]
+    assert strong["levers"].startswith("stock + set_attention_backend('native')")
+    assert all(name in strong["levers"] for name in ("_native_cudnn", "flash", "_flash_3", "sage"))
+    assert strong["rel_l2"] < 1e-5 and strong["ratio_step_strong"] == pytest.approx(1.0)
+    assert rows["exact"]["ratio_step_strong"] > 0 and "x strong" in out
+    assert report["targets"] == ["exact vs strong stock >= 1.15x: "
+                                 f"{rows['exact']['ratio_step_strong']:.2f}x "
+                                 f"{'met' if rows['exact']['ratio_step_strong'] >= 1.15 else 'MISSED'}",
+                                 "fast vs plain stock >= 4x: not measured", "fast vs strong stock >= 3.4x: not measured",
+                                 "fast PSNR vs exact >= 40 dB: not measured",
+                                 "peak memory of strong <= stock's: not measured (no GPU)",
+                                 "peak memory of exact <= stock's: not measured (no GPU)"]
     exact = rows["exact"]
     assert exact["levers"] == "speed exact: no levers"
     # Same weights, seed and arithmetic: the transformer output and the frames match stock's.
