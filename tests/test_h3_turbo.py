@@ -241,3 +241,50 @@ def test_a_544p_turbo_generates_at_its_own_canvas(tmp_path):
     runner.prepare()
     assert runner.defaults.steps == 5 and runner.defaults.shift == 5.0
     assert runner.canvas_settings()[0] == 544
+
+
+# ------------------------------------------------------------------ memory planning
+
+
+class _Runtime:
+    def __init__(self, budget_bytes: float, kind: str):
+        self.kind, self.device, self.memory_bytes = kind, kind, int(budget_bytes)
+
+
+def test_the_planner_counts_a_lora_where_it_is_fused_in_the_same_pool(tmp_path):
+    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.neural.request import NativeRequest
+    from daotai.runtime.memory import estimate
+
+    path = turbo_file(tmp_path / "t.safetensors", {"steps": "4", "shift": "5"})
+    # A short small request: its activations are smaller than one released-size layer's B @ A product.
+    request = NativeRequest(128, 128, 22, 24.0, "", "", 0)  # (F, H, W) small: ~38 MB of activations
+    from dataclasses import replace
+
+    footprint = replace(catalog.footprint("minimax-h3"), releasable_text_encoder=False)  # one pool holds it all
+    plain_need = estimate(footprint, 128, 128, 22, 2.0).peak_bytes
+    product = footprint.hidden * footprint.ffn * 2  # 5376 x 14336 bf16: ~154 MB
+
+    def runner(kind: str, budget: float, **options) -> H3Runner:
+        made = H3Runner(H3Options(**options), "minimax-h3")
+        made.runtime, made.planned_workflows = _Runtime(budget, kind), {"t2va"}
+        if "turbo" in options:  # what prepare() resolves, without resolving a device
+            from daotai.render.neural.turbo import resolve_turbo
+
+            made.turbo = resolve_turbo(options["turbo"])
+        return made
+
+    # One pool (Apple Silicon): fusing happens with every weight resident, so the LoRA's bytes count there.
+    budget = plain_need + product / 2
+    assert runner("mps", budget)._tier_for(request) == "none"
+    with_turbo = runner("mps", budget, turbo=str(path))
+    with pytest.raises(BackendError, match="unified memory"):
+        with_turbo._tier_for(request)
+    roomy = runner("mps", plain_need + 2 * product, turbo=str(path))
+    assert roomy._tier_for(request) == "none" and "LoRA fusing" in roomy.tier_reason
+    assert roomy._lora_fusing_bytes(footprint) == path.stat().st_size + product
+    # A CUDA card: the LoRA is fused on the host before placement, so the tier is what it was without it.
+    for gib in (139, 79, 44):
+        plain, turbo = runner("cuda", gib * 1024**3), runner("cuda", gib * 1024**3, turbo=str(path))
+        full = NativeRequest(1344, 768, 124, 24.0, "", "", 0)
+        assert plain._tier_for(full) == turbo._tier_for(full)

@@ -400,10 +400,15 @@ class H3Runner(DiffusersShotRunner):
         from daotai.runtime.memory import GIB, estimate
 
         whole = replace(footprint, releasable_text_encoder=False)
-        need = estimate(whole, request.width, request.height, frames, 2.0).peak_bytes
+        planned = estimate(whole, request.width, request.height, frames, 2.0)
+        # A LoRA is fused while every weight is already resident (before the first prompt is encoded): its factors
+        # and one layer's B @ A product sit in the same pool then, on top of the encode phase.
+        fusing = dict(planned.phases)["encode"] + self._lora_fusing_bytes(whole)
+        need = max(planned.peak_bytes, fusing)
         if need <= budget:
+            lora = f"; LoRA fusing ~{fusing / GIB:.1f} GiB" if fusing > dict(planned.phases)["encode"] else ""
             self.tier_reason = (f"memory planner: ~{need / GIB:.1f} GiB of unified memory estimated (one pool: "
-                                "every component counted)")
+                                f"every component counted{lora})")
             return "none"
         hint = ""
         if self.options.weights != "int8":
@@ -414,6 +419,20 @@ class H3Runner(DiffusersShotRunner):
                            f"{need / GIB:.0f} GiB of unified memory and this Mac's GPU may use "
                            f"{budget / GIB:.0f} GiB (offloading frees nothing on one memory pool){hint}; "
                            "or render shorter shots")
+
+    def _lora_fusing_bytes(self, footprint: Any) -> int:
+        """Bytes a LoRA (``lora`` and / or ``turbo``) adds while it is fused: its factors (the file's size) and
+        the largest layer's B @ A product in bf16 (hidden x ffn); 0 without one. Fusing happens on the host
+        before placement, so only a single memory pool (Apple Silicon) sees it."""
+        from daotai.render.neural.lora import lora_path
+
+        files = [lora_path(self.options.lora)] if self.options.lora else []
+        if self.turbo is not None:
+            files.append(self.turbo.lora.path)
+        if not files:
+            return 0
+        largest_product = footprint.hidden * (footprint.ffn or 4 * footprint.hidden) * 2
+        return sum(path.stat().st_size for path in files) + largest_product
 
     def _load_workflows(self, workflows: set[str], shot_id: str) -> Iterator[Event]:
         """Load the components ``workflows`` add (off the device), then place the whole pipeline again."""

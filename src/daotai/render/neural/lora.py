@@ -31,6 +31,16 @@ class LoraFile:
 
 def resolve_lora(value: str) -> LoraFile:
     """The LoRA file ``value`` names (a .safetensors file, or a folder holding exactly one), hashed."""
+    path = lora_path(value)
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return LoraFile(path.resolve(), digest.hexdigest())
+
+
+def lora_path(value: str) -> Path:
+    """The LoRA file ``value`` names (a .safetensors file, or a folder holding exactly one), checked."""
     path = Path(value).expanduser()
     if path.is_dir():
         found = sorted(path.glob("*.safetensors"))
@@ -42,11 +52,7 @@ def resolve_lora(value: str) -> LoraFile:
         raise OptionError.at("lora", value, "must be an existing .safetensors file or a folder holding one")
     if path.suffix != ".safetensors":
         raise OptionError.at("lora", value, "must be a .safetensors file (pickled weights are never loaded)")
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return LoraFile(path.resolve(), digest.hexdigest())
+    return path
 
 
 def h3_lora_state(lora: LoraFile, partition: str) -> tuple[dict, str]:
