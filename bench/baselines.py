@@ -80,17 +80,19 @@ def make_strong(transformer: Any, shape: tuple[int, int, int], device: str, dtyp
 
 @dataclass(frozen=True)
 class Target:
-    """One target of the issue: a contender's ratio (or dB) against a baseline, at least ``floor``."""
+    """One target of the issue: a contender's ratio (or dB) against a baseline at least ``floor``, or a time at most."""
 
     what: str  # as printed
-    floor: float
+    floor: float  # the bound (a ceiling when ``at_most``)
     unit: str = "x"
+    at_most: bool = False  # a time: the value must not exceed the bound
 
     def verdict(self, value: float | None) -> str:
+        sign = "<=" if self.at_most else ">="
         if value is None or value != value:  # NaN: not measured
-            return f"{self.what} >= {self.floor:g}{self.unit}: not measured"
-        met = "met" if value >= self.floor else "MISSED"
-        return f"{self.what} >= {self.floor:g}{self.unit}: {value:.2f}{self.unit} {met}"
+            return f"{self.what} {sign} {self.floor:g}{self.unit}: not measured"
+        ok = value <= self.floor if self.at_most else value >= self.floor
+        return f"{self.what} {sign} {self.floor:g}{self.unit}: {value:.2f}{self.unit} {'met' if ok else 'MISSED'}"
 
 
 def memory_verdict(peaks: dict[str, float], stock: str = "stock") -> list[str]:

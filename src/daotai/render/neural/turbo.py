@@ -54,8 +54,8 @@ class Turbo:
 
     def describe(self) -> str:
         """One line for the manifest: name, file, full sha256 and the sampling with its sources."""
-        return (f"turbo {self.label}: {self.lora.path.name} sha256 {self.lora.sha256}; "
-                + ", ".join(self.sources))
+        named = f"turbo {self.label}" + (f" ({self.lora.path.name})" if self.label != self.lora.path.name else "")
+        return f"{named}: sha256 {self.lora.sha256}; " + ", ".join(self.sources)
 
 
 def _positive_int(raw: str) -> int | None:
