@@ -212,6 +212,7 @@ def test_a_bare_file_needs_steps_and_shift_from_somewhere_and_bad_metadata_is_re
         resolve_turbo(str(bare))
     given = resolve_turbo(str(bare), steps=5, shift=3.0)  # the user's own options stand in
     assert (given.sampling.forwards, given.sampling.shift) == (4, 3.0)
+    assert given.sources == ("steps 4 (-O steps=5)", "shift 3 (-O shift=3)", "alpha 1 (none given: full strength)")
     bad = turbo_file(tmp_path / "bad.safetensors", {"steps": "four", "shift": "5"})
     with pytest.raises(OptionError, match=r"bad.safetensors: metadata steps='four' must be a whole number"):
         resolve_turbo(str(bad))
@@ -288,3 +289,17 @@ def test_the_planner_counts_a_lora_where_it_is_fused_in_the_same_pool(tmp_path):
         plain, turbo = runner("cuda", gib * 1024**3), runner("cuda", gib * 1024**3, turbo=str(path))
         full = NativeRequest(1344, 768, 124, 24.0, "", "", 0)
         assert plain._tier_for(full) == turbo._tier_for(full)
+
+
+def test_the_fast_modes_step_cache_is_off_under_a_turbo(tmp_path):
+    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.speed import computed_steps, levers_for
+
+    assert not all(computed_steps(4, levers_for("fast", "cuda")))  # it would reuse one of a 4-step turbo's forwards
+    path = turbo_file(tmp_path / "t.safetensors", {"steps": "4", "shift": "5"})
+    runner = H3Runner(H3Options(turbo=str(path), speed="fast", device="cpu"), "minimax-h3")
+    runner.prepare()
+    runner.tier = "none"
+    runner._speed_up([])
+    assert runner.speed_config.cache is None and runner.forwards() == 4
+    assert any("the step cache is off" in text for text in runner.adaptations)

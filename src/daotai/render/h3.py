@@ -535,6 +535,11 @@ class H3Runner(DiffusersShotRunner):
                              vae_bf16=False, vae_channels_last=False)
             if self.options.weights == "int8":
                 config = replace(config, fp8=False)  # int8 rows are already rounded once; FP8 would round them again
+            if self.turbo is not None and config.cache is not None:
+                # A distilled schedule has no step to spare: at 4 forwards the interval cache would reuse one of 4.
+                config = replace(config, cache=None)
+                self.adaptations.append(f"turbo {self.turbo.label}: the step cache is off (every forward of a "
+                                        "distilled schedule is computed)")
             config = resolve_levers(config, self.runtime.device)
             if self.tier != "none":
                 config = cache_only(config)

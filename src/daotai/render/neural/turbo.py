@@ -156,6 +156,9 @@ def resolve_turbo(value: str, steps: int | None = None, shift: float | None = No
         raise OptionError.at("turbo", value, f"{lora.path.name} names no {' or '.join(missing)} in its metadata "
                                              f"(keys {', '.join(METADATA_RULES)}); pass -O {'= -O '.join(missing)}= "
                                              f"or name a catalog turbo ({names})")
+    for key, given, as_points in (("steps", steps, True), ("shift", shift, False)):
+        if key not in chosen and given is not None:  # a bare file: the user's option stands in
+            sources.append(f"{key} {given - 1 if as_points else given:g} (-O {key}={given:g})")
     if "alpha" not in chosen:
         sources.append("alpha 1 (none given: full strength)")
     sampling = TurboSampling(forwards=int(chosen.get("steps", max(1, (steps or 2) - 1))),
