@@ -118,6 +118,9 @@ class H3Options(DiffusersOptions):
         return value
 
     lora_scale: float = Field(1.0, ge=-4.0, le=4.0, description="strength the LoRA is fused at")
+    lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
+        "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
+                                   "transformer_ref (ref2va) or both")
     turbo: str | None = Field(None, description="a step-distilled LoRA (a .safetensors file, a folder holding one, "
                                                 "or a catalog name such as h3-turbo-4step-768p) run with the steps, "
                                                 "shift and alpha it was distilled for (steps/shift override them)")
@@ -135,9 +138,6 @@ class H3Options(DiffusersOptions):
             raise ValueError("must be an existing .safetensors file (pickled weights are never loaded), a folder "
                              f"holding one, or a catalog turbo ({', '.join(catalog.turbos())})")
         return value
-    lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
-        "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
-                                   "transformer_ref (ref2va) or both")
 
 
 @dataclass(frozen=True)
