@@ -303,3 +303,26 @@ def test_the_fast_modes_step_cache_is_off_under_a_turbo(tmp_path):
     runner._speed_up([])
     assert runner.speed_config.cache is None and runner.forwards() == 4
     assert any("the step cache is off" in text for text in runner.adaptations)
+
+
+# ------------------------------------------------------------------ the shot cache
+
+
+def test_a_lora_edited_in_place_changes_the_shot_key_and_other_backends_keys_stay(tmp_path, plan):
+    from daotai.encode.video import EncodeSettings
+    from daotai.shotcache import key_fields, shot_key
+
+    path = turbo_file(tmp_path / "t.safetensors", {"steps": "4", "shift": "5"})
+
+    def key(backend: str, **options) -> str:
+        fields = key_fields(plan, plan.shots[0], backend, options, False, EncodeSettings(), None, None, {})
+        return shot_key(fields)
+
+    first = key("h3", turbo=str(path))
+    assert key("h3", turbo=str(path)) == first
+    turbo_file(path, {"steps": "4", "shift": "6"})  # same name, other bytes
+    assert key("h3", turbo=str(path)) != first
+    style = turbo_file(tmp_path / "style.safetensors")
+    assert key("h3", lora=str(style)) != key("h3", lora=str(tmp_path / "missing.safetensors"))
+    fields = key_fields(plan, plan.shots[0], "previz", {}, False, EncodeSettings(), None, None, {})
+    assert "option_files" not in fields  # nothing named: the key's fields are as before

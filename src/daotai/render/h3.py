@@ -40,7 +40,7 @@ import gc
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -750,6 +750,26 @@ class _StepProxy:
 # ------------------------------------------------------------------ the backend
 
 
+def lora_files(options: Mapping[str, Any]) -> tuple[Path, ...]:
+    """The LoRA files the options fuse into the weights (``lora``, ``turbo``), for the shot cache's key.
+
+    A file that cannot be found is left out: the backend refuses it, with its own message, when it starts."""
+    from daotai.errors import DaotaiError
+    from daotai.render.neural.lora import lora_path
+    from daotai.render.neural.turbo import turbo_file
+
+    found = []
+    for name, locate in (("lora", lora_path), ("turbo", turbo_file)):
+        value = options.get(name)
+        if value:
+            try:
+                found.append(locate(str(value)))
+            except DaotaiError:
+                continue
+    return tuple(found)
+
+
+
 class H3Backend:
     """MiniMax-H3 video and stereo sound per shot; the pipeline is reused across shots."""
 
@@ -1029,4 +1049,5 @@ SPEC = BackendSpec(
     default_model="minimax-h3",
     # A forced fl2va starts each shot on the last frame of the shot this backend rendered before it
     continues_across_shots=lambda options: str(options.get("workflow", "auto")) == "fl2va",
+    option_files=lora_files,
 )

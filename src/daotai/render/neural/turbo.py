@@ -128,14 +128,21 @@ def find_turbo_file(row: catalog.TurboRow, cache: Path | None = None) -> Path:
                                             "and pass its file: -O turbo=PATH")
 
 
+def turbo_file(value: str) -> Path:
+    """The .safetensors file a turbo option names: a catalog name's downloaded file, or the file / folder given."""
+    from daotai.render.neural.lora import lora_path
+
+    row = catalog.turbo_row(value)
+    return find_turbo_file(row) if row is not None else lora_path(value)
+
+
 def resolve_turbo(value: str, steps: int | None = None, shift: float | None = None) -> Turbo:
     """The turbo ``value`` names (file, folder or catalog name) with its sampling: metadata, then the row.
 
     ``steps`` / ``shift``: the user's own options, which may stand in for settings a bare file lacks.
     """
     row = catalog.turbo_row(value)
-    path = find_turbo_file(row) if row is not None else Path(value).expanduser()
-    lora = resolve_lora(str(path))
+    lora = resolve_lora(str(turbo_file(value)))
     metadata = read_turbo_metadata(lora.path, value)
     fallback = {} if row is None else {"steps": row.forwards, "shift": row.shift, "alpha": row.alpha,
                                         "short_edge": row.short_edge, "partition": row.partition}
