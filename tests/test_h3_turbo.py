@@ -213,6 +213,12 @@ def test_a_bare_file_needs_steps_and_shift_from_somewhere_and_bad_metadata_is_re
     given = resolve_turbo(str(bare), steps=5, shift=3.0)  # the user's own options stand in
     assert (given.sampling.forwards, given.sampling.shift) == (4, 3.0)
     assert given.sources == ("steps 4 (-O steps=5)", "shift 3 (-O shift=3)", "alpha 1 (none given: full strength)")
+    (tmp_path / "two").mkdir()
+    for name in ("a", "b"):
+        turbo_file(tmp_path / "two" / f"{name}.safetensors")
+    with pytest.raises(OptionError, match="exactly one .safetensors file; it holds 2") as caught:
+        resolve_turbo(str(tmp_path / "two"))
+    assert caught.value.issues[0].path == "turbo"  # the option the user wrote, not the plain lora one
     bad = turbo_file(tmp_path / "bad.safetensors", {"steps": "four", "shift": "5"})
     with pytest.raises(OptionError, match=r"bad.safetensors: metadata steps='four' must be a whole number"):
         resolve_turbo(str(bad))

@@ -39,19 +39,20 @@ def resolve_lora(value: str) -> LoraFile:
     return LoraFile(path.resolve(), digest.hexdigest())
 
 
-def lora_path(value: str) -> Path:
-    """The LoRA file ``value`` names (a .safetensors file, or a folder holding exactly one), checked."""
+def lora_path(value: str, option: str = "lora") -> Path:
+    """The LoRA file ``value`` names (a .safetensors file, or a folder holding exactly one), checked; errors
+    name ``option``."""
     path = Path(value).expanduser()
     if path.is_dir():
         found = sorted(path.glob("*.safetensors"))
         if len(found) != 1:
-            raise OptionError.at("lora", value, f"a folder must hold exactly one .safetensors file; it holds "
+            raise OptionError.at(option, value, f"a folder must hold exactly one .safetensors file; it holds "
                                                 f"{len(found)}")
         path = found[0]
     if not path.is_file():
-        raise OptionError.at("lora", value, "must be an existing .safetensors file or a folder holding one")
+        raise OptionError.at(option, value, "must be an existing .safetensors file or a folder holding one")
     if path.suffix != ".safetensors":
-        raise OptionError.at("lora", value, "must be a .safetensors file (pickled weights are never loaded)")
+        raise OptionError.at(option, value, "must be a .safetensors file (pickled weights are never loaded)")
     return path
 
 

@@ -112,12 +112,12 @@ def read_turbo_metadata(path: Path, option: str) -> dict[str, Any]:
     return found
 
 
-def find_turbo_file(row: catalog.TurboRow, cache: Path | None = None) -> Path:
+def find_turbo_file(row: catalog.TurboRow) -> Path:
     """The downloaded file of a catalog turbo in the Hugging Face cache (newest snapshot first), or a refusal
     that says where to get it."""
     from daotai.runtime.models import hub_cache_dir
 
-    storage = (cache or hub_cache_dir()) / ("models--" + row.repo_id.replace("/", "--")) / "snapshots"
+    storage = hub_cache_dir() / ("models--" + row.repo_id.replace("/", "--")) / "snapshots"
     snapshots = sorted(storage.glob("*"), key=os.path.getmtime, reverse=True) if storage.is_dir() else []
     for snapshot in snapshots:
         found = sorted(snapshot.glob(f"**/{row.file_pattern}"))
@@ -133,7 +133,7 @@ def turbo_file(value: str) -> Path:
     from daotai.render.neural.lora import lora_path
 
     row = catalog.turbo_row(value)
-    return find_turbo_file(row) if row is not None else lora_path(value)
+    return find_turbo_file(row) if row is not None else lora_path(value, "turbo")
 
 
 def resolve_turbo(value: str, steps: int | None = None, shift: float | None = None) -> Turbo:
@@ -142,7 +142,7 @@ def resolve_turbo(value: str, steps: int | None = None, shift: float | None = No
     ``steps`` / ``shift``: the user's own options, which may stand in for settings a bare file lacks.
     """
     row = catalog.turbo_row(value)
-    lora = resolve_lora(str(turbo_file(value)))
+    lora = resolve_lora(str(turbo_file(value)))  # the path is checked: resolve_lora only hashes it
     metadata = read_turbo_metadata(lora.path, value)
     fallback = {} if row is None else {"steps": row.forwards, "shift": row.shift, "alpha": row.alpha,
                                         "short_edge": row.short_edge, "partition": row.partition}
