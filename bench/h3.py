@@ -519,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = [target.verdict(value) for target, value in targets]
     verdicts += memory_verdict({r["contender"].removesuffix(" t2va"): r["peak_gib"] for r in table
                                 if r["contender"] != "stock ref2va"})
-    print("\ntargets (issue 35, 50-step denoise, random weights):")
+    print("\ntargets (issue 35, 50-step denoise, random weights"
+          + ("; a tiny CPU smoke run: these verdicts say nothing about speed):" if tiny else "):"))
     for line in verdicts:
         print(f"  {line}")
     print("  random weights show speed, memory and how far the levers move the output; they cannot show "

@@ -1156,7 +1156,8 @@ def main() -> None:
     print(f"process start to end: {time.perf_counter() - PROCESS_STARTED:.1f} s; cold start of the first "
           f"'exact' shot (load + warm-up + render): {exact.load_s + exact.warm_s + exact.total_s:.1f} s")
     verdicts = target_verdicts(rows, stock, strong, family)
-    print("\ntargets (issue 35; s/step at the measured steps, random weights):")
+    print("\ntargets (issue 35; s/step at the measured steps, random weights"
+          + ("; a tiny CPU smoke run: these verdicts say nothing about speed):" if args.tiny else "):"))
     for line in verdicts:
         print(f"  {line}")
     report = {
