@@ -28,7 +28,20 @@ def test_exact_mode_matches_stock_on_cpu():
     out, report = bench("--mode", "exact")
     assert "x stock" in out and "end-to-end shares" in out
     rows = report["rows"]
-    assert set(rows) == {"stock", "exact"}  # kernel-lever ablations are CUDA-only
+    assert set(rows) == {"stock", "strong", "exact"}  # kernel-lever ablations are CUDA-only
+    # The strong baseline: no diffusers attention backend beyond native runs on the CPU; each one tried is named.
+    strong = rows["strong"]
+    assert strong["levers"].startswith("stock + set_attention_backend('native')")
+    assert all(name in strong["levers"] for name in ("_native_cudnn", "flash", "_flash_3", "sage"))
+    assert strong["rel_l2"] < 1e-5 and strong["ratio_step_strong"] == pytest.approx(1.0)
+    assert rows["exact"]["ratio_step_strong"] > 0 and "x strong" in out
+    assert report["targets"] == ["exact vs strong stock >= 1.15x: "
+                                 f"{rows['exact']['ratio_step_strong']:.2f}x "
+                                 f"{'met' if rows['exact']['ratio_step_strong'] >= 1.15 else 'MISSED'}",
+                                 "fast vs plain stock >= 4x: not measured", "fast vs strong stock >= 3.4x: not measured",
+                                 "fast PSNR vs exact >= 40 dB: not measured",
+                                 "peak memory of strong <= stock's: not measured (no GPU)",
+                                 "peak memory of exact <= stock's: not measured (no GPU)"]
     exact = rows["exact"]
     assert exact["levers"] == "speed exact: no levers"
     # Same weights, seed and arithmetic: the transformer output and the frames match stock's.
@@ -75,3 +88,45 @@ def test_kernel_families_from_names():
         "elementwise / reduce (eager)"
     assert kernel_kind("Memset (Device)") == "copy / convert"
     assert kernel_kind("something_else") == "other"
+
+
+def _bench_module(name: str):
+    """A bench script imported by its path (bench/ is no package; ``h3`` is also a PyPI name)."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "bench"))  # the scripts import their sibling baselines.py
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_strong_stock_on_cpu_keeps_native_attention_and_names_each_backend_it_skipped():
+    import torch
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import builders
+
+    baselines = _bench_module("baselines")
+    transformer = builders.h3_transformer(0)
+    strong = baselines.make_strong(transformer, (16, 2, 16), "cpu", torch.float32)
+    assert strong.backend == "native" and not strong.compiled
+    assert [t.split(":")[0] for t in strong.tried] == list(baselines.ATTENTION_BACKENDS)
+    assert all("skipped (" in t for t in strong.tried)
+    assert baselines.Target("exact vs stock", 1.3).verdict(1.2) == "exact vs stock >= 1.3x: 1.20x MISSED"
+    assert baselines.Target("clip", 45.0, " s", at_most=True).verdict(41.0) == "clip <= 45 s: 41.00 s met"
+    assert baselines.Target("fast", 4.0).verdict(float("nan")) == "fast >= 4x: not measured"
+
+
+def test_the_h3_benchs_turbo_lora_fits_the_partition_it_is_measured_with(tmp_path):
+    from daotai.render.neural.lora import check_lora_shapes, h3_lora_state
+    from daotai.render.neural.turbo import resolve_turbo
+
+    h3_bench = _bench_module("h3")
+    turbo = resolve_turbo(str(h3_bench.turbo_lora(tmp_path / "turbo.safetensors", tiny=True, rank=4)))
+    assert (turbo.sampling.forwards, turbo.sampling.shift, turbo.sampling.alpha) == (h3_bench.TURBO_FORWARDS, 12.0, 1.0)
+    state, prefix = h3_lora_state(turbo.lora, "transformer")
+    check_lora_shapes(h3_bench.partition(True, "cpu"), state, prefix, "turbo.safetensors")  # every block linear fits
+    assert len(state) == 2 * sum(1 for name, m in h3_bench.partition(True, "cpu").named_modules()
+                                 if name.startswith("transformer_blocks.") and type(m).__name__ == "Linear")

@@ -314,6 +314,47 @@ _MODELS = (
              workflow_sizes_gb=MappingProxyType({"t2va": 138.5, "fl2va": 138.5, "ref2va": 138.5})),
 )
 
+@dataclass(frozen=True)
+class TurboRow:
+    """A step-distilled ("turbo") LoRA of a model family: the sampling it was distilled for.
+
+    A file's own safetensors metadata wins over these values (see daotai.render.neural.turbo);
+    a row is what a name means when the file says nothing.
+    """
+
+    name: str
+    family: str
+    repo_id: str  # where it is published (the file is downloaded by the user: `-O turbo=PATH`, or found in the hub cache)
+    file_pattern: str  # glob of its file name inside the repository
+    forwards: int  # transformer forwards (denoising steps) it was distilled for
+    shift: float  # the video scheduler's flow shift it was distilled with
+    alpha: float  # strength it is fused at (W += alpha * B @ A)
+    short_edge: int  # canvas short edge it was distilled at (pixels)
+    partition: str = "transformer"  # MiniMax-H3 partition it is for: transformer (t2va, fl2va) | transformer_ref | both
+
+
+# MiniMax-H3's turbo LoRAs (published by LightX2V, 4 and 8 steps at 544p and 768p). Their files
+# carry no sampling metadata we could confirm offline and the model card gives none: these rows
+# hold the step counts their names state, the base model's video shift (12) and full strength;
+# a file whose metadata says otherwise wins, and `-O shift=` / `-O turbo_alpha=` override both.
+H3_TURBO_REPO = "lightx2v/Minimax-h3-Turbo"
+_TURBOS = tuple(
+    TurboRow(f"h3-turbo-{forwards}step-{edge}p", "h3", H3_TURBO_REPO, f"*{forwards}*step*{edge}*.safetensors",
+             forwards, 12.0, 1.0, edge)
+    for forwards in (4, 8) for edge in (544, 768)
+)
+
+
+def turbos() -> Mapping[str, TurboRow]:
+    """Every known turbo LoRA by name."""
+    return MappingProxyType({row.name: row for row in _TURBOS})
+
+
+def turbo_row(name: str) -> TurboRow | None:
+    """The turbo row called ``name`` (case-insensitive), or None."""
+    return turbos().get(name.strip().lower())
+
+
 OVERRIDABLE = frozenset({"steps", "guidance", "shift", "native_fps", "size_multiple", "max_sequence_length"})
 
 

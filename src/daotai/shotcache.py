@@ -123,6 +123,13 @@ def resolve_model_folder(model: str) -> Path:
     return resolve_model(model).path
 
 
+def option_files(backend: str, options: dict[str, Any]) -> tuple[Path, ...]:
+    """The files a backend's options bring into its frames (a LoRA), as its spec names them."""
+    from daotai.render.registry import spec_for
+
+    return tuple(spec_for(backend).option_files(options))
+
+
 def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], controls: bool, encode: Any,
                source: Path | None, model: str | None, memo: dict[Path, str]) -> dict[str, Any]:
     """Everything that determines one shot's files, as JSON-ready values."""
@@ -146,6 +153,7 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
         sound = {"track": soundtrack.model_dump(mode="json"),
                  "file": referenced(soundtrack.path) if not soundtrack.path.startswith("upload:") else soundtrack.path,
                  "ends_picture": shot.start_frame + shot.frames == plan.total_frames}
+    files = option_files(backend, options)
     return {
         "format": CACHE_FORMAT,
         "daotai": __version__,
@@ -154,6 +162,8 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
         "libraries": library_versions(),
         "backend": backend,
         "options": options,
+        # LoRA files the options name, by content (only where there are some: other keys stay as they were)
+        **({"option_files": [file_sha256(path, memo) for path in files]} if files else {}),
         "model": model_fingerprint(resolve_model_folder(model)) if model else None,
         "controls": controls,
         "encode": asdict(encode),

@@ -40,7 +40,7 @@ import gc
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -126,6 +126,23 @@ class H3Options(DiffusersOptions):
     lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
         "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
                                    "transformer_ref (ref2va) or both")
+    turbo: str | None = Field(None, description="a step-distilled LoRA (a .safetensors file, a folder holding one, "
+                                                "or a catalog name such as h3-turbo-4step-768p) run with the steps, "
+                                                "shift and alpha it was distilled for (steps/shift override them)")
+    turbo_alpha: float | None = Field(None, ge=-4.0, le=4.0, description="strength the turbo LoRA is fused at "
+                                                                         "(None: its own alpha)")
+
+    @field_validator("turbo")
+    @classmethod
+    def _turbo_is_a_file_or_a_known_name(cls, value: str | None) -> str | None:
+        """Refuse an unknown turbo name or a missing / pickled file when the options are read."""
+        if value is None or catalog.turbo_row(value) is not None:
+            return value
+        path = Path(value).expanduser()
+        if not (path.is_dir() or (path.is_file() and path.suffix == ".safetensors")):
+            raise ValueError("must be an existing .safetensors file (pickled weights are never loaded), a folder "
+                             f"holding one, or a catalog turbo ({', '.join(catalog.turbos())})")
+        return value
 
     def shots_depend_on_earlier(self) -> bool:
         """Carried looks come from the shots rendered before."""
@@ -263,6 +280,24 @@ class H3Runner(DiffusersShotRunner):
         self.reference_frames = 0  # frame-equivalents the plan's largest ref2va request packs beside its own frames
         self.adapted: set[int] = set()  # ids of transformer partitions whose LoRA / int8 / speed levers are applied
         self.adaptations: list[str] = []  # what was done to the weights (notices → manifest)
+        self.turbo: Any = None  # daotai.render.neural.turbo.Turbo once resolved (prepare)
+        self.turbo_alpha = 1.0  # strength the turbo LoRA is fused at
+
+    def prepare(self) -> Any:
+        """The device and defaults; with a turbo LoRA, the steps and shift it was distilled for (user options
+        override them, with a notice)."""
+        defaults = super().prepare()
+        options = self.options
+        if options.turbo is None:
+            return defaults
+        from daotai.render.neural.turbo import resolve_turbo, turbo_defaults
+
+        if self.turbo is None:
+            self.turbo = resolve_turbo(options.turbo, options.steps, options.shift)
+        self.defaults, self.turbo_alpha, notes = turbo_defaults(defaults, self.turbo, options.steps, options.shift,
+                                                                 options.turbo_alpha)
+        self.adaptations += notes
+        return self.defaults
 
     # -------------------------------------------------------------- loading
 
@@ -295,8 +330,10 @@ class H3Runner(DiffusersShotRunner):
         canvas = catalog.family(FAMILY).canvas
         assert canvas is not None
         settings = config_of(read_model_index(self.resolved.path)) if self.resolved is not None else {}
-        return int(settings.get("canvas_short_edge", canvas.short_edge)), int(settings.get("canvas_max_pixels",
-                                                                                            canvas.max_pixels))
+        short_edge = int(settings.get("canvas_short_edge", canvas.short_edge))
+        if self.turbo is not None and self.turbo.sampling.short_edge is not None:
+            short_edge = self.turbo.sampling.short_edge  # a turbo runs at the canvas it was distilled at
+        return short_edge, int(settings.get("canvas_max_pixels", canvas.max_pixels))
 
     def canvas(self, plan: Plan) -> tuple[int, int]:
         """The canvas this model generates the plan's shots at."""
@@ -314,6 +351,10 @@ class H3Runner(DiffusersShotRunner):
             self.prepare()
             self.reference_frames = self._reference_frames(plan, frames)
             self.planned_workflows = set(planned) | set(workflows)
+            if self.turbo is not None:
+                from daotai.render.neural.turbo import check_turbo_covers
+
+                check_turbo_covers(self.turbo, self.planned_workflows, FAMILY)
             self.check(self.planned_workflows)  # refuse a damaged or incomplete folder before loading anything
             width, height = self.canvas(plan)
             request = NativeRequest(width, height, frames, 24.0, "", "", 0)
@@ -381,10 +422,15 @@ class H3Runner(DiffusersShotRunner):
         from daotai.runtime.memory import GIB, estimate
 
         whole = replace(footprint, releasable_text_encoder=False)
-        need = estimate(whole, request.width, request.height, frames, 2.0).peak_bytes
+        planned = estimate(whole, request.width, request.height, frames, 2.0)
+        # A LoRA is fused while every weight is already resident (before the first prompt is encoded): its factors
+        # and one layer's B @ A product sit in the same pool then, on top of the encode phase.
+        fusing = dict(planned.phases)["encode"] + self._lora_fusing_bytes(whole)
+        need = max(planned.peak_bytes, fusing)
         if need <= budget:
+            lora = f"; LoRA fusing ~{fusing / GIB:.1f} GiB" if fusing > dict(planned.phases)["encode"] else ""
             self.tier_reason = (f"memory planner: ~{need / GIB:.1f} GiB of unified memory estimated (one pool: "
-                                "every component counted)")
+                                f"every component counted{lora})")
             return "none"
         hint = ""
         if self.options.weights != "int8":
@@ -395,6 +441,20 @@ class H3Runner(DiffusersShotRunner):
                            f"{need / GIB:.0f} GiB of unified memory and this Mac's GPU may use "
                            f"{budget / GIB:.0f} GiB (offloading frees nothing on one memory pool){hint}; "
                            "or render shorter shots")
+
+    def _lora_fusing_bytes(self, footprint: Any) -> int:
+        """Bytes a LoRA (``lora`` and / or ``turbo``) adds while it is fused: its factors (the file's size) and
+        the largest layer's B @ A product in bf16 (hidden x ffn); 0 without one. Fusing happens on the host
+        before placement, so only a single memory pool (Apple Silicon) sees it."""
+        from daotai.render.neural.lora import lora_path
+
+        files = [lora_path(self.options.lora)] if self.options.lora else []
+        if self.turbo is not None:
+            files.append(self.turbo.lora.path)
+        if not files:
+            return 0
+        largest_product = footprint.hidden * (footprint.ffn or 4 * footprint.hidden) * 2
+        return sum(path.stat().st_size for path in files) + largest_product
 
     def _load_workflows(self, workflows: set[str], shot_id: str) -> Iterator[Event]:
         """Load the components ``workflows`` add (off the device), then place the whole pipeline again."""
@@ -420,6 +480,7 @@ class H3Runner(DiffusersShotRunner):
                 yield Notice("info", f"h3: unloaded {', '.join(drop)} to make room for the {', '.join(sorted(workflows))} "
                                      "workflow (shots grouped by workflow load fewer partitions)", shot_id)
         load_components(self.pipe, self.resolved, FAMILY, self.runtime, names)
+        self._apply_shift()
         self.loaded_workflows |= workflows
         fresh = self._fresh_partitions()
         self._adapt_weights(fresh)  # on the host, before placement moves anything
@@ -435,6 +496,14 @@ class H3Runner(DiffusersShotRunner):
         """Transformer forwards per generation: the schedule's ``steps`` sigma points end at 0."""
         assert self.defaults is not None
         return max(1, self.defaults.steps - 1)
+
+    def _apply_shift(self) -> None:
+        """Give the (freshly loaded) video scheduler the asked flow shift (``-O shift=`` or a turbo's); None keeps
+        the folder's (12)."""
+        assert self.defaults is not None
+        scheduler = getattr(self.pipe, "scheduler", None)
+        if self.defaults.shift is not None and scheduler is not None:
+            scheduler.set_shift(self.defaults.shift)
 
     def _fresh_partitions(self) -> list[tuple[str, Any]]:
         """The transformer partitions loaded since the last adaptation: [(name, module)]."""
@@ -452,9 +521,18 @@ class H3Runner(DiffusersShotRunner):
         options = self.options
         lora = resolve_lora(options.lora) if options.lora else None
         for name, module in fresh:
+            if self.turbo is not None:
+                from daotai.render.neural.turbo import partitions_for
+
+                if name in partitions_for(self.turbo):
+                    turbo_lora = self.turbo.lora
+                    state, prefix = h3_lora_state(turbo_lora, name)
+                    changed = fuse_lora(module, state, prefix, self.turbo_alpha, turbo_lora.path.name)
+                    self.adaptations.append(f"{name}: turbo {self.turbo.label} fused at alpha "
+                                            f"{self.turbo_alpha:g}: {changed} layers")
             if lora is not None and options.lora_partition in (name, "both"):
                 state, prefix = h3_lora_state(lora, name)
-                changed = fuse_lora(module, state, prefix, options.lora_scale)
+                changed = fuse_lora(module, state, prefix, options.lora_scale, lora.path.name)
                 self.adaptations.append(f"{lora.describe(options.lora_scale, name)}: {changed} layers")
             if options.weights == "int8":
                 from daotai.render.int8 import quantize_repeated_blocks_int8
@@ -479,6 +557,11 @@ class H3Runner(DiffusersShotRunner):
                              vae_bf16=False, vae_channels_last=False)
             if self.options.weights == "int8":
                 config = replace(config, fp8=False)  # int8 rows are already rounded once; FP8 would round them again
+            if self.turbo is not None and config.cache is not None:
+                # A distilled schedule has no step to spare: at 4 forwards the interval cache would reuse one of 4.
+                config = replace(config, cache=None)
+                self.adaptations.append(f"turbo {self.turbo.label}: the step cache is off (every forward of a "
+                                        "distilled schedule is computed)")
             config = resolve_levers(config, self.runtime.device)
             if self.tier != "none":
                 config = cache_only(config)
@@ -587,6 +670,7 @@ class H3Runner(DiffusersShotRunner):
         self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(workflows))
         self.pipe.set_progress_bar_config(disable=True)
         load_components(self.pipe, self.resolved, FAMILY, self.runtime, self.components_for(workflows))
+        self._apply_shift()
         self.loaded_workflows = workflows
         fresh = self._fresh_partitions()
         self._adapt_weights(fresh)
@@ -686,6 +770,26 @@ class _StepProxy:
 
 
 # ------------------------------------------------------------------ the backend
+
+
+def lora_files(options: Mapping[str, Any]) -> tuple[Path, ...]:
+    """The LoRA files the options fuse into the weights (``lora``, ``turbo``), for the shot cache's key.
+
+    A file that cannot be found is left out: the backend refuses it, with its own message, when it starts."""
+    from daotai.errors import DaotaiError
+    from daotai.render.neural.lora import lora_path
+    from daotai.render.neural.turbo import turbo_file
+
+    found = []
+    for name, locate in (("lora", lora_path), ("turbo", turbo_file)):
+        value = options.get(name)
+        if value:
+            try:
+                found.append(locate(str(value)))
+            except DaotaiError:
+                continue
+    return tuple(found)
+
 
 
 class H3Backend:
@@ -867,6 +971,8 @@ class H3Backend:
         for text in runner.adaptations:  # LoRA, int8 and speed levers applied while loading (manifest)
             yield Notice("info", f"h3: {text}", shot.shot_id)
         runner.adaptations = []
+        if runner.turbo is not None:  # every shot's manifest entry names the LoRA its schedule came from
+            yield Notice("info", f"h3: {runner.turbo.describe()}", shot.shot_id)
         if runner.speed_config is not None:
             yield Notice("info", runner.speed_config.describe(), shot.shot_id)
         canvas = runner.canvas(plan)
@@ -1011,4 +1117,5 @@ SPEC = BackendSpec(
     default_model="minimax-h3",
     # A forced fl2va starts each shot on the last frame of the shot this backend rendered before it
     continues_across_shots=lambda options: str(options.get("workflow", "auto")) == "fl2va",
+    option_files=lora_files,
 )

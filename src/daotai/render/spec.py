@@ -97,6 +97,9 @@ class BackendSpec:
     # Whether, with these options, a shot's frames depend on the shot rendered before it (it
     # starts on that shot's last frame): such shots are cached as a chain (daotai.pipeline.shot_keys).
     continues_across_shots: Callable[[Mapping[str, Any]], bool] = lambda options: False
+    # The files, beside the model, whose bytes decide the frames with these options (a LoRA fused into
+    # the weights): their sha256 joins each shot's cache key (daotai.shotcache.key_fields).
+    option_files: Callable[[Mapping[str, Any]], tuple[Path, ...]] = lambda options: ()
 
     def option_names(self) -> tuple[str, ...]:
         """The option names this backend accepts, sorted."""

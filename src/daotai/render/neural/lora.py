@@ -31,22 +31,29 @@ class LoraFile:
 
 def resolve_lora(value: str) -> LoraFile:
     """The LoRA file ``value`` names (a .safetensors file, or a folder holding exactly one), hashed."""
-    path = Path(value).expanduser()
-    if path.is_dir():
-        found = sorted(path.glob("*.safetensors"))
-        if len(found) != 1:
-            raise OptionError.at("lora", value, f"a folder must hold exactly one .safetensors file; it holds "
-                                                f"{len(found)}")
-        path = found[0]
-    if not path.is_file():
-        raise OptionError.at("lora", value, "must be an existing .safetensors file or a folder holding one")
-    if path.suffix != ".safetensors":
-        raise OptionError.at("lora", value, "must be a .safetensors file (pickled weights are never loaded)")
+    path = lora_path(value)
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return LoraFile(path.resolve(), digest.hexdigest())
+
+
+def lora_path(value: str, option: str = "lora") -> Path:
+    """The LoRA file ``value`` names (a .safetensors file, or a folder holding exactly one), checked; errors
+    name ``option``."""
+    path = Path(value).expanduser()
+    if path.is_dir():
+        found = sorted(path.glob("*.safetensors"))
+        if len(found) != 1:
+            raise OptionError.at(option, value, f"a folder must hold exactly one .safetensors file; it holds "
+                                                f"{len(found)}")
+        path = found[0]
+    if not path.is_file():
+        raise OptionError.at(option, value, "must be an existing .safetensors file or a folder holding one")
+    if path.suffix != ".safetensors":
+        raise OptionError.at(option, value, "must be a .safetensors file (pickled weights are never loaded)")
+    return path
 
 
 def h3_lora_state(lora: LoraFile, partition: str) -> tuple[dict, str]:
@@ -72,11 +79,60 @@ def h3_lora_state(lora: LoraFile, partition: str) -> tuple[dict, str]:
     raise BackendError(f"lora: {lora.path.name} holds layers for {', '.join(sorted(prefixes))}, none for {partition}")
 
 
-def fuse_lora(transformer: Any, state: dict, prefix: str, scale: float) -> int:
+LORA_FACTORS = (".lora_A.weight", ".lora_B.weight")
+
+
+def check_lora_shapes(transformer: Any, state: dict, prefix: str, source: str) -> None:
+    """Refuse a LoRA whose layers this transformer lacks or whose factors do not fit them.
+
+    A LoRA of layer ``W`` (out, in) holds ``A`` (rank, in) and ``B`` (out, rank); a file made for
+    another model or size names layers that are missing here or has other widths. peft would skip
+    unknown layers with a warning and fail on a width deep in its loader: this names the file, the
+    key and both shapes first.
+    """
+    modules = dict(transformer.named_modules())
+    start = prefix + "."
+    factors: dict[str, dict[str, tuple[str, tuple[int, ...]]]] = {}
+    for key, tensor in state.items():
+        if not key.startswith(start):
+            continue
+        for suffix in LORA_FACTORS:
+            if key.endswith(suffix):
+                layer = key[len(start):-len(suffix)]
+                factors.setdefault(layer, {})[suffix] = (key, tuple(tensor.shape))
+    if not factors:
+        raise BackendError(f"lora: {source} holds no lora_A/lora_B factors under {prefix!r}")
+    for layer, found in sorted(factors.items()):
+        module = modules.get(layer)
+        key = next(iter(found.values()))[0]
+        if module is None:
+            raise BackendError(f"lora: {source}: {key} is for a layer {layer!r} this transformer does not have "
+                               f"(a LoRA for another model?)")
+        weight = getattr(module, "weight", None)
+        if weight is None or weight.ndim != 2:
+            raise BackendError(f"lora: {source}: {key} is for {layer!r}, which is not a linear layer here")
+        out_features, in_features = weight.shape
+        if len(found) != 2:
+            missing = next(s for s in LORA_FACTORS if s not in found)
+            raise BackendError(f"lora: {source}: {key} has no {start}{layer}{missing} beside it")
+        a_key, a_shape = found[".lora_A.weight"]
+        b_key, b_shape = found[".lora_B.weight"]
+        rank = a_shape[0] if len(a_shape) == 2 else -1
+        want = {a_key: (a_shape, (rank, in_features)), b_key: (b_shape, (out_features, rank))}
+        for wrong_key, (shape, expected) in want.items():
+            if shape != expected:
+                raise BackendError(f"lora: {source}: {wrong_key} has shape {list(shape)}, but layer {layer!r} is "
+                                   f"{in_features} -> {out_features} (needs {list(expected)} at rank {rank}): a "
+                                   "LoRA for another model or size")
+
+
+def fuse_lora(transformer: Any, state: dict, prefix: str, scale: float, source: str = "the LoRA") -> int:
     """Load ``state`` (keys under ``prefix.``) into ``transformer``, fold it in at ``scale``, drop the adapter.
 
-    Returns how many linear layers the LoRA changed.
+    Every layer's factors are checked against the transformer first (:func:`check_lora_shapes`);
+    ``source`` names the file in errors. Returns how many linear layers the LoRA changed.
     """
+    check_lora_shapes(transformer, state, prefix, source)
     try:
         transformer.load_lora_adapter(state, prefix=prefix, adapter_name=ADAPTER)
     except Exception as exc:
