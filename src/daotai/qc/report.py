@@ -785,6 +785,17 @@ def _audio_checks(entry: dict[str, Any], path: Path, picture_s: float, planned: 
     return failures
 
 
+def _picture_box(plan: Plan) -> tuple[float, float, float, float] | None:
+    """(left, top, right, bottom) of the picture inside a letterboxed sequence, as shares of the frame's
+    width and height; None when it fills the frame."""
+    from daotai.script.aspect import bars
+
+    if plan.letterbox is None:
+        return None
+    (width, height), (left, top) = plan.letterbox, bars(plan.letterbox, (plan.width, plan.height))
+    return left / width, top / height, (left + plan.width) / width, (top + plan.height) / height
+
+
 def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[str, Any]:
     """The assembled sequence against the plan's total frames and duration (and its sound: ``audio``
     says whether it should have any, by default when the plan has a soundtrack)."""
@@ -801,9 +812,11 @@ def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[st
     expected = plan.total_frames / float(Fraction(*plan.fps_fraction))
     if abs(info.duration_s - expected) > 0.5 / plan.fps:
         failures.append(f"duration {info.duration_s:.3f} s, the plan has {expected:.3f} s")
-    if (info.width, info.height) != (plan.width, plan.height):
-        failures.append(f"size {info.width}x{info.height} differs from the plan's {plan.width}x{plan.height}")
-    scan = scan_video(path)
+    width, height = plan.delivery_size  # a letterboxed sequence: the frame round the picture
+    if (info.width, info.height) != (width, height):
+        failures.append(f"size {info.width}x{info.height} differs from the plan's {width}x{height}")
+    # Black and green frames are judged on the picture, not on the bars round it: bars are black by design
+    scan = scan_video(path, picture=_picture_box(plan) if (info.width, info.height) == (width, height) else None)
     # Fades the plan asks for (transitions and the film's fade_out) pass through black on purpose;
     # a black frame outside them is a fault.
     stray = unexplained_black(scan.black_frames, plan)
