@@ -23,7 +23,8 @@ cover each):
    ``characters``, a blocking move's or a dialogue line's character must be the id of a
    character defined elsewhere in the document, and the subject one of the shot's characters.
 2. Comparisons between two values: a blocking move's ``end`` after its ``start`` and within its
-   shot's ``duration``; a zoom's ``fov_end`` different from ``fov``, a static camera's equal to it.
+   shot's ``duration``; a zoom's ``fov_end`` different from ``fov``, a static camera's equal to it;
+   a size's ``letterbox`` frame at least as large as its picture.
 3. A camera's type against its other fields (a pan needs a non-zero ``rotate[0]``, a static
    camera no motion, a ``direction`` that suits the type and agrees with the amount's sign) and
    a transition's type against its duration (a cut takes none, a fade some). For canonical
@@ -120,7 +121,7 @@ def daotai_issues(doc: Any) -> list[Any]:
 _CROSS_VALUE = re.compile(
     r"is a duplicate|is not a character id|must be one of the shot's characters|must be later than start"
     r"|which must lie within the shot's|contradicts|needs a non-zero|needs fov_end different|needs shake > 0"
-    r"|does not apply to a|needs a duration > 0"
+    r"|does not apply to a|needs a duration > 0|must hold the"
 )
 _RANGE = re.compile(r"must be between|must be at least|must be at most|must be greater|must be less|must be even")
 
@@ -203,6 +204,9 @@ GOOD = [
     {"size": " 2160P ", "shots": [_shot(duration="1:30")]},
     {"size": [1920, 1080], "shots": [_shot(duration="500ms")]},
     {"size": "1920 x 1080", "shots": [_shot(duration="3秒")]},
+    {"size": "1080p 2.39:1 Letterbox", "shots": [_shot()]},
+    {"size": "4:3 遮幅", "shots": [_shot()]},
+    {"size": {"width": 1920, "height": 804, "letterbox": [1920, 1080]}, "shots": [_shot()]},
     {"characters": [{"id": "a", "colour": "brown", "description": "tall"}, {"id": "b", "color": "深蓝", "look": "x"}],
      "shots": [{"id": "s1", "character": "a", "shot": "MS", "move": "slow push in"}]},
     {"shots": [_shot(camera="pan left 20°"), _shot(shot_id="s2", camera="推镜头"),

@@ -1292,9 +1292,11 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
     layout.in_progress.unlink(missing_ok=True)  # the staging folder holds one whole render
     yield Output("manifest", str(layout.manifest))
 
+    frame = f"{plan.width}x{plan.height}" if plan.letterbox is None else \
+        "{}x{} ({}x{} letterboxed)".format(*plan.letterbox, plan.width, plan.height)
     summary = (
         f"{len(plan.shots)} shot{'s' if len(plan.shots) != 1 else ''}, {plan.total_duration_s:g} s, "
-        f"{plan.width}x{plan.height}, rendered in {timings['total_s']:.1f} s; qc {'passed' if report.ok else 'FAILED'}"
+        f"{frame}, rendered in {timings['total_s']:.1f} s; qc {'passed' if report.ok else 'FAILED'}"
     )
     return RunResult(out_dir, sequence, layout.qc, report.ok, summary, timings)
 
@@ -1322,7 +1324,8 @@ def _assemble(plan: Plan, layout: RenderLayout, enc: EncodeSettings, records: li
     # Assembly streams frames; progress is reported once it returns (it is a fraction of render time).
     yield Progress("assemble", None, 0, plan.total_frames, f"{len(clips)} shots into the sequence")
     closing = closing_fade_seconds(plan.fade_out.frames, fps) if plan.fade_out is not None else 0.0  # to black
-    result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack, fade_out_s=closing)
+    result = assemble(clips, target, fps, enc, on_progress=on_progress, soundtrack=soundtrack, fade_out_s=closing,
+                      letterbox=plan.letterbox)
     if result.audio is not None and result.audio["limiter_gain_reduction_db"] > 0:
         yield Notice("info", f"the mix peaked at {result.audio['peak_before_limiter']:.3f} and was limited by up to "
                              f"{result.audio['limiter_gain_reduction_db']:.1f} dB so nothing clips")

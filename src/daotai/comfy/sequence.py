@@ -155,7 +155,8 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
 
     yield Progress("assemble", None, 0, plan.total_frames)
     closing = closing_fade_seconds(plan.fade_out.frames, fps) if plan.fade_out is not None else 0.0  # as the render's
-    result = assemble(clips, layout.sequence, fps, enc, on_progress=on_frame, soundtrack=soundtrack, fade_out_s=closing)
+    result = assemble(clips, layout.sequence, fps, enc, on_progress=on_frame, soundtrack=soundtrack, fade_out_s=closing,
+                      letterbox=plan.letterbox)
     yield Progress("assemble", None, plan.total_frames, plan.total_frames)
     timeline = write_timeline(plan, {s.shot_id: layout.relative("shot", s.shot_id) for s in plan.shots},
                               layout.timeline)

@@ -232,10 +232,18 @@ class Plan(PlanModel):
     # The film's closing fade to black over the last shot's last ``frames`` (Script.fade_out);
     # None: the film ends on a cut. Unlike a shot's transition it joins to nothing after it.
     fade_out: TransitionPlan | None = None
+    # The frame (width, height) the assembled sequence is delivered in, the picture (width x height)
+    # centred in it between black bars (daotai.script.aspect.bars); None: delivered as the picture is.
+    letterbox: tuple[int, int] | None = None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("soundtrack", "fade_out"))
+        return _without_none(handler(self), ("soundtrack", "fade_out", "letterbox"))
+
+    @property
+    def delivery_size(self) -> tuple[int, int]:
+        """(width, height) of the assembled sequence: the letterbox frame, else the picture."""
+        return self.letterbox if self.letterbox is not None else (self.width, self.height)
 
     @property
     def has_sound(self) -> bool:

@@ -803,6 +803,7 @@ def plan_script(script: Script) -> Plan:
         total_frames=cursor,
         total_duration_s=_r(cursor / fps),
         fade_out=closing,
+        letterbox=script.size.letterbox,
         soundtrack=(
             SoundtrackPlan(path=script.soundtrack.path, offset_s=script.soundtrack.offset, gain_db=script.soundtrack.gain_db)
             if script.soundtrack is not None else None

@@ -305,11 +305,45 @@ def pieces(prop: PlacedProp) -> tuple[PieceSpec, ...]:
     return tuple(out)
 
 
+def _rectangle(centre: tuple[float, float], size: tuple[float, float], yaw_deg: float) -> np.ndarray:
+    """(4, 2) ground corners (x, z) of a w x d footprint about ``centre``, turned ``yaw_deg`` about +y."""
+    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
+    w, d = size
+    local = np.array([(-w / 2, -d / 2), (w / 2, -d / 2), (w / 2, d / 2), (-w / 2, d / 2)])  # (4, 2)
+    return np.column_stack([centre[0] + c * local[:, 0] + s * local[:, 1], centre[1] - s * local[:, 0] + c * local[:, 1]])
+
+
+def _rectangle_gap(a: np.ndarray, b: np.ndarray) -> float:
+    """Metres between two convex ground quads (4, 2) each; 0 where they overlap."""
+    def inside(point: np.ndarray, quad: np.ndarray) -> bool:
+        edges = np.roll(quad, -1, axis=0) - quad  # (4, 2)
+        cross = edges[:, 0] * (point[1] - quad[:, 1]) - edges[:, 1] * (point[0] - quad[:, 0])
+        return bool((cross >= -1e-9).all() or (cross <= 1e-9).all())
+
+    def to_edges(point: np.ndarray, quad: np.ndarray) -> float:
+        start, edges = quad, np.roll(quad, -1, axis=0) - quad
+        t = np.clip(((point - start) * edges).sum(axis=1) / np.maximum((edges * edges).sum(axis=1), 1e-12), 0.0, 1.0)
+        return float(np.linalg.norm(start + t[:, None] * edges - point, axis=1).min())
+
+    if any(inside(p, b) for p in a) or any(inside(p, a) for p in b):
+        return 0.0
+    return min(min(to_edges(p, b) for p in a), min(to_edges(p, a) for p in b))
+
+
 def footprint_overlaps(piece: PieceSpec, prop: PlacedProp, margin: float = 0.3) -> bool:
-    """Whether a set piece's base centre stands within a prop's reach (so the kit leaves it out)."""
-    w, _, d = piece.size
-    reach = 0.5 * math.hypot(*SHAPES[prop.type][0][2][::2]) + 0.5 * math.hypot(w, d) + margin
-    return math.dist((piece.position[0], piece.position[2]), prop.xz) < reach
+    """Whether a set piece stands where a prop stands (so the kit leaves it out): their ground footprints
+    come within ``margin`` of each other, and the piece is not hung above the prop's top.
+
+    Footprints are measured edge to edge, not centre to centre: a wall or a ceiling spans the whole set,
+    and measured by its middle and half its diagonal it would stand "where" every prop stands and be
+    left out, opening the set onto the void behind it."""
+    parts = SHAPES[prop.type]
+    if piece.position[1] >= max(offset[1] + size[1] for _, offset, size, *_ in parts):
+        return False  # a ceiling, a ceiling light: above the prop, not in its place
+    prop_size = parts[0][2]
+    prop_quad = _rectangle(prop.xz, (prop_size[0], prop_size[2] if prop.depth is None else prop.depth), prop.facing)
+    piece_quad = _rectangle((piece.position[0], piece.position[2]), (piece.size[0], piece.size[2]), piece.yaw)
+    return _rectangle_gap(prop_quad, piece_quad) < margin
 
 
 def table_between_defaults(found: list[PropMention], characters: tuple[str, ...]) -> bool:

@@ -56,7 +56,7 @@ import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -68,6 +68,7 @@ from daotai.errors import EncodeError
 from daotai.files import atomic_path
 from daotai.plan.timing import transition_length, transition_seconds
 from daotai.post.wipe import WIPES, wipe_frame
+from daotai.script.aspect import bars
 
 __all__ = [
     "KINDS",
@@ -393,6 +394,7 @@ def assemble(
     soundtrack: np.ndarray | None = None,
     fade_out_s: float = 0.0,
     stream_copy: bool = True,
+    letterbox: tuple[int, int] | None = None,
 ) -> AssemblyResult:
     """Write the clips as one video at out_path, joined by their transitions (see module doc).
 
@@ -402,7 +404,9 @@ def assemble(
     the sequence (see :func:`place_soundtrack`), mixed under the clips' sounds. ``fade_out_s``:
     seconds over which the end of the sequence fades to black and silence (0: it ends on a cut).
     ``stream_copy``: copy the GOPs no transition touches from clips encoded with ``settings``
-    (module doc); False decodes and re-encodes every frame.
+    (module doc); False decodes and re-encodes every frame. ``letterbox``: (width, height) of a frame
+    to deliver the sequence in, each joined picture centred in it between black bars
+    (daotai.script.aspect.bars); every frame is then encoded, none copied.
     """
     rate = as_fps(fps)
     if not clips:
@@ -429,6 +433,15 @@ def assemble(
     joins = _joins(counts, [clip.transition_in for clip in clips], rate, end_fade)
     total = int(sum(counts)) - sum(join.overlap_in for join in joins)
     width, height = infos[0].width, infos[0].height
+    picture = infos[0]
+    if letterbox is not None:
+        try:
+            bars(letterbox, (width, height))
+        except ValueError as exc:
+            raise EncodeError(f"letterbox: {exc}") from None
+        width, height = letterbox
+        picture = replace(infos[0], width=width, height=height)  # what the sequence's encoder writes
+        stream_copy = False  # a clip's GOPs hold the bare picture
     starts = _clip_starts(counts, joins)
     if soundtrack is not None:
         soundtrack = np.asarray(soundtrack, dtype=np.float32)
@@ -448,11 +461,11 @@ def assemble(
         mix, audio = mix_sound(sounds, gains, counts, joins, starts, rate, total, soundtrack)
         with atomic_path(out_path) as temp:
             copied = _write_picture(clips, counts, joins, starts, temp, rate, total, settings, on_progress,
-                                    infos[0], stream_copy)
+                                    picture, stream_copy)
             mux_audio(temp, mix, MIX_RATE, ROLE_MIX)
     else:
         copied = _write_picture(clips, counts, joins, starts, out_path, rate, total, settings, on_progress,
-                                infos[0], stream_copy)
+                                picture, stream_copy)
     return AssemblyResult(
         path=Path(out_path),
         frames=total,
@@ -545,12 +558,23 @@ def _write_picture(clips, counts, joins, starts, out_path, rate, total, settings
     return sum(piece.end - piece.start for piece in pieces if piece.clip is not None)
 
 
+def letterboxed(picture: np.ndarray, width: int, height: int) -> np.ndarray:
+    """(height, width, 3) uint8: ``picture`` (h, w, 3) centred between black bars (the picture itself when it fills it)."""
+    h, w = picture.shape[:2]
+    if (w, h) == (width, height):
+        return picture
+    left, top = bars((width, height), (w, h))
+    out = np.zeros((height, width, 3), np.uint8)
+    out[top:top + h, left:left + w] = picture
+    return out
+
+
 def _encode_frames(frames: Iterator[np.ndarray], out_path, info, rate: Fraction, settings: EncodeSettings,
                    planned: int, on_frame: Callable[[int], None]) -> None:
     """Encode frames to out_path (atomically, by VideoWriter), reporting each written frame."""
     with VideoWriter(out_path, info.width, info.height, rate, settings) as writer:
         for frame in frames:
-            writer.write(frame)
+            writer.write(letterboxed(frame, info.width, info.height))
             on_frame(writer.frames_written)
         if writer.frames_written != planned:  # guards the bookkeeping above
             raise EncodeError(

@@ -332,9 +332,11 @@ def scan_video(
     frozen_min_length: int = FROZEN_MIN_LENGTH,
     flicker_window: int = FLICKER_WINDOW,
     frozen_max_drift: float = FROZEN_MAX_DRIFT,
+    picture: tuple[float, float, float, float] | None = None,
 ) -> VideoScan:
     """Decode a file once (as thumbnails) and collect stats, black/green frames, frozen runs
-    and the flicker score."""
+    and the flicker score. ``picture``: (left, top, right, bottom) as shares of the frame's width and
+    height, the part of each frame that is picture (a letterbox's bars left out; rounded inward)."""
     if isinstance(frozen_min_length, bool) or not isinstance(frozen_min_length, int):
         raise DaotaiError(f"frozen_min_length: {frozen_min_length!r} must be an integer >= 2")
     if frozen_min_length < 2:
@@ -348,6 +350,10 @@ def scan_video(
     green: list[int] = []
     still = _StillRuns(frozen_max_diff, frozen_min_length, frozen_max_drift)
     for index, small in enumerate(decode_frames(path, max_side=THUMB_SIDE)):
+        if picture is not None:
+            h, w = small.shape[:2]
+            small = small[math.ceil(picture[1] * h):math.floor(picture[3] * h),
+                          math.ceil(picture[0] * w):math.floor(picture[2] * w)]
         stats.append(frame_stats(small))
         if is_black(small):
             black.append(index)

@@ -51,6 +51,13 @@ FIGURE_RADIUS_M = 0.32  # proxy body plus swinging arms, for a 1.75 m figure
 # 0.097 wide and 0.066 deep each side of the axis (render/previz/meshes.py CHEST_RINGS).
 BODY_HALF_WIDTH = 0.10
 BODY_HALF_DEPTH = 0.07
+# A figure as an occluder of the people behind it (_figure_solids), shares of its height: half its span
+# across the shoulders and hanging arms, the top of the shoulders, the head's half width with hair.
+# Measured: an over-the-shoulder of two seated people leaves the subject 0.92 visible by this model,
+# 0.90 by the rendered mask; a person who steps in front of the subject hides it in 29 of 36 frames.
+FIGURE_HALF_SPAN = 0.135
+FIGURE_SHOULDER_TOP = 0.83
+FIGURE_HEAD_HALF_WIDTH = 0.06
 
 
 @dataclass
@@ -223,6 +230,22 @@ def _body(position: tuple[float, float], facing: float, height: float):
     return Solid.placed("cylinder", (position[0], 0.0, position[1]), size, facing)
 
 
+def _figure_solids(position: tuple[float, float], facing: float, height: float, drop: float = 0.0):
+    """A figure as what hides the people behind it: its shoulders and hanging arms (an elliptic cylinder
+    turned the way it faces, up to the shoulders) and its head above them, ``drop`` metres lower when
+    seated. Shares of the height from the previz rig (daotai.render.previz.meshes: shoulder joints at
+    0.104 out and 0.805 up, the arm's own half-thickness beyond; the head with its hair 0.06 round)."""
+    from daotai.qc.camera import Solid
+
+    x, z = position
+    shoulders = FIGURE_SHOULDER_TOP * height - drop
+    torso = (2 * FIGURE_HALF_SPAN * height, shoulders, 2 * BODY_HALF_DEPTH * height)
+    head = (2 * FIGURE_HEAD_HALF_WIDTH * height, (1.0 - FIGURE_SHOULDER_TOP) * height,
+            2 * FIGURE_HEAD_HALF_WIDTH * height)
+    return (Solid.placed("cylinder", (x, 0.0, z), torso, facing),
+            Solid.placed("cylinder", (x, shoulders, z), head, facing))
+
+
 def _depth_models(plan: Plan, shot: ShotPlan, frames: tuple[int, ...] | None = None):
     """The geometric scene model of every frame (or of ``frames``): ground, set pieces, people."""
     from daotai.qc.camera import Cylinder, DepthModel, Solid
@@ -338,19 +361,24 @@ def _set_pieces(plan: Plan) -> list[tuple[str, object]]:
 def _occluders(plan: Plan, shot: ShotPlan, frame: int,
                scenery: list[tuple[str, object]] | None = None) -> tuple[object, list[tuple[str, object]]]:
     """The subject's cylinder and every other occluder (id, Cylinder | Solid) at one frame
-    (``scenery``: the set pieces from :func:`_set_pieces`, made once per shot)."""
+    (``scenery``: the set pieces from :func:`_set_pieces`, made once per shot).
+
+    Other people hide the subject with their figure (:func:`_figure_solids`), not with the cylinder
+    their swinging arms may sweep: an over-the-shoulder lens stands within that cylinder's reach of
+    the near shoulder and would find the whole frame hidden. Seated people are as tall as they sit."""
+    from daotai.plan.blocking import seated_drop_m
     from daotai.qc.camera import Cylinder
 
     heights = {c.id: c.height for c in plan.characters}
     subject = None
     others: list[tuple[str, object]] = []
     for person in shot.character_frames[frame]:
-        cylinder = Cylinder(person.position[0], person.position[1],
-                            FIGURE_RADIUS_M * heights[person.id] / 1.75, heights[person.id])
+        height = heights[person.id]
+        drop = seated_drop_m(person.pose, person.walking, person.pose_weight, height)
         if person.id == shot.subject:
-            subject = cylinder
+            subject = Cylinder(person.position[0], person.position[1], FIGURE_RADIUS_M * height / 1.75, height - drop)
         else:
-            others.append((person.id, cylinder))
+            others += [(person.id, solid) for solid in _figure_solids(person.position, person.facing, height, drop)]
     others += _set_pieces(plan) if scenery is None else scenery
     return subject, others
 
@@ -757,6 +785,17 @@ def _audio_checks(entry: dict[str, Any], path: Path, picture_s: float, planned: 
     return failures
 
 
+def _picture_box(plan: Plan) -> tuple[float, float, float, float] | None:
+    """(left, top, right, bottom) of the picture inside a letterboxed sequence, as shares of the frame's
+    width and height; None when it fills the frame."""
+    from daotai.script.aspect import bars
+
+    if plan.letterbox is None:
+        return None
+    (width, height), (left, top) = plan.letterbox, bars(plan.letterbox, (plan.width, plan.height))
+    return left / width, top / height, (left + plan.width) / width, (top + plan.height) / height
+
+
 def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[str, Any]:
     """The assembled sequence against the plan's total frames and duration (and its sound: ``audio``
     says whether it should have any, by default when the plan has a soundtrack)."""
@@ -773,9 +812,11 @@ def check_sequence(plan: Plan, path: Path, audio: bool | None = None) -> dict[st
     expected = plan.total_frames / float(Fraction(*plan.fps_fraction))
     if abs(info.duration_s - expected) > 0.5 / plan.fps:
         failures.append(f"duration {info.duration_s:.3f} s, the plan has {expected:.3f} s")
-    if (info.width, info.height) != (plan.width, plan.height):
-        failures.append(f"size {info.width}x{info.height} differs from the plan's {plan.width}x{plan.height}")
-    scan = scan_video(path)
+    width, height = plan.delivery_size  # a letterboxed sequence: the frame round the picture
+    if (info.width, info.height) != (width, height):
+        failures.append(f"size {info.width}x{info.height} differs from the plan's {width}x{height}")
+    # Black and green frames are judged on the picture, not on the bars round it: bars are black by design
+    scan = scan_video(path, picture=_picture_box(plan) if (info.width, info.height) == (width, height) else None)
     # Fades the plan asks for (transitions and the film's fade_out) pass through black on purpose;
     # a black frame outside them is a fault.
     stray = unexplained_black(scan.black_frames, plan)

@@ -6,6 +6,12 @@ is named), turned upright first for a portrait ratio, so '1080p 2.39:1' is 1920x
 kept, the height from the ratio), '1080p 4:3' is 1440x1080 and '1080p 9:16' is 1080x1920. The
 side the ratio sets is rounded to the nearest even number (H.264 4:2:0 needs even sizes), half up.
 Every frame is rendered at that size: no bars are drawn, nothing is rendered and then cut away.
+
+Letterboxed, on request: a word after the ratio (``'1080p 2.39:1 letterbox'``, ``遮幅``) keeps the
+named size as the delivery frame. The shots, their control channels and cameras are still the cropped
+picture (1920x804); the assembled sequence is delivered in the named frame (1920x1080) with the picture
+centred between black bars, each bar an even number of rows or columns (4:2:0 chroma never straddles
+a bar's edge), the odd remainder of a split below or to the right.
 """
 
 from __future__ import annotations
@@ -28,6 +34,12 @@ RATIO_NAMES: Mapping[str, Fraction] = MappingProxyType(
 )
 RATIO_RULE = (f"an aspect ratio is WIDTH:HEIGHT with both numbers > 0, from 1:4 to 4:1 "
               f"('2.39:1', '1.85:1', '16:9', '9:16', '4:3', '1:1'), or one of: {', '.join(RATIO_NAMES)}")
+# How the ratio meets the named size: cropped to it (the default) or letterboxed inside it.
+FIT_WORDS: Mapping[str, str] = MappingProxyType(
+    {"crop": "crop", "cropped": "crop", "裁切": "crop", "letterbox": "letterbox", "letterboxed": "letterbox",
+     "遮幅": "letterbox", "加黑边": "letterbox"}
+)
+_FIT = re.compile(r"^(?P<rest>.*?)[ ,]*(?P<fit>" + "|".join(FIT_WORDS) + r")$", re.IGNORECASE)
 _TAIL = re.compile(r"^(?P<base>.*?)[ ,@]*(?P<ratio>" + RATIO_TEXT.pattern + "|" + "|".join(RATIO_NAMES) + r")$",
                    re.IGNORECASE)
 
@@ -67,6 +79,29 @@ def frame_for_ratio(width: int, height: int, ratio: Fraction) -> tuple[int, int]
     portrait ratio; the side the ratio sets rounded to even (module doc)."""
     if (ratio < 1) != (width < height) and width != height:
         width, height = height, width  # a portrait ratio from a landscape size, or the other way
+    return picture_in_frame(width, height, ratio)
+
+
+def picture_in_frame(width: int, height: int, ratio: Fraction) -> tuple[int, int]:
+    """The largest picture of ``ratio`` inside width x height as it stands (not turned: a letterbox's
+    picture); the side the ratio sets rounded to even."""
     if ratio >= Fraction(width, height):
         return width, _even(Fraction(width) / ratio)
     return _even(Fraction(height) * ratio), height
+
+
+def split_fit(text: str) -> tuple[str, str | None]:
+    """'1080p 2.39:1 letterbox' → ('1080p 2.39:1', 'letterbox'); text without a fit word → (text, None)."""
+    match = _FIT.fullmatch(text.strip())
+    if match is None:
+        return text, None
+    return match.group("rest").strip(), FIT_WORDS[match.group("fit").lower()]
+
+
+def bars(frame: tuple[int, int], picture: tuple[int, int]) -> tuple[int, int]:
+    """(left, top) pixels of black beside and above a picture centred in ``frame`` (width, height), each
+    even (module doc); ValueError when the picture does not fit."""
+    (fw, fh), (pw, ph) = frame, picture
+    if pw > fw or ph > fh:
+        raise ValueError(f"a {pw}x{ph} picture does not fit a {fw}x{fh} frame")
+    return 2 * ((fw - pw) // 4), 2 * ((fh - ph) // 4)

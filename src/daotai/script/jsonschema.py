@@ -193,8 +193,8 @@ def _accept_spellings(schema: dict[str, Any], defs: dict[str, Any]) -> None:
             {"type": "string", "pattern": size_name_pattern()},
             {"type": "string", "pattern": size_text_pattern(), "description": "WIDTHxHEIGHT"},
             {"type": "string", "pattern": size_ratio_pattern(),
-             "description": "an aspect ratio, alone or after a size: '2.39:1', '1080p 2.39:1', '9:16' (cropped, "
-                            "not letterboxed)"},
+             "description": "an aspect ratio, alone or after a size: '2.39:1', '1080p 2.39:1', '9:16' (cropped; "
+                            "'1080p 2.39:1 letterbox' delivers the sequence in the named frame between black bars)"},
             {"type": "array", "minItems": 2, "maxItems": 2, "prefixItems": [
                 {k: v for k, v in size[axis].items() if k != "title"} for axis in ("width", "height")]},
         ],
@@ -313,12 +313,13 @@ def size_text_pattern() -> str:
 
 
 def size_ratio_pattern() -> str:
-    """A size cropped to an aspect ratio: '2.39:1', '1080p 2.39:1', '1920x1080 9:16', '720p scope'
-    (daotai.script.aspect; the ratio's range is the validator's)."""
+    """A size cropped to an aspect ratio: '2.39:1', '1080p 2.39:1', '1920x1080 9:16', '720p scope', or
+    letterboxed in it: '1080p 2.39:1 letterbox' (daotai.script.aspect; the ratio's range is the validator's)."""
     names = _APOSTROPHES + _alternatives([*(vocab.normalise_word(k) for k in SIZE_PRESETS), *spellings.SIZE_NAMES])
     size = f"(?:{names}|{_case_blind(spellings.SIZE_TEXT.pattern)})"
     ratio = f"(?:{aspect.RATIO_TEXT.pattern}|{_case_blind('|'.join(aspect.RATIO_NAMES))})"
-    return _whole(f"(?:{size}[ ,@]*)?{ratio}")
+    fit = f"(?:[ ,]*(?:{_case_blind('|'.join(aspect.FIT_WORDS))}))?"
+    return _whole(f"(?:{size}[ ,@]*)?{ratio}{fit}")
 
 
 def hex_colour_pattern() -> str:

@@ -199,13 +199,33 @@ def _even(value: int) -> int:
     return value
 
 
+EvenWidth = Annotated[bounded_whole(ge=MIN_SIDE, le=MAX_WIDTH), Field(json_schema_extra={"multipleOf": 2}),
+                      AfterValidator(_even)]
+EvenHeight = Annotated[bounded_whole(ge=MIN_SIDE, le=MAX_HEIGHT), Field(json_schema_extra={"multipleOf": 2}),
+                       AfterValidator(_even)]
+
+
 class Size(Model):
     """Output frame size in pixels (even numbers: H.264 4:2:0 needs them)."""
 
-    width: Annotated[bounded_whole(ge=MIN_SIDE, le=MAX_WIDTH), Field(json_schema_extra={"multipleOf": 2}),
-                     AfterValidator(_even)]
-    height: Annotated[bounded_whole(ge=MIN_SIDE, le=MAX_HEIGHT), Field(json_schema_extra={"multipleOf": 2}),
-                      AfterValidator(_even)]
+    width: EvenWidth
+    height: EvenHeight
+    letterbox: tuple[EvenWidth, EvenHeight] | None = Field(
+        default=None, description="[width, height] of the frame the assembled sequence is delivered in, the "
+        "picture (width x height) centred in it between black bars; None: delivered as the picture is",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # left out when unused, so scripts without bars dump (and hash) as before
+        return _omit_unused(handler(self), ("letterbox",))
+
+    @model_validator(mode="after")
+    def _picture_fits(self) -> "Size":
+        if self.letterbox is not None and (self.width > self.letterbox[0] or self.height > self.letterbox[1]):
+            raise ValueError(f"letterbox: {list(self.letterbox)} must hold the {self.width}x{self.height} picture "
+                             "(each side at least the picture's)")
+        return self
 
 
 DEFAULT_SIZE = (1280, 720)
@@ -215,15 +235,22 @@ def _parse_size(value: Any) -> Any:
     """'1080p', '4K', 'UHD', '1920x1080' or [w, h] → {width, height} (spellings.read_size); an aspect
     ratio after a size or alone ('1080p 2.39:1', '9:16') crops it to that shape (daotai.script.aspect)."""
     if isinstance(value, str):
-        base, ratio_text = aspect.split_ratio(value)
+        text, fit = aspect.split_fit(value)
+        base, ratio_text = aspect.split_ratio(text)
         if ratio_text is not None:
             named = spellings.read_size(base, SIZE_PRESETS) if base else {"width": DEFAULT_SIZE[0],
                                                                            "height": DEFAULT_SIZE[1]}
-            width, height = aspect.frame_for_ratio(named["width"], named["height"], aspect.read_ratio(ratio_text))
+            shape = aspect.picture_in_frame if fit == "letterbox" else aspect.frame_for_ratio
+            width, height = shape(named["width"], named["height"], aspect.read_ratio(ratio_text))
             if min(width, height) < MIN_SIDE:
                 raise ValueError(f"{value!r} gives {width}x{height}: a side under {MIN_SIDE} px; name a larger size "
                                  f"before the ratio ('1080p {ratio_text}')")
+            if fit == "letterbox":  # the named frame as it stands; a portrait picture gets bars at its sides
+                return {"width": width, "height": height, "letterbox": (named["width"], named["height"])}
             return {"width": width, "height": height}
+        if fit is not None:
+            raise ValueError(f"{value!r}: {fit!r} says how an aspect ratio meets the size, and none is given; "
+                             f"write one before it ('1080p 2.39:1 {fit}')")
     return spellings.read_size(value, SIZE_PRESETS)
 
 
@@ -781,7 +808,9 @@ class Script(Model):
         description="{width, height}, [width, height], 'WIDTHxHEIGHT' or a name: " + ", ".join(SIZE_PRESETS)
         + ", 4K/UHD/2160p, 1440p, 8K (alias: resolution); an aspect ratio after it or alone ('1080p 2.39:1', "
         "'9:16', '4:3') crops the frame to that shape: the largest frame of the ratio inside the size "
-        "(1280x720 when none is named), upright for a portrait ratio; rendered at that size, not letterboxed",
+        "(1280x720 when none is named), upright for a portrait ratio; rendered at that size, not letterboxed, "
+        "unless 'letterbox' follows the ratio ('1080p 2.39:1 letterbox', 遮幅): the sequence is then delivered "
+        "in the named frame with the picture between black bars",
     )
     seed: Whole = Field(default=0, ge=0, le=2**32 - 1)
     scene: Annotated[Scene, BeforeValidator(_parse_scene)] = Scene()
