@@ -31,6 +31,7 @@ BUILTIN_MODULES = (
     "daotai.render.wan_mlx",
     "daotai.render.wan_vace_mlx",
     "daotai.render.h3",
+    "daotai.render.h3_mlx",
 )
 
 _specs: dict[str, BackendSpec] | None = None
