@@ -849,13 +849,13 @@ def models_rm(name: str = typer.Argument(..., help="registry name")) -> None:
 
 @models_app.command("convert")
 def models_convert(
-    model: str = typer.Argument(..., help="registry name or diffusers Wan folder"),
+    model: str = typer.Argument(..., help="registry name or diffusers Wan / MiniMax-H3 folder"),
     to: str = typer.Option("mlx", "--to", help="target runtime (only: mlx)"),
     bits: int = typer.Option(4, "--bits", help="transformer weight bits: 4 | 8"),
     group_size: int = typer.Option(64, "--group-size", help="weights sharing one scale: 32 | 64 | 128"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="new folder (default: <model>-mlx-<bits>bit-g<group>)"),
 ) -> None:
-    """Convert a Wan model for the wan-mlx backend (quantised transformer + manifest of source hashes)."""
+    """Convert a Wan or MiniMax-H3 model for wan-mlx / h3-mlx (quantised transformer + manifest of hashes)."""
     from daotai.errors import BackendError
 
     if to != "mlx":
@@ -864,6 +864,7 @@ def models_convert(
 
     require_mlx("daotai models convert --to mlx")
     from daotai.mlx.convert import COPIED, convert
+    from daotai.mlx.h3_convert import convert_h3, converted_bytes, is_h3_folder
     from daotai.mlx.quantize import QuantSpec
     from daotai.render.wan_mlx import _resolve
     from daotai.runtime.models import check_free_space, convert_bytes
@@ -871,6 +872,10 @@ def models_convert(
     source = _resolve(model)
     dest = output or Path(f"{source.name}-mlx-{bits}bit-g{group_size}")
     QuantSpec(bits, group_size)  # a bad --bits / --group-size is named before the space is estimated
+    if is_h3_folder(source):  # MiniMax-H3: both transformer partitions, the rest read from the source folder
+        check_free_space(dest, converted_bytes(source, bits, group_size), f"models convert {model}")
+        out.print(f"[green]converted[/green] {source} → {convert_h3(source, dest, bits, group_size)}")
+        return
     check_free_space(dest, convert_bytes(source, bits, group_size, COPIED), f"models convert {model}")
     out.print(f"[green]converted[/green] {source} → {convert(source, dest, bits, group_size)}")
 
