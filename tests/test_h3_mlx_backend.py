@@ -48,8 +48,9 @@ SCRIPT = {
          "dialogue": [{"character": "lin", "line": "Morning."}], "sound": "rain on the window"},
         # static, no looks: t2va
         {"shot_id": "s2", "duration": 2, "characters": ["mara"]},
-        # longer than one generation: t2va, then a segment continued from its last frame (fl2va)
-        {"shot_id": "s3", "duration": 16, "characters": ["mara"]},
+        # longer than one generation (with segment_seconds=5.5): t2va, then a segment continued from its
+        # last frame (fl2va)
+        {"shot_id": "s3", "duration": 6, "characters": ["mara"]},
     ],
 }
 
@@ -173,13 +174,14 @@ def test_every_workflow_matches_the_h3_backend_at_the_same_seed(tiny_h3, tmp_pat
     script = write_script(tmp_path, ("s1", "s3"))
     plan = plan_of(script)
     reference = H3Backend(env=BackendEnv(reference_root=tmp_path), model=str(tiny_h3), device="cpu", steps=STEPS,
-                          accept_licence=True)
-    ported = mlx_backend(tiny_h3, tmp_path)
+                          accept_licence=True, segment_seconds=5.5)
+    ported = mlx_backend(tiny_h3, tmp_path, segment_seconds=5.5)
     try:
         for shot_id, workflows in (("s1", ("ref2va",)), ("s3", ("t2va", "fl2va"))):
             want_frames, want_sound, _ = render(reference, plan, shot_id)
             frames, sound, notices = render(ported, plan, shot_id)
             assert all(any(f"{w} references" in n for n in notices) for w in workflows)
+            assert shot_id != "s3" or any("2 segments of 124 frames" in n for n in notices)
             assert frames.shape == want_frames.shape and sound.shape == want_sound.shape
             assert psnr(frames, want_frames) >= PARITY_PSNR_DB, shot_id
             assert rel_l2(sound, want_sound) < PARITY_AUDIO_REL, shot_id
