@@ -736,13 +736,17 @@ def doctor(
         None, "--model", help="with --check: a Wan model to time besides the tiny one (default: wan2.1-t2v-1.3b "
         "when it has been pulled)"
     ),
+    h3_model: Optional[str] = typer.Option(
+        None, "--h3-model", help="with --check: a MiniMax-H3 folder (converted or not) to time with h3-mlx (default: "
+        "minimax-h3 when it has been pulled)"
+    ),
 ) -> None:
     """What this machine can do: OS, CPU, memory, GPU, libraries, encoders, what fits."""
     if not check:
         from daotai.errors import Issue, OptionError
 
         given = [Issue(flag, value, "applies only with --check") for flag, value in
-                 (("--quick", quick or None), ("--model", model)) if value is not None]
+                 (("--quick", quick or None), ("--model", model), ("--h3-model", h3_model)) if value is not None]
         if given:
             raise OptionError(given)
         from daotai.doctor import collect, render_table
@@ -751,7 +755,8 @@ def doctor(
         return
     from daotai.maccheck import CheckConfig, lines_of, run_check
 
-    found = run_check(CheckConfig(report, quick=quick, model=model, say=lambda line: err.print(escape(line))))
+    found = run_check(CheckConfig(report, quick=quick, model=model, h3_model=h3_model,
+                                  say=lambda line: err.print(escape(line))))
     for line in lines_of(found):
         out.print(escape(line))
     out.print(f"report: {report / 'mac-check.md'} (readable) and {report / 'mac-check.json'} (to send back)")

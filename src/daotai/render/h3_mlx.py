@@ -154,7 +154,9 @@ class H3MLXRunner:
         self.health = health or mlx_health_sample
         self.adaptations: list[str] = []  # nothing is adapted: quantisation happens at conversion
         self.speed_config = None
-        self.tier: str | None = None  # "resident" (conditioner kept) or "release" (freed before each denoise)
+        # "resident": conditioner and partition stay loaded; "release": one at a time (the conditioner freed before
+        # each denoise, the partition before the conditioner loads again), as the planner's phases count them
+        self.tier: str | None = None
         self.tier_reason = ""
         self.source: H3Source | None = None
         self.defaults: Any = None
@@ -260,11 +262,13 @@ class H3MLXRunner:
             self.check(set(planned) | set(workflows))
             yield from self._check_memory(plan, set(planned) | set(workflows), frames, shot_id)
         if self.pipe is None:
+            self._free_partitions_to_encode()
             yield from self.load_conditioner(shot_id)
         if self.decoders is None:
             yield from self._load_decoders(shot_id)
-        for workflow in sorted(workflows):
-            yield from self._load_partition(PARTITION[workflow], shot_id)
+        if self.tier == "resident":  # else each generation loads its partition once the conditioner is freed
+            for workflow in sorted(workflows):
+                yield from self._load_partition(PARTITION[workflow], shot_id)
 
     def load_conditioner(self, shot_id: str | None = None) -> Iterator[Event]:
         """Load the torch conditioning components (conditioner, tokenizer, processor, VAEs, schedulers)."""
@@ -296,10 +300,21 @@ class H3MLXRunner:
                          shot_id)
 
     def ensure_conditioner(self) -> None:
-        """Load the conditioner again if it was released (its audio VAE's rate is read for voices)."""
+        """Load the conditioner again if it was released (its audio VAE's rate is read for voices); at tier
+        release the transformer partition goes first, as the planner's encode phase counts it absent."""
         if self.pipe is None:
+            self._free_partitions_to_encode()
             for _ in self.load_conditioner():
                 pass
+
+    def _free_partitions_to_encode(self) -> None:
+        """At tier release, drop the transformer partition before the conditioner loads again."""
+        if self.tier == "release" and self.partitions:
+            import mlx.core as mx
+
+            self.partitions = {}
+            gc.collect()
+            mx.clear_cache()
 
     def release_conditioner(self) -> None:
         """Free the torch conditioning pipeline (before denoising, when the plan says both do not fit)."""
