@@ -196,7 +196,7 @@ def test_every_workflow_matches_the_h3_backend_at_the_same_seed(tiny_h3, tmp_pat
 
 def test_conversion_writes_hashed_partitions_and_renders(tiny_h3, tmp_path):
     from daotai.files import sha256_file
-    from daotai.mlx.h3_convert import MANIFEST, converted_bytes, convert_h3, h3_source
+    from daotai.mlx.h3_convert import MANIFEST, convert_h3, converted_bytes, h3_source
 
     dest = convert_h3(tiny_h3, tmp_path / "h3-q8", bits=8, group_size=32)
     manifest = json.loads((dest / MANIFEST).read_text())
@@ -216,6 +216,20 @@ def test_conversion_writes_hashed_partitions_and_renders(tiny_h3, tmp_path):
     frames, sound, notices = render(mlx_backend(dest, tmp_path), plan, "s2")
     assert any("(8-bit group 32)" in n for n in notices)
     assert psnr(frames, full) >= 30.0 and rel_l2(sound, full_sound) < 0.05  # 8-bit stays close to float32
+
+
+def test_the_cli_converts_minimax_h3_and_refuses_a_wrong_bit_width(tiny_h3, tmp_path):
+    def convert(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "daotai.cli", "models", "convert", str(tiny_h3), "--to", "mlx",
+                               *args], capture_output=True, text=True, timeout=300)
+
+    done = convert("--bits", "4", "--group-size", "32", "-o", str(tmp_path / "q4"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifest = json.loads((tmp_path / "q4" / "mlx_manifest.json").read_text())
+    assert (manifest["format"], manifest["bits"], manifest["group_size"]) == ("daotai-mlx-h3/1", 4, 32)
+    refused = convert("--bits", "3", "-o", str(tmp_path / "q3"))
+    assert refused.returncode != 0 and "bits" in refused.stderr + refused.stdout
+    assert not (tmp_path / "q3").exists()
 
 
 def test_a_failed_conversion_leaves_nothing_and_bad_settings_are_refused(tiny_h3, tmp_path, monkeypatch):

@@ -36,6 +36,13 @@ def test_doctor_rows_are_the_planners_fit_per_mac_size():
     assert mine[0] == "h3-mlx this Mac (128 GB)" and mine[1].startswith("GPU 100 GB (MLX)")
 
 
+def test_docs_state_todays_table_from_the_planner():
+    from daotai.mlx.h3_memory import format_mac_table, h3_mac_table
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "mlx.md").read_text(encoding="utf-8")
+    assert format_mac_table(h3_mac_table(conditioner_bits=TORCH_CONDITIONER_BITS)) in doc
+
+
 def test_daotai_doctor_lists_the_h3_mlx_rows():
     from daotai.doctor import collect
 
@@ -69,10 +76,9 @@ def tiny_h3(tmp_path_factory) -> Path:
 
 def test_the_check_times_a_render_when_weights_are_present_and_refuses_what_does_not_fit(tiny_h3, tmp_path,
                                                                                           monkeypatch):
+    import daotai.mlx.h3_check as h3_check
     from daotai.maccheck import CheckConfig, _h3_mlx
     from daotai.render.h3_mlx import H3MLXBackend
-
-    import daotai.mlx.h3_check as h3_check
 
     monkeypatch.setattr(h3_check, "CHECK_STEPS", 2)  # the check's timing needs 8; the test only that it runs
     monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))

@@ -13,7 +13,9 @@ from typing import Any
 from daotai.mlx.h3_memory import DEFAULT_FRAMES, H3_BITS, H3_CANVASES, H3Sizes, folder_h3_sizes, h3_peak
 from daotai.mlx.memory import GB, MAC_SIZES_GB, working_set_bytes
 
-TORCH_CONDITIONER_BITS = 16  # what the h3-mlx backend's torch conditioner holds (daotai.render.h3_mlx)
+# The h3-mlx backend's conditioner runs in torch at the checkpoint's precision (bf16 on MPS; float32 on a
+# CPU, counted at 16 like the rest): daotai.render.h3_mlx plans with this value too.
+TORCH_CONDITIONER_BITS = 16
 CHECK_CANVAS = "480p"  # the timed render: one 5 s t2va generation on the smallest canvas
 CHECK_STEPS = 8  # enough steps for a stable s/step; a real render takes 50
 
@@ -71,7 +73,7 @@ def find_h3_weights(model: str | None) -> Path:
     if pulled is None:
         raise WeightsMissing(
             f"MiniMax-H3 weights not found ({name!r} is neither a folder nor a pulled model): to time h3-mlx, run "
-            "`daotai models pull minimax-h3 --workflow t2va` (~140 GB), then `daotai models convert minimax-h3 --to mlx "
+            "`daotai models pull minimax-h3 --workflow t2va --accept-licence` (~140 GB), then `daotai models convert minimax-h3 --to mlx "
             "--bits 4 -o minimax-h3-mlx-q4` (~35 GB more), then `scripts/mac-check.sh --h3-model minimax-h3-mlx-q4`")
     return pulled.path
 

@@ -53,7 +53,6 @@ PARTITION = {"t2va": "transformer", "fl2va": "transformer", "ref2va": "transform
 PREPARED = ("prompt_embeds", "latents", "audio_latents", "position_ids", "token_tags", "video_indices",
             "audio_indices", "text_indices", "num_condition_video_rows", "num_condition_audio_rows",
             "num_latent_frames", "latent_height", "latent_width")
-CONDITIONER_BITS = 16  # the torch conditioner runs at the checkpoint's precision (bf16 on MPS, float32 on a CPU)
 
 
 class H3MLXOptions(NeuralOptions):
@@ -166,6 +165,8 @@ class H3MLXRunner:
         self.partitions: dict[str, Any] = {}  # partition name -> H3Transformer (one at a time)
         self.decoders: tuple[Any, Any] | None = None  # MLX (video, audio) decoders
         self.resolved: Any = None
+        self.conditioner_runtime: Any = None  # the torch runtime the conditioner runs on
+        self._prepared: dict[str, Any] = {}  # workflow -> diffusers' blocks up to the loop, on the loaded components
 
     # -------------------------------------------------------------- before loading
 
@@ -218,6 +219,7 @@ class H3MLXRunner:
     def _check_memory(self, plan: Plan, planned: set[str], frames: int, shot_id: str) -> Iterator[Event]:
         """Refuse before loading when the plan's largest generation would not fit; decide whether the
         conditioner stays loaded beside the transformer or is released before each denoise."""
+        from daotai.mlx.h3_check import TORCH_CONDITIONER_BITS
         from daotai.mlx.h3_memory import PIXELS_PER_TOKEN_EDGE, check_h3_budget, folder_h3_sizes
         from daotai.mlx.memory import fmt_bytes, memory_budget
 
@@ -232,7 +234,7 @@ class H3MLXRunner:
                         if h3_workflow(plan, s, self.options.workflow)[0] == "ref2va"), default=0)
         budget = memory_budget(self.options.memory_gb)
         estimate = check_h3_budget(self.source.bits, width, height, budget.bytes, budget.source, frames, workflow,
-                                   pictures, conditioner_bits=CONDITIONER_BITS, sizes=sizes, group_size=group)
+                                   pictures, conditioner_bits=TORCH_CONDITIONER_BITS, sizes=sizes, group_size=group)
         phases = dict(estimate.phases)
         together = phases["encode"] + estimate.transformer_bytes
         if together <= budget.bytes:
@@ -244,7 +246,7 @@ class H3MLXRunner:
                                 "conditioner is freed before each denoise and loaded again for the next generation")
         yield Notice("info", f"h3-mlx: estimated peak {fmt_bytes(estimate.peak_bytes)} of {fmt_bytes(budget.bytes)} "
                              f"({budget.source}) for {workflow} at {width}x{height}, {frames} frames, transformer "
-                             f"{self.source.bits}-bit, conditioner {CONDITIONER_BITS}-bit; {self.tier_reason}", shot_id)
+                             f"{self.source.bits}-bit, conditioner {TORCH_CONDITIONER_BITS}-bit; {self.tier_reason}", shot_id)
 
     # -------------------------------------------------------------- loading
 
