@@ -80,7 +80,7 @@ def test_the_check_times_a_render_when_weights_are_present_and_refuses_what_does
     from daotai.maccheck import CheckConfig, _h3_mlx
     from daotai.render.h3_mlx import H3MLXBackend
 
-    monkeypatch.setattr(h3_check, "CHECK_STEPS", 2)  # the check's timing needs 8; the test only that it runs
+    monkeypatch.setattr(h3_check, "CHECK_STEPS", 3)  # the check's timing needs 8; the test only that it runs
     monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))
     H3MLXBackend(model=str(tiny_h3), accept_licence=True)  # the user accepts once; the check never does
     config = CheckConfig(tmp_path / "report", h3_model=str(tiny_h3))

@@ -392,7 +392,8 @@ class H3MLXRunner:
             blocks.set_progress_bar_config(disable=True)
             self._prepared[generation.workflow] = blocks
         state = blocks(prompt=generation.prompt, num_frames=generation.frames, height=generation.height,
-                       width=generation.width, generator=generator_for(generation.seed), output=list(PREPARED), **generation.inputs)
+                       width=generation.width, generator=generator_for(generation.seed), output=list(PREPARED),
+                       **generation.inputs)
         return packed_request(state, int(self.pipe.vae_latent_channels))
 
     def generate_h3(self, shot: Any, generation: Generation, ctx: RunContext) -> Iterator[Event | tuple]:
