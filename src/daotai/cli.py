@@ -747,13 +747,17 @@ def doctor(
         None, "--model", help="with --check: a Wan model to time besides the tiny one (default: wan2.1-t2v-1.3b "
         "when it has been pulled)"
     ),
+    h3_model: Optional[str] = typer.Option(
+        None, "--h3-model", help="with --check: a MiniMax-H3 folder (converted or not) to time with h3-mlx (default: "
+        "minimax-h3 when it has been pulled)"
+    ),
 ) -> None:
     """What this machine can do: OS, CPU, memory, GPU, libraries, encoders, what fits."""
     if not check:
         from daotai.errors import Issue, OptionError
 
         given = [Issue(flag, value, "applies only with --check") for flag, value in
-                 (("--quick", quick or None), ("--model", model)) if value is not None]
+                 (("--quick", quick or None), ("--model", model), ("--h3-model", h3_model)) if value is not None]
         if given:
             raise OptionError(given)
         from daotai.doctor import collect, render_table
@@ -762,7 +766,8 @@ def doctor(
         return
     from daotai.maccheck import CheckConfig, lines_of, run_check
 
-    found = run_check(CheckConfig(report, quick=quick, model=model, say=lambda line: err.print(escape(line))))
+    found = run_check(CheckConfig(report, quick=quick, model=model, h3_model=h3_model,
+                                  say=lambda line: err.print(escape(line))))
     for line in lines_of(found):
         out.print(escape(line))
     out.print(f"report: {report / 'mac-check.md'} (readable) and {report / 'mac-check.json'} (to send back)")
@@ -860,13 +865,13 @@ def models_rm(name: str = typer.Argument(..., help="registry name")) -> None:
 
 @models_app.command("convert")
 def models_convert(
-    model: str = typer.Argument(..., help="registry name or diffusers Wan folder"),
+    model: str = typer.Argument(..., help="registry name or diffusers Wan / MiniMax-H3 folder"),
     to: str = typer.Option("mlx", "--to", help="target runtime (only: mlx)"),
     bits: int = typer.Option(4, "--bits", help="transformer weight bits: 4 | 8"),
     group_size: int = typer.Option(64, "--group-size", help="weights sharing one scale: 32 | 64 | 128"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="new folder (default: <model>-mlx-<bits>bit-g<group>)"),
 ) -> None:
-    """Convert a Wan model for the wan-mlx backend (quantised transformer + manifest of source hashes)."""
+    """Convert a Wan or MiniMax-H3 model for wan-mlx / h3-mlx (quantised transformer + manifest of hashes)."""
     from daotai.errors import BackendError
 
     if to != "mlx":
@@ -875,6 +880,7 @@ def models_convert(
 
     require_mlx("daotai models convert --to mlx")
     from daotai.mlx.convert import COPIED, convert
+    from daotai.mlx.h3_convert import convert_h3, converted_bytes, is_h3_folder
     from daotai.mlx.quantize import QuantSpec
     from daotai.render.wan_mlx import _resolve
     from daotai.runtime.models import check_free_space, convert_bytes
@@ -882,6 +888,10 @@ def models_convert(
     source = _resolve(model)
     dest = output or Path(f"{source.name}-mlx-{bits}bit-g{group_size}")
     QuantSpec(bits, group_size)  # a bad --bits / --group-size is named before the space is estimated
+    if is_h3_folder(source):  # MiniMax-H3: both transformer partitions, the rest read from the source folder
+        check_free_space(dest, converted_bytes(source, bits, group_size), f"models convert {model}")
+        out.print(f"[green]converted[/green] {source} → {convert_h3(source, dest, bits, group_size)}")
+        return
     check_free_space(dest, convert_bytes(source, bits, group_size, COPIED), f"models convert {model}")
     out.print(f"[green]converted[/green] {source} → {convert(source, dest, bits, group_size)}")
 

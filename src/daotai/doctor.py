@@ -199,6 +199,9 @@ def collect() -> list[Check]:
     checks.extend(Check(name, value, True) for name, value in doctor_rows(this_mac()))
     checks.extend(h3_mac_checks())
     checks.append(plugin_check())
+    from daotai.mlx.h3_check import h3_doctor_rows  # h3-mlx: the bit width each canvas needs per Mac size
+
+    checks.extend(Check(name, value, True) for name, value in h3_doctor_rows(this_mac()))
     return checks
 
 

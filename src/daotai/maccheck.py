@@ -66,6 +66,7 @@ class CheckConfig:
     quick: bool = False  # minutes, not an hour: CI on Linux runs this
     examples: Path = EXAMPLES
     model: str | None = None  # a real Wan model to time besides the tiny one (default: REAL_MODEL when pulled)
+    h3_model: str | None = None  # a MiniMax-H3 folder (converted or not) to time (default: minimax-h3 when pulled)
     say: Callable[[str], None] = field(default=lambda line: None, compare=False)
 
 
@@ -75,13 +76,14 @@ class CheckConfig:
 def _section(name: str, work: Callable[[], Any], say: Callable[[str], None]) -> dict[str, Any]:
     """Run one section: {"status": ok | skipped | error, "seconds", "result" | "reason" | "error"}."""
     from daotai.errors import DependencyMissing
+    from daotai.mlx.h3_check import WeightsMissing
 
     say(f"mac-check: {name} …")
     started = time.perf_counter()
     try:
         result = work()
         entry: dict[str, Any] = {"status": "ok", "result": result}
-    except (DependencyMissing, ImportError) as exc:
+    except (DependencyMissing, ImportError, WeightsMissing) as exc:
         entry = {"status": "skipped", "reason": str(exc)}
     except Exception as exc:  # noqa: BLE001  (one failing section is a finding; the report still gets written)
         entry = {"status": "error", "error": f"{type(exc).__name__}: {exc}",
@@ -110,6 +112,7 @@ def run_check(config: CheckConfig) -> dict[str, Any]:
     report["mlx_parity"] = _section("mlx_parity", lambda: mlx_parity(work / "models"), say)
     report["wan_mlx"] = _section("wan_mlx", lambda: wan_mlx(config, work), say)
     report["encode"] = _section("encode", lambda: encode(config.quick), say)
+    report["h3_mlx"] = _section("h3_mlx", lambda: _h3_mlx(config, work), say)
     report["seconds"] = round(time.perf_counter() - started, 1)
     write_report(report, config.report_dir)
     return report
@@ -517,6 +520,35 @@ def wan_mlx(config: CheckConfig, work: Path) -> dict[str, Any]:
     return {"wan_vace_mlx_registered": vace_registered, "runs": runs, "notes": skipped}
 
 
+def _h3_mlx(config: CheckConfig, work: Path) -> dict[str, Any]:
+    """A timed h3-mlx render when MiniMax-H3 weights are here; skipped, naming what to get, when not."""
+    from daotai.mlx.h3_check import CHECK_STEPS, h3_mlx_check_plan
+
+    folder, result, script = h3_mlx_check_plan(config.h3_model, config.quick)
+    if script is None:
+        return result
+    import mlx.core as mx
+
+    from daotai.pipeline import PipelineSettings
+    from daotai.plan.planner import plan_script
+    from daotai.script.load import load_script
+
+    path = work / "scripts" / "h3-mlx.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(script), encoding="utf-8")
+    mx.reset_peak_memory()
+    # the licence is never accepted for the user here: a refusal names the one command that accepts it
+    settings = PipelineSettings(backend="h3-mlx", options={"model": str(folder), "steps": CHECK_STEPS},
+                                camera_qc=False)
+    done = _render(plan_script(load_script(path)), work / "out" / "h3-mlx", settings)
+    steps_s = [b - a for a, b in zip(done.step_times[:-1], done.step_times[1:], strict=True)]
+    result.update(status="ok", wall_s=round(done.wall_s, 2),
+                  s_per_step=round(sum(steps_s) / len(steps_s), 3) if steps_s else None,
+                  mlx_peak_gib=round(mx.get_peak_memory() / 1024**3, 2), qc_ok=bool(done.result.qc_ok),
+                  notices=[n for n in done.notices if "h3-mlx" in n][:6])
+    return result
+
+
 # ------------------------------------------------------------------ encoders
 
 
@@ -571,7 +603,7 @@ def markdown(report: dict[str, Any]) -> str:
                   "Libraries: " + ", ".join(f"{k} {v}" for k, v in r["libraries"].items() if v), ""]
     lines += ["| section | status |", "|---|---|"]
     lines += [f"| {name} | {_status_line(report[name])} |"
-              for name in ("machine", "doctor", "previz", "mlx_parity", "wan_mlx", "encode")]
+              for name in ("machine", "doctor", "previz", "mlx_parity", "wan_mlx", "encode", "h3_mlx") if name in report]
     lines.append("")
     if report["doctor"]["status"] == "ok":
         lines += ["## doctor", "", "| check | finding |", "|---|---|"]
@@ -612,6 +644,13 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [""] + [f"- {p['name']}: " + ("opens" if p["opens"] else p["detail"] or "does not open")
                          for p in e["probes"]]
         lines.append("")
+    h3 = report.get("h3_mlx", {})
+    if h3.get("status") == "ok":
+        r = h3["result"]
+        lines += ["## h3-mlx (MiniMax-H3)", "", "| folder | bits | canvas, frames | steps | wall s | s/step | estimate GiB | "
+                  "MLX peak GiB (conditioner in torch: not counted) | status |", "|---|---|---|---|---|---|---|---|---|",
+                  f"| {r['folder']} | {r['bits']} | {r['canvas']}, {r['frames']} | {r['steps']} | {r.get('wall_s', '—')} | "
+                  f"{r.get('s_per_step', '—')} | {r['estimate_gib']} | {r.get('mlx_peak_gib', '—')} | {r['status']} |", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -641,5 +680,6 @@ def write_report(report: dict[str, Any], folder: Path) -> tuple[Path, Path]:
 
 def lines_of(report: dict[str, Any]) -> Iterator[str]:
     """One summary line per section, for the terminal."""
-    for name in ("machine", "doctor", "previz", "mlx_parity", "wan_mlx", "encode"):
-        yield f"{name:11} {_status_line(report[name])}"
+    for name in ("machine", "doctor", "previz", "mlx_parity", "wan_mlx", "encode", "h3_mlx"):
+        if name in report:
+            yield f"{name:11} {_status_line(report[name])}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from daotai import catalog
 from daotai.errors import BackendError
@@ -141,6 +142,40 @@ def packed_rows(width: int, height: int, frames: int, workflow: str = "t2va", pi
 
 
 @dataclass(frozen=True)
+class H3Sizes:
+    """What a plan is made from when it is not the released model: a folder's transformer config and the
+    conditioner's and VAEs' parameter counts (read from its safetensors headers)."""
+
+    cfg: H3TransformerConfig
+    conditioner_params: float
+    vae_params: float
+
+
+def folder_h3_sizes(folder: Path, transformer_folder: Path | None = None) -> H3Sizes:
+    """The sizes of a MiniMax-H3 diffusers folder from configs and safetensors headers (no weights read);
+    ``transformer_folder``: where the partition's config is (a converted folder), else ``folder``."""
+    import json
+
+    from daotai.mlx.memory import safetensors_header
+
+    def params(sub: str) -> int:
+        total = 0
+        for path in sorted((Path(folder) / sub).glob("*.safetensors")):
+            total += sum(math.prod(info["shape"]) if info["shape"] else 1
+                         for info in safetensors_header(path).values())
+        return total
+
+    cfg_path = Path(transformer_folder or folder) / "transformer" / "config.json"
+    if not cfg_path.is_file():
+        cfg_path = Path(transformer_folder or folder) / "transformer_ref" / "config.json"
+    if not cfg_path.is_file():
+        raise BackendError(f"{folder}: no transformer/config.json or transformer_ref/config.json; expected a "
+                           "MiniMax-H3 folder")
+    cfg = H3TransformerConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8")))
+    return H3Sizes(cfg, float(params("text_encoder")), float(params("vae") + params("audio_vae")))
+
+
+@dataclass(frozen=True)
 class H3Peak:
     """The estimate for one request: the rows, each phase's peak and the largest."""
 
@@ -160,14 +195,25 @@ class H3Peak:
 
 def h3_peak(bits: int, width: int, height: int, frames: int = DEFAULT_FRAMES, workflow: str = "t2va",
             pictures: int = 0, group_size: int = DEFAULT_GROUP_SIZE,
-            cfg: H3TransformerConfig = RELEASED) -> H3Peak:
-    """Peak unified memory of one h3-mlx generation (see the module docstring for the phases)."""
+            cfg: H3TransformerConfig = RELEASED, conditioner_bits: int | None = None,
+            sizes: H3Sizes | None = None) -> H3Peak:
+    """Peak unified memory of one h3-mlx generation (see the module docstring for the phases).
+
+    ``conditioner_bits``: None plans the conditioner at the transformer's bit width (an MLX
+    conditioner quantised alike); 16 is the torch conditioner the backend runs today.
+    ``sizes``: a folder's sizes instead of the released model's (the catalog's counts).
+    """
     footprint = catalog.footprint("minimax-h3")
     assert footprint is not None  # the catalog always carries MiniMax-H3
+    if sizes is not None:
+        cfg = sizes.cfg
+    conditioner_params = sizes.conditioner_params if sizes is not None else footprint.text_encoder_b * 1e9
+    vae_params = sizes.vae_params if sizes is not None else footprint.vae_b * 1e9
     transformer = h3_transformer_bytes(h3_parameter_counts(cfg), bits, group_size)
-    conditioner_bits = 16.0 if bits == 16 else bits + 2.0 * SCALE_BITS / group_size
-    conditioner = footprint.text_encoder_b * 1e9 * conditioner_bits / 8.0
-    vaes = footprint.vae_b * 1e9 * VAE_BYTES_PER_PARAM
+    cond_bits = bits if conditioner_bits is None else conditioner_bits
+    per_weight = 16.0 if cond_bits == 16 else cond_bits + 2.0 * SCALE_BITS / group_size
+    conditioner = conditioner_params * per_weight / 8.0
+    vaes = vae_params * VAE_BYTES_PER_PARAM
     rows = packed_rows(width, height, frames, workflow, pictures)
     per_row = block_bytes_per_row(cfg) * ACTIVATION_MARGIN
     # the video decode: ~8 frames in flight at the catalog's bytes a pixel, and the decoded clip itself
@@ -196,7 +242,7 @@ class MacFit:
 
 
 def h3_mac_table(frames: int = DEFAULT_FRAMES, workflow: str = "ref2va", pictures: int = 2,
-                 macs: tuple[int, ...] = MAC_SIZES_GB) -> list[MacFit]:
+                 macs: tuple[int, ...] = MAC_SIZES_GB, conditioner_bits: int | None = None) -> list[MacFit]:
     """Every (Mac size, bit width, canvas) with its peak and whether it fits the GPU working set.
 
     By default a ref2va shot with its previz video reference and two character pictures, the
@@ -205,7 +251,8 @@ def h3_mac_table(frames: int = DEFAULT_FRAMES, workflow: str = "ref2va", picture
     out = []
     for canvas, (width, height) in H3_CANVASES.items():
         for bits in H3_BITS:
-            peak = h3_peak(bits, width, height, frames, workflow, pictures).peak_bytes
+            peak = h3_peak(bits, width, height, frames, workflow, pictures,
+                           conditioner_bits=conditioner_bits).peak_bytes
             out.extend(MacFit(gb, bits, canvas, peak, working_set_bytes(gb)) for gb in macs)
     return out
 
@@ -219,26 +266,40 @@ def smallest_mac(bits: int, canvas: str, frames: int = DEFAULT_FRAMES, workflow:
 
 
 def check_h3_fits(bits: int, width: int, height: int, unified_gb: float, frames: int = DEFAULT_FRAMES,
-                  workflow: str = "t2va", pictures: int = 0) -> H3Peak:
+                  workflow: str = "t2va", pictures: int = 0, conditioner_bits: int | None = None) -> H3Peak:
     """The estimate when it fits a Mac of ``unified_gb``; else BackendError naming what would fit."""
-    est = h3_peak(bits, width, height, frames, workflow, pictures)
     have = working_set_bytes(unified_gb)
-    if est.peak_bytes <= have:
+    return check_h3_budget(bits, width, height, have, f"a {unified_gb:g} GB Mac lets the GPU use ~{have / GB:.0f} GB",
+                           frames, workflow, pictures, conditioner_bits)
+
+
+def check_h3_budget(bits: int, width: int, height: int, budget_bytes: float, budget_source: str,
+                    frames: int = DEFAULT_FRAMES, workflow: str = "t2va", pictures: int = 0,
+                    conditioner_bits: int | None = None, sizes: H3Sizes | None = None,
+                    group_size: int = DEFAULT_GROUP_SIZE) -> H3Peak:
+    """The estimate when it fits ``budget_bytes``; else BackendError naming the budget's source and what would fit:
+    the least quantisation that fits, else the largest smaller canvas."""
+    def peak(b: int, w: int, h: int) -> float:
+        return h3_peak(b, w, h, frames, workflow, pictures, group_size, conditioner_bits=conditioner_bits,
+                       sizes=sizes).peak_bytes
+
+    est = h3_peak(bits, width, height, frames, workflow, pictures, group_size, conditioner_bits=conditioner_bits,
+                  sizes=sizes)
+    if est.peak_bytes <= budget_bytes:
         return est
     options = []
     for other in sorted(set(H3_BITS) - {bits}, reverse=True):  # the least quantisation that fits
-        if other < bits and h3_peak(other, width, height, frames, workflow, pictures).peak_bytes <= have:
+        if other < bits and peak(other, width, height) <= budget_bytes:
             options.append(f"--bits {other}")
             break
     for canvas, (w, h) in sorted(H3_CANVASES.items(), key=lambda item: -item[1][0] * item[1][1]):  # largest first
-        if w * h < width * height and h3_peak(bits, w, h, frames, workflow, pictures).peak_bytes <= have:
+        if w * h < width * height and peak(bits, w, h) <= budget_bytes:
             options.append(f"the {canvas} canvas ({w}x{h})")
             break
     hint = " or ".join(options) if options else "a larger Mac (nothing smaller at these settings fits)"
     raise BackendError(
         f"h3-mlx: {bits}-bit at {width}x{height}, {frames} frames ({workflow}) needs ~{math.ceil(est.peak_bytes / GB)} "
-        f"GB but a {unified_gb:g} GB Mac lets the GPU use ~{have / GB:.0f} GB; rule: peak <= working set; "
-        f"use {hint}"
+        f"GB but {budget_source}; rule: peak <= working set; use {hint}"
     )
 
 

@@ -36,6 +36,7 @@ BUILTIN_MODULES = (
     "daotai.render.wan_vace_mlx",
     "daotai.render.h3",
     "daotai.render.ltx2",
+    "daotai.render.h3_mlx",
 )
 
 _specs: dict[str, BackendSpec] | None = None
