@@ -1091,7 +1091,7 @@ def _amount(name: str, value: float) -> str:
     return f"{abs(value):.0f} px"
 
 
-def _as_px(name: str, value: float, half_diag: float) -> float:
+def component_px(name: str, value: float, half_diag: float) -> float:
     """Pixels moved by a component total (image corner for roll and scale)."""
     if name == "roll":
         return abs(math.radians(value)) * half_diag
@@ -1135,7 +1135,7 @@ def _component_checks(expected: dict[str, float], measured: dict[str, float],
     checks = []
     for name in COMPONENTS:
         exp_v, meas_v = expected[name], measured[name]
-        exp_px, meas_px = _as_px(name, exp_v, half_diag), _as_px(name, meas_v, half_diag)
+        exp_px, meas_px = component_px(name, exp_v, half_diag), component_px(name, meas_v, half_diag)
         significant = exp_px > significant_px
         cause = _cause(name, exp_v, causes) if significant else "none"
         checks.append(ComponentCheck(
