@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from daotai.encode.video import VideoWriter, decode_frames
+from daotai.errors import OptionError
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.camera import COMPONENTS, DEPTH_MAP_CONFIG, CameraAdherence, ComponentCheck
@@ -115,7 +116,7 @@ def test_the_setting_comes_from_the_environment():
     assert sampling_from_env({}) is FAST
     assert sampling_from_env({ENV_VAR: "dense"}) is DENSE
     assert sampling_from_env({ENV_VAR: " fast "}) is FAST
-    with pytest.raises(ValueError, match=f"{ENV_VAR}: 'sparse' must be one of dense, fast"):
+    with pytest.raises(OptionError, match=f"{ENV_VAR}: 'sparse' must be one of dense, fast"):
         sampling_from_env({ENV_VAR: "sparse"})
     with pytest.raises(ValueError, match="camera_stride"):
         QcSampling("odd", camera_stride=0)

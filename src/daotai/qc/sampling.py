@@ -69,11 +69,13 @@ MIN_COVERAGE = 0.5
 
 
 def sampling_named(name: str) -> QcSampling:
-    """The setting called ``name``; ValueError naming the known ones otherwise."""
+    """The setting called ``name``; OptionError (at ``DAOTAI_QC_SAMPLING``) naming the known ones otherwise."""
+    from daotai.errors import OptionError
+
     try:
         return SAMPLINGS[name]
     except KeyError:
-        raise ValueError(f"{ENV_VAR}: {name!r} must be one of {', '.join(SAMPLINGS)}") from None
+        raise OptionError.at(ENV_VAR, name, f"must be one of {', '.join(SAMPLINGS)}") from None
 
 
 def sampling_from_env(environ: Mapping[str, str] | None = None) -> QcSampling:
