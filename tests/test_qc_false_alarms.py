@@ -411,7 +411,8 @@ def test_a_long_lens_truck_past_set_pieces_is_checked(tmp_path):
     entry = _entry(qc, "truck")
     assert entry["ok"], entry["failures"]
     camera = entry["camera"]
-    assert camera["checked"] and camera["pairs_evaluated"] >= 20, camera["summary"]  # was 1 of 35
+    pairs = camera["pairs_evaluated"] + camera["pairs_skipped"]  # 35 dense, 17 sampling every other frame
+    assert camera["checked"] and camera["pairs_evaluated"] >= 0.55 * pairs, camera["summary"]  # was 1 of 35
     assert _component(entry, "horizontal")["direction_ok"] is True
     out = tmp_path / "out"
     frames = list(decode_frames(out / "shots" / "truck.mp4"))[::-1]

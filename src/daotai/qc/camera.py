@@ -424,10 +424,10 @@ def _depth_map_reproject(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov
 def _depth_map_screen(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b: float,
                       points_uv: np.ndarray, width: int, height: int, depth: DepthMap,
                       radius_px: float, edge_flow_px: float
-                      ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """(edge, moving) masks (N,) for tracks starting at points_uv in frame a, and the band
-    (low, high), each (N, 2) px, of the planned flows within ``radius_px`` (NaN where none is
-    defined): what a track on an edge may do, following either side.
+                      ) -> tuple[np.ndarray, np.ndarray, Callable[[], tuple[np.ndarray, np.ndarray]]]:
+    """(edge, moving) masks (N,) for tracks starting at points_uv in frame a, and a function
+    giving the band (low, high), each (N, 2) px, of the planned flows within ``radius_px`` (NaN
+    where none is defined): what a track on an edge may do, following either side.
 
     ``edge``: the planned flow of the pixels within ``radius_px`` is no affine field (off by
     more than ``edge_flow_px`` somewhere): the track's window straddles an occlusion edge
@@ -465,9 +465,11 @@ def _depth_map_screen(cam_a: np.ndarray, fov_a: float, cam_b: np.ndarray, fov_b:
             fitted[cut] = design @ (np.linalg.pinv(design) @ known[cut])
         residual = np.linalg.norm(flow - fitted, axis=2).max(axis=1)  # (N,) px; NaN behind b
     edge = ~(residual <= edge_flow_px)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN neighbourhoods: behind camera b
-        band = (np.nanmin(flow, axis=1), np.nanmax(flow, axis=1))  # (N, 2) each
+
+    def band() -> tuple[np.ndarray, np.ndarray]:  # asked for by few pairs; its two passes cost a tenth of the check
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN neighbourhoods: behind camera b
+            return np.nanmin(flow, axis=1), np.nanmax(flow, axis=1)  # (N, 2) each
     if depth.exclude is None:
         return edge, np.zeros(n, dtype=bool), band
     return edge, depth.exclude[cells[..., 1], cells[..., 0]].any(axis=1), band
@@ -1091,7 +1093,7 @@ def _amount(name: str, value: float) -> str:
     return f"{abs(value):.0f} px"
 
 
-def _as_px(name: str, value: float, half_diag: float) -> float:
+def component_px(name: str, value: float, half_diag: float) -> float:
     """Pixels moved by a component total (image corner for roll and scale)."""
     if name == "roll":
         return abs(math.radians(value)) * half_diag
@@ -1135,7 +1137,7 @@ def _component_checks(expected: dict[str, float], measured: dict[str, float],
     checks = []
     for name in COMPONENTS:
         exp_v, meas_v = expected[name], measured[name]
-        exp_px, meas_px = _as_px(name, exp_v, half_diag), _as_px(name, meas_v, half_diag)
+        exp_px, meas_px = component_px(name, exp_v, half_diag), component_px(name, meas_v, half_diag)
         significant = exp_px > significant_px
         cause = _cause(name, exp_v, causes) if significant else "none"
         checks.append(ComponentCheck(
@@ -1239,9 +1241,9 @@ class _PairResult:
 
 def _planned_depth_map(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model: DepthMap,
                        config: CameraCheckConfig
-                       ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Planned motion (K, 2), NaN where undefined or on an edge, the moving-pixel mask and the
-    band of planned motions around each track (see _depth_map_screen)."""
+                       ) -> tuple[np.ndarray, np.ndarray, Callable[[], tuple[np.ndarray, np.ndarray]]]:
+    """Planned motion (K, 2), NaN where undefined or on an edge, the moving-pixel mask and a
+    function giving the band of planned motions around each track (see _depth_map_screen)."""
     a, b = pair.index_a, pair.index_b
     start = pair.points_uv
     radius = config.depth_edge_radius_px / pair.analysis_scale  # full-resolution px
@@ -1285,7 +1287,7 @@ def _evaluate_pair(pair: TrackedPair, cams: np.ndarray, fovs: np.ndarray, model:
         # than skip the pair, those tracks may follow either side: planned at the point of the
         # band of their neighbourhood's planned motions nearest the measured one, so a move the
         # wrong way or of another size still misses it.
-        low, high = band
+        low, high = band()
         edge = ~usable & ~on_chars & np.all(np.isfinite(low), axis=1) & np.all(np.isfinite(high), axis=1)
         planned = planned.copy()
         planned[edge] = np.clip(moved[edge], low[edge], high[edge])

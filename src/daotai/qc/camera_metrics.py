@@ -658,6 +658,14 @@ def path_verdict(check: CameraPathCheck | None, reason: str = "",
     return entry, [], f"camera path as planned: {numbers}", None
 
 
+def uneven_steps(measured: Judder, clear_share: float) -> str | None:
+    """Why a shot's frame steps may hide a fault from a check that samples every other frame (a
+    moving picture whose jerk is over ``clear_share`` of JERK_BOUND), or None."""
+    if measured.mean_speed_px >= JUDGED_SPEED_PX and not measured.jerk <= clear_share * JERK_BOUND:
+        return f"frame steps uneven: jerk {measured.jerk:.2f} near the {JERK_BOUND:g} bound"
+    return None
+
+
 def judder_verdict(measured: Judder) -> tuple[dict, list[str], str | None]:
     """qc.json's "judder" entry, its failures and its passing text (None for a picture that does not move)."""
     moving = measured.mean_speed_px >= JUDGED_SPEED_PX
@@ -674,16 +682,21 @@ def judder_verdict(measured: Judder) -> tuple[dict, list[str], str | None]:
     return entry, [], f"motion even (jerk {measured.jerk:.2f})"
 
 
+def shot_judder(frames: list[np.ndarray], full_size: tuple[int, int]) -> Judder:
+    """The judder of a shot's (shrunk) frames as QC measures it, in pixels of ``full_size`` (w, h)."""
+    return judder(frames, pixel_scale=full_size[0] / frames[0].shape[1], preset=JUDDER_PRESET, side=JUDDER_SIDE)
+
+
 def assess_frames(frames: list[np.ndarray], full_size: tuple[int, int], cam_to_world: np.ndarray,
                   intrinsics: list[geometry.Intrinsics], excludes: list[np.ndarray | None] | None = None,
-                  stride: int = QC_STRIDE):
+                  stride: int = QC_STRIDE, measured: Judder | None = None):
     """The camera path check and the judder of a shot's (shrunk) frames.
 
     ``full_size``: (w, h) of the delivered frames, which ``intrinsics`` (pixels, per frame) and the
-    judder's pixels refer to; ``cam_to_world`` (F, 4, 4): the plan, OpenGL axes. Returns
-    (CameraPathCheck or None, why not, Judder)."""
+    judder's pixels refer to; ``cam_to_world`` (F, 4, 4): the plan, OpenGL axes; ``measured``: the
+    frames' :func:`shot_judder` when already measured. Returns (CameraPathCheck or None, why not, Judder)."""
     small = (frames[0].shape[1], frames[0].shape[0])
-    measured = judder(frames, pixel_scale=full_size[0] / small[0], preset=JUDDER_PRESET, side=JUDDER_SIDE)
+    measured = shot_judder(frames, full_size) if measured is None else measured
     lenses = [scaled_intrinsics(k, full_size, small) for k in intrinsics]
     if excludes is not None:
         excludes = [None if e is None else shrink_mask(e, (small[1], small[0])) for e in excludes]

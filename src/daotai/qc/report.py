@@ -283,6 +283,7 @@ class _ControlStream:
     def __init__(self, shot: ShotPlan, depth_path: Path, mask_path: Path | None,
                  label_names: list[str] | None, listeners: list[Callable[..., None]]):
         self._shot = shot
+        self._depth_path = depth_path
         self._depth = iter(_decode_gray(depth_path))
         self._mask = iter(_decode_gray(mask_path)) if mask_path is not None else None
         self._labels = label_names
@@ -318,6 +319,21 @@ class _ControlStream:
             raise QualityError(f"{self._shot.shot_id}: the depth control has fewer frames "
                                f"than the {index + 1} the video needs")
         return DepthMap.from_millimetres(depth_mm, self.excludes.get(index))
+
+    def replay(self) -> Callable[[int], Any]:
+        """A fresh in-order ``index -> camera.DepthMap`` over the depth file, with the excludes this
+        stream found (call it once the stream was read to the end: the dense camera pass's models)."""
+        from daotai.qc.camera import DepthMap
+
+        frames = iter(enumerate(_decode_gray(self._depth_path)))
+
+        def depth_map(index: int):
+            for i, depth_mm in frames:  # (H, W) uint16 mm
+                if i == index:
+                    return DepthMap.from_millimetres(depth_mm, self.excludes.get(index))
+            raise QualityError(f"{self._shot.shot_id}: the depth control has fewer frames "
+                               f"than the {index + 1} the video needs")
+        return depth_map
 
 
 def moving_on_their_own(shot: ShotPlan, index: int, mask: np.ndarray, labels: list[str] | None) -> np.ndarray:
@@ -502,7 +518,7 @@ def _check_format(shot: ShotPlan, plan: Plan, info) -> list[str]:
 
 def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.ndarray] | None,
                camera: bool = True, controls: dict[str, Path] | None = None,
-               labels: bool = True, audio: bool | None = None) -> dict[str, Any]:
+               labels: bool = True, audio: bool | None = None, sampling: Any = None) -> dict[str, Any]:
     """Every check of one shot file; returns its qc.json entry (``ok`` and ``failures`` included).
 
     Camera adherence predicts image motion from the shot's rendered depth when its depth
@@ -513,11 +529,16 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     characters (previz): their boxes are kept out of the camera check. Leaving it on for
     another backend only costs the few tracks above the characters. ``audio``: whether the
     file should carry sound (default: when the plan has a soundtrack); sound that is there is
-    checked either way (:func:`daotai.qc.audio.check_audio`).
+    checked either way (:func:`daotai.qc.audio.check_audio`). ``sampling``: a
+    :class:`daotai.qc.sampling.QcSampling` (default: the one ``DAOTAI_QC_SAMPLING`` names, else
+    sparse camera tracking made dense where the verdict is close).
     """
     from daotai.encode.video import decode_frames, probe
-    from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraCheckConfig, check_camera
+    from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraCheckConfig
     from daotai.qc.metrics import scan_video
+    from daotai.qc.sampling import check_camera_sampled, sampling_from_env
+
+    sampling = sampling_from_env() if sampling is None else sampling
 
     entry: dict[str, Any] = {"shot_id": shot.shot_id, "file": path.name}
     verdicts: list[dict[str, Any]] = []  # one per check: {"check", "ok", "text"}
@@ -615,15 +636,34 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
             models, source, config = controls.depth_map, "control_depth", DEPTH_MAP_CONFIG
         else:
             models, source, config = _depth_models(plan, shot), "scene_model", CameraCheckConfig()
+        def dense_again() -> tuple[Iterator[np.ndarray], Any]:
+            if controls is not None:
+                controls.read_to(shot.frames - 1)  # every exclude known before the depth is read again
+            return itertools.islice(decode_frames(path), shot.frames), \
+                (controls.replay() if controls is not None else models)
+
         # only the planned frames: a longer file fails the format check and is judged up to there
-        adherence = check_camera(itertools.islice(frames_with_capture(), shot.frames), cams, fovs, models,
-                                 config=config)
+        steps: list[Any] = []  # the judder of every frame step, measured once (also for the judder verdict)
+
+        def uneven() -> str | None:
+            from daotai.qc.camera_metrics import shot_judder, uneven_steps
+
+            if len(metric_frames) < 2:
+                return None
+            steps.append(shot_judder(metric_frames, (info.width, info.height)))
+            return uneven_steps(steps[0], sampling.clear_share)
+
+        adherence, densified = check_camera_sampled(itertools.islice(frames_with_capture(), shot.frames), cams,
+                                                    fovs, models, config, sampling, (info.width, info.height),
+                                                    dense_again, uneven)
         if controls is not None:
             controls.read_to(shot.frames - 1)
         camera_entry = {**adherence.to_dict(), "depth_source": source,
                         "depth_file": depth_path.name if depth_path is not None else None,
                         "mask_file": mask_path.name if mask_path is not None else None}
         camera_entry["checked"] = adherence.pairs_evaluated > 0
+        if densified is not None:
+            camera_entry["densified"] = densified  # why the sparse pass could not decide (daotai.qc.sampling)
         camera_froze = any(planned_motion(plan, shot, start, start + length - 1)[0] / max(length - 1, 1)
                            >= FROZEN_MOTION_PX_PER_FRAME for start, length in faulty_runs)
         if not camera_entry["checked"]:
@@ -642,7 +682,7 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
         excludes = [controls.excludes.get(i) if controls is not None and mask_path is not None else None
                     for i in range(len(metric_frames))]
         _camera_path_verdicts(entry, verdict, warnings, shot, (info.width, info.height), cams,
-                              metric_frames, excludes)
+                              metric_frames, excludes, steps[0] if steps else None)
     elif wanted:
         for _ in frames_with_capture():
             pass
@@ -694,16 +734,18 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
 
 def _camera_path_verdicts(entry: dict[str, Any], verdict: Callable[..., None], warnings: list[str], shot: ShotPlan,
                           size: tuple[int, int], cams: np.ndarray, frames: list[np.ndarray],
-                          excludes: list[np.ndarray | None]) -> None:
+                          excludes: list[np.ndarray | None], measured: Any = None) -> None:
     """The standard camera metrics (RotErr / TransErr / CamMC of the recovered path) and the judder
-    of a shot's frames, each as its qc.json entry and verdict ("camera_path", "judder")."""
+    of a shot's frames (``measured``: when already known), each as its qc.json entry and verdict
+    ("camera_path", "judder")."""
     from daotai.qc.camera_metrics import assess_frames, judder_verdict, path_verdict
 
     if len(frames) < 2:
         return
     intrinsics = [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in shot.cameras[:len(frames)]]
     check, why_not, measured = assess_frames(frames, size, cams[:len(frames)], intrinsics,
-                                             excludes if any(e is not None for e in excludes) else None)
+                                             excludes if any(e is not None for e in excludes) else None,
+                                             measured=measured)
     entry["camera_path"], problems, fine, note = path_verdict(check, why_not,
                                                               (entry.get("camera") or {}).get("ok") is False)
     verdict("camera_path", problems, fine)
