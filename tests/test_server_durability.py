@@ -168,7 +168,7 @@ def test_warm_worker_serves_jobs_in_turn_and_model_switch_restarts_it(tmp_path):
         dispatcher.stop()
     pids = [next(e["data"]["worker_pid"] for e in store.events(i) if e["kind"] == "planned") for i in ids]
     assert [store.get(i).status for i in ids] == ["completed", "completed", "failed", "completed"]
-    assert store.get(ids[2]).error_code == "backend_error"
+    assert store.get(ids[2]).error_code == "option_error"  # an unknown backend is a bad option (HTTP 422), not a failing backend
     assert pids[0] == pids[1]  # the same warm process ran both previz jobs
     assert pids[2] != pids[1] and pids[3] != pids[2]  # a model switch starts a fresh process
     assert not os.path.exists(f"/proc/{pids[0]}")  # and the replaced one is gone

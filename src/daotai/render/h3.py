@@ -800,8 +800,12 @@ class H3Backend:
     def __init__(self, options: H3Options | None = None, *, env: BackendEnv | None = None, **fields: Any):
         options = SPEC.validate_options(options if options is not None else fields)
         env = env or BackendEnv()
+        self._start(options, H3Runner(options, SPEC.default_model or "", env.health_sampler), env)
+
+    def _start(self, options: Any, runner: Any, env: BackendEnv) -> None:
+        """Everything a backend of the h3 family holds between shots (the MLX port shares it: one place)."""
         self.options = options
-        self.runner = H3Runner(options, SPEC.default_model or "", env.health_sampler)
+        self.runner = runner
         self.reference_root = env.reference_root or Path.cwd()
         self.licence = self._check_licence()
         self._previz: Any = None

@@ -71,6 +71,13 @@ class H3MLXOptions(NeuralOptions):
     conditioner_device: Literal["auto", "cpu", "mps"] = Field(
         "auto", description="where the torch conditioner and VAE encoders run (auto: mps on a Mac, else cpu)")
     verify_source: bool = Field(False, description="re-hash a converted folder's source weights before loading")
+    carry_looks: bool = Field(
+        False, description="carry each character's best-seen frame of the finished shots into later shots as an "
+                           "extra picture reference (as the h3 backend's carry_looks)")
+
+    def shots_depend_on_earlier(self) -> bool:
+        """Carried looks come from the shots rendered before."""
+        return self.carry_looks
 
     @field_validator("segment_seconds")
     @classmethod
@@ -152,6 +159,7 @@ class H3MLXRunner:
         self.runtime = _Runtime()
         self.health = health or mlx_health_sample
         self.adaptations: list[str] = []  # nothing is adapted: quantisation happens at conversion
+        self.turbo: Any = None  # no step-distilled LoRA here: the MLX options offer none (the backend reads this)
         self.speed_config = None
         # "resident": conditioner and partition stay loaded; "release": one at a time (the conditioner freed before
         # each denoise, the partition before the conditioner loads again), as the planner's phases count them
@@ -483,13 +491,7 @@ class H3MLXBackend(H3Backend):
         options = SPEC.validate_options(options if options is not None else fields)
         require_mlx("the h3-mlx backend")
         env = env or BackendEnv()
-        self.options = options
-        self.runner = H3MLXRunner(options, SPEC.default_model or "", env.health_sampler)
-        self.reference_root = env.reference_root or Path.cwd()
-        self.licence = self._check_licence()
-        self._previz: Any = None
-        self._last_frame: tuple[str, np.ndarray] | None = None
-        self._given_previz: dict[str, np.ndarray] = {}
+        self._start(options, H3MLXRunner(options, SPEC.default_model or "", env.health_sampler), env)
 
     def _voice(self, plan: Plan, character_id: str) -> Any:
         """A voice reference at the audio VAE's rate (the conditioner is loaded again if it was released)."""

@@ -542,6 +542,12 @@ def _direction_contradictions(cam: CameraSpec) -> list[str]:
     return []
 
 
+def _end_after_start(start: float, end: float | None) -> None:
+    """A span of seconds (a walk, a stretch of footage) must hold time: its end, when given, after its start."""
+    if end is not None and end <= start:
+        raise ValueError(f"end {end:g} must be later than start {start:g}")
+
+
 class BlockingMove(Model):
     """A character walks to a point on the ground during the shot."""
 
@@ -553,8 +559,7 @@ class BlockingMove(Model):
 
     @model_validator(mode="after")
     def _order(self) -> "BlockingMove":
-        if self.end is not None and self.end <= self.start:
-            raise ValueError(f"end {self.end:g} must be later than start {self.start:g}")
+        _end_after_start(self.start, self.end)
         return self
 
 
@@ -677,8 +682,7 @@ class ReferenceVideo(Model):
 
     @model_validator(mode="after")
     def _order(self) -> "ReferenceVideo":
-        if self.end is not None and self.end <= self.start:
-            raise ValueError(f"end {self.end:g} must be later than start {self.start:g}")
+        _end_after_start(self.start, self.end)
         return self
 
     def stretch(self, shot_seconds: float) -> tuple[float, float]:
