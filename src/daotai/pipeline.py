@@ -1157,6 +1157,9 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     checks = ShotChecks(plan, settings.qc_workers if len(todo) > 1 else 0)
     try:
         try:
+            # the workers start before the executor loads its backend (at its first event), so the
+            # interpreters' start-up and imports run while the backend starts
+            checks.start()
             events = executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
                                            source, health)
             rendered = (yield from _handing_in(events, executor, checks, plan, out_dir, settings.camera_qc)

@@ -8,7 +8,9 @@ multiprocessing's "spawn" either, which imports the caller's main script again a
 run a script without a main guard once more in every worker); the run hands each shot in when
 its files are final and collects the entries in plan order when it writes qc.json. A worker
 gets the run's plan once (as plan.json text) and then only the shot's id, files and fidelity
-samples, as pickles over its stdin; it answers on its stdout.
+samples, as pickles over its stdin; it answers on its stdout. A run starts the workers
+(:meth:`ShotChecks.start`) before it loads its backend, so their interpreters start while the
+backend does, and the first shot finds them ready.
 
 The checks are the same functions either way, so an entry is the same whichever process made
 it: qc.json does not depend on the number of workers, nor on which worker checked which shot.
