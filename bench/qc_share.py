@@ -2,7 +2,7 @@
 
 A script (by default bench/e2e.py's seven previz shots at preview size) is rendered cold (no shot
 cache) through the real pipeline, alternately with QC's sampling set to ``dense`` (the camera
-tracked on every frame pair: the baseline) and ``fast`` (every other frame, dense again only
+tracked on every frame pair: the baseline) and ``fast`` (every third frame, dense again only
 where the verdict is close: daotai.qc.sampling), ``--repeat`` times each. For each run it prints
 QC seconds (the wait after assembly: shots are checked by worker processes while later shots
 render), QC's share of the total, the total, and the CPU seconds of the child processes (QC

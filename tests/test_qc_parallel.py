@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from daotai.pipeline import Finished, PipelineSettings, run
+from daotai.plan.model import Plan
 from daotai.plan.planner import plan_script
 from daotai.qc import checks
-from daotai.qc.parallel import ShotChecks
+from daotai.qc.parallel import ShotChecks, seconds_before
 from daotai.render.base import Progress
 from daotai.retakes import TakePolicy
 from daotai.script.load import validate_script
@@ -70,6 +71,46 @@ def test_checks_run_here_without_workers_and_after_a_cancel(tmp_path):
     pool.submit("twice", _double, (4,))
     assert pool.result("twice") == 8  # a worker cannot import this test module: the work is done here
     pool.close(cancel=True)
+
+
+OFFICE = Path(__file__).resolve().parents[1] / "examples" / "office.json"
+
+
+@pytest.mark.slow
+def test_shots_are_checked_while_later_shots_render(tmp_path):
+    """The example office scene (four shots) rendered with two QC workers: the first shots are
+    checked while the last ones render. A hand-in that read the executor's list of finished shots
+    before the render replaced it checked nothing until the whole render was done (0 s beside it)."""
+    data = json.loads(OFFICE.read_text(encoding="utf-8"))
+    data["size"] = "320x180"
+    plan = plan_script(validate_script(data))
+    events = list(run(plan, tmp_path / "out", PipelineSettings(qc_workers=2)))
+    assert isinstance(events[-1], Finished)
+    timings = events[-1].result.timings
+    # the first shots' checks (about a second each here) overlap the last shots' render
+    assert timings["qc_beside_render_s"] > 0.0, timings
+    assert timings["qc_beside_render_s"] <= timings["render_and_encode_s"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["timings_s"]["qc_beside_render_s"] == pytest.approx(timings["qc_beside_render_s"], abs=1e-3)
+
+
+def test_workers_start_before_the_first_job_and_say_when_each_job_ran(tmp_path):
+    plan = plan_script(validate_script(SCRIPT))
+    with ShotChecks(plan, workers=1, preload=()) as pool:
+        pool.start()
+        assert len(pool._pool) == 1 and pool._pool[0].process.poll() is None  # running, no job yet
+        pool.submit("shot:s1", _first_shot, (3,))
+        assert pool.result("shot:s1") == "s1s1s1"
+        began, ended = pool.spans["shot:s1"]
+        assert began <= ended
+    assert seconds_before(pool.spans, began) == 0.0
+    assert seconds_before(pool.spans, ended) == pytest.approx(ended - began)
+    assert seconds_before(pool.spans, ended, "sequence") == 0.0
+    assert seconds_before({"shot:a": (1.0, 3.0), "shot:b": (2.0, 5.0), "sequence": (0.0, 9.0)}, 4.0, "shot:") == 4.0
+
+
+def _first_shot(plan: Plan, times: int) -> str:
+    return plan.shots[0].shot_id * times
 
 
 def _double(plan, value):

@@ -1157,17 +1157,22 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     checks = ShotChecks(plan, settings.qc_workers if len(todo) > 1 else 0)
     try:
         try:
+            # the workers start before the executor loads its backend (at its first event), so the
+            # interpreters' start-up and imports run while the backend starts
+            checks.start()
             events = executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
                                            source, health)
             rendered = (yield from _handing_in(events, executor, checks, plan, out_dir, settings.camera_qc)
                         if soundtrack is None else events) if todo else []
+            render_ended = time.monotonic()
         except BaseException:
             if cache is not None:  # the shots finished so far make the next render cheaper
                 trace.cached = keep_finished_shots(plan, layout, getattr(executor, "finished", []), soundtrack,
                                                    settings.backend, cache, keys)
             raise
         result = yield from _after_render(plan, out_dir, settings, ctx, layout, enc, trace, soundtrack, cache, keys,
-                                          reused, rendered, todo, checks, timings, run_started, plan_text, source)
+                                          reused, rendered, todo, checks, timings, run_started, plan_text, source,
+                                          render_ended)
     except BaseException:
         checks.close(cancel=True)
         raise
@@ -1177,32 +1182,44 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
 
 def _handing_in(events: Generator[Event, None, list], executor: Any, checks: Any, plan: Plan, out_dir: Path,
                 camera: bool) -> Generator[Event, None, list]:
-    """The executor's events, handing each shot it finishes (``executor.finished``) to ``checks``."""
+    """The executor's events, handing each shot it finishes (``executor.finished``) to ``checks``
+    at the executor's next event (the next shot's first), so a shot is checked while later ones render.
+
+    ``executor.finished`` is read again at every event: an executor makes a new list when its
+    render starts (LocalExecutor does), so a list read before the first event would stay empty
+    and every shot would wait for the end of the render to be checked."""
     from daotai.qc.report import hand_in_shot
 
-    finished: list[ShotRecord] = getattr(executor, "finished", None)
     shots = {shot.shot_id: shot for shot in plan.shots}
     handed = 0
+
+    def hand_in() -> None:
+        nonlocal handed
+        finished: list[ShotRecord] = getattr(executor, "finished", None) or []
+        for record in finished[handed:]:
+            hand_in_shot(checks, plan, shots[record.shot_id], record, out_dir, camera)
+        handed = max(handed, len(finished))
+
     while True:
         try:
             event = next(events)
         except StopIteration as stop:
+            hand_in()
             return stop.value
-        if finished is None:
-            finished = getattr(executor, "finished", None)
-        while finished is not None and handed < len(finished):
-            record = finished[handed]
-            hand_in_shot(checks, plan, shots[record.shot_id], record, out_dir, camera)
-            handed += 1
+        hand_in()
         yield event
 
 
 def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext, layout: RenderLayout,
                   enc: EncodeSettings, trace: RunTrace, soundtrack: np.ndarray | None, cache: Any, keys: dict[str, str],
                   reused: dict[str, ShotRecord], rendered: list, todo: tuple, checks: Any, timings: dict[str, float],
-                  run_started: float, plan_text: str, source: Path | None) -> Generator[Event, None, RunResult]:
-    """The run after its shots are rendered: assemble, (enhance), check, deliver; returns the RunResult."""
+                  run_started: float, plan_text: str, source: Path | None,
+                  render_ended: float) -> Generator[Event, None, RunResult]:
+    """The run after its shots are rendered: assemble, (enhance), check, deliver; returns the RunResult.
+
+    ``render_ended``: when the executor returned, on time.monotonic() (the clock of ``checks.spans``)."""
     from daotai.files import atomic_write_text
+    from daotai.qc.parallel import seconds_before
     from daotai.qc.report import hand_in_shot
 
     by_id = {record.shot_id: record for record in rendered}
@@ -1256,6 +1273,8 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
     # shots reused from the cache keep their stored qc entries: only the rest (and the sequence) are checked
     report = yield from check_render_reusing(plan, out_dir, records, cache, settings.camera_qc, layout, checks)
     timings["qc_s"] = time.perf_counter() - tick
+    # shot checking the render hid: done by the workers while later shots still rendered
+    timings["qc_beside_render_s"] = seconds_before(checks.spans, render_ended, "shot:")
 
     trace.stage = "deliver"
     tick = time.perf_counter()

@@ -8,7 +8,9 @@ multiprocessing's "spawn" either, which imports the caller's main script again a
 run a script without a main guard once more in every worker); the run hands each shot in when
 its files are final and collects the entries in plan order when it writes qc.json. A worker
 gets the run's plan once (as plan.json text) and then only the shot's id, files and fidelity
-samples, as pickles over its stdin; it answers on its stdout.
+samples, as pickles over its stdin; it answers on its stdout. A run starts the workers
+(:meth:`ShotChecks.start`) before it loads its backend, so their interpreters start while the
+backend does, and the first shot finds them ready.
 
 The checks are the same functions either way, so an entry is the same whichever process made
 it: qc.json does not depend on the number of workers, nor on which worker checked which shot.
@@ -26,6 +28,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
@@ -64,8 +67,9 @@ def _receive(stream: BinaryIO) -> Any:
 
 def worker_main() -> None:
     """A worker's loop: read the plan, then (function, args) jobs until stdin closes; answer each
-    with ("ok", entry) or ("error", text). Stray output of libraries goes to stderr, never into
-    the answers."""
+    with ("ok", entry, began, ended) or ("error", text, began, ended), the job's start and end on
+    time.monotonic() (one clock for every process of the machine). Stray output of libraries goes
+    to stderr, never into the answers."""
     from daotai.plan.planner import plan_from_json
 
     jobs = os.fdopen(os.dup(0), "rb")
@@ -81,22 +85,25 @@ def worker_main() -> None:
             function, args = _receive(jobs)
         except EOFError:
             return
+        began = time.monotonic()
         try:
-            answer = ("ok", function(plan, *args))
+            answer: tuple[str, Any] = ("ok", function(plan, *args))
         except Exception as exc:  # noqa: BLE001  (told to the parent, which checks the shot itself)
             answer = ("error", f"{type(exc).__name__}: {exc}")
-        _send(answers, answer)
+        _send(answers, (*answer, began, time.monotonic()))
 
 
 class _Worker:
     """One worker process and the thread that feeds it jobs from the shared queue."""
 
-    def __init__(self, plan_text: str, preload: tuple[str, ...], jobs: queue.Queue):
+    def __init__(self, plan_text: str, preload: tuple[str, ...], jobs: queue.Queue,
+                 spans: dict[str, tuple[float, float]]):
         path = [entry for entry in sys.path if entry]
         code = f"import sys\nsys.path[:] = {path!r}\nfrom daotai.qc.parallel import worker_main\nworker_main()"
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE)
         self._jobs = jobs
+        self._spans = spans
         _send(self.process.stdin, plan_text)
         _send(self.process.stdin, preload)
         self._thread = threading.Thread(target=self._serve, name="daotai-qc-worker", daemon=True)
@@ -108,7 +115,7 @@ class _Worker:
             job = self._jobs.get()
             if job is None:
                 break
-            future, function, args = job
+            key, future, function, args = job
             if not future.set_running_or_notify_cancel():
                 continue
             if gone is not None:  # the process died: the caller checks this shot itself
@@ -116,11 +123,12 @@ class _Worker:
                 continue
             try:
                 _send(self.process.stdin, (function, args))
-                status, value = _receive(self.process.stdout)
+                status, value, began, ended = _receive(self.process.stdout)
             except (OSError, EOFError, pickle.PickleError) as exc:
                 gone = exc
                 future.set_exception(exc)
                 continue
+            self._spans[key] = (began, ended)
             if status == "ok":
                 future.set_result(value)
             else:
@@ -147,8 +155,9 @@ class ShotChecks:
     :meth:`submit` hands in ``function(plan, *args)`` (a module-level function, as it is pickled
     by name) under a key and returns at once; :meth:`result` waits for it (running it here when
     no worker could). daotai.qc.report hands shots and the sequence in (:func:`hand_in_shot`).
-    Close it (or use it as a context manager) to stop the workers; ``close(cancel=True)`` stops
-    them at once.
+    The workers start at :meth:`start`, or at the first job. Close it (or use it as a context
+    manager) to stop the workers; ``close(cancel=True)`` stops them at once. ``spans`` holds when
+    each job ran, by key: (began, ended) on time.monotonic().
     """
 
     def __init__(self, plan: Plan, workers: int | None = None, preload: tuple[str, ...] = ("daotai.qc.report",)):
@@ -159,15 +168,20 @@ class ShotChecks:
         self._queue: queue.Queue = queue.Queue()
         self._pool: list[_Worker] = []
         self._plan_text: str | None = None
+        self.spans: dict[str, tuple[float, float]] = {}
 
-    def _start(self) -> None:
-        """Start the workers at the first job (a run with every shot reused starts none)."""
+    def start(self) -> None:
+        """Start the workers now (once; none when ``workers`` is 0): a run calls it before loading
+        its backend, so the workers' start-up overlaps the backend's. Without it they start at
+        the first job (a run with every shot reused starts none)."""
+        if not self.workers or self._plan_text is not None:
+            return
         from daotai.plan.planner import plan_to_json
 
         self._plan_text = plan_to_json(self.plan)
         try:
             for _ in range(self.workers):
-                self._pool.append(_Worker(self._plan_text, self._preload, self._queue))
+                self._pool.append(_Worker(self._plan_text, self._preload, self._queue, self.spans))
         except OSError:
             self.workers = len(self._pool)  # those that started serve; none: everything is checked here
 
@@ -180,11 +194,10 @@ class ShotChecks:
     def submit(self, key: str, function, args: tuple[Any, ...]) -> None:
         """Hand in ``function(plan, *args)`` under ``key`` (its files final: nothing changes them afterwards)."""
         future = None
-        if self.workers and self._plan_text is None:
-            self._start()
+        self.start()
         if self._pool:
             future = Future()
-            self._queue.put((future, function, args))
+            self._queue.put((key, future, function, args))
         self._jobs[key] = (future, function, args)
 
     def has(self, key: str) -> bool:
@@ -198,7 +211,11 @@ class ShotChecks:
                 return future.result()
             except Exception:  # noqa: BLE001  (a worker's failure is run again here: its own error, if any, recurs)
                 pass
-        return function(self.plan, *args)
+        began = time.monotonic()
+        try:
+            return function(self.plan, *args)
+        finally:
+            self.spans[key] = (began, time.monotonic())
 
     def close(self, cancel: bool = False) -> None:
         """Stop the workers once the work handed in is done; ``cancel``: stop them now."""
@@ -219,3 +236,9 @@ class ShotChecks:
             except subprocess.TimeoutExpired:
                 worker.stop(kill=True)
                 worker.process.wait()
+
+
+def seconds_before(spans: dict[str, tuple[float, float]], until: float, prefix: str = "") -> float:
+    """Seconds of the jobs keyed ``prefix``... in ``spans`` ((began, ended) on time.monotonic())
+    that ran before ``until`` (on the same clock): checking done while the render still ran."""
+    return sum(max(0.0, min(ended, until) - began) for key, (began, ended) in spans.items() if key.startswith(prefix))

@@ -1,10 +1,12 @@
 """How densely QC samples a shot's frames: sparse first, dense only where the verdict is close.
 
 The camera-adherence check (daotai.qc.camera.check_camera) used to track every neighbouring
-frame pair; it was most of a previz render's QC time. Tracking every other frame (pairs (0, 2),
-(2, 4), ...) costs about half as much and sees the same move. A sparse result decides the shot only when it passes with room to spare on every rule
-the check applies; anywhere near a threshold, or failing, the shot is checked again densely, so
-a failure (and every borderline pass) is exactly the verdict the dense check gives.
+frame pair; it was most of a previz render's QC time. Tracking every third frame (pairs (0, 3),
+(3, 6), ...) costs about a third as much and sees the same move. A sparse result decides the
+shot only when at least two thirds of its pairs were tracked and it passes with room to spare on
+every rule the check applies; anywhere near a threshold, failing, or tracked too thinly, the shot
+is checked again densely, so a failure (and every borderline pass) is exactly the verdict the
+dense check gives.
 
 Why the margins hold: the per-frame errors and fits a sparse pass reports are pair values
 divided by the stride. A pair's tracking noise does not grow with the step, so noise reads
@@ -27,6 +29,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -53,7 +56,7 @@ class QcSampling:
 
 
 DENSE = QcSampling("dense", camera_stride=1)
-FAST = QcSampling("fast", camera_stride=2)
+FAST = QcSampling("fast", camera_stride=3)
 SAMPLINGS: dict[str, QcSampling] = {s.name: s for s in (DENSE, FAST)}
 
 # A component's total is the sum of its per-pair similarities, and how the steps compose depends on
@@ -64,8 +67,9 @@ SAMPLINGS: dict[str, QcSampling] = {s.name: s for s in (DENSE, FAST)}
 # still) when that deviation exceeds the significance threshold. A sparse deviation under this
 # share of the threshold is clear.
 DEVIATION_SHARE = 0.5
-# Fewer evaluated pairs than this share (the rest had too little texture): dense.
-MIN_COVERAGE = 0.5
+# Fewer evaluated pairs than this share (the rest had too little texture): dense. A stride-3 pass
+# of a 2 s shot has 15 pairs; with half of them skipped its totals would rest on 7.
+MIN_COVERAGE = Fraction(2, 3)
 
 
 def sampling_named(name: str) -> QcSampling:

@@ -409,6 +409,7 @@ class HeldBackendExecutor:
 
     def __init__(self) -> None:
         self._held: tuple[str, object] | None = None  # (identity, backend)
+        self.finished: list = []  # the job's shots done so far: the run hands each to QC as it lands
 
     @staticmethod
     def identity(settings) -> str:
@@ -446,7 +447,8 @@ class HeldBackendExecutor:
         from daotai.encode.procsink import EncoderPool
         from daotai.pipeline import ShotRecord, render_shot, use_encoder_processes
 
-        records = []
+        records: list = []
+        self.finished = records
         with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
             if encoders is not None:
                 encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
