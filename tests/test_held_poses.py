@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from daotai.plan import blocking
-from daotai.plan.planner import plan_script
+from daotai.plan.planner import LYING_VIEW_DEG, plan_script
 from daotai.plan.staging import yaw_toward
 from daotai.qc.continuity import continuity_report
+from daotai.qc.framing import measure_framing
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states, set_pieces_for_plan
 from daotai.render.previz.meshes import (
@@ -227,3 +228,23 @@ def test_prompts_say_kept_poses_the_shot_does_not_say():
     assert "Mia is kneeling." in explicit.prompt
     plain = _plan({"action": "Mia sits"}, {}).shots[1]
     assert " is " not in plain.prompt  # sitting is written as before: by the action's words only
+
+
+@pytest.mark.parametrize("framing", ["close_up", "medium", "full"])
+def test_a_lying_subject_is_framed_from_their_side_looking_down_and_framing_qc_measures_its_size(framing):
+    plan = _plan({"action": "Mia lies on the bed. 汤姆 kneels", "framing": "wide"}, {"framing": framing},
+                 description="a bedroom")
+    shot = plan.shots[1]
+    mia = _me(shot)
+    cam = np.array(shot.cameras[0].cam_to_world).reshape(4, 4)
+    view = -cam[:3, 2]  # (3,) the lens's forward axis
+    assert math.degrees(math.asin(-view[1])) == pytest.approx(LYING_VIEW_DEG, abs=0.5)  # looks down at her
+    feet = math.radians(mia.facing + mia.pose_dir)
+    along = abs(view[0] * math.sin(feet) + view[2] * math.cos(feet)) / math.hypot(view[0], view[2])
+    assert along < 0.05  # square to the body: all of it across the frame
+    head = np.array([mia.position[0], mia.rest_height + blocking.LIE_HEAD_SHARE * 1.75, mia.position[1]])
+    assert math.dist(cam[:3, 3], head) == pytest.approx(shot.subject_distance, rel=0.1)
+    frame = _render(plan, 1, 0)
+    entry = measure_framing(plan, shot, frame.masks, frame.depth)
+    assert entry["ok"], entry["problems"]
+    assert entry["method"] == "mask_depth"  # a lying body's mask height says nothing of its size

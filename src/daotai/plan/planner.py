@@ -329,8 +329,9 @@ def _character_frames(
         tracks[char_id] = track
         stage.position[char_id] = (float(track["x"][-1]), float(track["z"][-1]))
         stage.facing[char_id] = float(track["facing"][-1])
-    placing = {c: _pose_place(intent.poses.get(c), (float(tracks[c]["x"][-1]), float(tracks[c]["z"][-1])),
-                              float(tracks[c]["facing"][-1]), intent.on.get(c), props or []) for c in present}
+    ends = {c: (float(tracks[c]["x"][-1]), float(tracks[c]["z"][-1])) for c in present}
+    placing = {c: _pose_place(intent.poses.get(c), ends[c], float(tracks[c]["facing"][-1]), intent.on.get(c),
+                              props or [], [xz for other, xz in ends.items() if other != c]) for c in present}
     frames = []
     for i in range(n_frames):
         people = []
@@ -389,10 +390,10 @@ def _held_pose_sentence(people: tuple[CharacterFrame, ...], shot: Shot, present:
 
 
 def _pose_place(pose: str | None, xz: tuple[float, float], facing: float, on: str | None,
-                props: list[prop_words.PlacedProp]) -> tuple[float, float, str | None]:
+                props: list[prop_words.PlacedProp], others: list[tuple[float, float]]) -> tuple[float, float, str | None]:
     """(pose_dir degrees from the facing, rest height m, the prop type it is on) of a held pose: a lean
     toward the prop it leans on (``on``: the type the words name), a lying body along what it lies on
-    (on the floor: across the way they faced); (0, 0, None) otherwise."""
+    (on the floor: across the audience's view, feet away from ``others``); (0, 0, None) otherwise."""
     if pose == "lean":
         target = prop_words.lean_target(xz, on, props)
         if target is None or math.dist(target.xz, xz) < 1e-6:
@@ -400,7 +401,7 @@ def _pose_place(pose: str | None, xz: tuple[float, float], facing: float, on: st
         return _r(_wrap(yaw_toward(xz, target.xz) - facing)), 0.0, target.type
     if pose == "lie":
         height, axis, kind = prop_words.lie_surface(xz, props)
-        axis = prop_words.feet_yaw(facing) if axis is None else axis
+        axis = prop_words.feet_yaw(xz, others) if axis is None else axis
         return _r(_wrap(axis - facing)), _r(height), kind
     return 0.0, 0.0, None
 
@@ -914,8 +915,10 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
         if drop > 0.0:  # seated people are framed at their seated height, from above the table they sit at
             floor = _table_floor(props, character_frames[framed_at],
                                  float(np.asarray(placement.cam_to_world)[1, 3]))
-            floor = max(floor, _lying_lens_floor(character_frames[framed_at][present.index(subject)]))
             placement = headroom.shifted(placement, np.array([0.0, -drop, 0.0]), _roll(shot), floor)
+            lier = character_frames[framed_at][present.index(subject)]
+            if _lies(lier):
+                placement = _beside_lying(placement, lier.facing + lier.pose_dir, LYING_VIEW_DEG, _roll(shot))
         place = _camera_place(shot, index, framing, bodies)
         if framing in VIEWPOINT_FRAMINGS and place.aim is not None:
             place = dataclasses.replace(place, aim=None)  # the viewpoint already looks at the camera's aim
@@ -933,7 +936,8 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
             camera_spec = shot.camera.model_copy(update={"fov": fov})
         if framing in headroom.SINGLE_SIZES and place.aim is None:
             me = character_frames[framed_at][present.index(subject)]
-            placement = _with_lead_room(placement, me.facing, fov, width / height, _roll(shot))
+            if not _lies(me):  # lying face up, they look at the ceiling: no side of the frame is ahead of them
+                placement = _with_lead_room(placement, me.facing, fov, width / height, _roll(shot))
         if framing not in ("over_the_shoulder", *VIEWPOINT_FRAMINGS) and not _place_given(shot):
             hidden = hidden_by(placement, bodies[subject], others)
             if hidden:
@@ -1053,15 +1057,33 @@ def _head_share(person: CharacterFrame, height: float) -> float:
     return blocking.head_drop_share(person.pose, person.walking, person.pose_weight, person.rest_height / height)
 
 
-LYING_LENS_ABOVE_M = 0.8  # a lens lowered for someone lying stays this far above what they lie on, looking down
+# A lens framing someone lying down stands at their side and looks down at them from this far above
+# level, the same distance from the head: over the edge of the bed or sofa, not along its top.
+LYING_VIEW_DEG = 35.0
 
 
-def _lying_lens_floor(person: CharacterFrame) -> float:
-    """The lowest a lens framing someone lying down may go (m), so it looks down at them over the bed's
-    or sofa's edge rather than into it; 0 for anyone else."""
-    if blocking.body_posture(person.pose, person.walking, person.pose_weight) != "lie":
-        return 0.0
-    return person.rest_height + LYING_LENS_ABOVE_M
+def _lies(person: CharacterFrame) -> bool:
+    """Whether a character frame shows someone lying down (more than halfway)."""
+    return blocking.body_posture(person.pose, person.walking, person.pose_weight) == "lie"
+
+
+def _beside_lying(placement, feet_deg: float, elevation_deg: float, roll: float):
+    """``placement`` with its lens swung about the aim, the same distance off, to the side of a body
+    lying with its feet toward ``feet_deg`` (the side the lens was on) and up until it looks down at
+    ``elevation_deg``: the whole body across the frame, the face the right way up, not seen from the crown."""
+    eye = np.asarray(placement.cam_to_world, np.float64)[:3, 3]
+    aim = np.asarray(placement.aim_point, np.float64)
+    offset = eye - aim  # (3,) m
+    distance = float(np.linalg.norm(offset))
+    if distance < 1e-6:
+        return placement
+    feet = math.radians(feet_deg)
+    across = np.array([math.cos(feet), 0.0, -math.sin(feet)])  # (3,) level, square to the body
+    if float(across @ offset) < 0.0:
+        across = -across
+    e = math.radians(max(elevation_deg, math.degrees(math.asin(max(-1.0, min(1.0, offset[1] / distance))))))
+    eye = aim + distance * (math.cos(e) * across + np.array([0.0, math.sin(e), 0.0]))
+    return type(placement)(cam.make_pose(cam.look_at(eye, aim, roll_deg=roll), eye), placement.aim_point, distance)
 
 
 def _seated_drop(framing: str, subject: str, present: tuple[str, ...], people: tuple[CharacterFrame, ...],

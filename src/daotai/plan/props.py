@@ -245,7 +245,8 @@ def place(mention: PropMention, bodies: Mapping[str, Body], arrivals: Mapping[st
         if kind in TABLE_LIKE:
             relation = "between" if len(everyone) >= 2 else "in_front"
         elif kind in LIE_ON and mention.liers:
-            return under_lier(kind, bodies[mention.liers[0]])
+            lier = bodies[mention.liers[0]]
+            return under_lier(kind, lier, [b.xz for b in everyone if b is not lier])
         elif kind in SEATING_PROPS and mention.sitters:
             sitter = bodies[mention.sitters[0]]
             return PlacedProp(kind, sitter.xz, sitter.facing)
@@ -291,22 +292,25 @@ LIE_ON_REACH_M = 0.3  # someone lying whose head is within this of a bed's (sofa
 LEAN_REACH_M = 2.0  # a lean goes toward a prop this near (m, centre to centre), else forward
 
 
-def feet_yaw(facing: float) -> float:
-    """Which way (yaw, degrees) a body lying down points its feet: across the way it faced (a camera in
-    front of it, as a single's is, sees the whole body across the frame), to the side away from the
-    audience (the default cameras see the head nearest); to its left where neither side is."""
-    left, right = facing + 90.0, facing - 90.0
-    away = -(math.sin(math.radians(left)) * AUDIENCE[0] + math.cos(math.radians(left)) * AUDIENCE[1])
-    return right if away < -1e-6 else left
+def feet_yaw(xz: tuple[float, float], others: list[tuple[float, float]]) -> float:
+    """Which way (yaw, degrees) a body lying with its head at ``xz`` points its feet: across the view
+    from the audience side (the cameras on that side of the line see the whole body), away from the
+    others (they are at the head, not under the feet); alone, toward +x."""
+    across = np.array([AUDIENCE[1], -AUDIENCE[0]])  # (2,) the audience direction turned a quarter
+    if others and float((np.array(xz) - np.mean(np.array(others), axis=0)) @ across) < 0.0:
+        across = -across
+    return yaw_toward((0.0, 0.0), (float(across[0]), float(across[1])))
 
 
-def under_lier(kind: str, body: Body) -> PlacedProp:
+def under_lier(kind: str, body: Body, others: list[tuple[float, float]]) -> PlacedProp:
     """A bed, sofa or bench under someone lying down: the head (at ``body.xz``) at one end of its long
-    side, the feet along :func:`feet_yaw`, a sofa's back behind them, a bed's headboard behind the head."""
-    feet = feet_yaw(body.facing)
+    side, the feet along :func:`feet_yaw`, a bed's headboard behind the head, a sofa's back away from
+    the audience."""
+    feet = feet_yaw(body.xz, others)
     xz = np.array(body.xz) + np.array([math.sin(math.radians(feet)), math.cos(math.radians(feet))]) * LIE_ON[kind][1]
     # a bed's long side is its local z (the headboard at -z), a sofa's and a bench's local x (the back at -z)
-    return PlacedProp(kind, (float(xz[0]), float(xz[1])), feet if kind == "bed" else body.facing)
+    facing = feet if kind == "bed" else yaw_toward((0.0, 0.0), AUDIENCE)
+    return PlacedProp(kind, (float(xz[0]), float(xz[1])), facing)
 
 
 def lie_surface(xz: tuple[float, float], props: list[PlacedProp]) -> tuple[float, float | None, str | None]:
