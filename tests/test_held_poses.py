@@ -58,6 +58,8 @@ def _me(shot, frame=0, who="mia"):
     ("Mia is on her knees", {"mia": "kneel"}),
     ("she lies to him", {}),  # a lie told is no pose
     ("汤姆靠近Mia", {}),  # 靠近 comes near, it does not lean
+    ("Mia走进卧室", {}),  # 卧室 is a bedroom, nobody lies in the word
+    ("Mia仰卧在沙发上", {"mia": "lie"}),
 ])
 def test_lean_lie_and_kneel_are_read_for_everyone_the_sentence_names(text, postures):
     said = blocking.postures_said(text, ("mia", "tom"), NAMES, "mia")

@@ -474,14 +474,14 @@ STAND_UP_WORDS: tuple[str, ...] = ("stands up", "stand up", "standing up", "gets
                                    "起身")
 # Held poses of the body besides sitting, English as whole words or phrases, Chinese as written.
 # "lie" needs a word of where or how ("lies on", "lies down"), so "she lies to him" is no pose;
-# 靠 only as 靠着/靠在 (靠近 is "comes near").
+# 靠 only as 靠着/靠在 (靠近 is "comes near"), 卧 only as 卧在/卧着/仰卧/侧卧 (卧室 is a bedroom).
 HELD_POSE_WORDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "lean": ("lean", "leans", "leaning", "leaned", "leant", "lean on", "leans on", "leaning on", "leans against",
                  "leaning against", "靠着", "靠在", "倚着", "倚在", "斜靠", "倚"),
         "lie": ("lies on", "lie on", "lying on", "lay on", "lies in", "lie in", "lying in", "lies down", "lie down",
                 "lying down", "lay down", "lies back", "lying back", "lies flat", "lying flat", "lies across",
-                "lying across", "stretches out on", "躺", "卧", "睡在"),
+                "lying across", "stretches out on", "躺", "卧在", "卧着", "仰卧", "侧卧", "睡在"),
         "kneel": ("kneel", "kneels", "kneeling", "knelt", "kneeled", "on his knees", "on her knees", "on their knees",
                   "on one knee", "跪"),
     }
