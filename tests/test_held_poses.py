@@ -250,3 +250,10 @@ def test_a_lying_subject_is_framed_from_their_side_looking_down_and_framing_qc_m
     entry = measure_framing(plan, shot, frame.masks, frame.depth)
     assert entry["ok"], entry["problems"]
     assert entry["method"] == "mask_depth"  # a lying body's mask height says nothing of its size
+
+
+def test_a_bed_the_scene_names_stands_under_whoever_a_shot_lays_on_it():
+    plan = _plan({"framing": "wide"}, {"action": "Mia lies down on the bed", "framing": "wide"},
+                 description="a bedroom with a bed")
+    mia = _me(plan.shots[1])
+    assert mia.pose == "lie" and mia.rest_height == 0.5  # on the bed, not on the floor beside it

@@ -191,7 +191,8 @@ def _relation(sentence: str, at: int) -> str:
 
 def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: Mapping[str, str],
              subjects: Mapping[int, str | None]) -> list[PropMention]:
-    """Every prop the texts name, one per type: the first mention that says where, else the first.
+    """Every prop the texts name, one per type: the first mention that says where, else the first; a
+    bed, sofa or bench someone lies on ("lies on the bed", no place word) stands under them.
 
     ``texts``: (source, text) pairs, -1 for the scene's description, else a shot's index;
     ``subjects``: each source's subject (whom a pronoun or a lone verb means).
@@ -214,8 +215,9 @@ def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: M
                 anchors = named or ((subject,) if subject is not None and relation in ("behind", "in_front", "beside",
                                                                                       "walk_target") else ())
                 mention = PropMention(kind, relation, anchors, source, sat, lay if kind in LIE_ON else ())
-                if kind not in chosen or (chosen[kind].relation == "default" and relation != "default"):
-                    chosen[kind] = mention
+                if kind not in chosen or (chosen[kind].relation == "default" and relation != "default") or (
+                        mention.liers and not chosen[kind].liers and relation == "default"):
+                    chosen[kind] = mention  # lying on it says where it is: under them
     return list(chosen.values())
 
 
