@@ -445,9 +445,10 @@ POINTING = Pose(shoulder=(0.0, math.radians(84.0)), elbow=(ELBOW_REST_RAD, math.
 # Kneeling on both knees: thighs upright, shins flat on the ground behind, hands near the thighs (the
 # root sinks by the shin's length: daotai.plan.blocking.KNEEL_DROP_SHARE).
 KNEELING = Pose(hip=(0.0, 0.0), knee=(math.pi / 2, math.pi / 2), shoulder=(0.15, 0.15), elbow=(0.45, 0.45))
-# Holding something: the right upper arm forward, the forearm about level, the thing at the hand.
-HOLD_SHOULDER_RAD = 0.55
-HOLD_ELBOW_RAD = 1.0
+# Holding something: the right upper arm forward, the forearm a little above level, the thing at the
+# hand in front of the chest (about 1.2 m up on a 1.75 m figure, 0.45 m ahead).
+HOLD_SHOULDER_RAD = 0.7
+HOLD_ELBOW_RAD = 1.1
 LEAN_TILT_RAD = math.radians(12.0)  # daotai.plan.blocking.LEAN_TILT_DEG
 # A lying body rests on its back: the back of the chest (CHEST_RINGS' depth) on what it lies on.
 LIE_BACK = 0.066
