@@ -198,10 +198,25 @@ def test_continuity_flags_an_unexplained_change_of_held_pose_and_of_hand():
     assert any("Mia kneels at the cut (shots[1].pose)" in w for w in plan.shots[1].warnings)
     said = _plan({"action": "Mia lies on the floor"}, {"pose": "kneel", "action": "Mia kneels"})
     assert continuity_report(said) == {}
-    hand = _plan({"action": "Mia holds a cup"}, {"pose": "hold"})
-    assert continuity_report(hand) == {
-        "s1": ["Mia holds a cup at the end of s0 and holds an object at the start of s1 with no action saying so"]}
-    assert continuity_report(_plan({"action": "Mia holds a cup"}, {"pose": "hold", "action": "Mia holds a phone"})) == {}
+    kept = _plan({"action": "Mia holds a cup"}, {"pose": "hold"}, {"pose": "hold", "subject": "tom"})
+    assert [_me(s).held for s in kept.shots] == ["cup", "cup", "cup"]  # `pose: hold` holds what she holds
+    assert _me(kept.shots[2], who="tom").held == "object"  # ... and something, for someone empty-handed
+    assert continuity_report(kept) == {"s2": [
+        "汤姆 has empty hands at the end of s1 and holds an object at the start of s2 with no action saying so"]}
+    assert any("汤姆 has something in hand at the cut (shots[2].pose 'hold')" in w for w in kept.shots[2].warnings)
+    assert not any("in hand" in w for w in kept.shots[1].warnings)
+    # a plan edited by hand: the cup is gone at the cut with no action saying so
+    frames = kept.shots[1].character_frames
+    emptied = tuple(tuple(p.model_copy(update={"held": None}) if p.id == "mia" else p for p in f) for f in frames)
+    edited = kept.model_copy(update={"shots": (kept.shots[0], kept.shots[1].model_copy(
+        update={"character_frames": emptied}), kept.shots[2])})
+    assert continuity_report(edited) == {
+        "s1": ["Mia holds a cup at the end of s0 and has empty hands at the start of s1 with no action saying so"],
+        "s2": ["Mia has empty hands at the end of s1 and holds a cup at the start of s2 with no action saying so",
+               "汤姆 has empty hands at the end of s1 and holds an object at the start of s2 with no action saying so"]}
+    said = kept.model_copy(update={"shots": (kept.shots[0], kept.shots[1].model_copy(
+        update={"character_frames": emptied, "action": "Mia puts down the cup"}), kept.shots[2])})
+    assert "s1" not in continuity_report(said)
 
 
 def test_a_walk_stands_a_kneeler_up_with_a_notice():

@@ -231,6 +231,7 @@ class _Stage:
         self.held: dict[str, str | None] = {c.id: None for c in script.characters}
         # the prop type a lean or a lying body of the last shot is on (None: nothing, the floor)
         self.on: dict[str, str | None] = {c.id: None for c in script.characters}
+        self.seen: set[str] = set()  # characters some shot so far has shown
         # characters whose facing nothing has set yet (no `facing` in the script, no walk so far):
         # two of them in a scene or a shot face each other, as people in a dialogue do
         self.auto_facing = {c.id for c in script.characters if "facing" not in c.model_fields_set}
@@ -374,6 +375,7 @@ def _character_frames(
         stage.posture[person.id] = blocking.body_posture(person.pose, person.walking, person.pose_weight)
         stage.held[person.id] = person.held
         stage.on[person.id] = placing[person.id][2] if person.pose in ("lean", "lie") else None
+        stage.seen.add(person.id)
     return frames
 
 
@@ -415,7 +417,11 @@ def _carry_postures(intent: Intent, shot: Shot, present: tuple[str, ...], stage:
     said: list[str] = []
     for char_id in present:
         if char_id not in intent.held_said and stage.held.get(char_id) is not None:
-            held.setdefault(char_id, stage.held[char_id])  # still in hand
+            held[char_id] = stage.held[char_id]  # still in hand (`pose: hold` holds what they hold)
+        elif char_id not in intent.held_said and held.get(char_id) is not None and char_id in stage.seen:
+            said.append(f"{names.get(char_id, char_id)} has something in hand at the cut ({where}.pose 'hold') "
+                        "with no action saying so: empty-handed at the end of the last shot; name the thing in "
+                        "the action ('holds a cup')")
     for char_id in present:
         name = names.get(char_id, char_id)
         before = stage.posture.get(char_id)  # the held pose at the end of their last shot, None: standing
@@ -583,8 +589,9 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
         else:
             poses[subject] = shot.pose.value
     in_hand = [c for c, pose in poses.items() if pose == "hold"]
+    said_in_hand = frozenset(held)  # whose hand the words fill or empty
     for char_id in in_hand:
-        del poses[char_id]  # `pose: hold` stands with something in hand: what, if the words name nothing
+        del poses[char_id]  # `pose: hold` stands with something in hand: what they hold, else "object"
         if held.get(char_id) is None:
             held[char_id] = "object"
     if shot.look_at is not None:
@@ -603,7 +610,7 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
         frozenset((subject,)) if shot.pose is not None and subject is not None else frozenset())
     explicit = explicit - frozenset(in_hand)  # a hand's pose leaves the body as it was
     return Intent(poses, look_at, turn_to, change, frozenset(said), explicit & frozenset(present), held,
-                  frozenset(held), on)
+                  said_in_hand, on)
 
 
 def _wrap(deg: float) -> float:
