@@ -31,16 +31,23 @@ class CharacterFrame(PlanModel):
     facing: float = Field(description="degrees about +y; 0 faces +z")
     walk_phase: float = Field(description="radians of the walk cycle; 0 when standing")
     walking: bool
-    pose: str | None = Field(default=None, description="run, sit, talk or point; None: stand, or walk when walking")
+    pose: str | None = Field(default=None, description="run, sit, talk, point, lean, lie, kneel or hold (standing "
+                             "with something in hand); None: stand, or walk when walking")
     pose_phase: float = Field(default=0.0, description="radians of a talking figure's gesture cycle")
     head_turn: float = Field(default=0.0, description="degrees the head turns from the body's facing, + to its left")
     pose_weight: float = Field(default=1.0, description="how far into its pose from standing: 0..1 (sitting down, "
                                "getting up, settling after a walk)")
+    held: str | None = Field(default=None, description="what the right hand holds (cup, phone, book …; "
+                             "daotai.script.vocab.HAND_PROPS), whatever the body does; None: nothing")
+    pose_dir: float = Field(default=0.0, description="degrees from the facing, + to the figure's left: where a lean "
+                            "tilts the body (toward what it leans on), where a lying body's feet point")
+    rest_height: float = Field(default=0.0, description="metres: the top of what a lying body lies on (0: the floor)")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        unused = {"pose": None, "pose_phase": 0.0, "head_turn": 0.0, "pose_weight": 1.0}
+        unused = {"pose": None, "pose_phase": 0.0, "head_turn": 0.0, "pose_weight": 1.0, "held": None,
+                  "pose_dir": 0.0, "rest_height": 0.0}
         return {k: v for k, v in data.items() if not (k in unused and v == unused[k])}
 
 

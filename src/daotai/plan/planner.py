@@ -224,9 +224,14 @@ class _Stage:
         }
         self.facing = {c.id: float(c.facing) for c in script.characters}
         self.heights = {c.id: float(c.height) for c in script.characters}
-        # "sit" while a character is seated at the end of the last shot they were in (else None):
-        # they stay seated until an action, a `pose` or a walk gets them up
+        # "sit", "lean", "lie" or "kneel" while a character holds that pose at the end of the last shot
+        # they were in (else None): they keep it until an action, a `pose` or a walk gets them up
         self.posture: dict[str, str | None] = {c.id: None for c in script.characters}
+        # what each character holds at the end of their last shot: kept until an action puts it down
+        self.held: dict[str, str | None] = {c.id: None for c in script.characters}
+        # the prop type a lean or a lying body of the last shot is on (None: nothing, the floor)
+        self.on: dict[str, str | None] = {c.id: None for c in script.characters}
+        self.seen: set[str] = set()  # characters some shot so far has shown
         # characters whose facing nothing has set yet (no `facing` in the script, no walk so far):
         # two of them in a scene or a shot face each other, as people in a dialogue do
         self.auto_facing = {c.id for c in script.characters if "facing" not in c.model_fields_set}
@@ -259,13 +264,15 @@ def _character_frames(
     shot: Shot, present: tuple[str, ...], stage: _Stage, n_frames: int, fps: float,
     subject: str | None = None, names: dict[str, str] | None = None, where: str = "shots[0]",
     problems: list[Issue] | None = None, notices: list[str] | None = None,
+    props: list[prop_words.PlacedProp] | None = None,
 ) -> list[tuple[CharacterFrame, ...]]:
     """Per-frame position/facing/walk phase/pose of every present character; updates the stage.
 
     A character seated at the end of their last shot is still seated (continuity) unless this
     shot's action, `pose` or blocking says otherwise; a break the plan had to make (a walk from
     the seat no word gets them up for, a `pose` that changes it with no action saying so) is
-    added to ``notices``."""
+    added to ``notices``. Leaning, lying and kneeling carry the same way, and so does a thing held
+    (until an action puts it down); ``props``: what a lean goes toward and a lying body lies on."""
     # Shot time of each frame: the last frame shows the end of the shot, as the camera's
     # easing does (t = i / (n - 1)), so a walk that ends with the shot arrives on screen.
     times = np.linspace(0.0, shot.duration, n_frames) if n_frames > 1 else np.zeros(1)  # (n,) seconds
@@ -323,6 +330,9 @@ def _character_frames(
         tracks[char_id] = track
         stage.position[char_id] = (float(track["x"][-1]), float(track["z"][-1]))
         stage.facing[char_id] = float(track["facing"][-1])
+    ends = {c: (float(tracks[c]["x"][-1]), float(tracks[c]["z"][-1])) for c in present}
+    placing = {c: _pose_place(intent.poses.get(c), ends[c], float(tracks[c]["facing"][-1]), intent.on.get(c),
+                              props or [], [xz for other, xz in ends.items() if other != c]) for c in present}
     frames = []
     for i in range(n_frames):
         people = []
@@ -331,7 +341,10 @@ def _character_frames(
             walking = bool(track["walking"][i])
             held = intent.poses.get(char_id)
             pose = ("run" if track["running"][i] else None) if walking else (
-                held if held in ("sit", "talk", "point") else None)
+                held if held in ("sit", "talk", "point", *blocking.BODY_POSES) else None)
+            thing = intent.held.get(char_id)
+            if pose is None and thing is not None and not walking:
+                pose = "hold"  # standing with something in hand
             weight = 1.0
             if pose is not None and not walking:
                 weight = _pose_weight(float(times[i]), intent.change.get(char_id), arrivals.get(char_id))
@@ -353,52 +366,98 @@ def _character_frames(
                 pose_phase=_r(2.0 * math.pi * TALK_GESTURE_HZ * times[i]) if pose == "talk" else 0.0,
                 head_turn=_r(head),
                 pose_weight=_r(weight),
+                held=thing,
+                pose_dir=placing[char_id][0] if pose in ("lean", "lie") else 0.0,
+                rest_height=placing[char_id][1] if pose == "lie" else 0.0,
             ))
         frames.append(tuple(people))
     for person in frames[-1]:
-        seated = blocking.is_seated(person.pose, person.walking, person.pose_weight)
-        stage.posture[person.id] = "sit" if seated else None
+        stage.posture[person.id] = blocking.body_posture(person.pose, person.walking, person.pose_weight)
+        stage.held[person.id] = person.held
+        stage.on[person.id] = placing[person.id][2] if person.pose in ("lean", "lie") else None
+        stage.seen.add(person.id)
     return frames
+
+
+def _held_pose_sentence(people: tuple[CharacterFrame, ...], shot: Shot, present: tuple[str, ...],
+                        subject: str | None, names: dict[str, str], stage: _Stage) -> str:
+    """The prompt's words for the leans, lying, kneeling and things in hand at the shot's start that its
+    action does not say (kept from an earlier shot, or given by `pose`): a model sees only this shot's words."""
+    said = blocking.postures_said(shot.action, present, names, subject)
+    in_hand = blocking.holds_said(shot.action, present, names, subject)
+    phrases = [prompts.held_pose_words(
+        names.get(p.id, p.id), p.pose if p.id not in said else None, stage.on.get(p.id),
+        p.held if p.id not in in_hand else None) for p in people]
+    return "; ".join(phrase for phrase in phrases if phrase)
+
+
+def _pose_place(pose: str | None, xz: tuple[float, float], facing: float, on: str | None,
+                props: list[prop_words.PlacedProp], others: list[tuple[float, float]]) -> tuple[float, float, str | None]:
+    """(pose_dir degrees from the facing, rest height m, the prop type it is on) of a held pose: a lean
+    toward the prop it leans on (``on``: the type the words name), a lying body along what it lies on
+    (on the floor: across the audience's view, feet away from ``others``); (0, 0, None) otherwise."""
+    if pose == "lean":
+        target = prop_words.lean_target(xz, on, props)
+        if target is None or math.dist(target.xz, xz) < 1e-6:
+            return 0.0, 0.0, None
+        return _r(_wrap(yaw_toward(xz, target.xz) - facing)), 0.0, target.type
+    if pose == "lie":
+        height, axis, kind = prop_words.lie_surface(xz, props)
+        axis = prop_words.feet_yaw(xz, others) if axis is None else axis
+        return _r(_wrap(axis - facing)), _r(height), kind
+    return 0.0, 0.0, None
 
 
 def _carry_postures(intent: Intent, shot: Shot, present: tuple[str, ...], stage: _Stage, names: dict[str, str],
                     where: str, notices: list[str] | None) -> Intent:
-    """The shot's poses with each seated character kept in the seat unless the shot gets them up."""
-    poses, change = dict(intent.poses), dict(intent.change)
+    """The shot's poses with each character who sits, leans, lies or kneels kept so unless the shot gets
+    them up, and what each holds kept in hand unless the shot puts it down."""
+    poses, change, held = dict(intent.poses), dict(intent.change), dict(intent.held)
     walkers = {m.character for m in shot.blocking}
     said: list[str] = []
     for char_id in present:
+        if char_id not in intent.held_said and stage.held.get(char_id) is not None:
+            held[char_id] = stage.held[char_id]  # still in hand (`pose: hold` holds what they hold)
+        elif char_id not in intent.held_said and held.get(char_id) is not None and char_id in stage.seen:
+            said.append(f"{names.get(char_id, char_id)} has something in hand at the cut ({where}.pose 'hold') "
+                        "with no action saying so: empty-handed at the end of the last shot; name the thing in "
+                        "the action ('holds a cup')")
+    for char_id in present:
         name = names.get(char_id, char_id)
-        seated_before = stage.posture.get(char_id) == "sit"
-        if char_id in walkers and poses.get(char_id) == "sit" and change.get(char_id) == "out":
+        before = stage.posture.get(char_id)  # the held pose at the end of their last shot, None: standing
+        if before is not None and change.get(char_id) == "out":
+            poses[char_id] = before  # getting up starts from the pose they were in
+        if char_id in walkers and poses.get(char_id) in blocking.BODY_POSES and change.get(char_id) == "out":
             del poses[char_id], change[char_id]  # gets up and walks: the walk starts from standing
-        if char_id in intent.explicit and seated_before and poses.get(char_id) in ("talk", "point") and \
+        state = blocking.POSE_PHRASES[before][1]
+        if char_id in intent.explicit and before is not None and poses.get(char_id) in ("talk", "point") and \
                 char_id not in intent.said:
-            said.append(f"{name} stays seated ({where}.pose {poses[char_id]!r}): the previz draws that gesture "
+            said.append(f"{name} stays {state} ({where}.pose {poses[char_id]!r}): the previz draws that gesture "
                         "standing only; write 'stands' in the action to have them up")
-            poses[char_id] = "sit"
+            poses[char_id] = before
             change.pop(char_id, None)
             continue
         if char_id in intent.explicit:
-            if seated_before != (poses.get(char_id) == "sit") and char_id not in intent.said:
-                said.append(f"{name} {'stands' if seated_before else 'sits'} at the cut ({where}.pose) with no action "
-                            f"saying so: {'seated' if seated_before else 'standing'} at the end of the last shot")
+            wanted = poses.get(char_id) if poses.get(char_id) in blocking.BODY_POSES else None
+            if before != wanted and char_id not in intent.said:
+                said.append(f"{name} {blocking.POSE_PHRASES[wanted][0]} at the cut ({where}.pose) with no action "
+                            f"saying so: {state} at the end of the last shot")
             continue
         if char_id in intent.said:
-            if seated_before and change.get(char_id) == "in":
+            if before is not None and before == poses.get(char_id) and change.get(char_id) == "in":
                 del change[char_id]  # already in the seat: no sitting down again
             continue
-        if not seated_before:
+        if before is None:
             continue
         if char_id in walkers:
-            said.append(f"{name} was seated at the end of the last shot and walks in this one ({where}.blocking): "
+            said.append(f"{name} was {state} at the end of the last shot and walks in this one ({where}.blocking): "
                         f"the plan stands them up at the cut; write 'stands up' in the action to have it seen")
             continue
-        poses[char_id] = "sit"  # still seated (a seated speaker talks from the seat)
+        poses[char_id] = before  # still seated, lying … (a seated speaker talks from the seat)
         change.pop(char_id, None)
     if notices is not None:
         notices.extend(said)
-    return Intent(poses, intent.look_at, intent.turn_to, change, intent.said, intent.explicit)
+    return dataclasses.replace(intent, poses=poses, change=change, held=held)
 
 
 RUN_SPEED_MPS = 2.2  # a blocking move faster than this (1.75 m person) is a run
@@ -417,8 +476,11 @@ class Intent:
     look_at: dict[str, str | tuple[float, float, float]]
     turn_to: dict[str, str]  # character id or "half"
     change: dict[str, str]  # "in": from standing into the pose at the start; "out": from it to standing
-    said: frozenset[str] = frozenset()  # whom the action's words sit down or stand up
+    said: frozenset[str] = frozenset()  # whom the action's words sit down or stand up (lay down, kneel …)
     explicit: frozenset[str] = frozenset()  # whose pose the shot's `pose` field gives
+    held: dict[str, str | None] = dataclasses.field(default_factory=dict)  # what each holds (None: put down)
+    held_said: frozenset[str] = frozenset()  # whose hand the action's words fill or empty
+    on: dict[str, str] = dataclasses.field(default_factory=dict)  # the prop type a lean or a lying body is on
 
 
 def _words(text: str) -> list[tuple[int, str]]:
@@ -473,6 +535,8 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
     ``problems`` it is raised (PlanError with every such issue of the shot)."""
     poses: dict[str, str] = {}
     said: dict[str, blocking.Posture] = {}
+    held: dict[str, str | None] = {}
+    on: dict[str, str] = {}
     for line in shot.dialogue:
         poses.setdefault(line.character, "talk")
     look_at: dict[str, str | tuple[float, float, float]] = {}
@@ -494,12 +558,16 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
                 look_at[subject] = target
         said = blocking.postures_said(text, present, names, subject)
         for char_id, (posture, how) in said.items():
-            if posture == "sit" or how == "out":  # getting up starts in the seat
+            if posture in ("lean", "lie", "kneel"):
+                poses[char_id] = posture
+            elif posture == "sit" or how == "out":  # getting up starts in the seat (or the pose they hold)
                 poses[char_id] = "sit"
                 if how is not None:
                     change[char_id] = how
-            elif poses.get(char_id) == "sit":
+            elif poses.get(char_id) in blocking.BODY_POSES:
                 del poses[char_id]
+        held = blocking.holds_said(text, present, names, subject)
+        on = prop_words.pose_props_said(text, present, names, subject)
         turn = _mentions(text, TURN_WORDS)
         if turn is not None:
             turn_to[subject] = _named_after(text, turn, others) or "half"
@@ -520,6 +588,12 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
             found.append(Issue(f"{where}.pose", shot.pose.value, "needs a subject in the shot"))
         else:
             poses[subject] = shot.pose.value
+    in_hand = [c for c, pose in poses.items() if pose == "hold"]
+    said_in_hand = frozenset(held)  # whose hand the words fill or empty
+    for char_id in in_hand:
+        del poses[char_id]  # `pose: hold` stands with something in hand: what they hold, else "object"
+        if held.get(char_id) is None:
+            held[char_id] = "object"
     if shot.look_at is not None:
         if subject is None:
             found.append(Issue(f"{where}.look_at", shot.look_at, "needs a subject in the shot"))
@@ -534,7 +608,9 @@ def read_intent(shot: Shot, present: tuple[str, ...], subject: str | None, names
         problems.extend(found)
     explicit = frozenset(shot.pose) if isinstance(shot.pose, dict) else (
         frozenset((subject,)) if shot.pose is not None and subject is not None else frozenset())
-    return Intent(poses, look_at, turn_to, change, frozenset(said), explicit & frozenset(present))
+    explicit = explicit - frozenset(in_hand)  # a hand's pose leaves the body as it was
+    return Intent(poses, look_at, turn_to, change, frozenset(said), explicit & frozenset(present), held,
+                  said_in_hand, on)
 
 
 def _wrap(deg: float) -> float:
@@ -660,7 +736,7 @@ def plan_script(script: Script) -> Plan:
                    if m.source == index]
         shot = _walks_from_words(shot, present, subject, names, stage, placed)
         character_frames = _character_frames(shot, present, stage, n_frames, fps, subject, names, f"shots[{index}]",
-                                             problems, warnings)
+                                             problems, warnings, given_props if given_props is not None else placed)
         transition = _transition(shot, index, fps, prev_frames, n_frames, problems)
         prev_frames, last_transition = n_frames, transition
         try:
@@ -694,6 +770,7 @@ def plan_script(script: Script) -> Plan:
             move_phrase,
             shot.action,
             shot.prompt,
+            _held_pose_sentence(character_frames[0], shot, present, subject, names, stage),
         )
         if framing in _SHOT_TYPE_WORDS:  # a two-person shot type before the size it is shot at
             text = f"{_SHOT_TYPE_WORDS[framing]} {text[:1].lower()}{text[1:]}"
@@ -846,6 +923,9 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
             floor = _table_floor(props, character_frames[framed_at],
                                  float(np.asarray(placement.cam_to_world)[1, 3]))
             placement = headroom.shifted(placement, np.array([0.0, -drop, 0.0]), _roll(shot), floor)
+            lier = character_frames[framed_at][present.index(subject)]
+            if _lies(lier):
+                placement = _beside_lying(placement, lier.facing + lier.pose_dir, LYING_VIEW_DEG, _roll(shot))
         place = _camera_place(shot, index, framing, bodies)
         if framing in VIEWPOINT_FRAMINGS and place.aim is not None:
             place = dataclasses.replace(place, aim=None)  # the viewpoint already looks at the camera's aim
@@ -863,7 +943,8 @@ def _shot_camera(shot: Shot, index: int, framing: str, present: tuple[str, ...],
             camera_spec = shot.camera.model_copy(update={"fov": fov})
         if framing in headroom.SINGLE_SIZES and place.aim is None:
             me = character_frames[framed_at][present.index(subject)]
-            placement = _with_lead_room(placement, me.facing, fov, width / height, _roll(shot))
+            if not _lies(me):  # lying face up, they look at the ceiling: no side of the frame is ahead of them
+                placement = _with_lead_room(placement, me.facing, fov, width / height, _roll(shot))
         if framing not in ("over_the_shoulder", *VIEWPOINT_FRAMINGS) and not _place_given(shot):
             hidden = hidden_by(placement, bodies[subject], others)
             if hidden:
@@ -976,15 +1057,51 @@ def _seated_share(person: CharacterFrame) -> float:
     return headroom.SEATED_HEAD_DROP * person.pose_weight
 
 
+def _head_share(person: CharacterFrame, height: float) -> float:
+    """How far below standing a person's head is this frame (seated, kneeling, lying …), as a share of their height."""
+    if person.pose == "sit":
+        return _seated_share(person)
+    return blocking.head_drop_share(person.pose, person.walking, person.pose_weight, person.rest_height / height)
+
+
+# A lens framing someone lying down stands at their side and looks down at them from this far above
+# level, the same distance from the head: over the edge of the bed or sofa, not along its top.
+LYING_VIEW_DEG = 35.0
+
+
+def _lies(person: CharacterFrame) -> bool:
+    """Whether a character frame shows someone lying down (more than halfway)."""
+    return blocking.body_posture(person.pose, person.walking, person.pose_weight) == "lie"
+
+
+def _beside_lying(placement, feet_deg: float, elevation_deg: float, roll: float):
+    """``placement`` with its lens swung about the aim, the same distance off, to the side of a body
+    lying with its feet toward ``feet_deg`` (the side the lens was on) and up until it looks down at
+    ``elevation_deg``: the whole body across the frame, the face the right way up, not seen from the crown."""
+    eye = np.asarray(placement.cam_to_world, np.float64)[:3, 3]
+    aim = np.asarray(placement.aim_point, np.float64)
+    offset = eye - aim  # (3,) m
+    distance = float(np.linalg.norm(offset))
+    if distance < 1e-6:
+        return placement
+    feet = math.radians(feet_deg)
+    across = np.array([math.cos(feet), 0.0, -math.sin(feet)])  # (3,) level, square to the body
+    if float(across @ offset) < 0.0:
+        across = -across
+    e = math.radians(max(elevation_deg, math.degrees(math.asin(max(-1.0, min(1.0, offset[1] / distance))))))
+    eye = aim + distance * (math.cos(e) * across + np.array([0.0, math.sin(e), 0.0]))
+    return type(placement)(cam.make_pose(cam.look_at(eye, aim, roll_deg=roll), eye), placement.aim_point, distance)
+
+
 def _seated_drop(framing: str, subject: str, present: tuple[str, ...], people: tuple[CharacterFrame, ...],
                  kinds: dict[str, str], bodies: dict[str, Body]) -> float:
     """Metres to lower the start camera for a seated subject; a framing of several people drops only as
     far as the least seated of them allows (a standing partner keeps their head in the two-shot)."""
     if kinds[subject] != "person":
         return 0.0
-    share = _seated_share(people[present.index(subject)])
+    share = _head_share(people[present.index(subject)], bodies[subject].height)
     if framing in ("over_the_shoulder", "two_shot") or (framing in ("wide", "extreme_wide") and len(present) > 1):
-        share = min(_seated_share(p) for p in people)
+        share = min(_head_share(p, bodies[p.id].height) for p in people)
     return headroom.seated_drop(framing, bodies[subject].height, share) if share > 0.0 else 0.0
 
 
@@ -1022,7 +1139,7 @@ def _head_cut_warnings(framing: str, subject: str, slot: int, height: float, pos
     out = []
     for i, when in ((0, "first"), (len(poses) - 1, "last")):
         person = character_frames[i][slot]
-        rows = headroom.head_rows(poses[i], float(fovs[i]), person.position, height, _seated_share(person))
+        rows = headroom.head_rows(poses[i], float(fovs[i]), person.position, height, _head_share(person, height))
         if headroom.cuts_the_head(framing, rows):
             out.append(f"the camera the script places cuts the top of {subject}'s head off at the {when} frame "
                        f"(a {framing.replace('_', ' ')} keeps it in the picture); move the camera back or lower "
@@ -1111,7 +1228,8 @@ def _props_in_the_way(shot: ShotPlan, placed: list[prop_words.PlacedProp], heigh
         head = None
         if shot.subject is not None:
             person = next(p for p in shot.character_frames[i] if p.id == shot.subject)
-            drop = blocking.seated_drop_m(person.pose, person.walking, person.pose_weight, heights[person.id])
+            drop = blocking.seated_drop_m(person.pose, person.walking, person.pose_weight, heights[person.id]) or \
+                _head_share(person, heights[person.id]) * heights[person.id]
             head = np.array([person.position[0], 0.93 * heights[person.id] - drop, person.position[1]])
         for prop in placed:
             problem = prop_words.in_the_way(prop, eye, head)

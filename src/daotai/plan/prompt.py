@@ -145,8 +145,10 @@ def compose_prompt(
     move_phrase: str,
     action: str,
     extra: str,
+    held_poses: str = "",
 ) -> str:
-    """The English prompt for one shot: framing, who, where, when, camera, action, extras."""
+    """The English prompt for one shot: framing, who, where, when, action, poses held from before
+    (``held_poses``, :func:`held_pose_words`), camera, extras."""
     names = [n for n in [subject_name, *(name for name, _ in others)] if n]
     who = f" of {character_phrase(subject_name, subject_appearance)}" if subject_name else ""
     first = [f"{FRAMING_WORDS[framing]}{who}", ANGLE_WORDS[angle]]
@@ -160,10 +162,34 @@ def compose_prompt(
     parts = [", ".join(first)]
     if action:
         parts.append(_capitalised(_sentence(action, names)))
+    if held_poses:
+        parts.append(_capitalised(held_poses))
     parts.append(move_phrase[0].upper() + move_phrase[1:])
     if extra:
         parts.append(_sentence(extra, names))
     return ". ".join(p for p in parts if p) + "."
+
+
+_POSE_WORDS = {"lean": "leaning", "lie": "lying", "kneel": "kneeling"}
+_PROP_WORDS = {"bar_counter": "bar", "floor": "floor"}
+
+
+def held_pose_words(name: str, pose: str | None, on: str | None, held: str | None) -> str:
+    """'Mia is lying on the bed and holding a cup': a pose a character keeps from an earlier shot (or
+    is given by `pose`) that this shot's action does not say; "" for none. ``pose``: lean, lie or kneel
+    (others say nothing); ``on``: the prop it is on; ``held``: a thing in hand."""
+    bits = []
+    if pose in _POSE_WORDS:
+        where = ""
+        if pose == "lie":
+            where = f" on the {_PROP_WORDS.get(on or 'floor', (on or '').replace('_', ' '))}"
+        elif on is not None:
+            where = f" on the {_PROP_WORDS.get(on, on.replace('_', ' '))}"
+        bits.append(f"{_POSE_WORDS[pose]}{where}")
+    if held is not None:
+        article = "some" if held == "flowers" else "an" if held[0] in "aeiou" else "a"
+        bits.append("holding something" if held == "object" else f"holding {article} {held}")
+    return f"{quote_name(name)} is {' and '.join(bits)}" if bits else ""
 
 
 def quote_name(name: str) -> str:

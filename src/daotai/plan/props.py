@@ -5,7 +5,9 @@ prop noun (daotai.script.vocab.PROP_ALIASES) found in the scene's description or
 is placed once, relative to the characters of its sentence, as they stand when that text
 applies (the scene's words: where the characters start; a shot's words: where they are as the
 shot starts). The script may instead list ``scene.props`` itself. A character who sits with no
-seat near gets a chair where they sit. Props become set pieces (boxes and cylinders, like the
+seat near gets a chair where they sit; one who lies on a bed, a sofa or a bench the sentence names
+gets it under them (the head at the end away from its foot); one who leans on a prop leans toward the
+nearest one of the type the sentence names (else the nearest prop in reach). Props become set pieces (boxes and cylinders, like the
 kit's), so the previz draws them and they are in the depth (and hide people in the masks).
 
 Placement rules, metres on the ground (world y up, facing 0 toward +z, docs/conventions.md):
@@ -31,7 +33,14 @@ from typing import Mapping
 
 import numpy as np
 
-from daotai.plan.blocking import SEAT_HEIGHT_SHARE, find_words, named_in, postures_said, sentences
+from daotai.plan.blocking import (
+    SEAT_HEIGHT_SHARE,
+    find_words,
+    named_in,
+    posture_targets,
+    postures_said,
+    sentences,
+)
 from daotai.plan.staging import AUDIENCE, Body, PieceSpec, line_of_action, yaw_toward
 from daotai.script.vocab import PROP_ALIASES, SEATING_PROPS
 
@@ -128,6 +137,7 @@ class PropMention:
     anchors: tuple[str, ...]  # character ids the place is relative to (may be empty: the group)
     source: int  # -1: the scene's description; else the index of the shot whose action names it
     sitters: tuple[str, ...] = ()  # characters the sentence sits (on a seat prop; across a table)
+    liers: tuple[str, ...] = ()  # characters the sentence lays down (on a bed, a sofa, a bench)
 
 
 @dataclass(frozen=True)
@@ -181,7 +191,8 @@ def _relation(sentence: str, at: int) -> str:
 
 def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: Mapping[str, str],
              subjects: Mapping[int, str | None]) -> list[PropMention]:
-    """Every prop the texts name, one per type: the first mention that says where, else the first.
+    """Every prop the texts name, one per type: the first mention that says where, else the first; a
+    bed, sofa or bench someone lies on ("lies on the bed", no place word) stands under them.
 
     ``texts``: (source, text) pairs, -1 for the scene's description, else a shot's index;
     ``subjects``: each source's subject (whom a pronoun or a lone verb means).
@@ -191,8 +202,9 @@ def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: M
         subject = subjects.get(source)
         for sentence in sentences(text):
             named = tuple(c for _, c in named_in(sentence, names, characters))
-            sat = tuple(c for c, (posture, _) in postures_said(sentence, characters, names, subject).items()
-                        if posture == "sit")
+            said = postures_said(sentence, characters, names, subject)
+            sat = tuple(c for c, (posture, _) in said.items() if posture == "sit")
+            lay = tuple(c for c, (posture, _) in said.items() if posture == "lie")
             walk_spans = find_words(sentence, WALK_TO_WORDS)
             for at, kind in props_in(sentence, plurals=False):
                 relation = _relation(sentence, at)
@@ -202,9 +214,10 @@ def mentions(texts: list[tuple[int, str]], characters: tuple[str, ...], names: M
                     relation = "walk_target"  # "walks to his desk": the desk is where the walk ends
                 anchors = named or ((subject,) if subject is not None and relation in ("behind", "in_front", "beside",
                                                                                       "walk_target") else ())
-                mention = PropMention(kind, relation, anchors, source, sat)
-                if kind not in chosen or (chosen[kind].relation == "default" and relation != "default"):
-                    chosen[kind] = mention
+                mention = PropMention(kind, relation, anchors, source, sat, lay if kind in LIE_ON else ())
+                if kind not in chosen or (chosen[kind].relation == "default" and relation != "default") or (
+                        mention.liers and not chosen[kind].liers and relation == "default"):
+                    chosen[kind] = mention  # lying on it says where it is: under them
     return list(chosen.values())
 
 
@@ -233,6 +246,9 @@ def place(mention: PropMention, bodies: Mapping[str, Body], arrivals: Mapping[st
     if relation == "default":
         if kind in TABLE_LIKE:
             relation = "between" if len(everyone) >= 2 else "in_front"
+        elif kind in LIE_ON and mention.liers:
+            lier = bodies[mention.liers[0]]
+            return under_lier(kind, lier, [b.xz for b in everyone if b is not lier])
         elif kind in SEATING_PROPS and mention.sitters:
             sitter = bodies[mention.sitters[0]]
             return PlacedProp(kind, sitter.xz, sitter.facing)
@@ -268,6 +284,78 @@ def place(mention: PropMention, bodies: Mapping[str, Body], arrivals: Mapping[st
     distance = BACK_OF_GROUP_M.get(kind, 1.4)
     xz = centre + back * distance
     return PlacedProp(kind, (float(xz[0]), float(xz[1])), yaw_toward(tuple(xz), tuple(centre)))
+
+
+# What a body lies on: the top of its surface (m) and how far along its long side the lying head is
+# from its centre (m); a bed's long side is its depth (the headboard behind), a sofa's and a bench's
+# their width.
+LIE_ON: Mapping[str, tuple[float, float]] = {"bed": (0.5, 0.85), "sofa": (0.42, 0.8), "bench": (0.46, 0.6)}
+LIE_ON_REACH_M = 0.3  # someone lying whose head is within this of a bed's (sofa's …) footprint lies on it
+LEAN_REACH_M = 2.0  # a lean goes toward a prop this near (m, centre to centre), else forward
+
+
+def feet_yaw(xz: tuple[float, float], others: list[tuple[float, float]]) -> float:
+    """Which way (yaw, degrees) a body lying with its head at ``xz`` points its feet: across the view
+    from the audience side (the cameras on that side of the line see the whole body), away from the
+    others (they are at the head, not under the feet); alone, toward +x."""
+    across = np.array([AUDIENCE[1], -AUDIENCE[0]])  # (2,) the audience direction turned a quarter
+    if others and float((np.array(xz) - np.mean(np.array(others), axis=0)) @ across) < 0.0:
+        across = -across
+    return yaw_toward((0.0, 0.0), (float(across[0]), float(across[1])))
+
+
+def under_lier(kind: str, body: Body, others: list[tuple[float, float]]) -> PlacedProp:
+    """A bed, sofa or bench under someone lying down: the head (at ``body.xz``) at one end of its long
+    side, the feet along :func:`feet_yaw`, a bed's headboard behind the head, a sofa's back away from
+    the audience."""
+    feet = feet_yaw(body.xz, others)
+    xz = np.array(body.xz) + np.array([math.sin(math.radians(feet)), math.cos(math.radians(feet))]) * LIE_ON[kind][1]
+    # a bed's long side is its local z (the headboard at -z), a sofa's and a bench's local x (the back at -z)
+    facing = feet if kind == "bed" else yaw_toward((0.0, 0.0), AUDIENCE)
+    return PlacedProp(kind, (float(xz[0]), float(xz[1])), facing)
+
+
+def lie_surface(xz: tuple[float, float], props: list[PlacedProp]) -> tuple[float, float | None, str | None]:
+    """What someone lying with the head at ``xz`` lies on: (the top's height in m, the yaw in degrees their
+    feet point along its long side, toward its centre, its type); (0, None, None) for the floor."""
+    for prop in sorted((p for p in props if p.type in LIE_ON), key=lambda p: math.dist(p.xz, xz)):
+        size = SHAPES[prop.type][0][2]
+        here = _rectangle(xz, (0.01, 0.01), 0.0)
+        if _rectangle_gap(_rectangle(prop.xz, (size[0], size[2]), prop.facing), here) > LIE_ON_REACH_M:
+            continue
+        axis = prop.facing if prop.type == "bed" else prop.facing + 90.0
+        along = np.array([math.sin(math.radians(axis)), math.cos(math.radians(axis))])
+        toward = np.array(prop.xz) - np.array(xz)
+        if float(toward @ along) < 0.0:
+            axis += 180.0
+        return LIE_ON[prop.type][0], axis, prop.type
+    return 0.0, None, None
+
+
+def lean_target(xz: tuple[float, float], kind: str | None, props: list[PlacedProp]) -> PlacedProp | None:
+    """The prop someone at ``xz`` leans on: the nearest of type ``kind`` within LEAN_REACH_M, else the
+    nearest prop within it; None with none in reach."""
+    near = sorted((p for p in props if math.dist(p.xz, xz) <= LEAN_REACH_M), key=lambda p: math.dist(p.xz, xz))
+    named = [p for p in near if p.type == kind]
+    return (named or near or [None])[0]
+
+
+def pose_props_said(text: str, present: tuple[str, ...], names: Mapping[str, str],
+                    subject: str | None) -> dict[str, str]:
+    """The prop each character the words lean or lay down is on: the first prop named after the verb
+    in its sentence ("leans on the counter", "躺在沙发上"); the last one said wins."""
+    out: dict[str, str] = {}
+    for sentence in sentences(text):
+        for _, end, (posture, _), whom in posture_targets(sentence, present, names, subject):
+            if posture not in ("lean", "lie"):
+                continue
+            after = props_in(sentence[end:])
+            for char_id in whom:
+                if after:
+                    out[char_id] = after[0][1]
+                else:
+                    out.pop(char_id, None)
+    return out
 
 
 def chair_for(body: Body, facing: float) -> PlacedProp:

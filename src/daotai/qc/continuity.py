@@ -6,7 +6,10 @@ last frame they were seen (the end of an earlier shot) against the state at this
 frame:
 
 * **jump**: the character starts more than ``JUMP_M`` from where they were last seen;
-* **pose**: seated then standing, or standing then seated;
+* **pose**: the body's held pose changes (seated, leaning, lying, kneeling or standing: seated then
+  standing, standing then kneeling …);
+* **hand**: something held at the end of the earlier shot is gone from the hand, or another thing is
+  in it;
 * **line**: for two characters who play to each other (each faces the other within
   ``PLAYING_CONE_DEG``) at the end of the shot before and at the start of this one, the camera is
   on the other side of the line that joins them (the 180 degree rule: who was on the left of the
@@ -14,7 +17,8 @@ frame:
   of the line is on it, on neither side. People who do not play to each other draw no line.
 
 A change the shot's action says (it walks, crosses or moves the character for a jump or the
-line; sits or stands them for the pose, daotai.plan.blocking) is meant, not a fault.
+line; sits, stands, leans, lays down or kneels them for the pose; gives them a thing or has them put
+it down for the hand, daotai.plan.blocking) is meant, not a fault.
 """
 
 from __future__ import annotations
@@ -34,8 +38,15 @@ def _names(plan: Plan) -> dict[str, str]:
     return {c.id: c.name or c.id for c in plan.characters}
 
 
-def _seated(person: CharacterFrame) -> bool:
-    return blocking.is_seated(person.pose, person.walking, person.pose_weight)
+def _posture(person: CharacterFrame) -> str | None:
+    return blocking.body_posture(person.pose, person.walking, person.pose_weight)
+
+
+def _holding(thing: str | None) -> str:
+    """'holds a cup', 'holds some flowers', 'has empty hands'."""
+    if thing is None:
+        return "has empty hands"
+    return f"holds {'some' if thing == 'flowers' else 'an' if thing[0] in 'aeiou' else 'a'} {thing}"
 
 
 def _camera_side(shot: ShotPlan, frame: int, a: CharacterFrame, b: CharacterFrame) -> int:
@@ -73,6 +84,7 @@ def cut_problems(plan: Plan, shot: ShotPlan) -> list[str]:
             last_seen[person.id] = (earlier, person)
     present = tuple(p.id for p in shot.character_frames[0])
     said = blocking.postures_said(shot.action, present, names, shot.subject)
+    in_hand = blocking.holds_said(shot.action, present, names, shot.subject)
     problems = []
     for person in shot.character_frames[0]:
         if person.id not in last_seen:
@@ -84,9 +96,13 @@ def cut_problems(plan: Plan, shot: ShotPlan) -> list[str]:
         if distance > JUMP_M and not moves:
             problems.append(f"{name} jumps {distance:.2f} m at the cut from {before_shot.shot_id} to {shot.shot_id} "
                             "with no action saying they move")
-        if _seated(before) != _seated(person) and person.id not in said:
-            was, now = ("seated", "standing") if _seated(before) else ("standing", "seated")
+        if _posture(before) != _posture(person) and person.id not in said:
+            was, now = (blocking.POSE_PHRASES[_posture(p)][1] for p in (before, person))
             problems.append(f"{name} is {was} at the end of {before_shot.shot_id} and {now} at the start of "
+                            f"{shot.shot_id} with no action saying so")
+        if before.held != person.held and person.id not in in_hand:
+            was, now = (_holding(p.held) for p in (before, person))
+            problems.append(f"{name} {was} at the end of {before_shot.shot_id} and {now} at the start of "
                             f"{shot.shot_id} with no action saying so")
     previous = plan.shots[index - 1]
     before_people = {p.id: p for p in previous.character_frames[-1]}

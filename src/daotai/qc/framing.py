@@ -10,7 +10,8 @@ control (metres along the view axis):
   the figure (close sizes) or the camera looks steeply up or down (the figure is foreshortened),
   it is the character's height in metres over the frame height at the subject's distance: the
   median depth of the subject's mask pixels, plus half a body's depth (the mask sees the near
-  surface, framing distances run to the body's axis), times ``H / fy``. The share must lie in
+  surface, framing distances run to the body's axis), times ``H / fy``; so too for a subject lying
+  down (the body lies across the picture, its mask's height says nothing of the size). The share must lie in
   the band of the asked framing: bands meet halfway (geometric mean) between the nominal shares
   of neighbouring sizes, the nominal share being height / the metres the framing shows
   (``daotai.plan.staging.FRAMING_RULES``; tight sizes scale with the person, wide sizes with the
@@ -177,7 +178,9 @@ def _share(shot: ShotPlan, subject_px: np.ndarray, depth_m: np.ndarray, h_m: flo
     cam = np.array(shot.cameras[shot.framing_frame].cam_to_world).reshape(4, 4)
     pitch = math.degrees(math.asin(float(np.clip(-cam[1, 2], -1.0, 1.0))))  # view direction's elevation
     cut = rows[0] == 0 or rows[-1] == height - 1
-    if not cut and abs(pitch) < STEEP_VIEW_DEG:
+    person = next(p for p in shot.character_frames[shot.framing_frame] if p.id == shot.subject)
+    lying = person.pose == "lie" and not person.walking and person.pose_weight >= 0.5
+    if not cut and abs(pitch) < STEEP_VIEW_DEG and not lying:
         return float(rows[-1] - rows[0] + 1) / height, "mask_extent"
     fy = float(np.array(shot.cameras[shot.framing_frame].K).reshape(3, 3)[1, 1])
     near = depth_m[subject_px]

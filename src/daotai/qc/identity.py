@@ -173,8 +173,8 @@ def body_parts(plan: Plan, shot: ShotPlan, index: int, mask: np.ndarray, depth_m
     kernel = np.ones((3, 3), np.uint8)
     out: dict[str, dict[str, np.ndarray]] = {}
     for j, person in enumerate(shot.character_frames[index]):
-        if person.pose == "sit" and person.pose_weight > 0.0:
-            continue  # a seated body's heights are not a standing one's
+        if person.pose in ("sit", "kneel", "lean", "lie") and person.pose_weight > 0.0 and not person.walking:
+            continue  # a seated (kneeling, leaning, lying) body's heights are not a standing one's
         inside = cv2.erode((mask == j + 1).astype(np.uint8), kernel).astype(bool) & (depth_mm != 65535)
         if hidden is not None:
             inside &= ~hidden

@@ -382,7 +382,7 @@ def _occluders(plan: Plan, shot: ShotPlan, frame: int,
     Other people hide the subject with their figure (:func:`_figure_solids`), not with the cylinder
     their swinging arms may sweep: an over-the-shoulder lens stands within that cylinder's reach of
     the near shoulder and would find the whole frame hidden. Seated people are as tall as they sit."""
-    from daotai.plan.blocking import seated_drop_m
+    from daotai.plan.blocking import head_drop_share, seated_drop_m
     from daotai.qc.camera import Cylinder
 
     heights = {c.id: c.height for c in plan.characters}
@@ -390,7 +390,8 @@ def _occluders(plan: Plan, shot: ShotPlan, frame: int,
     others: list[tuple[str, object]] = []
     for person in shot.character_frames[frame]:
         height = heights[person.id]
-        drop = seated_drop_m(person.pose, person.walking, person.pose_weight, height)
+        drop = seated_drop_m(person.pose, person.walking, person.pose_weight, height) or height * head_drop_share(
+            person.pose, person.walking, person.pose_weight, person.rest_height / height)
         if person.id == shot.subject:
             subject = Cylinder(person.position[0], person.position[1], FIGURE_RADIUS_M * height / 1.75, height - drop)
         else:

@@ -747,8 +747,9 @@ class Shot(Model):
     audio: ShotAudio | None = Field(default=None, description="the shot's level in the sequence mix")
     pose: PoseField | dict[Identifier, PoseField] | None = Field(
         default=None,
-        description="what the subject does (stand, walk, run, sit, talk, point; 跑, 坐, 说话, 指), or "
-        "{character id: pose}; default: read from the action's verbs, talk for whoever speaks",
+        description="what the subject does (stand, walk, run, sit, talk, point, lean, lie, kneel, hold; 跑, 坐, "
+        "说话, 指, 靠, 躺, 跪, 拿), or {character id: pose}; default: read from the action's verbs, talk for whoever "
+        "speaks; sit, lean, lie, kneel and a thing held carry to later shots until an action changes them",
     )
     look_at: Identifier | tuple[WorldCoordinate, WorldCoordinate, WorldCoordinate] | None = Field(
         default=None, description="where the subject looks: a character id or [x, y, z] world metres "

@@ -437,13 +437,19 @@ class Pose(str, Enum):
     sit = "sit"
     talk = "talk"
     point = "point"
+    lean = "lean"
+    lie = "lie"
+    kneel = "kneel"
+    hold = "hold"
 
 
 POSE_ALIASES = _table(
     {"stand": ["standing", "stands", "站", "站着", "站立"], "walk": ["walking", "walks", "走", "走路", "步行"],
      "run": ["running", "runs", "sprint", "跑", "奔跑", "跑步"], "sit": ["sitting", "sits", "seated", "坐", "坐着", "坐下"],
      "talk": ["talking", "talks", "speak", "speaking", "说话", "讲话", "交谈"],
-     "point": ["pointing", "points", "指", "指着"]}
+     "point": ["pointing", "points", "指", "指着"],
+     "lean": ["leaning", "leans", "靠", "靠着", "倚", "倚着"], "lie": ["lying", "lies", "lie_down", "躺", "躺着", "卧"],
+     "kneel": ["kneeling", "kneels", "跪", "跪着"], "hold": ["holding", "holds", "拿", "拿着", "握着"]}
 )
 
 # Verbs in a shot's `action` that choose the subject's pose, English as whole words, Chinese as
@@ -466,6 +472,44 @@ LOOK_WORDS: tuple[str, ...] = ("look", "looks", "looking", "watch", "watches", "
 SIT_DOWN_WORDS: tuple[str, ...] = ("sits down", "sit down", "sitting down", "takes a seat", "坐下", "落座")
 STAND_UP_WORDS: tuple[str, ...] = ("stands up", "stand up", "standing up", "gets up", "get up", "rises from", "站起",
                                    "起身")
+# Held poses of the body besides sitting, English as whole words or phrases, Chinese as written.
+# "lie" needs a word of where or how ("lies on", "lies down"), so "she lies to him" is no pose;
+# 靠 only as 靠着/靠在 (靠近 is "comes near"), 卧 only as 卧在/卧着/仰卧/侧卧 (卧室 is a bedroom).
+HELD_POSE_WORDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "lean": ("lean", "leans", "leaning", "leaned", "leant", "lean on", "leans on", "leaning on", "leans against",
+                 "leaning against", "靠着", "靠在", "倚着", "倚在", "斜靠", "倚"),
+        "lie": ("lies on", "lie on", "lying on", "lay on", "lies in", "lie in", "lying in", "lies down", "lie down",
+                "lying down", "lay down", "lies back", "lying back", "lies flat", "lying flat", "lies across",
+                "lying across", "stretches out on", "躺", "卧在", "卧着", "仰卧", "侧卧", "睡在"),
+        "kneel": ("kneel", "kneels", "kneeling", "knelt", "kneeled", "on his knees", "on her knees", "on their knees",
+                  "on one knee", "跪"),
+    }
+)
+# Words that put something in a character's hand; the thing held is the first HAND_PROPS word after
+# the verb in the sentence (no such word: no held pose, so "holds his gaze" or "hold on" are none).
+HOLD_WORDS: tuple[str, ...] = ("hold", "holds", "holding", "held", "grips", "gripping", "clutches", "clutching",
+                               "carries", "carrying", "拿着", "握着", "端着", "捧着", "举着", "拿", "握")
+# Words that empty the hand: the held thing is put down.
+RELEASE_WORDS: tuple[str, ...] = ("puts down", "put down", "sets down", "set down", "puts away", "drops", "lets go",
+                                  "hands over", "放下", "放回", "扔掉", "递给", "交给")
+# Things held in the hand (drawn at the figure's hand), with the words that name them.
+HAND_PROPS = _table(
+    {
+        "cup": ["cups", "mug", "mugs", "coffee", "tea", "杯", "杯子", "茶杯", "咖啡", "茶"],
+        "glass": ["wine_glass", "wine_glasses", "wine", "drink", "drinks", "酒杯", "玻璃杯", "酒"],
+        "phone": ["phones", "cellphone", "smartphone", "mobile", "手机", "电话"],
+        "book": ["books", "notebook", "letter", "note", "paper", "papers", "document", "file", "书", "本子", "信",
+                 "纸", "文件"],
+        "bag": ["bags", "briefcase", "suitcase", "purse", "包", "袋子", "箱子", "公文包"],
+        "bottle": ["bottles", "瓶", "瓶子"],
+        "umbrella": ["umbrellas", "伞", "雨伞"],
+        "flowers": ["flower", "bouquet", "花", "花束"],
+        "knife": ["knives", "刀"],
+        "gun": ["pistol", "revolver", "枪", "手枪"],
+        "object": ["something", "东西"],
+    }
+)
 TURN_WORDS: tuple[str, ...] = ("turn", "turns", "turning", "turned", "spin", "spins", "转身", "回头", "转向", "转过")
 
 

@@ -102,6 +102,9 @@ def frame_states(plan: Plan, shot: ShotPlan) -> Iterator[FrameState]:
                 kind=characters[p.id].kind,
                 pose_weight=p.pose_weight,
                 look=looks[p.id],
+                held=p.held,
+                pose_dir_deg=p.pose_dir,
+                rest_height_m=p.rest_height,
             )
             for p in people
         )

@@ -442,6 +442,32 @@ def run_pose(phase: float) -> Pose:
 SITTING = Pose(hip=(math.pi / 2, math.pi / 2), knee=(math.pi / 2, math.pi / 2), shoulder=(0.35, 0.35),
                elbow=(0.75, 0.75))
 POINTING = Pose(shoulder=(0.0, math.radians(84.0)), elbow=(ELBOW_REST_RAD, math.radians(4.0)))
+# Kneeling on both knees: thighs upright, shins flat on the ground behind, hands near the thighs (the
+# root sinks by the shin's length: daotai.plan.blocking.KNEEL_DROP_SHARE).
+KNEELING = Pose(hip=(0.0, 0.0), knee=(math.pi / 2, math.pi / 2), shoulder=(0.15, 0.15), elbow=(0.45, 0.45))
+# Holding something: the right upper arm forward, the forearm a little above level, the thing at the
+# hand in front of the chest (about 1.2 m up on a 1.75 m figure, 0.45 m ahead).
+HOLD_SHOULDER_RAD = 0.7
+HOLD_ELBOW_RAD = 1.1
+LEAN_TILT_RAD = math.radians(12.0)  # daotai.plan.blocking.LEAN_TILT_DEG
+# A lying body rests on its back: the back of the chest (CHEST_RINGS' depth) on what it lies on.
+LIE_BACK = 0.066
+# Things held, metres (not height units: a cup is a cup's size in anyone's hand): primitive, (w, h, d)
+# and colour; set upright at the hand, a bag and an umbrella hanging from it.
+HAND_PROP_SHAPES: dict[str, tuple[str, tuple[float, float, float], tuple[float, float, float]]] = {
+    "cup": ("cylinder", (0.08, 0.1, 0.08), (0.92, 0.9, 0.85)),
+    "glass": ("cylinder", (0.07, 0.15, 0.07), (0.7, 0.82, 0.9)),
+    "phone": ("box", (0.075, 0.15, 0.012), (0.08, 0.08, 0.1)),
+    "book": ("box", (0.16, 0.23, 0.03), (0.62, 0.2, 0.16)),
+    "bag": ("box", (0.36, 0.28, 0.12), (0.32, 0.2, 0.12)),
+    "bottle": ("cylinder", (0.07, 0.26, 0.07), (0.2, 0.45, 0.25)),
+    "umbrella": ("rod", (0.03, 0.9, 0.03), (0.1, 0.1, 0.14)),
+    "flowers": ("cone", (0.2, 0.34, 0.2), (0.85, 0.3, 0.45)),
+    "knife": ("box", (0.025, 0.22, 0.012), (0.75, 0.76, 0.78)),
+    "gun": ("box", (0.035, 0.14, 0.18), (0.1, 0.1, 0.11)),
+    "object": ("box", (0.1, 0.1, 0.1), (0.8, 0.7, 0.3)),
+}
+_HANGS = ("bag", "umbrella")
 
 
 def _blend(a: Pose, b: Pose, w: float) -> Pose:
@@ -506,11 +532,14 @@ def figure_pose(fig: Figure) -> Pose:
     if fig.walking:
         pose = run_pose(fig.walk_phase) if fig.pose == "run" else walk_pose(fig.walk_phase)
     else:
-        pose = {"sit": SITTING, "point": POINTING}.get(fig.pose or "", STANDING)
+        pose = {"sit": SITTING, "point": POINTING, "kneel": KNEELING}.get(fig.pose or "", STANDING)
         if fig.pose == "talk":
             pose = talk_pose(fig.pose_phase)
         if fig.pose_weight < 1.0:  # on the way into (or out of) the pose from standing
             pose = _blend(STANDING, pose, fig.pose_weight)
+    if fig.held is not None:  # the right arm holds the thing forward, whatever the rest does
+        pose = dataclasses.replace(pose, shoulder=(pose.shoulder[0], HOLD_SHOULDER_RAD),
+                                   elbow=(pose.elbow[0], HOLD_ELBOW_RAD))
     if fig.head_turn_deg:
         pose = dataclasses.replace(pose, head_turn=math.radians(fig.head_turn_deg))
     return pose
@@ -571,24 +600,66 @@ def animal_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return models, colours, np.array([PRIMITIVES.index(p) for p, _, _ in parts])
 
 
+def body_transform(fig: Figure) -> np.ndarray:
+    """The whole body's turn in rig units, (4, 4): a lean tilts it LEAN_TILT_RAD toward ``pose_dir_deg``
+    about the head (the feet step out, the head stays over the figure's place); a lying body lies on
+    its back on ``rest_height_m``, its head's centre over the place, its feet toward ``pose_dir_deg``;
+    ``pose_weight`` of the way from standing. The identity otherwise."""
+    if fig.walking or fig.pose not in ("lean", "lie"):
+        return np.eye(4)
+    w = max(0.0, min(1.0, fig.pose_weight))
+    d = math.radians(fig.pose_dir_deg)
+    if fig.pose == "lean":
+        tilt = LEAN_TILT_RAD * w
+        shift = -HEAD_C[1] * math.sin(tilt)
+        return translate(shift * math.sin(d), 0.0, shift * math.cos(d)) @ rot_y(d) @ rot_x(tilt) @ rot_y(-d)
+    rest = fig.rest_height_m / fig.height_m
+    # rot_x(-pi/2) lays the rig's up (+y) along -z and its front (+z) up; the head then lies at z = -HEAD_C[1]
+    return rot_y(d) @ translate(0.0, w * (LIE_BACK + rest), w * HEAD_C[1]) @ rot_x(-math.pi / 2 * w)
+
+
+def hand_point(fig: Figure) -> np.ndarray:
+    """World point (3,) metres of the middle of the right hand this frame."""
+    rig = _rig(fig.look)
+    bones = _bone_matrices(figure_pose(fig), rig.shoulder_x)
+    local = bones[_BONES.index("elbow_r")] @ np.array([0.0, -FOREARM - HAND_L / 2 + 0.005, 0.004, 1.0])
+    return (figure_root(fig) @ body_transform(fig) @ local)[:3]
+
+
+def held_instance(fig: Figure) -> tuple[np.ndarray, tuple[float, float, float], str]:
+    """(world model (4, 4), colour, primitive) of the thing a figure holds: upright at the right hand
+    (a bag or an umbrella hanging from it), turned with the figure."""
+    kind, (w, h, d), colour = HAND_PROP_SHAPES.get(fig.held or "object", HAND_PROP_SHAPES["object"])
+    x, y, z = hand_point(fig)
+    y += -0.5 * h if fig.held in _HANGS else 0.5 * h - 0.03
+    return translate(x, y, z) @ rot_y(math.radians(fig.facing_deg)) @ scale(w, h, d), colour, kind
+
+
 def figure_instances(fig: Figure) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """World models (P, 4, 4), colours (P, 3) and primitive indexes (P,) of a figure's parts."""
     if fig.kind == "animal":
         return animal_instances(fig)
     rig = _rig(fig.look)
-    if fig.walking or fig.pose or fig.head_turn_deg:
+    if fig.walking or fig.pose or fig.head_turn_deg or fig.held is not None:
         local = _bone_matrices(figure_pose(fig), rig.shoulder_x)[rig.bones] @ rig.local
     else:
         local = _standing_local(fig.look)
+    if fig.pose in ("lean", "lie") and not fig.walking:
+        local = body_transform(fig) @ local
     models = figure_root(fig) @ local  # (P, 4, 4) metres
     colours = role_colours(fig.look, tuple(fig.colour))[rig.roles]
+    extra: list[tuple[np.ndarray, tuple[float, float, float], str]] = []
     if fig.pose == "sit" and not fig.walking:
         # the seat goes with the sitter: it is there while they sit, not in the shots before or after
         seat = figure_root(fig) @ translate(0.0, SEAT_H / 2.0, SEAT_FWD) @ scale(SEAT_W, SEAT_H, SEAT_D)
-        models = np.concatenate([models, seat[None]])
-        colours = np.concatenate([colours, np.array([SEAT_COLOUR])])
-        return models, colours, np.concatenate([rig.prims, [PRIMITIVES.index("box")]])
-    return models, colours, rig.prims
+        extra.append((seat, SEAT_COLOUR, "box"))
+    if fig.held is not None:  # the thing held goes with the hand
+        extra.append(held_instance(fig))
+    if not extra:
+        return models, colours, rig.prims
+    return (np.concatenate([models, np.stack([m for m, _, _ in extra])]),
+            np.concatenate([colours, np.array([c for _, c, _ in extra])]),
+            np.concatenate([rig.prims, [PRIMITIVES.index(k) for _, _, k in extra]]))
 
 
 @functools.lru_cache(maxsize=1)
@@ -597,12 +668,23 @@ def _sitting_drop() -> float:
     return float(-_bone_matrices(SITTING, SHOULDER_X)[0, 1, 3])
 
 
+@functools.lru_cache(maxsize=1)
+def _kneeling_drop() -> float:
+    """How far (height units) kneeling lowers the head: the rig's root sinks as the shins go flat."""
+    return float(-_bone_matrices(KNEELING, SHOULDER_X)[0, 1, 3])
+
+
 def head_drop(fig: Figure) -> float:
-    """How far below a standing figure's the head is this frame, in height units (sitting lowers it)."""
-    if fig.pose != "sit" or fig.walking:
+    """How far below a standing figure's the head is this frame, in height units (sitting, kneeling,
+    leaning and lying lower it; the head stays over the figure's place)."""
+    if fig.walking or fig.pose not in ("sit", "kneel", "lean", "lie"):
         return 0.0
-    return _sitting_drop() if fig.pose_weight >= 1.0 else float(
-        -_bone_matrices(figure_pose(fig), SHOULDER_X)[0, 1, 3])
+    if fig.pose in ("lean", "lie"):
+        head = body_transform(fig) @ np.array([HEAD_C[0], HEAD_C[1], HEAD_C[2], 1.0])
+        return HEAD_C[1] - float(head[1])
+    if fig.pose_weight >= 1.0:
+        return _sitting_drop() if fig.pose == "sit" else _kneeling_drop()
+    return float(-_bone_matrices(figure_pose(fig), SHOULDER_X)[0, 1, 3])
 
 
 def figure_head_top(fig: Figure) -> np.ndarray:

@@ -112,11 +112,14 @@ class Figure:
     walk_phase: float = 0.0  # radians of the gait cycle; 0 = legs together
     walking: bool = False  # when False the figure stands still whatever walk_phase says
     look: Look = Look()  # garments, hair, skin; the top defaults to ``colour``
-    pose: str | None = None  # "run" (with walking), "sit", "talk" or "point"; None: stand or walk
+    pose: str | None = None  # "run" (with walking), "sit", "talk", "point", "lean", "lie", "kneel", "hold"
     pose_phase: float = 0.0  # radians of the talking gesture cycle
     head_turn_deg: float = 0.0  # the head turned from the facing, + to the figure's left
     kind: str = "person"  # "person" or "animal" (drawn on four legs)
     pose_weight: float = 1.0  # how far into ``pose`` from standing (sitting down, getting up)
+    held: str | None = None  # what the right hand holds (daotai.script.vocab.HAND_PROPS), whatever the pose
+    pose_dir_deg: float = 0.0  # from the facing, + to the left: where a lean tilts, where a lying body's feet point
+    rest_height_m: float = 0.0  # the top of what a lying body lies on (0: the floor)
 
     def __post_init__(self) -> None:
         if not self.char_id:
