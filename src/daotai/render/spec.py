@@ -88,6 +88,7 @@ class BackendSpec:
     summary: str
     family: str | None = None  # catalog family of the models it runs (None: no model)
     controls: bool = False  # yields depth and character masks with every frame
+    sound: bool = False  # yields the shot's sound (one Audio event) with its frames
     footage: bool = False  # follows a shot's reference_video (daotai.render.footage) instead of the previz
     # Draws the same pixels again from the same plan and options (so `daotai qc` may re-render
     # samples instead of trusting the files under test); such a backend has ``render_frames``.
