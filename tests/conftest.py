@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny random model folders, each built once per test session.
+"""Shared fixtures: the tiny random model folders, each built once per test session (per worker
+under xdist), however many test files render with them.
 
 The folders are read-only by convention: a test that changes files in one copies it first
 (tests/test_models_refusal.py does). Variants (other widths, a conditioned LTX) are built
@@ -44,3 +45,24 @@ def tiny_ltx(tmp_path_factory) -> Path:
     """A 1-layer random LTXPipeline folder with a tiny causal VAE."""
     _needs_diffusers()
     return builders.build_ltx(tmp_path_factory.mktemp("tiny_models") / "ltx")
+
+
+@pytest.fixture(scope="session")
+def tiny_wan_camera(tmp_path_factory) -> Path:
+    """A random Control-Camera-like WanPipeline folder with its camera adapter."""
+    _needs_diffusers()
+    return builders.build_wan_camera(tmp_path_factory.mktemp("tiny_models") / "wan_camera")
+
+
+@pytest.fixture(scope="session")
+def tiny_h3(tmp_path_factory) -> Path:
+    """The tiny random MiniMax-H3 modular folder (both transformer partitions)."""
+    _needs_diffusers()
+    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
+
+
+@pytest.fixture(scope="session")
+def tiny_ltx2(tmp_path_factory) -> Path:
+    """The tiny random LTX-2 folder (video and audio VAEs, vocoder, a 2-layer Gemma 3)."""
+    _needs_diffusers()
+    return builders.build_ltx2(tmp_path_factory.mktemp("tiny_models") / "ltx2")

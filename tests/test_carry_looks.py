@@ -146,13 +146,6 @@ pytest.importorskip("diffusers")
 pytest.importorskip("transformers")
 
 
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    import builders
-
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
-
-
 @pytest.fixture(autouse=True)
 def config_dir(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "config"

@@ -22,7 +22,6 @@ torch = pytest.importorskip("torch", reason="ComfyUI's IMAGE and AUDIO values ar
 pytest.importorskip("diffusers")
 pytest.importorskip("transformers")
 
-import builders  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
 from test_comfy_example_graph import api_prompt, run_prompt  # noqa: E402
 
@@ -40,12 +39,6 @@ SCRIPT = {
                "camera": {"type": "dolly", "motion": [0, 0, -0.5]},
                "dialogue": [{"character": "lin", "line": "Morning."}]}],
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    """The tiny random MiniMax-H3 folder (both transformer partitions), saved with save_pretrained."""
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
 
 
 @pytest.fixture(scope="module")

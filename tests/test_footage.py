@@ -173,13 +173,6 @@ h3_needs = pytest.mark.skipif(
     reason="needs torch, diffusers and transformers")
 
 
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    import builders
-
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
-
-
 @pytest.fixture()
 def config_dir(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "config"

@@ -54,12 +54,6 @@ SCRIPT = {
 }
 
 
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    """The tiny random MiniMax-H3 folder (both transformer partitions)."""
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
-
-
 @pytest.fixture(autouse=True)
 def config_dir(tmp_path, monkeypatch) -> Path:
     """Each test records licence acceptances in its own config folder, never the user's."""

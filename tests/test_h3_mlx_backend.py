@@ -22,7 +22,6 @@ pytest.importorskip("diffusers")
 pytest.importorskip("transformers")
 pytest.importorskip("mlx.core")
 
-import builders  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
 from daotai.render.base import Audio, Frame, Notice, RenderJob, RunContext  # noqa: E402
 
@@ -53,12 +52,6 @@ SCRIPT = {
         {"shot_id": "s3", "duration": 6, "characters": ["mara"]},
     ],
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    """The tiny random MiniMax-H3 folder (both transformer partitions)."""
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
 
 
 @pytest.fixture(autouse=True)

@@ -63,15 +63,11 @@ def test_the_check_says_what_is_missing_without_weights(tmp_path):
         assert step in entry["reason"]
 
 
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    pytest.importorskip("torch")
-    pytest.importorskip("diffusers")
-    pytest.importorskip("transformers")
+@pytest.fixture()
+def tiny_h3(tiny_h3) -> Path:
+    """The session's tiny H3 folder (tests/conftest.py), where MLX is installed to render it."""
     pytest.importorskip("mlx.core")
-    import builders
-
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
+    return tiny_h3
 
 
 def test_the_check_times_a_render_when_weights_are_present_and_refuses_what_does_not_fit(tiny_h3, tmp_path,

@@ -27,11 +27,6 @@ SCRIPT = {"title": "turbo", "fps": 24, "size": [112, 64], "seed": 5, "scene": "o
 TARGETS = ("attn.to_q", "attn.to_v", "ff.net.2")  # a few linears of every block of the tiny transformer (width 32)
 
 
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
-
-
 @pytest.fixture(autouse=True)
 def config_dir(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))

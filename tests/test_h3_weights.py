@@ -25,11 +25,6 @@ SCRIPT = {"title": "weights", "fps": 24, "size": [112, 64], "seed": 5, "scene": 
 LORA_TARGETS = ("attn.to_q", "attn.to_v", "ff.net.2")  # a few linears of every transformer block
 
 
-@pytest.fixture(scope="module")
-def tiny_h3(tmp_path_factory) -> Path:
-    return builders.build_h3(tmp_path_factory.mktemp("tiny_models") / "h3")
-
-
 @pytest.fixture(autouse=True)
 def config_dir(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))

@@ -45,12 +45,6 @@ SCRIPT = {
 PICTURE_CHECKS = {"camera", "camera_path", "judder", "fidelity"}
 
 
-@pytest.fixture(scope="module")
-def tiny_ltx2(tmp_path_factory) -> Path:
-    """The tiny random LTX-2 folder."""
-    return builders.build_ltx2(tmp_path_factory.mktemp("tiny_models") / "ltx2")
-
-
 @pytest.fixture(autouse=True)
 def config_dir(tmp_path, monkeypatch) -> Path:
     """Each test records licence acceptances in its own config folder, never the user's."""

@@ -338,6 +338,33 @@ def test_hostile_uploads_get_4xx_and_server_survives(idle):
     assert list((store.data_dir / "staging").iterdir()) == []
 
 
+def test_unknown_model_is_a_400_naming_the_value_and_the_models(idle):
+    url, store = idle
+    for send in ({"json": {"prompt": "p", "model": "wan2", **SMALL}},
+                 {"files": {k: (None, v) for k, v in {"prompt": "p", "model": "wan2", **SMALL}.items()}}):
+        # JSON, and the multipart form the official client sends
+        reply = httpx.post(f"{url}/v1/videos", **send)
+        assert reply.status_code == 400, reply.text
+        error = reply.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["param"] == "model"
+        assert error["code"] == "model_not_found"
+        assert error["message"].startswith("model: 'wan2' is not a known backend; did you mean 'wan'")
+        assert "choose one of: h3, " in error["message"] and "previz" in error["message"]
+    assert httpx.post(f"{url}/v1/videos", json={"prompt": "p", "model": 7, **SMALL}).json()["error"]["param"] == "model"
+    assert store.list(limit=10)[0] == []  # nothing was queued
+    # the other fields name themselves as OpenAI's param too
+    assert httpx.post(f"{url}/v1/videos", json={"prompt": "p", "seconds": "0"}).json()["error"]["param"] == "seconds"
+    assert httpx.post(f"{url}/v1/videos", json={"prompt": " "}).json()["error"]["param"] == "prompt"
+
+
+def test_openai_client_sees_an_unknown_model_as_a_bad_request(client):
+    with warnings.catch_warnings(), pytest.raises(openai.BadRequestError) as refused:
+        warnings.simplefilter("ignore", DeprecationWarning)
+        client.videos.create(prompt="a cat", model="sora-2", **SMALL)
+    assert refused.value.status_code == 400 and refused.value.param == "model"
+    assert "'sora-2' is not a known backend" in refused.value.message
+
+
 def test_request_guard_content_type_origin_host_size(idle):
     url, _ = idle
     post = f"{url}/v1/videos"

@@ -255,16 +255,7 @@ def test_a_zero_initialised_adapter_leaves_the_transformer_output_unchanged(tmp_
 # ---------------------------------------------------------------- a render through the command line
 
 
-@pytest.fixture(scope="module")
-def tiny_camera(tmp_path_factory) -> Path:
-    pytest.importorskip("torch")
-    pytest.importorskip("diffusers")
-    from builders import build_wan_camera
-
-    return build_wan_camera(tmp_path_factory.mktemp("tiny_models") / "wan_camera")
-
-
-def test_an_orbit_renders_through_the_command_line_and_its_rays_reach_the_adapter(tiny_camera, tmp_path, monkeypatch):
+def test_an_orbit_renders_through_the_command_line_and_its_rays_reach_the_adapter(tiny_wan_camera, tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     from typer.testing import CliRunner
 
@@ -289,7 +280,7 @@ def test_an_orbit_renders_through_the_command_line_and_its_rays_reach_the_adapte
                         lambda self, rays, scale, start=None: (starts.append(start), original_set(self, rays, scale, start)))
     script, plan = plan_of(tmp_path)
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["render", str(script), "--backend", "wan-camera", "-O", f"model={tiny_camera}",
+    result = CliRunner().invoke(app, ["render", str(script), "--backend", "wan-camera", "-O", f"model={tiny_wan_camera}",
                                       "--device", "cpu", "--steps", "2", "-o", str(out)])
     assert result.exit_code == 0, result.output
     for shot in plan.shots:

@@ -714,7 +714,8 @@ def backends(as_json: bool = typer.Option(False, "--json", help="print JSON inst
                           "default": field.default, "help": field.description or ""}
                    for name, field in sorted(fields.items())}
         rows.append({"name": spec.name, "summary": spec.summary, "family": spec.family, "controls": spec.controls,
-                     "device_class": spec.device_class, "default_model": spec.default_model, "options": options})
+                     "sound": spec.sound, "device_class": spec.device_class, "default_model": spec.default_model,
+                     "options": options})
     from daotai.plugins import plugins_enabled, skipped
 
     for problem in skipped():  # on stderr, so --json stays the list it always was
@@ -726,7 +727,8 @@ def backends(as_json: bool = typer.Option(False, "--json", help="print JSON inst
         return
     for row in rows:
         out.print(f"[bold]{row['name']}[/bold]  {row['summary']}")
-        facts = [f"device: {row['device_class']}", f"controls: {'yes' if row['controls'] else 'no'}"]
+        facts = [f"device: {row['device_class']}", f"controls: {'yes' if row['controls'] else 'no'}",
+                 f"sound: {'yes' if row['sound'] else 'no'}"]
         if row["default_model"]:
             facts.append(f"default model: {row['default_model']}")
         out.print("  " + ", ".join(facts))

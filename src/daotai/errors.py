@@ -40,7 +40,7 @@ from __future__ import annotations
 import errno
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -136,11 +136,12 @@ class OptionError(DaotaiError):
 
     @classmethod
     def from_pydantic(cls, exc: Any, prefix: str, valid: tuple[str, ...] | list[str] = (),
-                      unknown_rule: str = "is not a known option") -> "OptionError":
+                      unknown_rule: str | Callable[[str], str] = "is not a known option") -> "OptionError":
         """Every error of a ``pydantic.ValidationError`` as an Issue at ``prefix.field``.
 
         ``prefix`` names the options object as the user sees it (``options``, ``--enhance``);
-        an unknown field (``extra="forbid"``) reads "is not a known option".
+        an unknown field (``extra="forbid"``) reads "is not a known option", or what
+        ``unknown_rule`` answers for the unknown field's name (to name the nearest valid ones).
         """
         from pydantic import ValidationError  # only when options are validated: errors.py stays light
 
@@ -152,7 +153,7 @@ class OptionError(DaotaiError):
             path = f"{prefix}.{where}" if prefix and where and not where.startswith("[") else f"{prefix}{where}"
             value = error.get("input", NO_VALUE)
             if error.get("type") == "extra_forbidden":
-                rule = unknown_rule
+                rule = unknown_rule(where) if callable(unknown_rule) else unknown_rule
             elif error.get("type") == "missing":
                 rule, value = "is required", NO_VALUE
             else:

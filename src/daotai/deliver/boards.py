@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from daotai.deliver.contact_sheet import _font, _move_words
+from daotai.deliver.contact_sheet import _font, move_words
 from daotai.files import atomic_write_bytes
 from daotai.plan.layout import RenderLayout, board_page_id
 from daotai.plan.model import Plan, ShotPlan
@@ -67,7 +67,7 @@ def columns_for(per_page: int) -> int:
 
 def caption_lines(shot: ShotPlan, names: Mapping[str, str]) -> list[tuple[str, str]]:
     """(style, text) lines of a panel's caption: "head", "action", "dialogue", "transition"."""
-    lines = [("head", f"{shot.index + 1}. {shot.shot_id} · {shot.framing.replace('_', ' ')} · {_move_words(shot)} · "
+    lines = [("head", f"{shot.index + 1}. {shot.shot_id} · {shot.framing.replace('_', ' ')} · {move_words(shot)} · "
                       f"{shot.duration_s:.3g} s")]
     if shot.action:
         lines.append(("action", shot.action))

@@ -14,6 +14,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from daotai.files import atomic_write_bytes
 from daotai.plan.model import Plan
+from daotai.script.vocab import CAMERA_MOVES
 
 THUMB_WIDTH = 360
 COLUMNS_MAX = 4
@@ -38,29 +39,25 @@ def _font(size: int):
     return ImageFont.load_default(size=size)
 
 
-def _move_words(shot) -> str:
-    """'dolly in', 'pan left', 'crane up', 'orbit +30°', 'zoom 60→36' … from the resolved move."""
+def _amount(move, field: str, axis: int | None) -> float:
+    """The size of a resolved move along one part of the camera (``fov_end``: the lens change)."""
+    if field in ("motion", "rotate"):
+        return float(getattr(move, field)[axis])
+    if field == "fov_end":
+        return float(move.fov_end - move.fov)
+    return float(getattr(move, field))
+
+
+def move_words(shot) -> str:
+    """'dolly in', 'pan left', 'crane up', 'orbit +30°', 'zoom in 60→36' … from the resolved move and
+    its row's label (daotai.script.vocab.CAMERA_MOVES)."""
     move = shot.move
-    x, y, z = move.motion
-    pan, tilt, roll = move.rotate
-    kind = move.type
-    words = {
-        "static": "static",
-        "pan": f"pan {'right' if pan > 0 else 'left'}",
-        "tilt": f"tilt {'up' if tilt > 0 else 'down'}",
-        "roll": f"roll {'clockwise' if roll > 0 else 'counter-clockwise'}",
-        "dolly": f"dolly {'in' if z < 0 else 'out'}",
-        "truck": f"truck {'right' if x > 0 else 'left'}",
-        "pedestal": f"pedestal {'up' if y > 0 else 'down'}",
-        "crane": f"crane {'up' if y > 0 else 'down'}",
-        "orbit": f"orbit {move.orbit:+g}°",
-        "zoom": f"zoom {'in' if move.fov_end < move.fov else 'out'} {move.fov:g}→{move.fov_end:g}",
-        "dolly_zoom": f"dolly zoom {'in' if z < 0 else 'out'}",
-        "handheld": f"handheld ±{move.shake:g}°",
-        "follow": "follow",
-        "steadicam": "steadicam",
-    }
-    return words.get(kind, kind.replace("_", " "))
+    row = CAMERA_MOVES.get(move.type)
+    if row is None or not row.label:
+        return move.type.replace("_", " ")
+    amount = _amount(move, row.amount.field, row.amount.axis) if row.amount is not None else 0.0
+    way = row.way(amount) if row.signs or row.ways else ""
+    return row.label.format(way=way, amount=amount, fov=move.fov, fov_end=move.fov_end, shake=move.shake)
 
 
 def render_contact_sheet(plan: Plan, middles: dict[str, np.ndarray | None]) -> Image.Image:
@@ -93,7 +90,7 @@ def render_contact_sheet(plan: Plan, middles: dict[str, np.ndarray | None]) -> I
         if shot.sound is not None and shot.sound.dialogue:
             _speech_tag(draw, shot, x, y, small)
         draw.text((x, y + thumb_h + 4), f"{i + 1}. {shot.shot_id}  ·  {shot.duration_s:g} s", fill=TEXT, font=small)
-        line2 = f"{shot.framing.replace('_', ' ')}, {shot.angle.replace('_', ' ')}, {_move_words(shot)}"
+        line2 = f"{shot.framing.replace('_', ' ')}, {shot.angle.replace('_', ' ')}, {move_words(shot)}"
         draw.text((x, y + thumb_h + 22), line2, fill=DIM, font=small)
     return sheet
 

@@ -71,8 +71,8 @@ from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, BlockingMove, CameraSpec, Character, Script, Shot
 from daotai.script.vocab import (
     ACTION_POSE_WORDS,
+    CAMERA_MOVES,
     CAMERA_SIDE_DEG,
-    DIRECTION_SIGNS,
     LOOK_WORDS,
     OVERLAPPING_TRANSITIONS,
     SENSOR_WIDTH_MM,
@@ -89,26 +89,6 @@ TOO_CLOSE_M = 0.25
 CRANE_RISE_PER_M = 0.35
 TRUCK_PER_M = 0.25
 DEFAULT_SENSOR = "super35"
-
-# Type defaults: what a move does when the script only names it. Amounts that depend on
-# the subject distance (dolly) are filled in by `resolve_move`.
-_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "static": {},
-    "pan": {"rotate": (30.0, 0.0, 0.0)},
-    "tilt": {"rotate": (0.0, 15.0, 0.0)},
-    "roll": {"rotate": (0.0, 0.0, 15.0)},
-    "dolly": {},
-    "truck": {"motion": (1.0, 0.0, 0.0)},
-    "pedestal": {"motion": (0.0, 0.5, 0.0)},
-    "crane": {"motion": (0.0, 1.5, 0.0)},  # its tilt follows from the rise (resolve_move)
-    "orbit": {"orbit": 45.0},
-    "zoom": {},
-    "dolly_zoom": {},
-    "handheld": {"shake": 1.0},
-    "follow": {},
-    "steadicam": {},  # its float is drawn on top of the follow (daotai.plan.steadicam)
-}
-
 
 def fps_fraction(fps: float) -> tuple[int, int]:
     """Exact frame rate as a fraction; 23.976 / 29.97 / 59.94 mean the NTSC x/1.001 rates."""
@@ -146,14 +126,20 @@ def _rt(values: Any) -> tuple[float, ...]:
     return tuple(_r(v) for v in np.asarray(values, dtype=np.float64).ravel())
 
 
+def _signed(values: tuple[float, ...], axis: int | None, sign: int) -> tuple[float, ...]:
+    """``values`` with component ``axis`` given the sign ``sign`` (its size kept)."""
+    return tuple(sign * abs(v) if i == axis else v for i, v in enumerate(values))
+
+
 def resolve_move(spec: CameraSpec, subject_distance: float, where: str = "camera") -> ResolvedMove:
     """Fill a camera spec's unset fields from its type's defaults (and direction); ``where`` is the
     spec's JSON path, for errors."""
     kind = spec.type.value
-    defaults = _TYPE_DEFAULTS[kind]
+    row = CAMERA_MOVES[kind]  # the move's defaults (what it does when the script only names it) and signs
+    defaults = dict(row.defaults)
     sign = 1
     if spec.direction is not None:
-        sign = DIRECTION_SIGNS[kind][spec.direction.value]
+        sign = row.signs[spec.direction.value]
     motion = spec.motion if spec.motion is not None else defaults.get("motion", (0.0, 0.0, 0.0))
     if spec.motion is None and kind in ("dolly", "dolly_zoom"):
         # A push-in covers a third of the way to the subject: framing changes visibly
@@ -172,22 +158,19 @@ def resolve_move(spec: CameraSpec, subject_distance: float, where: str = "camera
         motion = (max(motion[0], round(TRUCK_PER_M * subject_distance, 3)), 0.0, 0.0)
     rotate = spec.rotate if spec.rotate is not None else defaults.get("rotate", (0.0, 0.0, 0.0))
     orbit = spec.orbit if spec.orbit is not None else defaults.get("orbit", 0.0)
-    if spec.direction is not None:
-        # The direction flips the defining component of a default amount; an explicit amount
-        # already agrees with it (the schema refuses a contradiction).
-        if kind in ("dolly", "dolly_zoom") and spec.motion is None:
-            motion = (0.0, 0.0, -sign * motion[2])
-        elif kind == "truck" and spec.motion is None:
-            motion = (sign * abs(motion[0]), 0.0, 0.0)
-        elif kind in ("pedestal", "crane") and spec.motion is None:
-            motion = (0.0, sign * abs(motion[1]), 0.0)
-            if kind == "crane" and spec.rotate is None:
-                rotate = (0.0, -sign * abs(rotate[1]), 0.0)  # a crane keeps the subject in view
-        elif kind in ("pan", "tilt", "roll") and spec.rotate is None:
-            axis = ("pan", "tilt", "roll").index(kind)
-            rotate = tuple(sign * abs(v) if i == axis else v for i, v in enumerate(rotate))
-        elif kind == "orbit" and spec.orbit is None:
+    amount = row.amount
+    if spec.direction is not None and amount is not None and getattr(spec, amount.field) is None:
+        # The direction gives the sign of the default amount's defining component; an explicit
+        # amount already agrees with it (the schema refuses a contradiction). A zoom's sign
+        # picks its ratio below.
+        if amount.field == "motion":
+            motion = _signed(motion, amount.axis, sign)
+        elif amount.field == "rotate":
+            rotate = _signed(rotate, amount.axis, sign)
+        elif amount.field == "orbit":
             orbit = sign * abs(orbit)
+        if kind == "crane" and spec.rotate is None:
+            rotate = (0.0, -sign * abs(rotate[1]), 0.0)  # a crane keeps the subject in view
     shake = spec.shake if spec.shake is not None else defaults.get("shake", 0.0)
     fov_end = spec.fov_end
     if fov_end is None and kind == "zoom":

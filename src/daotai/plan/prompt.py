@@ -16,6 +16,7 @@ from types import MappingProxyType
 from daotai import catalog
 from daotai.catalog import WAN_PROMPT, PromptBudget
 from daotai.plan.model import Plan, ShotPlan
+from daotai.script.vocab import CAMERA_MOVES, CameraMove
 
 FRAMING_WORDS = MappingProxyType(
     {
@@ -70,6 +71,23 @@ def _speed(amount_per_second: float, slow: float, fast: float) -> str:
     return "steadily"
 
 
+# The order a prompt names the parts of a move in, by the part of the camera each one moves.
+_PHRASE_ORDER: tuple[tuple[str, int | None], ...] = (
+    ("motion", 2), ("motion", 0), ("motion", 1), ("rotate", 0), ("rotate", 1), ("rotate", 2),
+    ("orbit", None), ("fov_end", None), ("shake", None),
+)
+
+
+def _wording(move_type: str, part: tuple[str, int | None]) -> CameraMove:
+    """The move whose words say ``part``: the shot's own move when it is that move's amount (a crane
+    cranes up where a pedestal rises), else the first move of the table whose amount it is."""
+    own = CAMERA_MOVES.get(move_type)
+    if own is not None and own.amount is not None and (own.amount.field, own.amount.axis) == part:
+        return own
+    return next(row for row in CAMERA_MOVES.values()
+                if row.amount is not None and (row.amount.field, row.amount.axis) == part)
+
+
 def describe_move(
     move_type: str,
     motion: tuple[float, float, float],
@@ -81,42 +99,23 @@ def describe_move(
     duration_s: float,
     subject_name: str | None,
 ) -> str:
-    """English camera-move phrase, e.g. 'the camera slowly dollies in toward Lin'."""
-    x, y, z = motion
-    pan, tilt, roll = rotate
+    """English camera-move phrase, e.g. 'the camera slowly dollies in toward Lin' (the words are
+    the rows of daotai.script.vocab.CAMERA_MOVES)."""
     name = quote_name(subject_name) if subject_name else ""
-    toward = f" toward {name}" if name else ""
-    around = f" around {name}" if name else ""
+    names = {"toward": f" toward {name}" if name else "", "around": f" around {name}" if name else ""}
     d = max(duration_s, 1e-6)
-    phrases: list[str] = []
-    if move_type == "follow":
-        phrases.append("the camera follows the subject, tracking its movement")
-    if move_type == "steadicam":
-        phrases.append("a steadicam glides after the subject, floating gently")
-    if z:
-        verb = "dollies in" + toward if z < 0 else "pulls back"
-        if move_type == "dolly_zoom":
-            verb = "performs a dolly zoom (vertigo effect), " + ("dollying in" if z < 0 else "dollying out")
-        phrases.append(f"the camera {_speed(abs(z) / d, 0.3, 1.0)} {verb}")
-    if x:
-        phrases.append(f"the camera {_speed(abs(x) / d, 0.3, 1.2)} trucks {'right' if x > 0 else 'left'}")
-    if y:
-        verb = "cranes" if move_type == "crane" else "rises" if y > 0 else "lowers"
-        if move_type == "crane":
-            verb += " up" if y > 0 else " down"
-        phrases.append(f"the camera {_speed(abs(y) / d, 0.3, 1.0)} {verb}")
-    if pan:
-        phrases.append(f"the camera {_speed(abs(pan) / d, 8, 30)} pans {'right' if pan > 0 else 'left'}")
-    if tilt:
-        phrases.append(f"the camera {_speed(abs(tilt) / d, 5, 20)} tilts {'up' if tilt > 0 else 'down'}")
-    if roll:
-        phrases.append(f"the camera rolls {'clockwise' if roll > 0 else 'counter-clockwise'}")
-    if orbit:
-        phrases.append(f"the camera {_speed(abs(orbit) / d, 10, 40)} orbits {'right' if orbit > 0 else 'left'}{around}")
-    if fov_end != fov and move_type != "dolly_zoom":
-        phrases.append(f"the lens {_speed(abs(fov_end - fov) / d, 5, 20)} zooms {'in' if fov_end < fov else 'out'}")
-    if shake:
-        phrases.append("handheld camera with natural shake")
+    own = CAMERA_MOVES.get(move_type)
+    values = {("motion", 0): motion[0], ("motion", 1): motion[1], ("motion", 2): motion[2],
+              ("rotate", 0): rotate[0], ("rotate", 1): rotate[1], ("rotate", 2): rotate[2],
+              ("orbit", None): orbit, ("fov_end", None): fov_end - fov, ("shake", None): shake}
+    phrases: list[str] = [own.lead] if own is not None and own.lead else []
+    for part in _PHRASE_ORDER:
+        value = values[part]
+        if not value or (part == ("fov_end", None) and own is not None and own.zooms):
+            continue  # still, or a lens change that belongs to the move (a dolly zoom)
+        row = _wording(move_type, part)
+        speed = _speed(abs(value) / d, *row.speed) if row.speed is not None else ""
+        phrases.append(row.prompt[1 if value > 0 else 0].format(speed=speed, **names))  # type: ignore[index]
     if not phrases:
         return "static camera, locked-off tripod shot"
     return _join_moves(phrases)

@@ -1118,6 +1118,7 @@ SPEC = BackendSpec(
     family=FAMILY,
     device_class="accelerator",
     footage=True,
+    sound=True,
     default_model="minimax-h3",
     # A forced fl2va starts each shot on the last frame of the shot this backend rendered before it
     continues_across_shots=lambda options: str(options.get("workflow", "auto")) == "fl2va",

@@ -507,5 +507,6 @@ SPEC = BackendSpec(
             "video and stereo sound, guided by the previz and the characters' looks",
     family=FAMILY,
     device_class="apple",
+    sound=True,
     default_model="minimax-h3",
 )

@@ -557,5 +557,6 @@ SPEC = BackendSpec(
     summary="LTX-2 (diffusers): video and stereo sound in one pass, optionally conditioned on previz frames",
     family=FAMILY,
     device_class="accelerator",
+    sound=True,
     default_model="ltx-2",
 )

@@ -14,7 +14,6 @@ user's typo, an :class:`OptionError` naming the nearest backends, not a backend 
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from typing import Any, Mapping
 
@@ -22,6 +21,7 @@ from daotai.errors import OptionError
 from daotai.plugins import load_group
 from daotai.render.base import Backend
 from daotai.render.spec import BackendEnv, BackendOptions, BackendSpec
+from daotai.script.spellings import did_you_mean, nearest
 
 BACKEND_ENTRY_POINTS = "daotai.backends"
 
@@ -80,9 +80,9 @@ def backend_names() -> list[str]:
 def unknown_backend(name: object, where: str = "--backend") -> OptionError:
     """The error for a backend name no spec has: an option error naming the closest names."""
     names = backend_names()
-    close = difflib.get_close_matches(str(name).strip().lower(), names, n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(repr(n) for n in close)}? " if close else ""
-    return OptionError.at(where, name, f"is not a known backend; {hint}choose one of: {', '.join(names)}")
+    # A lower cutoff than a script word's: backend names are short ('h3'), and any hint beats none
+    hint = did_you_mean(nearest(str(name).strip().lower(), names, cutoff=0.5))
+    return OptionError.at(where, name, f"is not a known backend{hint}; choose one of: {', '.join(names)}")
 
 
 def check_backend(name: object, where: str = "--backend") -> BackendSpec:

@@ -7,8 +7,8 @@ which model does it load by default, how are its frames best encoded, which opti
 take — so no code compares backend names to decide a capability.
 
 Options are frozen pydantic models with ``extra="forbid"``: an unknown or ill-typed option
-is an :class:`~daotai.errors.OptionError` naming the backend's valid options (exit 2, HTTP
-422), never silently dropped. Values may arrive as strings (``-O steps=8`` on the command
+is an :class:`~daotai.errors.OptionError` naming the backend's valid options, and the nearest
+ones to an unknown name (exit 2, HTTP 422), never silently dropped. Values may arrive as strings (``-O steps=8`` on the command
 line); pydantic converts them to the declared types.
 """
 
@@ -22,6 +22,7 @@ from typing import Any, Callable, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from daotai.errors import OptionError
+from daotai.script.spellings import did_you_mean, nearest
 
 DeviceClass = Literal["cpu", "accelerator", "apple"]
 Offload = Literal["none", "model", "group", "sequential"]
@@ -87,6 +88,7 @@ class BackendSpec:
     summary: str
     family: str | None = None  # catalog family of the models it runs (None: no model)
     controls: bool = False  # yields depth and character masks with every frame
+    sound: bool = False  # yields the shot's sound (one Audio event) with its frames
     footage: bool = False  # follows a shot's reference_video (daotai.render.footage) instead of the previz
     # Draws the same pixels again from the same plan and options (so `daotai qc` may re-render
     # samples instead of trusting the files under test); such a backend has ``render_frames``.
@@ -126,9 +128,14 @@ class BackendSpec:
 
 
 def options_error(exc: ValidationError, spec: BackendSpec, prefix: str = "options") -> OptionError:
-    """A pydantic validation error as an OptionError naming the backend's valid options."""
-    return OptionError.from_pydantic(exc, prefix, spec.option_names(),
-                                     unknown_rule=f"is not an option of the {spec.name} backend")
+    """A pydantic validation error as an OptionError naming the backend's valid options, and for an
+    unknown option the nearest valid names (``stepz`` → did you mean 'steps'?)."""
+    names = spec.option_names()
+
+    def unknown(option: str) -> str:
+        return f"is not an option of the {spec.name} backend{did_you_mean(nearest(option, names))}"
+
+    return OptionError.from_pydantic(exc, prefix, names, unknown_rule=unknown)
 
 
 def options_with(options: BackendOptions, **changes: Any) -> BackendOptions:

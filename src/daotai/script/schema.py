@@ -485,35 +485,40 @@ def camera_contradictions(cam: CameraSpec) -> list[str]:
         ]
         if moving:
             problems.append(f"type 'static' contradicts non-zero {', '.join(moving)} (a static camera does not move)")
-    checks = {
-        CameraType.pan: (cam.rotate is not None and rotate[0] == 0 and not cam.follow,
-                         "type 'pan' needs a non-zero rotate[0] (pan)"),
-        CameraType.tilt: (cam.rotate is not None and rotate[1] == 0, "type 'tilt' needs a non-zero rotate[1] (tilt)"),
-        CameraType.roll: (cam.rotate is not None and rotate[2] == 0, "type 'roll' needs a non-zero rotate[2] (roll)"),
-        CameraType.dolly: (cam.motion is not None and motion[2] == 0, "type 'dolly' needs a non-zero motion[2] (z)"),
-        CameraType.truck: (cam.motion is not None and motion[0] == 0, "type 'truck' needs a non-zero motion[0] (x)"),
-        CameraType.pedestal: (
-            cam.motion is not None and motion[1] == 0,
-            "type 'pedestal' needs a non-zero motion[1] (y)",
-        ),
-        CameraType.crane: (cam.motion is not None and motion[1] == 0, "type 'crane' needs a non-zero motion[1] (y)"),
-        CameraType.orbit: (cam.orbit is not None and cam.orbit == 0, "type 'orbit' needs a non-zero orbit"),
-        CameraType.zoom: (
-            cam.fov_end is not None and cam.fov_end == cam.fov,
-            "type 'zoom' needs fov_end different from fov",
-        ),
-        CameraType.dolly_zoom: (
-            cam.motion is not None and motion[2] == 0,
-            "type 'dolly_zoom' needs a non-zero motion[2] (z)",
-        ),
-        CameraType.handheld: (cam.shake is not None and cam.shake == 0, "type 'handheld' needs shake > 0"),
-    }
-    broken, message = checks.get(t, (False, ""))
-    if broken:
-        problems.append(message)
+    amount = vocab.CAMERA_MOVES[t.value].amount
+    # a following pan turns with its subject, so it may name no turn of its own
+    if _explicit_amount(cam, amount) == 0 and not (t == CameraType.pan and cam.follow):
+        problems.append(f"type '{t.value}' needs {_amount_rule(amount)}")
     if cam.direction is not None:
         problems.extend(_direction_contradictions(cam))
     return problems
+
+
+def _amount_rule(amount: vocab.MoveAmount | None) -> str:
+    """What a move's defining part must be when the script gives it: 'a non-zero rotate[0] (pan)'."""
+    if amount is None:
+        return "no amount"
+    if amount.field == "motion":
+        return f"a non-zero motion[{amount.axis}] ({'xyz'[amount.axis or 0]})"
+    if amount.field == "rotate":
+        return f"a non-zero rotate[{amount.axis}] ({('pan', 'tilt', 'roll')[amount.axis or 0]})"
+    if amount.field == "fov_end":
+        return "fov_end different from fov"
+    if amount.field == "shake":
+        return "shake > 0"
+    return f"a non-zero {amount.field}"
+
+
+def _explicit_amount(cam: CameraSpec, amount: vocab.MoveAmount | None) -> float | None:
+    """The size the script gave a move's defining part (``fov_end``: the lens change), or None."""
+    if amount is None:
+        return None
+    given = getattr(cam, amount.field)
+    if given is None:
+        return None
+    if amount.axis is not None:
+        return given[amount.axis]
+    return given - cam.fov if amount.field == "fov_end" else given
 
 
 def _direction_contradictions(cam: CameraSpec) -> list[str]:
@@ -525,18 +530,7 @@ def _direction_contradictions(cam: CameraSpec) -> list[str]:
         return [f"direction '{direction}' does not apply to a {cam.type.value} camera"]
     if direction not in signs:
         return [f"direction '{direction}' does not apply to a {cam.type.value}; use {' or '.join(signs)}"]
-    explicit = {
-        "pan": cam.rotate[0] if cam.rotate else None,
-        "tilt": cam.rotate[1] if cam.rotate else None,
-        "roll": cam.rotate[2] if cam.rotate else None,
-        "dolly": cam.motion[2] if cam.motion else None,
-        "dolly_zoom": cam.motion[2] if cam.motion else None,
-        "truck": cam.motion[0] if cam.motion else None,
-        "pedestal": cam.motion[1] if cam.motion else None,
-        "crane": cam.motion[1] if cam.motion else None,
-        "orbit": cam.orbit,
-        "zoom": (cam.fov_end - cam.fov) if cam.fov_end is not None else None,
-    }[cam.type.value]
+    explicit = _explicit_amount(cam, vocab.CAMERA_MOVES[cam.type.value].amount)
     if explicit is not None and explicit != 0 and (explicit > 0) != (signs[direction] > 0):
         return [f"direction '{direction}' contradicts the explicit amount {explicit:g} of the {cam.type.value}"]
     return []

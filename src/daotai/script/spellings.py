@@ -335,14 +335,10 @@ _AMOUNT = re.compile(
     + r")?(?![a-z0-9])"
 )
 # Which part of the camera an amount sets, per move: (field, axis or None, unit kind).
-_AMOUNT_FIELD: Mapping[str, tuple[str, int | None, str]] = MappingProxyType(
-    {
-        "pan": ("rotate", 0, "angle"), "tilt": ("rotate", 1, "angle"), "roll": ("rotate", 2, "angle"),
-        "orbit": ("orbit", None, "angle"), "dolly": ("motion", 2, "distance"),
-        "dolly_zoom": ("motion", 2, "distance"), "truck": ("motion", 0, "distance"),
-        "pedestal": ("motion", 1, "distance"), "crane": ("motion", 1, "distance"),
-    }
-)
+_AMOUNT_FIELD: Mapping[str, tuple[str, int | None, str]] = MappingProxyType({
+    row.type: (row.amount.field, row.amount.axis, row.amount.unit)
+    for row in vocab.CAMERA_MOVES.values() if row.amount is not None and row.amount.unit is not None
+})
 PHRASE_EXAMPLES = "'slow push in', 'pan left 20°', 'crane up 2 m', '推镜头', '向左摇20度'"
 MAX_PHRASE = 200
 

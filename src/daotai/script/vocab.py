@@ -6,6 +6,7 @@ value. Lookups never guess: an unknown word is an error that lists the canonical
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
@@ -293,61 +294,149 @@ SEATING_PROPS: tuple[str, ...] = ("chair", "stool", "sofa", "bench", "bed")
 CameraPreset = tuple[str, Mapping[str, object]]
 
 
+@dataclass(frozen=True)
+class MoveAmount:
+    """The part of a camera spec that says how far a move goes (its defining component).
+
+    ``field`` is ``motion`` / ``rotate`` (with ``axis``), ``orbit``, ``fov_end`` (read as the change
+    ``fov_end - fov``) or ``shake``; ``unit`` is what a phrase's number is in ("angle": degrees,
+    "distance": metres), or None where a phrase cannot give the amount.
+    """
+
+    field: str
+    axis: int | None = None
+    unit: str | None = None
+
+
+@dataclass(frozen=True)
+class CameraMove:
+    """Every fact about one camera move, in one row: a new move is a row here plus its tests.
+
+    The schema checks directions and amounts with it, phrases ("pan left 20°") set its amount,
+    the planner fills its defaults and signs, prompts and the contact sheet word it.
+    """
+
+    type: str  # a CameraType value
+    # Amounts when the script only names the move ("motion", "rotate", "orbit", "shake"); amounts
+    # that depend on the subject's distance (dolly, crane, truck) are filled by the planner.
+    defaults: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    amount: MoveAmount | None = None  # None: the move has no size of its own (static, follow)
+    # Which directions the move understands and the sign each gives its amount (empty: none).
+    signs: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # Words for a negative and a positive amount (None: the directions of ``signs``, negative first).
+    ways: tuple[str, str] | None = None
+    # The prompt's phrase for a negative and a positive amount; {speed} is slowly/steadily/quickly,
+    # {toward} and {around} name the subject. A phrase starting "the camera " joins the others.
+    prompt: tuple[str, str] | None = None
+    speed: tuple[float, float] | None = None  # amount per second under which it is slow, over which fast
+    lead: str | None = None  # a phrase of the move itself, before any amount's (follow, steadicam)
+    label: str = ""  # the contact sheet's words: {way}, {amount}, {fov}, {fov_end}, {shake} (default: the type)
+    zooms: bool = False  # its lens change belongs to the move (a dolly zoom): no zoom phrase of its own
+    # spelling → the fields it presets
+    aliases: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def way(self, value: float) -> str:
+        """The word for an amount's sense: 'left' / 'right', 'in' / 'out' …; a zero amount reads negative."""
+        if self.ways is not None:
+            negative, positive = self.ways
+        else:
+            negative = next(d for d, sign in self.signs.items() if sign < 0)
+            positive = next(d for d, sign in self.signs.items() if sign > 0)
+        return positive if value > 0 else negative
+
+
+def _move(type_: str, *, aliases: dict[str, dict[str, object]] | None = None, defaults: dict | None = None,
+          signs: dict[str, int] | None = None, **facts: object) -> CameraMove:
+    frozen = {k: MappingProxyType(dict(v)) for k, v in (aliases or {}).items()}
+    return CameraMove(type_, MappingProxyType(dict(defaults or {})), signs=MappingProxyType(dict(signs or {})),
+                      aliases=MappingProxyType(frozen), **facts)  # type: ignore[arg-type]
+
+
+_LR = {"left": -1, "right": 1}
+_UD = {"up": 1, "down": -1}
+_IO = {"in": -1, "out": 1}
+_DOLLY_ZOOM = "the camera {speed} performs a dolly zoom (vertigo effect), "
+
+# One row per camera move (CameraType), in the type's order.
+CAMERA_MOVES: Mapping[str, CameraMove] = MappingProxyType({row.type: row for row in (
+    _move("static", label="static", aliases={
+        "fixed": {}, "locked": {}, "locked_off": {}, "still": {}, "固定": {}, "固定镜头": {}, "定": {}}),
+    _move("pan", defaults={"rotate": (30.0, 0.0, 0.0)}, amount=MoveAmount("rotate", 0, "angle"), signs=_LR,
+          prompt=("the camera {speed} pans left", "the camera {speed} pans right"), speed=(8, 30), label="pan {way}",
+          aliases={"pan_right": {"direction": "right"}, "pan_left": {"direction": "left"}, "摇": {}, "横摇": {},
+                   "左摇": {"direction": "left"}, "右摇": {"direction": "right"},
+                   "pan_follow": {"follow": True}, "follow_pan": {"follow": True}, "panning_follow": {"follow": True},
+                   "摇跟": {"follow": True}, "跟摇": {"follow": True}}),
+    _move("tilt", defaults={"rotate": (0.0, 15.0, 0.0)}, amount=MoveAmount("rotate", 1, "angle"), signs=_UD,
+          prompt=("the camera {speed} tilts down", "the camera {speed} tilts up"), speed=(5, 20), label="tilt {way}",
+          aliases={"tilt_up": {"direction": "up"}, "tilt_down": {"direction": "down"}, "竖摇": {},
+                   "上摇": {"direction": "up"}, "下摇": {"direction": "down"}}),
+    _move("roll", defaults={"rotate": (0.0, 0.0, 15.0)}, amount=MoveAmount("rotate", 2, "angle"), signs=_LR,
+          ways=("counter-clockwise", "clockwise"),
+          prompt=("the camera rolls counter-clockwise", "the camera rolls clockwise"), label="roll {way}",
+          aliases={"dutch_roll": {}, "旋转": {}, "横滚": {}}),
+    # A push-in covers a third of the way to the subject (the planner's rule)
+    _move("dolly", amount=MoveAmount("motion", 2, "distance"), signs=_IO,
+          prompt=("the camera {speed} dollies in{toward}", "the camera {speed} pulls back"), speed=(0.3, 1.0),
+          label="dolly {way}",
+          aliases={"push_in": {"direction": "in"}, "dolly_in": {"direction": "in"}, "pull_out": {"direction": "out"},
+                   "pull_back": {"direction": "out"}, "dolly_out": {"direction": "out"},
+                   "推": {"direction": "in"}, "推进": {"direction": "in"}, "推镜头": {"direction": "in"},
+                   "拉": {"direction": "out"}, "拉远": {"direction": "out"}, "拉镜头": {"direction": "out"}}),
+    _move("truck", defaults={"motion": (1.0, 0.0, 0.0)}, amount=MoveAmount("motion", 0, "distance"), signs=_LR,
+          prompt=("the camera {speed} trucks left", "the camera {speed} trucks right"), speed=(0.3, 1.2),
+          label="truck {way}",
+          aliases={"track": {}, "tracking": {}, "slide": {}, "truck_right": {"direction": "right"},
+                   "truck_left": {"direction": "left"}, "移": {}, "横移": {}, "移镜头": {},
+                   "左移": {"direction": "left"}, "右移": {"direction": "right"}}),
+    _move("pedestal", defaults={"motion": (0.0, 0.5, 0.0)}, amount=MoveAmount("motion", 1, "distance"), signs=_UD,
+          prompt=("the camera {speed} lowers", "the camera {speed} rises"), speed=(0.3, 1.0),
+          label="pedestal {way}",
+          aliases={"pedestal_up": {"direction": "up"}, "pedestal_down": {"direction": "down"}}),
+    # its tilt follows from the rise (the planner's resolve_move)
+    _move("crane", defaults={"motion": (0.0, 1.5, 0.0)}, amount=MoveAmount("motion", 1, "distance"), signs=_UD,
+          prompt=("the camera {speed} cranes down", "the camera {speed} cranes up"), speed=(0.3, 1.0),
+          label="crane {way}",
+          aliases={"boom": {}, "jib": {}, "crane_up": {"direction": "up"}, "crane_down": {"direction": "down"},
+                   "升降": {}, "升": {"direction": "up"}, "降": {"direction": "down"},
+                   "上升": {"direction": "up"}, "下降": {"direction": "down"}}),
+    _move("orbit", defaults={"orbit": 45.0}, amount=MoveAmount("orbit", None, "angle"), signs=_LR,
+          prompt=("the camera {speed} orbits left{around}", "the camera {speed} orbits right{around}"),
+          speed=(10, 40), label="orbit {amount:+g}°",
+          aliases={"arc": {}, "circle": {}, "orbit_left": {"direction": "left"}, "orbit_right": {"direction": "right"},
+                   "环绕": {}, "环拍": {}, "绕拍": {}}),
+    _move("zoom", amount=MoveAmount("fov_end"), signs=_IO,
+          prompt=("the lens {speed} zooms in", "the lens {speed} zooms out"), speed=(5, 20),
+          label="zoom {way} {fov:g}→{fov_end:g}",
+          aliases={"zoom_in": {"direction": "in"}, "zoom_out": {"direction": "out"}, "变焦": {},
+                   "拉近": {"direction": "in"}}),
+    _move("dolly_zoom", amount=MoveAmount("motion", 2, "distance"), signs=_IO, zooms=True,
+          prompt=(_DOLLY_ZOOM + "dollying in", _DOLLY_ZOOM + "dollying out"), speed=(0.3, 1.0),
+          label="dolly zoom {way}",
+          aliases={"vertigo": {}, "zolly": {}, "希区柯克变焦": {}, "滑动变焦": {}}),
+    _move("handheld", defaults={"shake": 1.0}, amount=MoveAmount("shake"),
+          prompt=("handheld camera with natural shake", "handheld camera with natural shake"),
+          label="handheld ±{shake:g}°", aliases={"shaky": {}, "hand_held": {}, "手持": {}, "晃动": {}}),
+    _move("follow", lead="the camera follows the subject, tracking its movement", label="follow",
+          aliases={"follow_shot": {}, "跟": {}, "跟拍": {}, "跟随": {}}),
+    # follows the subject as follow does, with a slow float drawn on top (daotai.plan.steadicam)
+    _move("steadicam", lead="a steadicam glides after the subject, floating gently", label="steadicam",
+          aliases={"steady_cam": {}, "stabilizer": {}, "stabiliser": {}, "gimbal": {}, "斯坦尼康": {},
+                   "斯坦尼康跟拍": {}, "稳定器": {}}),
+)})
+
+
 def _camera_table() -> Mapping[str, CameraPreset]:
-    plain = {t.value: (t.value, {}) for t in CameraType}
-    presets: dict[str, CameraPreset] = {
-        "fixed": ("static", {}), "locked": ("static", {}), "locked_off": ("static", {}),
-        "still": ("static", {}), "固定": ("static", {}), "固定镜头": ("static", {}), "定": ("static", {}),
-        "pan_right": ("pan", {"direction": "right"}),
-        "pan_left": ("pan", {"direction": "left"}),
-        "摇": ("pan", {}), "横摇": ("pan", {}), "左摇": ("pan", {"direction": "left"}),
-        "右摇": ("pan", {"direction": "right"}),
-        "tilt_up": ("tilt", {"direction": "up"}),
-        "tilt_down": ("tilt", {"direction": "down"}),
-        "竖摇": ("tilt", {}), "上摇": ("tilt", {"direction": "up"}),
-        "下摇": ("tilt", {"direction": "down"}),
-        "dutch_roll": ("roll", {}), "旋转": ("roll", {}), "横滚": ("roll", {}),
-        "push_in": ("dolly", {"direction": "in"}),
-        "dolly_in": ("dolly", {"direction": "in"}),
-        "pull_out": ("dolly", {"direction": "out"}),
-        "pull_back": ("dolly", {"direction": "out"}),
-        "dolly_out": ("dolly", {"direction": "out"}),
-        "推": ("dolly", {"direction": "in"}), "推进": ("dolly", {"direction": "in"}),
-        "推镜头": ("dolly", {"direction": "in"}),
-        "拉": ("dolly", {"direction": "out"}), "拉远": ("dolly", {"direction": "out"}),
-        "拉镜头": ("dolly", {"direction": "out"}),
-        "track": ("truck", {}), "tracking": ("truck", {}), "slide": ("truck", {}),
-        "truck_right": ("truck", {"direction": "right"}),
-        "truck_left": ("truck", {"direction": "left"}),
-        "移": ("truck", {}), "横移": ("truck", {}), "移镜头": ("truck", {}),
-        "左移": ("truck", {"direction": "left"}), "右移": ("truck", {"direction": "right"}),
-        "pedestal_up": ("pedestal", {"direction": "up"}),
-        "pedestal_down": ("pedestal", {"direction": "down"}),
-        "boom": ("crane", {}), "jib": ("crane", {}),
-        "crane_up": ("crane", {"direction": "up"}),
-        "crane_down": ("crane", {"direction": "down"}),
-        "升降": ("crane", {}), "升": ("crane", {"direction": "up"}),
-        "降": ("crane", {"direction": "down"}),
-        "上升": ("crane", {"direction": "up"}), "下降": ("crane", {"direction": "down"}),
-        "arc": ("orbit", {}), "circle": ("orbit", {}), "orbit_left": ("orbit", {"direction": "left"}),
-        "orbit_right": ("orbit", {"direction": "right"}),
-        "环绕": ("orbit", {}), "环拍": ("orbit", {}), "绕拍": ("orbit", {}),
-        "zoom_in": ("zoom", {"direction": "in"}), "zoom_out": ("zoom", {"direction": "out"}),
-        "变焦": ("zoom", {}), "拉近": ("zoom", {"direction": "in"}),
-        "vertigo": ("dolly_zoom", {}), "zolly": ("dolly_zoom", {}), "希区柯克变焦": ("dolly_zoom", {}),
-        "滑动变焦": ("dolly_zoom", {}),
-        "shaky": ("handheld", {}), "hand_held": ("handheld", {}), "手持": ("handheld", {}),
-        "晃动": ("handheld", {}),
-        "steady_cam": ("steadicam", {}), "stabilizer": ("steadicam", {}), "stabiliser": ("steadicam", {}),
-        "gimbal": ("steadicam", {}), "斯坦尼康": ("steadicam", {}), "斯坦尼康跟拍": ("steadicam", {}),
-        "稳定器": ("steadicam", {}),
-        "follow_shot": ("follow", {}), "跟": ("follow", {}), "跟拍": ("follow", {}), "跟随": ("follow", {}),
-        "pan_follow": ("pan", {"follow": True}), "follow_pan": ("pan", {"follow": True}),
-        "panning_follow": ("pan", {"follow": True}), "摇跟": ("pan", {"follow": True}), "跟摇": ("pan", {"follow": True}),
-    }
+    """Every spelling of a move (its name and its aliases) → (type, the fields it presets)."""
     table: dict[str, CameraPreset] = {}
-    for spelling, preset in {**plain, **presets}.items():
-        table[normalise_word(spelling)] = (preset[0], MappingProxyType(dict(preset[1])))
+    for row in CAMERA_MOVES.values():
+        table[normalise_word(row.type)] = (row.type, MappingProxyType({}))
+    for row in CAMERA_MOVES.values():
+        for spelling, preset in row.aliases.items():
+            key = normalise_word(spelling)
+            if key in table and table[key][0] != row.type:
+                raise ValueError(f"camera alias {spelling!r} names both {table[key][0]} and {row.type}")
+            table[key] = (row.type, preset)
     return MappingProxyType(table)
 
 
@@ -367,18 +456,7 @@ class Direction(str, Enum):
 
 # Which directions each move understands, and the sign each gives its defining component.
 DIRECTION_SIGNS: Mapping[str, Mapping[str, int]] = MappingProxyType(
-    {
-        "pan": {"left": -1, "right": 1},
-        "tilt": {"up": 1, "down": -1},
-        "roll": {"left": -1, "right": 1},
-        "dolly": {"in": -1, "out": 1},
-        "dolly_zoom": {"in": -1, "out": 1},
-        "truck": {"left": -1, "right": 1},
-        "pedestal": {"up": 1, "down": -1},
-        "crane": {"up": 1, "down": -1},
-        "orbit": {"left": -1, "right": 1},
-        "zoom": {"in": -1, "out": 1},
-    }
+    {row.type: row.signs for row in CAMERA_MOVES.values() if row.signs}
 )
 
 DIRECTION_ALIASES = _table(

@@ -82,7 +82,9 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
 
     @app.exception_handler(HTTPException)
     async def _http_error(_request: Request, exc: HTTPException):
-        return json_response(exc.status_code, error_body(str(exc.detail)), headers=getattr(exc, "headers", None))
+        # A route's RequestRefused names the field at fault (OpenAI's param) and may carry a code
+        body = error_body(str(exc.detail), param=getattr(exc, "param", None), code=getattr(exc, "code", None))
+        return json_response(exc.status_code, body, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def _internal_error(_request: Request, exc: Exception):

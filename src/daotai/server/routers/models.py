@@ -19,7 +19,7 @@ def backend_entry(spec: Any) -> dict[str, Any]:
     """A backend as a model object: its id is what `model` of /v1/videos (or `backend` of /v1/jobs) takes."""
     return {"id": spec.name, "object": "model", "created": 0, "owned_by": OWNER,
             "daotai": {"kind": "backend", "summary": spec.summary, "family": spec.family,
-                       "device_class": spec.device_class, "controls": spec.controls,
+                       "device_class": spec.device_class, "controls": spec.controls, "sound": spec.sound,
                        "default_model": spec.default_model, "options": list(spec.option_names())}}
 
 

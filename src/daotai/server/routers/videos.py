@@ -37,6 +37,16 @@ from daotai.server.state import IDEM_KEY_PATTERN, ServerState, check_idem_key, j
 from daotai.server.store import TERMINAL, NewJob, NotFound, body_hash, valid_job_id
 
 
+class RequestRefused(HTTPException):
+    """A request refused before any work, naming the field at fault (the OpenAI error's ``param``)
+    and, where a client may act on it by code, a machine-readable ``code``."""
+
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None):
+        super().__init__(status, message)
+        self.param = param
+        self.code = code
+
+
 def video_script(prompt: str, seconds: float, size: str, reference: bool) -> dict[str, Any]:
     """The one-shot director's script that an OpenAI-style request stands for: the prompt read
     for film language (framing, angle, camera move, time of day, setting, subject; see
@@ -59,7 +69,7 @@ def parse_seconds(value: Any, limit: float) -> float:
 
 def build_router(state: ServerState) -> APIRouter:
     """The OpenAI Videos routes of one server."""
-    from daotai.render.registry import backend_names
+    from daotai.render.registry import backend_names, unknown_backend
 
     router = APIRouter(tags=["videos"])
     config, store = state.config, state.store
@@ -102,18 +112,19 @@ def build_router(state: ServerState) -> APIRouter:
                     data[name] = value
         prompt = data.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > 4000:
-            raise HTTPException(400, "prompt: required, a non-empty string of at most 4000 characters")
+            raise RequestRefused(400, "prompt: required, a non-empty string of at most 4000 characters", "prompt")
         model = data.get("model") or "previz"
         if not isinstance(model, str) or model not in backend_names():
-            raise HTTPException(400, f"model: {str(model)[:60]!r} is not a daotai backend; "
-                                     f"choose one of: {', '.join(backend_names())}")
+            # OpenAI answers a model it does not serve with 400 invalid_request_error at param "model"
+            # (the official client raises BadRequestError); the message names the nearest backends
+            raise RequestRefused(400, str(unknown_backend(model, "model").issues[0]), "model", "model_not_found")
         try:
             seconds = parse_seconds(data.get("seconds", "4"), config.max_seconds)
         except ValueError as exc:
-            raise HTTPException(400, str(exc)) from None
+            raise RequestRefused(400, str(exc), "seconds") from None
         size = data.get("size") or "1280x720"
         if not isinstance(size, str) or len(size) > 16:
-            raise HTTPException(400, "size: must be 'WIDTHxHEIGHT', e.g. '1280x720'")
+            raise RequestRefused(400, "size: must be 'WIDTHxHEIGHT', e.g. '1280x720'", "size")
         from daotai.script.prompt_reader import read_prompt
 
         reading = read_prompt(prompt)  # film language in the prompt becomes the shot's fields
