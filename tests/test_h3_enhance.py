@@ -275,3 +275,40 @@ def test_a_shot_the_script_does_not_have_is_refused_before_anything_is_written(t
     with pytest.raises(EncodeError, match=r"rerender.shot: 's9' is not a shot of .*rehearsal.json' \(s1\)"):
         run(enhance_iter(clip, tmp_path / "out.mp4", [h3(tiny_h3, strength=0.5, script=str(script), shot="s9")]))
     assert list(tmp_path.glob("out*")) == []
+
+
+def test_the_partial_blocks_over_the_whole_schedule_are_the_stock_generation(tiny_h3):
+    """partial_steps = every forward: the same timesteps, row plan and audio schedule as diffusers' own blocks, so
+    the same noise gives the same video and sound; fewer forwards from the same noise give another video."""
+    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_partial import PARTIAL_INPUT, partial_blocks
+    from daotai.runtime.device import generator_for
+
+    def loaded(blocks) -> H3Runner:
+        runner = H3Runner(H3Options(model=str(tiny_h3), device="cpu", steps=4, accept_licence=True), "minimax-h3")
+        runner.blocks = blocks
+        runner.prepare()
+        list(runner.start((W, H), {"t2va"}, 124, 0, "s"))
+        list(runner.load_missing({"t2va"}, "s"))
+        return runner
+
+    stock, partial = loaded(None), loaded(partial_blocks)
+    try:
+        def call(runner: H3Runner, latents, **extra) -> dict:
+            return runner.pipe(prompt="a quiet office", num_frames=124, height=32, width=56, num_inference_steps=4,
+                               generator=generator_for(3), output_type="np", latents=latents,
+                               output=["videos", "audio"], **extra)
+
+        shape = stock.pipe(prompt="a quiet office", num_frames=124, height=32, width=56, num_inference_steps=4,
+                           generator=generator_for(0), output="latents").shape  # (1, 24, F', h', w')
+        noise = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+        expected = call(stock, noise.clone())
+        whole = call(partial, noise.clone(), **{PARTIAL_INPUT: 3})  # 4 sigma points: 3 forwards
+        assert np.array_equal(whole["videos"], expected["videos"])
+        assert torch.equal(whole["audio"], expected["audio"])
+        tail = call(partial, noise.clone(), **{PARTIAL_INPUT: 1})
+        assert not np.array_equal(tail["videos"], expected["videos"])
+        assert partial.pipe.scheduler.begin_index == 2  # the last forward of three
+    finally:
+        stock.close()
+        partial.close()
