@@ -498,13 +498,24 @@ def _enhance_spec(spec: str) -> str:
     return spec
 
 
-def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256, **diffusion):
-    """Step configs from the enhance/watch options (OptionError names a bad value); ``diffusion``: re-render options."""
+def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolate_method, model, sha256, h3=None,
+               **diffusion):
+    """Step configs from the enhance/watch options (OptionError names a bad value); ``diffusion``: re-render options,
+    ``h3``: what only method h3 reads (script, shot, accept_licence)."""
     from daotai.errors import NO_VALUE, OptionError
     from daotai.post.colour import DeflickerConfig, MatchColourConfig
-    from daotai.post.enhance import ordered, parse_interpolate, parse_upscale
+    from daotai.post.enhance import ordered, parse_h3, parse_interpolate, parse_upscale
 
     steps = []
+    if method == "h3":  # a re-render at the clip's own size and rate, not an upscale method
+        if upscale:
+            raise OptionError.at("--upscale", upscale, "method h3 re-renders at the clip's own size; upscale the "
+                                 "result in a second run (--method classical or diffusion)")
+        steps.append(parse_h3(model=str(model) if model else None, **(h3 or {}), **diffusion))
+    else:
+        for flag, given in (h3 or {}).items():
+            if given:
+                raise OptionError.at(f"--{flag.replace('_', '-')}", given, "is only read by --method h3")
     if match_colour is not None:
         steps.append(MatchColourConfig(reference=str(match_colour)))
     if deflicker:
@@ -515,14 +526,17 @@ def _cli_steps(upscale, interpolate, deflicker, match_colour, method, interpolat
         given = {k: v for k, v in diffusion.items() if v is not None}
         steps.append(parse_upscale(upscale, method, str(model) if model else None, sha256, **given))
     if not steps:
-        raise OptionError.at("enhance", NO_VALUE, "no step given; use --upscale, --interpolate, --deflicker or --match-colour")
+        raise OptionError.at("enhance", NO_VALUE, "no step given; use --upscale, --interpolate, --deflicker, "
+                             "--match-colour or --method h3")
     return ordered(steps)
 
 
 _UPSCALE_HELP = "upscale ×2 or ×4"
 _INTERP_HELP = "frame rate (e.g. 60), x2 or x4"
 _METHOD_HELP = ("upscale method: classical | lanczos | spandrel (needs --model and --sha256) | diffusion "
-                "(classical, then a Wan video-to-video re-render; --model, --strength, --steps, --prompt)")
+                "(classical, then a Wan video-to-video re-render; --model, --strength, --steps, --prompt); or h3: "
+                "MiniMax-H3 re-renders the clip at its own size (--strength, --steps, --seed, --prompt or --script "
+                "with --shot, --accept-licence)")
 
 
 def _image_steps(upscale, interpolate, deflicker, match_colour, method, model, sha256, denoise, denoise_strength):
@@ -531,6 +545,8 @@ def _image_steps(upscale, interpolate, deflicker, match_colour, method, model, s
     from daotai.post.colour import MatchColourConfig
     from daotai.post.enhance import DenoiseConfig, parse_upscale
 
+    if method == "h3":
+        raise OptionError.at("--method", method, "re-renders video; for a still use classical, lanczos or spandrel")
     for flag, given in (("--interpolate", interpolate), ("--deflicker", deflicker)):
         if given:
             raise OptionError.at(flag, given, "works on video (it needs frames over time); a still image takes "
@@ -567,16 +583,23 @@ def enhance(
     interpolate_method: str = typer.Option("dis", "--interpolate-method", help="dis (optical flow) | blend"),
     model: Optional[Path] = typer.Option(
         None, "--model", help="spandrel: upscaler weights (.safetensors); diffusion: model name or diffusers folder "
-        "(default wan2.1-t2v-1.3b)"
+        "(default wan2.1-t2v-1.3b); h3: model name or folder (default minimax-h3)"
     ),
     sha256: Optional[str] = typer.Option(None, "--sha256", help="expected SHA-256 of --model"),
     strength: Optional[float] = typer.Option(
-        None, "--strength", help="diffusion: how much is re-rendered, 0..1 (default 0.3; 0 = classical only)"
+        None, "--strength", help="diffusion: how much is re-rendered, 0..1 (default 0.3; 0 = classical only); "
+        "h3: 0 < s <= 1 (default 0.3; 1 = a whole new generation)"
     ),
-    schedule: Optional[int] = typer.Option(None, "--steps", help="diffusion: schedule length; int(steps x strength) run"),
-    prompt: Optional[str] = typer.Option(None, "--prompt", help="diffusion: what the clip shows (optional)"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="diffusion: noise seed (default 0)"),
-    device: Optional[str] = typer.Option(None, "--device", help="diffusion: auto | cuda | cuda:N | mps | cpu"),
+    schedule: Optional[int] = typer.Option(None, "--steps", help="diffusion: schedule length; int(steps x strength) "
+                                           "run; h3: sigma points, int((steps - 1) x strength) forwards run"),
+    prompt: Optional[str] = typer.Option(None, "--prompt", help="diffusion, h3: what the clip shows (optional)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="diffusion, h3: noise seed (default 0)"),
+    device: Optional[str] = typer.Option(None, "--device", help="diffusion, h3: auto | cuda | cuda:N | mps | cpu"),
+    script: Optional[Path] = typer.Option(None, "--script", help="h3: the script whose characters and shot prompt "
+                                          "the re-render uses (with --shot)"),
+    shot: Optional[str] = typer.Option(None, "--shot", help="h3: the script's shot the clip is"),
+    accept_licence: bool = typer.Option(False, "--accept-licence", help="h3: accept MiniMax-H3's licence (recorded "
+                                        "once)"),
     denoise: bool = typer.Option(False, "--denoise", help="still images: remove noise (non-local means)"),
     denoise_strength: float = typer.Option(5.0, "--denoise-strength", help="still images: denoise strength, 1..30"),
 ) -> None:
@@ -610,6 +633,8 @@ def enhance(
 
     steps = _cli_steps(upscale, interpolate, deflicker, match_colour or match_color, method, interpolate_method,
                        model, sha256,
+                       h3={"script": str(script) if script else None, "shot": shot,
+                           "accept_licence": accept_licence or None},
                        strength=strength, steps=schedule, prompt=prompt, seed=seed, device=device)
     probe(source)  # a missing or unreadable input is reported before the progress bar appears
     events = enhance_iter(source, output, steps)

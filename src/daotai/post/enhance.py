@@ -1,9 +1,10 @@
-"""Restoration of a finished clip: colour match, deflicker, frame interpolation, upscale
+"""Restoration of a finished clip: colour match, deflicker, H3 re-render, frame interpolation, upscale
 (and of a still image: colour match, denoise, upscale; see ``enhance_image``).
 
-Steps are frozen configs (``MatchColourConfig``, ``DeflickerConfig``, ``InterpolateConfig``,
-``UpscaleConfig``) and always run in that order, whatever order they were given in: colour
-statistics are taken on the untouched input, flow is cheapest and most reliable at the
+Steps are frozen configs (``MatchColourConfig``, ``DeflickerConfig``, ``H3RerenderConfig``,
+``InterpolateConfig``, ``UpscaleConfig``) and always run in that order, whatever order they were
+given in: colour statistics are taken on the untouched input, the re-render (which keeps the
+clip's size and rate) sees the cleaned clip, flow is cheapest and most reliable at the
 small size, and upscaling last means every other step works on fewer pixels. Frames stream
 from the decoder through the steps into an atomic ``VideoWriter``: memory stays at a few
 frames, and an interrupted run leaves nothing at the output path.
@@ -40,6 +41,7 @@ from daotai.post.colour import (
     lab_stats,
     match_colour_frames,
 )
+from daotai.post.h3_rerender import H3Rerender, H3RerenderConfig
 from daotai.post.interpolate import InterpolateConfig, interpolate_frames, output_fps, output_frame_count
 from daotai.post.upscale import UpscaleConfig, upscale_frames
 from daotai.render.base import Output, Progress, RunContext
@@ -60,9 +62,9 @@ __all__ = [
     "plan_output",
 ]
 
-Step = Union[MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfig]
-ORDER = (MatchColourConfig, DeflickerConfig, InterpolateConfig, UpscaleConfig)
-STEP_NAMES = {MatchColourConfig: "match_colour", DeflickerConfig: "deflicker",
+Step = Union[MatchColourConfig, DeflickerConfig, H3RerenderConfig, InterpolateConfig, UpscaleConfig]
+ORDER = (MatchColourConfig, DeflickerConfig, H3RerenderConfig, InterpolateConfig, UpscaleConfig)
+STEP_NAMES = {MatchColourConfig: "match_colour", DeflickerConfig: "deflicker", H3RerenderConfig: "rerender",
               InterpolateConfig: "interpolate", UpscaleConfig: "upscale"}
 ENHANCED_SUFFIX = ENHANCED  # <stem>_enhanced<suffix>: the render layout's name for an enhanced copy
 STATS_SIDE = 160  # thumbnail side for colour statistics (decoded with skipping, cheap)
@@ -143,6 +145,13 @@ def _number(key: str, text: str, kind: type) -> Any:
 
 ENHANCE_KEYS = ("deflicker", "interpolate", "interpolate_method", "match", "match_colour", "method", "model", "steps",
                 "strength", "upscale", "upscale_method")
+
+
+def parse_h3(**fields: Any) -> H3RerenderConfig:
+    """The H3 re-render step from user options (strength, steps, model, prompt, seed, device, script, shot,
+    accept_licence; None: the default); OptionError names a bad value."""
+    given = {k: v for k, v in fields.items() if v is not None}
+    return _option_step(H3RerenderConfig, **given)
 
 
 def parse_steps(spec: str) -> tuple[Step, ...]:
@@ -243,6 +252,7 @@ def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info,
 
     The upscale step (always last) may interleave Progress events with its frames
     (diffusion re-render: loading and denoising steps); the writer loop passes them on.
+    The H3 re-render is not chained: it needs the whole clip at once (``enhance_iter`` runs it).
     """
     count, fps = info.frames, info.fps
     for step in steps:
@@ -256,6 +266,8 @@ def _chain(frames: Iterator[np.ndarray], steps: Sequence[Step], src: Path, info,
             frames = match_colour_frames(frames, transfer, step.strength)
         elif isinstance(step, DeflickerConfig):
             frames = deflicker_frames(frames, step)
+        elif isinstance(step, H3RerenderConfig):
+            raise TypeError("enhance: the H3 re-render runs on the whole clip, not in the frame chain")
         elif isinstance(step, InterpolateConfig):
             frames = interpolate_frames(frames, count, fps, step)
             new_fps = output_fps(step, fps)
@@ -302,20 +314,37 @@ def enhance_iter(
     info = probe(src)
     width, height, fps, total = plan_output(steps, info.width, info.height, info.fps, info.frames)
     label = "+".join(STEP_NAMES[type(s)] for s in steps)
+    rerender = next((H3Rerender(s, info.width, info.height, info.fps, info.frames) for s in steps
+                     if isinstance(s, H3RerenderConfig)), None)
+    if rerender is not None:
+        rerender.check()  # a clip too long for one generation, an unaccepted licence: refused before any work
     started = time.perf_counter()
     stats: dict[str, Any] = {}
     yield Progress("enhance", shot_id, 0, total, label)
-    frames = _chain(decode_frames(src), steps, src, info, stats, ctx)
+    frames: Iterator[Any] = decode_frames(src)
+    if rerender is not None:
+        # The model takes the whole clip at once: it runs to the end here (its progress passes on), before the
+        # output is opened; the steps after it then work on its frames, made lazily at the clip's size.
+        split = steps.index(rerender.config)
+        for event in rerender.generate(_chain(frames, steps[:split], src, info, stats, ctx), ctx):
+            yield replace(event, shot_id=shot_id)
+        frames, later = rerender.frames(), steps[split + 1:]
+        stats["rerender"] = rerender.record
+    else:
+        later = steps
+    frames = _chain(frames, later, src, info, stats, ctx)
     from contextlib import nullcontext
 
-    from daotai.encode.audio import copy_audio, probe_audio
+    from daotai.encode.audio import copy_audio, mux_audio, probe_audio
     from daotai.files import atomic_path
 
     # Sound is copied from the input unchanged (same packets, same start) once the picture is
-    # written: interpolation and upscaling keep the clip's duration, so it stays in sync.
+    # written: interpolation and upscaling keep the clip's duration, so it stays in sync. A clip
+    # without sound that MiniMax-H3 re-rendered gets the sound it generated.
     sound = probe_audio(src)
+    generated = rerender is not None and sound is None and rerender.audio is not None
     try:
-        with (atomic_path(dst) if sound is not None else nullcontext(dst)) as picture, \
+        with (atomic_path(dst) if sound is not None or generated else nullcontext(dst)) as picture, \
                 VideoWriter(picture, width, height, fps, settings) as writer:
             for frame in frames:
                 ctx.check()
@@ -329,6 +358,9 @@ def enhance_iter(
             writer.close()
             if sound is not None:
                 copy_audio(src, picture)
+            elif generated:
+                assert rerender is not None and rerender.audio is not None
+                mux_audio(picture, np.clip(rerender.audio.T, -1.0, 1.0), rerender.rate)
     finally:
         close = getattr(frames, "close", None)
         if close is not None:
@@ -339,6 +371,9 @@ def enhance_iter(
         "input": {**_info_record(src, info.width, info.height, info.fps, info.frames), "sha256": sha256_file(src)},
         **({"audio": {"copied_from_input": True, "codec": sound.codec, "rate": sound.rate,
                       "channels": sound.channels, "duration_s": sound.duration_s}} if sound is not None else {}),
+        **({"audio": {"generated_by": "rerender (h3)", "rate": rerender.rate, "channels": rerender.audio.shape[0],
+                      "duration_s": round(rerender.audio.shape[1] / rerender.rate, 6)}}
+           if generated and rerender is not None and rerender.audio is not None else {}),
         "output": {**_info_record(dst, width, height, fps, total), "sha256": sha256_file(dst)},
         "steps": [step_record(s) for s in steps],
         "encode": asdict(settings or EncodeSettings()),

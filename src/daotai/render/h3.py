@@ -282,6 +282,9 @@ class H3Runner(DiffusersShotRunner):
         self.adaptations: list[str] = []  # what was done to the weights (notices → manifest)
         self.turbo: Any = None  # daotai.render.neural.turbo.Turbo once resolved (prepare)
         self.turbo_alpha = 1.0  # strength the turbo LoRA is fused at
+        # Makes the pipeline's blocks (None: diffusers' own for the folder); a re-render swaps in its own
+        # timestep step (daotai.render.h3_partial).
+        self.blocks: Callable[[], Any] | None = None
 
     def prepare(self) -> Any:
         """The device and defaults; with a turbo LoRA, the steps and shift it was distilled for (user options
@@ -337,10 +340,14 @@ class H3Runner(DiffusersShotRunner):
 
     def canvas(self, plan: Plan) -> tuple[int, int]:
         """The canvas this model generates the plan's shots at."""
+        return self.canvas_of(plan.width, plan.height)
+
+    def canvas_of(self, width: int, height: int) -> tuple[int, int]:
+        """The canvas this model generates a picture of ``width`` x ``height`` at (its aspect ratio)."""
         short_edge, max_pixels = self.canvas_settings()
         multiple = self.pipe.canvas_multiple if self.pipe is not None and getattr(self.pipe, "vae", None) is not None \
             else catalog.family(FAMILY).snap.size_multiple
-        return canvas_for(plan.width, plan.height, short_edge, max_pixels, multiple)
+        return canvas_for(width, height, short_edge, max_pixels, multiple)
 
     def ensure(self, plan: Plan, planned: set[str], workflows: set[str], shot_id: str, frames: int) -> Iterator[Event]:
         """Check the folder for every ``planned`` workflow before anything loads, then load what ``workflows`` add.
@@ -349,16 +356,28 @@ class H3Runner(DiffusersShotRunner):
         """
         if self.pipe is None:
             self.prepare()
-            self.reference_frames = self._reference_frames(plan, frames)
-            self.planned_workflows = set(planned) | set(workflows)
-            if self.turbo is not None:
-                from daotai.render.neural.turbo import check_turbo_covers
+            yield from self.start((plan.width, plan.height), set(planned) | set(workflows), frames,
+                                  self._reference_frames(plan, frames), shot_id)
+        yield from self.load_missing(workflows, shot_id)
 
-                check_turbo_covers(self.turbo, self.planned_workflows, FAMILY)
-            self.check(self.planned_workflows)  # refuse a damaged or incomplete folder before loading anything
-            width, height = self.canvas(plan)
-            request = NativeRequest(width, height, frames, 24.0, "", "", 0)
-            yield from self.load_for(request, shot_id)
+    def start(self, size: tuple[int, int], workflows: set[str], frames: int, reference_frames: int,
+              shot_id: str) -> Iterator[Event]:
+        """Check the folder for ``workflows``, choose the memory tier for the longest generation and make the
+        (empty) pipeline; call ``prepare`` first. ``size``: the delivery size the canvas keeps the aspect of;
+        ``reference_frames``: what the largest ref2va request packs beside its ``frames``."""
+        self.reference_frames = reference_frames
+        self.planned_workflows = set(workflows)
+        if self.turbo is not None:
+            from daotai.render.neural.turbo import check_turbo_covers
+
+            check_turbo_covers(self.turbo, self.planned_workflows, FAMILY)
+        self.check(self.planned_workflows)  # refuse a damaged or incomplete folder before loading anything
+        width, height = self.canvas_of(*size)
+        request = NativeRequest(width, height, frames, 24.0, "", "", 0)
+        yield from self.load_for(request, shot_id)
+
+    def load_missing(self, workflows: set[str], shot_id: str) -> Iterator[Event]:
+        """Load the components of ``workflows`` that are not loaded yet."""
         missing = workflows - self.loaded_workflows
         if missing:
             yield from self._load_workflows(missing, shot_id)
@@ -378,7 +397,8 @@ class H3Runner(DiffusersShotRunner):
 
         yield Progress("load", shot_id, 0, 1, f"loading {self.model}")
         self.tier = self._tier_for(request)
-        self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(self.planned_workflows))
+        self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(self.planned_workflows),
+                                     self.blocks() if self.blocks is not None else None)
         self.pipe.set_progress_bar_config(disable=True)
         yield Progress("load", shot_id, 1, 1, "pipeline ready")
 
@@ -667,7 +687,8 @@ class H3Runner(DiffusersShotRunner):
         self.offload, self.release_conditioner = lower, False
         from daotai.runtime.models import load_components, modular_pipeline
 
-        self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(workflows))
+        self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(workflows),
+                                     self.blocks() if self.blocks is not None else None)
         self.pipe.set_progress_bar_config(disable=True)
         load_components(self.pipe, self.resolved, FAMILY, self.runtime, self.components_for(workflows))
         self._apply_shift()
@@ -701,14 +722,19 @@ class H3Runner(DiffusersShotRunner):
 
     # -------------------------------------------------------------- one generation
 
-    def generate_h3(self, shot: ShotPlan, generation: Generation, ctx: RunContext) -> Iterator[Event | tuple]:
-        """Run one generation (retrying once a tier lower on out-of-memory); ends with ("result", Result)."""
+    def generate_h3(self, shot: Any, generation: Generation, ctx: RunContext,
+                    forwards: int | None = None) -> Iterator[Event | tuple]:
+        """Run one generation (retrying once a tier lower on out-of-memory); ends with ("result", Result).
+
+        ``shot``: the ShotPlan (or anything with its ``shot_id``) progress and messages are labelled with;
+        ``forwards``: the transformer forwards the call runs (None: the whole schedule's; a re-render runs
+        only its last ones)."""
         from daotai.render.speed import SpeedConfig, compile_tag_context
         from daotai.runtime.device import generator_for
 
         assert self.defaults is not None
         steps = self.defaults.steps
-        forwards = self.forwards()
+        forwards = forwards if forwards is not None else self.forwards()
 
         def call(callback: Callable) -> Any:
             transformer = self.pipe.transformer_ref if generation.workflow == "ref2va" else self.pipe.transformer
@@ -772,6 +798,26 @@ class _StepProxy:
 # ------------------------------------------------------------------ the backend
 
 
+def check_licence(model: str, accepted: bool, option: str, how: str) -> str | None:
+    """Refuse (OptionError at ``option``, saying ``how`` to accept) unless MiniMax-H3's licence was accepted, now
+    or before; the acceptance as a manifest line (None for a model that needs none)."""
+    from daotai.runtime.models import require_licence
+
+    row = catalog.model_row(model)
+    if row is None:
+        # A local folder of MiniMax-H3 weights is under the released model's licence too.
+        row = catalog.model_row(SPEC.default_model or "")
+    if row is None:
+        return None
+    folder = Path(model).expanduser()
+    outcome = require_licence(row, accepted, option=option, how=how, folder=folder if folder.is_dir() else None)
+    if outcome is None:
+        return None
+    record, now = outcome
+    when = "accepted now" if now else f"accepted {record.get('accepted_at', '')} ({record.get('how', '')})"
+    return f"licence: {row.licence} {when}; summary shown: {'; '.join(row.licence_summary)}"
+
+
 def lora_files(options: Mapping[str, Any]) -> tuple[Path, ...]:
     """The LoRA files the options fuse into the weights (``lora``, ``turbo``), for the shot cache's key.
 
@@ -820,22 +866,8 @@ class H3Backend:
 
     def _check_licence(self) -> str | None:
         """Refuse before any work unless the model's licence was accepted; the acceptance as a manifest line."""
-        from daotai.runtime.models import require_licence
-
-        row = catalog.model_row(self.runner.model)
-        if row is None:
-            # A local folder of MiniMax-H3 weights is under the released model's licence too.
-            row = catalog.model_row(SPEC.default_model or "")
-        if row is None:
-            return None
-        folder = Path(self.runner.model).expanduser()
-        outcome = require_licence(row, self.options.accept_licence, option="options.accept_licence",
-                                  how="-O accept_licence=true", folder=folder if folder.is_dir() else None)
-        if outcome is None:
-            return None
-        record, now = outcome
-        when = "accepted now" if now else f"accepted {record.get('accepted_at', '')} ({record.get('how', '')})"
-        return f"licence: {row.licence} {when}; summary shown: {'; '.join(row.licence_summary)}"
+        return check_licence(self.runner.model, self.options.accept_licence, "options.accept_licence",
+                             "-O accept_licence=true")
 
     # -------------------------------------------------------------- conditioning
 

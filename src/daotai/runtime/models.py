@@ -869,11 +869,12 @@ def _component_class(library: str, cls: str) -> Any:
     return found
 
 
-def modular_pipeline(model: ResolvedModel, family: str, components: Iterable[str]) -> Any:
+def modular_pipeline(model: ResolvedModel, family: str, components: Iterable[str], blocks: Any = None) -> Any:
     """Check a modular model folder for ``components`` and make its pipeline with none of them loaded yet.
 
     The pipeline class and blocks are diffusers' own (checked); the index's plain settings (canvas
     sizes…) are kept, its component locations are not: components come from this folder alone.
+    ``blocks``: the blocks to run instead of the index's class (a variant of them, same components).
     """
     index = check_model_folder(model.path, family, components,
                                missing_hint=f"pull it again (daotai models pull {model.spec.name})" if model.spec
@@ -886,7 +887,8 @@ def modular_pipeline(model: ResolvedModel, family: str, components: Iterable[str
         raise DependencyMissing("diffusers", "neural", "neural rendering") from None
     _quiet_loading()
     pipeline_cls = getattr(diffusers, index["_class_name"])
-    blocks = getattr(diffusers, index["_blocks_class_name"])()
+    if blocks is None:
+        blocks = getattr(diffusers, index["_blocks_class_name"])()
     settings = {"_class_name": index["_class_name"], "_blocks_class_name": index["_blocks_class_name"], **config_of(index)}
     return pipeline_cls(blocks=blocks, modular_config_dict=settings)
 
