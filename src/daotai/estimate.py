@@ -60,7 +60,9 @@ PROCESS_START_S = 1.2
 # by :func:`calibrate` like the process start, this where that timing fails.
 QC_WORKER_START_CPU_S = 0.6
 # What `render` imports before its first shot, and what a QC worker imports (daotai.qc.parallel).
-RENDER_IMPORTS = "import daotai.cli, daotai.pipeline, daotai.render.registry, daotai.post.assemble"
+RENDER_IMPORTS = ("import daotai.cli, daotai.pipeline, daotai.render.registry, daotai.post.assemble, "
+                  "daotai.qc.report, daotai.shotcache, daotai.deliver.manifest, daotai.deliver.contact_sheet, "
+                  "daotai.deliver.timeline, daotai.deliver.cameras")
 QC_WORKER_IMPORTS = "import daotai.qc.parallel, daotai.qc.report"
 # Writing the contact sheet, cameras, timeline, subtitles and manifest, per shot: 0.05-0.09 s a
 # shot (manifest deliver_s over the examples at 640x360).
@@ -137,7 +139,14 @@ class Calibration:
     assemble_encode: float = 0.0
     reuse_shot: float = 0.0  # placing one cached shot's files in the output (linked, sha256 checked)
     process_start: float = PROCESS_START_S  # the render's interpreter and imports
+    # a shot's checks in a QC worker over the same checks timed in this process (the worker's
+    # decoding and hand-over, timed on the longer sample); at least 1
+    worker_factor: float = 1.0
     worker_start: float = QC_WORKER_START_CPU_S  # one QC worker's interpreter and imports
+    # Measured now (:func:`cpu_rates`), not stored: the part of a core one busy thread gets, and the
+    # CPU seconds a wall second ``cores`` busy threads get together. None: from ``others``.
+    single: float | None = None
+    capacity: float | None = None
 
     def describe(self) -> str:
         return (f"timed here at {self.width}x{self.height}, per frame: render+encode "
@@ -263,6 +272,39 @@ def import_cpu_s(imports: str) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+CAPACITY_PROBE_S = 0.3  # wall seconds the busy threads of :func:`cpu_rates` run
+
+
+def cpu_rates(cores: int, seconds: float = CAPACITY_PROBE_S) -> tuple[float, float]:
+    """(the part of a core one busy thread gets, the CPU seconds a wall second ``cores`` busy threads
+    get together) here now. On a machine shared with other work the second is often far under
+    ``cores``: where the others run in their own control groups the cores are shared between
+    groups, not threads, so more threads of ours do not take more of them (the 2-core box under
+    load: 0.5-0.8 with one, two or three threads), which counting the others' threads misses.
+    The threads hash a buffer, which runs without Python's lock."""
+    import hashlib
+    import threading
+
+    data = bytes(1 << 20)
+    got: list[float] = []
+
+    def busy() -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        while time.perf_counter() - wall < seconds:
+            hashlib.sha256(data).digest()
+        got.append(time.thread_time() - cpu)
+
+    threads = [threading.Thread(target=busy, name="daotai-capacity-probe") for _ in range(max(1, cores))]
+    wall = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    capacity = sum(got) / max(time.perf_counter() - wall, 1e-9)
+    single = thread_share()
+    return single, max(min(capacity, float(cores)), single)
+
+
 def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, Any] | None = None,
               controls: bool = True, sample: int = SAMPLE_FRAMES) -> Calibration:
     """Time each stage of a previz render here on samples of ``plan``'s busiest shot (module doc)."""
@@ -311,10 +353,17 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
             encode_s = clock(assemble, [ClipSpec(path=sample_clip)] * 2, out / f"encoded{layout.container}", fps, enc,
                              stream_copy=False)[1] / (2 * frames)
             reuse_s = _time_reuse(clock, out, record)
+            mini = plan.model_copy(update={"shots": (shots[-1],)})
+            in_worker = worker_check_cpu_s(mini, shots[-1], record, out)
         finally:
             backend.close()
     start = import_cpu_s(RENDER_IMPORTS)
     worker = import_cpu_s(QC_WORKER_IMPORTS)
+    in_process = costs["qc"][-1]
+    if in_worker is not None and worker is not None and in_process > 0:
+        worker_factor = max(1.0, (in_worker - worker) / in_process)
+    else:
+        worker_factor = 1.0
     short, long = (s.frames for s in shots)
     stage = {name: (two_point_growing if name == "qc" else two_point)(short, values[0], long, values[1])
              for name, values in costs.items()}
@@ -324,9 +373,27 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
         sequence_check=StageCost(stage["sequence"].shot_s(long) / long, 0.0),
         others=others_running(load, MachineLoad.now(), clock.cpu, (share + thread_share()) / 2, usable_cores()),
         cores=usable_cores(), assemble_encode=encode_s, reuse_shot=reuse_s,
-        process_start=PROCESS_START_S if start is None else start,
+        process_start=PROCESS_START_S if start is None else start, worker_factor=worker_factor,
         worker_start=QC_WORKER_START_CPU_S if worker is None else worker,
     )
+
+
+def worker_check_cpu_s(plan: Plan, shot: ShotPlan, record: Any, out: Path) -> float | None:
+    """CPU seconds a QC worker process takes to start and check ``shot`` (its files in ``out``), as
+    a render hands its shots to the workers; None where the platform keeps no child CPU counters."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    from daotai.qc.parallel import ShotChecks
+    from daotai.qc.report import hand_in_shot
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with ShotChecks(plan, 1) as checks:
+        hand_in_shot(checks, plan, shot, record, out, True)
+        checks.result(f"shot:{shot.shot_id}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _time_reuse(clock: _Clock, out: Path, record: Any) -> float:
@@ -408,6 +475,8 @@ def whole_render_s(plan: Plan, cal: Calibration, reused: frozenset[str] | set[st
     workers = min(cores, shots, MAX_QC_WORKERS) if cores > 1 and shots > 1 else 0
 
     def share(threads: float) -> float:  # the part of a core each of ``threads`` runnable threads gets
+        if cal.single is not None and cal.capacity is not None:
+            return min(cal.single, cal.capacity / threads)
         return min(1.0, cores / (cal.others + threads))
 
     def render_rate(each: float) -> float:  # CPU seconds a wall second the render's process gets
@@ -426,7 +495,7 @@ def whole_render_s(plan: Plan, cal: Calibration, reused: frozenset[str] | set[st
     chain = start + render + reuse + assemble  # CPU seconds of the render's process until the sequence is cut
     if workers:
         together = share(RENDER_THREADS + workers)  # each thread's part while the checks run beside
-        per_worker = qc / workers + cal.worker_start
+        per_worker = qc * cal.worker_factor / workers + cal.worker_start
         chain_wall = chain / render_rate(together)
         if per_worker <= together * chain_wall:  # the checks end before the sequence is cut
             done_at = per_worker / together
@@ -529,17 +598,23 @@ def stored_calibration(plan: Plan, backend_name: str = "previz", options: Mappin
     found = load_calibrations(path)
     if key in found:
         try:
-            return replace(_from_json(found[key]), others=others_now(), cores=usable_cores()), False
+            return with_rates(replace(_from_json(found[key]), others=others_now(), cores=usable_cores())), False
         except (TypeError, KeyError):
             pass  # written by another layout of Calibration: measured again
     cal = calibrate(plan, backend_name, options, controls, sample)
-    found[key] = _to_json(cal)
+    found[key] = {**_to_json(cal), "single": None, "capacity": None}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps({"machine": machine_identity(), "calibrations": found}, indent=1) + "\n")
     except OSError:
         pass  # a read-only cache folder: measured again next time
-    return cal, True
+    return with_rates(cal), True
+
+
+def with_rates(cal: Calibration) -> Calibration:
+    """``cal`` with the machine's CPU rates for us measured now (:func:`cpu_rates`)."""
+    single, capacity = cpu_rates(cal.cores)
+    return replace(cal, single=single, capacity=capacity)
 
 
 def others_now() -> float:
