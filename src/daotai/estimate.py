@@ -11,18 +11,26 @@ times each one here, on a sample of the plan itself at its real size (:func:`cal
 * **render + encode**: a middle stretch of the plan's busiest shot rendered through the real
   backend into its real encoded files (controls included), at two lengths, so that the
   per-shot part (opening the encoders) and the per-frame part come apart;
-* **QC**: the shot checks run on those sample clips (the function a render's checks run);
-* **assembly**: each sample clip cut twice into a sequence, as the run assembles its shots,
-  and the sequence check on it;
-* **start-up**: opening the backend (the GL context), timed; the render process's own start and
-  its QC workers' start are constants measured below.
+* **QC**: the shot checks run on those sample clips (the function a render's checks run), and
+  once in a QC worker process as a render hands them in;
+* **assembly**: each sample clip cut twice into a sequence (copied, per shot), once re-encoded
+  (per frame: what a transition or a fade makes the assembly decode, blend and encode; the
+  frames a plan re-encodes are counted from its transitions and GOPs), and the sequence check;
+* **reuse**: a sample shot stored in a shot cache and placed in another folder, as a render
+  reusing an unchanged shot does: such shots cost that, not a render, an encode or checks;
+* **start-up**: opening the backend (the GL context), and a fresh interpreter importing what the
+  render imports and what a QC worker imports.
 
-Costs are measured as CPU seconds (all threads of this process), which a busy machine changes
-far less than wall seconds, and the stages are added up as they run (:func:`whole_render_s`):
-the shot checks run in worker processes beside the render and the assembly, so on a machine
-with spare cores they take the cores the render leaves idle, and what does not fit beside it
-is added at the end. Other programs running while the samples ran (counted from the machine's
-CPU counters) are taken to keep running through the render and to share the cores with it.
+The costs are measured once per machine and kept in the user's cache folder
+(:func:`stored_calibration`), measured again when daotai's version or the machine (cores,
+platform, GPUs) changes. They are CPU seconds (all threads of this process), which a busy
+machine changes far less than wall seconds, and the stages are added up as they run
+(:func:`whole_render_s`): the shot checks run in worker processes beside the render and the
+assembly, so on a machine with spare cores they take the cores the render leaves idle, and what
+does not fit beside it is added at the end. What the machine gives us now is measured at each
+estimate (:func:`cpu_rates`): the part of a core one thread gets and what all our threads get
+together, which on a machine shared with other work is often about one core however many
+threads we run.
 
 Neural backends keep their own rule (daotai.render.cost); this module is about previz.
 """
@@ -62,7 +70,8 @@ QC_WORKER_START_CPU_S = 0.6
 # What `render` imports before its first shot, and what a QC worker imports (daotai.qc.parallel).
 RENDER_IMPORTS = ("import daotai.cli, daotai.pipeline, daotai.render.registry, daotai.post.assemble, "
                   "daotai.qc.report, daotai.shotcache, daotai.deliver.manifest, daotai.deliver.contact_sheet, "
-                  "daotai.deliver.timeline, daotai.deliver.cameras")
+                  "daotai.deliver.timeline, daotai.deliver.cameras, daotai.cli_progress, daotai.plan.planner, "
+                  "daotai.script.load")
 QC_WORKER_IMPORTS = "import daotai.qc.parallel, daotai.qc.report"
 # Writing the contact sheet, cameras, timeline, subtitles and manifest, per shot: 0.05-0.09 s a
 # shot (manifest deliver_s over the examples at 640x360).
@@ -272,7 +281,7 @@ def import_cpu_s(imports: str) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-CAPACITY_PROBE_S = 0.3  # wall seconds the busy threads of :func:`cpu_rates` run
+CAPACITY_PROBE_S = 0.5  # wall seconds the busy threads of :func:`cpu_rates` run
 
 
 def cpu_rates(cores: int, seconds: float = CAPACITY_PROBE_S) -> tuple[float, float]:
@@ -490,10 +499,19 @@ def whole_render_s(plan: Plan, cal: Calibration, reused: frozenset[str] | set[st
 
         keyint = EncodeSettings().keyint_frames(Fraction(*plan.fps_fraction))
     encoded = assembly_encoded_frames(plan, keyint)
-    assemble = cal.assemble.per_shot * len(plan.shots) + cal.assemble_encode * encoded
+    # every clip is probed and its untouched GOPs copied (timed on cut samples), and the frames a
+    # transition touches are decoded, blended and encoded again
+    assemble = cal.assemble.seconds([s.frames for s in plan.shots]) + cal.assemble_encode * encoded
     qc = cal.qc.seconds(todo)
     chain = start + render + reuse + assemble  # CPU seconds of the render's process until the sequence is cut
-    if workers:
+    if workers and cal.single is not None and cal.capacity is not None:
+        # The machine's rates measured now: the render's process runs at one thread's rate, and all
+        # of our work together at what all our threads get (on a shared box often about one core,
+        # so the checks mostly add after the render rather than hide beside it)
+        wall = chain / min(cal.single, cal.capacity)
+        everything = chain + qc * cal.worker_factor + workers * cal.worker_start
+        qc_after = max(0.0, everything / cal.capacity - wall)
+    elif workers:
         together = share(RENDER_THREADS + workers)  # each thread's part while the checks run beside
         per_worker = qc * cal.worker_factor / workers + cal.worker_start
         chain_wall = chain / render_rate(together)
