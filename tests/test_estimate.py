@@ -84,7 +84,7 @@ def test_checks_hide_behind_the_render_when_cores_are_spare_and_add_up_when_they
     one_core = whole_render_s(p, calibration(qc_per_frame=0.2, cores=1))
     shot_frames = sum(s.frames for s in p.shots)  # a crossfade overlaps two shots: more than the sequence
     encoded = assembly_encoded_frames(p, 12)  # a GOP a second at 12 fps
-    expected = (PROCESS_START_S + 0.3 + 0.012 * shot_frames + 0.1 * 3 + 0.01 * encoded + 0.02 * 3
+    expected = (PROCESS_START_S + 0.3 + 0.012 * shot_frames + 0.1 * 3 + 0.01 * encoded + 0.007 * shot_frames + 0.02 * 3
                 + 0.2 * shot_frames + 0.003 * frames)
     assert one_core.total == pytest.approx(expected + one_core.deliver)  # everything one after another
     busy = whole_render_s(p, calibration(others=6.0))  # six threads of other programs share the cores
