@@ -10,11 +10,13 @@ from daotai.estimate import (
     Calibration,
     MachineLoad,
     StageCost,
+    assembly_encoded_frames,
     busiest_shot,
     calibrate,
     estimate_render,
     others_running,
     sample_shot,
+    stored_calibration,
     thread_share,
     two_point,
     two_point_growing,
@@ -42,7 +44,8 @@ def plan():
 def calibration(qc_per_frame: float = 0.04, others: float = 0.0, cores: int = 2) -> Calibration:
     return Calibration(width=640, height=360, backend_open=0.3, render=StageCost(0.012, 0.1),
                        qc=StageCost(qc_per_frame, 0.0), assemble=StageCost(0.007, 0.02),
-                       sequence_check=StageCost(0.003, 0.0), others=others, cores=cores)
+                       sequence_check=StageCost(0.003, 0.0), others=others, cores=cores, assemble_encode=0.01,
+                       reuse_shot=0.05)
 
 
 def test_two_point_splits_per_frame_from_per_shot_and_never_goes_negative():
@@ -53,9 +56,9 @@ def test_two_point_splits_per_frame_from_per_shot_and_never_goes_negative():
     assert noisy == StageCost(0.6 / 24, 0.0)
 
 
-def test_checks_that_grow_faster_than_the_shot_are_fitted_with_a_squared_term():
+def test_checks_that_grow_faster_than_the_shot_are_fitted_with_a_log_term():
     cost = two_point_growing(24, 0.84, 48, 1.74)  # office s01's checks, CPU seconds
-    assert cost.per_frame_squared > 0 and cost.per_shot == 0
+    assert cost.per_frame_log > 0 and cost.per_shot == 0
     assert cost.shot_s(24) == pytest.approx(0.84) and cost.shot_s(48) == pytest.approx(1.74)
     assert cost.shot_s(72) == pytest.approx(2.86, rel=0.1)  # measured, not fitted
     assert two_point_growing(24, 1.0, 48, 1.5) == two_point(24, 1.0, 48, 1.5)  # no growth: linear
@@ -80,11 +83,49 @@ def test_checks_hide_behind_the_render_when_cores_are_spare_and_add_up_when_they
     assert heavy.total > light.total + 0.1 * 0.2 * frames  # checks that do not fit beside the render come after
     one_core = whole_render_s(p, calibration(qc_per_frame=0.2, cores=1))
     shot_frames = sum(s.frames for s in p.shots)  # a crossfade overlaps two shots: more than the sequence
-    expected = (PROCESS_START_S + 0.3 + 0.012 * shot_frames + 0.1 * 3 + 0.007 * shot_frames + 0.02 * 3
+    encoded = assembly_encoded_frames(p, 12)  # a GOP a second at 12 fps
+    expected = (PROCESS_START_S + 0.3 + 0.012 * shot_frames + 0.1 * 3 + 0.01 * encoded + 0.007 * shot_frames + 0.02 * 3
                 + 0.2 * shot_frames + 0.003 * frames)
     assert one_core.total == pytest.approx(expected + one_core.deliver)  # everything one after another
     busy = whole_render_s(p, calibration(others=6.0))  # six threads of other programs share the cores
     assert busy.total > 3 * light.total
+
+
+def test_assembly_encodes_only_the_gops_a_transition_touches():
+    p = plan()  # a: 24 frames, b: 36, c: 12 after a crossfade; GOPs of 12 frames
+    encoded = assembly_encoded_frames(p, 12)
+    overlap = p.shots[2].transition.frames
+    # the crossfade's frames at the end of b and the start of c, each side widened to its whole GOP
+    assert encoded == 12 + 12 - overlap
+    cuts = p.model_copy(update={"shots": p.shots[:2]})
+    assert assembly_encoded_frames(cuts, 12) == 0  # cut shots are copied whole
+    assert assembly_encoded_frames(p.model_copy(update={"letterbox": (320, 96)}), 12) == p.total_frames
+
+
+def test_shots_the_cache_gives_back_cost_less_than_rendering_them():
+    p = plan()
+    cold = whole_render_s(p, calibration())
+    some = whole_render_s(p, calibration(), reused={"b"})
+    cached = whole_render_s(p, calibration(), reused={s.shot_id for s in p.shots})
+    assert cached.total < some.total < cold.total
+    assert (cached.render, cached.qc) == (0.0, 0.0) and cached.reuse > 0  # placed, not rendered nor checked
+    assert cached.assemble > 0  # the sequence is cut either way
+
+
+def test_the_calibration_is_stored_reused_and_measured_again_for_another_version(tmp_path, monkeypatch):
+    import daotai
+
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path))
+    p = plan()
+    first, measured = stored_calibration(p, sample=8)
+    assert measured and (tmp_path / "calibration.json").is_file()
+    again, measured = stored_calibration(p, sample=8)
+    assert not measured and again.render == first.render and again.qc == first.qc
+    monkeypatch.setattr(daotai, "__version__", daotai.__version__ + ".dev1")
+    _, measured = stored_calibration(p, sample=8)
+    assert measured  # another daotai: timed again
+    (tmp_path / "calibration.json").write_text("not json", encoding="utf-8")
+    assert stored_calibration(p, sample=8)[1]  # an unreadable file is measured over
 
 
 def test_other_programs_are_counted_from_the_machines_cpu_counters():
@@ -99,14 +140,17 @@ def test_other_programs_are_counted_from_the_machines_cpu_counters():
     assert 0.0 < thread_share(0.05) <= 1.0
 
 
-def test_calibration_times_every_stage_here_and_the_estimate_covers_the_whole_render():
+def test_calibration_times_every_stage_here_and_the_estimate_covers_the_whole_render(tmp_path, monkeypatch):
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path))
     p = plan()
     cal = calibrate(p, sample=8)
     assert (cal.width, cal.height) == (160, 96) and cal.cores >= 1 and cal.others >= 0
     for stage in (cal.render, cal.qc, cal.assemble, cal.sequence_check):
         assert stage.shot_s(24) > 0
+    assert cal.assemble_encode > 0 and cal.reuse_shot > 0 and cal.process_start > 0 and cal.worker_start > 0
     times = whole_render_s(p, cal)
     assert times.total > times.render + times.assemble > 0
     estimate = estimate_render(p, "previz", {}, controls=True)
-    assert estimate is not None and estimate.frames == p.total_frames and "QC" in estimate.basis
+    assert estimate is not None and estimate.frames == p.total_frames and all(
+        stage in estimate.basis for stage in ("start", "render+encode", "assembly", "QC", "deliver"))
     assert estimate_render(p, "previz", {}, quick=True) is None  # too small to time before a render

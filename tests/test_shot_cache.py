@@ -261,3 +261,19 @@ def test_the_server_keeps_its_cache_under_serve_cache_size(tmp_path, monkeypatch
         assert 0 < cache.size_bytes() <= cap and len(list((server.data_dir / "cache" / "entries").iterdir())) < 4
     finally:
         server.stop()
+
+
+def test_the_estimate_is_told_the_shots_a_render_will_reuse(tmp_path):
+    from daotai.pipeline import reusable_shots
+
+    cache = tmp_path / "cache"
+    settings = PipelineSettings(cache=str(cache))
+    everything = {f"s{i}" for i in range(len(MOVES))}
+    assert reusable_shots(plan_script(validate_script(SCRIPT)), settings) == frozenset()  # an empty cache
+    render(SCRIPT, tmp_path / "first", cache)
+    assert reusable_shots(plan_script(validate_script(SCRIPT)), settings) == everything
+    told = reusable_shots(plan_script(validate_script(changed_script())), settings)
+    assert told == everything - {"s5"}
+    again = render(changed_script(), tmp_path / "again", cache)
+    assert {s["shot_id"] for s in again["shots"] if s["render"] == "reused"} == told  # what the render did
+    assert reusable_shots(plan_script(validate_script(SCRIPT)), PipelineSettings(cache=None)) == frozenset()

@@ -234,6 +234,8 @@ def test_dry_run_plans_and_estimates_and_writes_nothing(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "4 shots, 264 frames" in result.stdout and "estimate: about" in result.stdout
     assert "nothing was written" in result.stdout
+    for stage in ("render+encode", "assembly", "QC", "deliver"):  # the estimate's stages, each named
+        assert stage in result.stdout
     assert list(tmp_path.iterdir()) == []  # no output folder, no staging folder, no cache
 
 

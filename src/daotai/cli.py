@@ -384,7 +384,7 @@ def render(
             raise
         err.print(f"[yellow]warning[/yellow] {escape(str(exc))}")  # a dry run still says what the render would take
     if dry_run or not settings.cluster:  # a cluster's machines are not this one: no estimate there
-        _announce_cost(plan_obj, settings, output, dry_run)
+        _announce_cost(plan_obj, settings, output, dry_run, None if str(script) == STDIN else script)
         if dry_run:
             return
     try:
@@ -469,15 +469,18 @@ def qc(
         raise QualityError(f"quality checks failed: see {folder / 'qc.json'}")
 
 
-def _announce_cost(plan_obj, settings, output: Path, dry_run: bool) -> None:
+def _announce_cost(plan_obj, settings, output: Path, dry_run: bool, source: Optional[Path] = None) -> None:
     """Before rendering: with --dry-run the plan and its estimated time (nothing is written); otherwise a
     warning when the render would run longer than LONG_RENDER_S here. Small previz plans are not timed."""
     from daotai.estimate import estimate_render
+    from daotai.pipeline import reusable_shots
     from daotai.plan.planner import select_shots
     from daotai.render.cost import LONG_RENDER_S, format_duration
 
     chosen = select_shots(plan_obj, list(settings.shots)) if settings.shots else plan_obj
-    estimate = estimate_render(chosen, settings.backend, settings.options, settings.controls, quick=not dry_run)
+    reused = reusable_shots(chosen, settings, source)  # a shot the cache gives back costs only its copy
+    estimate = estimate_render(chosen, settings.backend, settings.options, settings.controls, quick=not dry_run,
+                               reused=reused)
     if dry_run:
         out.print(f"dry run: {len(chosen.shots)} shot{'s' if len(chosen.shots) != 1 else ''}, {chosen.total_frames} "
                   f"frames ({chosen.total_duration_s:g} s at {chosen.fps:g} fps, {chosen.width}x{chosen.height}) "

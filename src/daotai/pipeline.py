@@ -699,6 +699,24 @@ def chain_cache_misses(plan: Plan, settings: PipelineSettings, cache: Any, keys:
     return [shot.shot_id for shot in plan.shots]
 
 
+def reusable_shots(plan: Plan, settings: PipelineSettings, source: Path | None = None) -> frozenset[str]:
+    """The shots a render of ``plan`` with ``settings`` would take from the shot cache unchanged
+    (their keys are stored and no chained backend forces them again): what an estimate counts
+    as a copy, not a render. Empty without a cache."""
+    if not settings.cache:
+        return frozenset()
+    from daotai.shotcache import ShotCache
+
+    options = resolved_options(settings)  # the keys hold the options as run() resolves them
+    if options.shots_depend_on_earlier():
+        return frozenset()
+    settings = replace(settings, options=options.model_dump())
+    cache = ShotCache(settings.cache, settings.cache_bytes)
+    keys = shot_keys(plan, settings, encode_settings_for(settings, plan.width, plan.height), source)
+    rerun = set(chain_cache_misses(plan, settings, cache, keys))
+    return frozenset(sid for sid, key in keys.items() if sid not in rerun and cache.has(key))
+
+
 def reuse_cached_shots(plan: Plan, cache: Any, keys: dict[str, str], out_dir: Path) -> Iterator[Event]:
     """Place every cached shot whose key is unchanged into ``out_dir``; returns their records by shot id."""
     reused: dict[str, ShotRecord] = {}
