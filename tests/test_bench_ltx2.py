@@ -17,6 +17,7 @@ pytest.importorskip("diffusers")
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_tiny_bench_runs_and_exact_matches_stock(tmp_path):
     report = tmp_path / "ltx2.json"
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "neural.py"), "--model", "ltx2", "--tiny",

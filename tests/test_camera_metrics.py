@@ -74,6 +74,7 @@ def test_a_rotation_with_zoom_is_read_back_from_its_homography():
     assert zoom == pytest.approx(1.3) and geodesic_deg(got[None], rotation[None])[0] < 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", ["all_moves.json", "office.json", "minimal.json", "street_zh.json"])
 def test_previz_renders_of_every_example_pass(previz, example):
     plan = plan_of(example)

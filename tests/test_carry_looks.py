@@ -196,6 +196,7 @@ def test_a_later_shot_receives_the_best_frame_of_an_earlier_one(tiny_h3, tmp_pat
     assert kept and f"lin from s1 frame {expected.frame}" in kept[0]
 
 
+@pytest.mark.slow
 def test_carry_looks_through_the_command_line_records_the_frames_in_the_manifest(tiny_h3, tmp_path):
     script = tmp_path / "carry.json"
     script.write_text(json.dumps(SCRIPT))

@@ -44,6 +44,7 @@ def _script(fps: int) -> dict:
     return script
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fps", [16, 24])
 def test_exact_previz_of_every_move_passes_and_reversed_fails(fps):
     director = load_director_script(json.dumps(_script(fps)))

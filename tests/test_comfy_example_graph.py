@@ -75,6 +75,7 @@ def test_the_example_graph_needs_no_weights_and_matches_its_api_copy(comfy):
     assert api_prompt(workflow, names) == json.loads(API.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_the_example_graph_runs_on_the_stub(comfy, tmp_path):
     prompt = json.loads(API.read_text(encoding="utf-8"))
     prompt["6"]["inputs"]["folder"] = str(tmp_path / "sequence")

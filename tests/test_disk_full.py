@@ -119,6 +119,7 @@ def test_a_render_too_large_for_the_disk_is_refused_before_anything_is_written(s
     assert list(disk.iterdir()) == []  # nothing written: no output, no staging folder, no cache entry
 
 
+@pytest.mark.slow
 def test_a_disk_that_fills_during_a_render_stops_it_as_disk_full_and_leaves_nothing_half_written(small_disk):
     disk = small_disk(24)
     plan = plan_script(validate_script(script(3, 2, "640x360")))

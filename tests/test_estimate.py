@@ -112,6 +112,7 @@ def test_shots_the_cache_gives_back_cost_less_than_rendering_them():
     assert cached.assemble > 0  # the sequence is cut either way
 
 
+@pytest.mark.slow
 def test_the_calibration_is_stored_reused_and_measured_again_for_another_version(tmp_path, monkeypatch):
     import daotai
 

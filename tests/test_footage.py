@@ -220,6 +220,7 @@ def test_h3_takes_the_footage_as_its_video_reference(tiny_h3, script, clip, conf
     assert "<Video 1> is reference footage of this very shot" in calls[0]["prompt"]
 
 
+@pytest.mark.slow
 @h3_needs
 def test_h3_render_with_footage_through_the_command_line_and_a_bad_clip_refused(tiny_h3, script, tmp_path,
                                                                                   config_dir):

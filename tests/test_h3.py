@@ -164,6 +164,7 @@ def test_options_refuse_what_h3_does_not_take():
 # ------------------------------------------------------------------ rendering
 
 
+@pytest.mark.slow
 def test_one_script_renders_all_three_workflows_through_the_command_line(tiny_h3, script, tmp_path, config_dir):
     out = tmp_path / "out"
     code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); import builders; builders.qwen3vl_without_torchvision(); "

@@ -129,6 +129,7 @@ def test_h3_mlx_is_a_backend_of_the_h3_family_with_its_own_options():
 # ------------------------------------------------------------------ end to end
 
 
+@pytest.mark.slow
 def test_cli_render_writes_video_with_stereo_sound_and_its_checks(tiny_h3, tmp_path):
     script = write_script(tmp_path, ("s2",))
     out = tmp_path / "out"
@@ -160,6 +161,7 @@ def test_cli_render_writes_video_with_stereo_sound_and_its_checks(tiny_h3, tmp_p
     assert verdicts["judder"] and verdicts["subject"]
 
 
+@pytest.mark.slow
 def test_every_workflow_matches_the_h3_backend_at_the_same_seed(tiny_h3, tmp_path):
     from daotai.render.h3 import H3Backend
     from daotai.render.spec import BackendEnv

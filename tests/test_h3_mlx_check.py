@@ -70,6 +70,7 @@ def tiny_h3(tiny_h3) -> Path:
     return tiny_h3
 
 
+@pytest.mark.slow
 def test_the_check_times_a_render_when_weights_are_present_and_refuses_what_does_not_fit(tiny_h3, tmp_path,
                                                                                           monkeypatch):
     import daotai.mlx.h3_check as h3_check

@@ -85,6 +85,7 @@ def test_low_angle_push_in_passes_without_controls(low_push):
     assert entry["ok"], entry["failures"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("controls", [True, False], ids=["controls", "no-controls"])
 def test_readme_smallest_script_passes(tmp_path, controls):
     _, qc = _render(README_SMALLEST, tmp_path / "out", controls=controls)
@@ -94,6 +95,7 @@ def test_readme_smallest_script_passes(tmp_path, controls):
     assert _component(entry, "scale")["direction_ok"] is True
 
 
+@pytest.mark.slow
 def test_office_walk_and_orbit_pass_without_controls(tmp_path):
     """office.json's s01 (Lin walks away from a static camera) and s04 (an orbit), no controls."""
     data = json.loads((ROOT / "examples" / "office.json").read_text(encoding="utf-8"))
@@ -114,6 +116,7 @@ CLOSE_UPS = {"size": "preview", "seed": 3, "scene": {"name": "office"},
                                                   ("pedestal", "low", {"type": "pedestal", "direction": "up"}))]}
 
 
+@pytest.mark.slow
 def test_close_ups_pass_without_controls(tmp_path):
     """Without a depth map a close-up's tracks are on the subject, whose surface the plan only
     knows to lie inside its cylinder: the orbit read as an unplanned move, the bird's-eye
@@ -152,6 +155,7 @@ def moves(tmp_path_factory):
     return plan, qc, out
 
 
+@pytest.mark.slow
 def test_correct_moves_pass(moves):
     plan, qc, out = moves
     assert qc["ok"], qc["failures"]
@@ -320,6 +324,7 @@ WIDE_DOLLY_AND_ZOOM = {"size": "preview", "seed": 3, "scene": {"name": "office"}
                                   "camera": {"type": "zoom", "direction": "in"}}]}
 
 
+@pytest.mark.slow
 def test_a_zoom_is_told_from_a_dolly_by_its_missing_depth(tmp_path):
     """A wide zoom's picture grows much like the wide dolly's, within the error limit; what it
     lacks is the dolly's parallax: one image-wide zoom fits it far better than the plan does."""

@@ -89,7 +89,8 @@ def test_shots_are_checked_while_later_shots_render(tmp_path):
     timings = events[-1].result.timings
     # the first shots' checks (about a second each here) overlap the last shots' render
     assert timings["qc_beside_render_s"] > 0.0, timings
-    assert timings["qc_beside_render_s"] <= timings["render_and_encode_s"]
+    # summed over the two workers, so at most twice the render's span (both busy the whole time)
+    assert timings["qc_beside_render_s"] <= 2 * timings["render_and_encode_s"]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["timings_s"]["qc_beside_render_s"] == pytest.approx(timings["qc_beside_render_s"], abs=1e-3)
 

@@ -141,6 +141,7 @@ def test_least_recently_used_entries_go_first(tmp_path):
     assert removed == [entries[0].name, entries[1].name] and store.size_bytes() <= store.cap_bytes
 
 
+@pytest.mark.slow
 def test_the_command_line_says_which_shots_it_reused(tmp_path):
     script = tmp_path / "s.json"
     script.write_text(json.dumps(SCRIPT))

@@ -24,6 +24,7 @@ def bench(*args: str) -> tuple[str, dict]:
     return result.stdout, json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_exact_mode_matches_stock_on_cpu():
     out, report = bench("--mode", "exact")
     assert "x stock" in out and "end-to-end shares" in out
@@ -52,6 +53,7 @@ def test_exact_mode_matches_stock_on_cpu():
         assert math.isclose(parts, row["e2e_s"], rel_tol=1e-6) and row["denoise_s"] > 0
 
 
+@pytest.mark.slow
 def test_fast_mode_reports_its_skips_and_deviation():
     out, report = bench("--mode", "fast")
     rows = report["rows"]

@@ -124,6 +124,7 @@ def test_fp8_is_asked_for_by_fast_on_cuda_and_kept_only_where_it_runs():
                                                                                            cache="interval")
 
 
+@pytest.mark.slow
 def test_fp8_blocks_compile_as_one_graph(narrow_ok):
     # fast mode compiles the blocks after swapping their linears: the FP8 module must trace
     # without graph breaks (fullgraph=True, as apply_levers asks with PyTorch attention).

@@ -395,6 +395,7 @@ def test_first_shot_crossfade_shows_the_planners_problem_and_blocks_render(page,
     assert page.locator("#problem-list li").count() == 0 and page.is_enabled("#submit-btn")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_floor_plan_drags_and_keys_edit_the_staging(page, shots_dir, lang):
     set_language(page, lang)
