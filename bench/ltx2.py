@@ -227,8 +227,8 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
         return pipe, resolved
 
     ltx2._load_condition_pipeline = load_with_bench_transformer
+    backend = ltx2.LTX2Backend(model=str(folder), device=device, steps=steps, speed=speed, accept_licence=True)
     try:
-        backend = ltx2.LTX2Backend(model=str(folder), device=device, steps=steps, speed=speed, accept_licence=True)
         job = RenderJob(plan, plan.shots[0], controls=False)
         started = time.perf_counter()
         list(backend.render(job, RunContext()))
@@ -240,6 +240,9 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
         events = list(backend.render(job, RunContext()))
         sync()
         total = time.perf_counter() - started
+    except BaseException:
+        backend.close()  # a failed contender must give its GPU memory back before the next one loads
+        raise
     finally:
         ltx2._load_condition_pipeline = original
     (audio,) = [e for e in events if isinstance(e, Audio)]
@@ -292,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
             row = run_stock(folder, tiny, device, plan, args.steps) if name == "stock" else \
                 run_ours(folder, tiny, device, plan, args.steps, name)
         except Exception as exc:  # noqa: BLE001 - one contender failing must not lose the others' numbers
+            import traceback
+
             print(f"   failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+            print("".join(traceback.format_exception(exc)[-6:]), flush=True)  # where, for the bug report
             _free()
             continue
         rows.append(row)
