@@ -228,7 +228,9 @@ def test_a_4k_120fps_render_is_warned_about_before_it_starts(capsys):
     assert "warning" in warning and "72,000 frames" in warning and "over 30 min" in warning
 
 
-def test_dry_run_plans_and_estimates_and_writes_nothing(tmp_path):
+def test_dry_run_plans_and_estimates_and_writes_nothing(tmp_path, monkeypatch):
+    # the machine's calibration is kept in the user's cache folder: a temporary one here, not the real one
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path.parent / f"{tmp_path.name}-user-cache"))
     out = tmp_path / "out"
     result = daotai("render", "examples/office.json", "-o", str(out), "--dry-run", "--cache", str(tmp_path / "c"))
     assert result.returncode == 0, result.stderr
