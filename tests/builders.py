@@ -549,6 +549,16 @@ def write_clip(path: Path, frames, fps, settings: EncodeSettings = FINE) -> Path
     return path
 
 
+def drain(events):
+    """Drain a generator that returns a value (e.g. enhance_iter): (events it yielded, its return value)."""
+    seen = []
+    while True:
+        try:
+            seen.append(next(events))
+        except StopIteration as stop:
+            return seen, stop.value
+
+
 def wait_for(predicate, timeout_s: float, step_s: float = 0.05):
     """Poll until predicate() is truthy; its value, or AssertionError on timeout."""
     deadline = time.monotonic() + timeout_s

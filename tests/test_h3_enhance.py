@@ -23,6 +23,7 @@ pytest.importorskip("diffusers")
 pytest.importorskip("transformers")
 
 import builders  # noqa: E402
+from builders import drain  # noqa: E402
 from daotai.encode.audio import probe_audio  # noqa: E402
 from daotai.encode.video import decode_frames, probe  # noqa: E402
 from daotai.errors import EncodeError, OptionError  # noqa: E402
@@ -67,16 +68,6 @@ def h3(model: Path, **fields) -> H3RerenderConfig:
     return H3RerenderConfig(**{"model": str(model), "device": "cpu", "steps": 3, "accept_licence": True, **fields})
 
 
-def run(events):
-    """Drain an enhance_iter generator: (events, result)."""
-    seen = []
-    while True:
-        try:
-            seen.append(next(events))
-        except StopIteration as stop:
-            return seen, stop.value
-
-
 def frames_of(path: Path) -> np.ndarray:
     return np.stack(list(decode_frames(path)))  # (F, H, W, 3) uint8
 
@@ -115,7 +106,7 @@ def test_config_rules():
 
 def test_strength_one_regenerates_the_clip_in_its_format_with_generated_sound(tiny_h3, clip, tmp_path):
     out = tmp_path / "take_h3.mp4"
-    events, result = run(enhance_iter(clip, out, [h3(tiny_h3, strength=1.0)]))
+    events, result = drain(enhance_iter(clip, out, [h3(tiny_h3, strength=1.0)]))
     info = probe(out)
     assert (info.width, info.height, info.frames, info.fps) == (W, H, FRAMES, Fraction(24))
     assert (result.width, result.height, result.frames) == (W, H, FRAMES)
@@ -137,7 +128,7 @@ def test_strength_one_regenerates_the_clip_in_its_format_with_generated_sound(ti
 @pytest.mark.slow
 def test_the_same_seed_gives_the_same_bytes_and_another_seed_does_not(tiny_h3, clip, tmp_path):
     def digest(name: str, seed: int) -> str:
-        events, result = run(enhance_iter(clip, tmp_path / name, [h3(tiny_h3, strength=0.5, seed=seed)]))
+        events, result = drain(enhance_iter(clip, tmp_path / name, [h3(tiny_h3, strength=0.5, seed=seed)]))
         denoise = [(e.done, e.total) for e in events if isinstance(e, Progress) and e.stage == "denoise"]
         assert denoise == [(1, 1)]  # int(2 forwards x 0.5): the transformer ran the schedule's last forward only
         return result.manifest["output"]["sha256"]
@@ -180,7 +171,7 @@ def test_a_low_strength_stays_closer_to_the_input_than_a_high_one(tiny_h3, clip,
 
     def distance(strength: float) -> tuple[float, float]:
         out = tmp_path / f"s{strength}.mp4"
-        _, result = run(enhance_iter(clip, out, [h3(tiny_h3, strength=strength, steps=21)]))
+        _, result = drain(enhance_iter(clip, out, [h3(tiny_h3, strength=strength, steps=21)]))
         error = float(np.abs(frames_of(out).astype(np.float64) - reference).mean())
         return error, result.manifest["statistics"]["rerender"]["start_sigma"]
 
@@ -219,13 +210,13 @@ def test_bad_strength_through_the_command_line_is_refused_and_nothing_is_written
 def test_a_clip_longer_than_one_generation_is_refused_before_anything_is_written(tiny_h3, tmp_path):
     long = builders.write_clip(tmp_path / "long.mp4", pattern(64), 4)  # 16 s at 4 fps
     with pytest.raises(EncodeError, match=r"rerender: the clip is 16.00 s; MiniMax-H3 re-renders at most 15 s"):
-        run(enhance_iter(long, tmp_path / "out.mp4", [h3(tiny_h3, strength=0.5)]))
+        drain(enhance_iter(long, tmp_path / "out.mp4", [h3(tiny_h3, strength=0.5)]))
     assert not (tmp_path / "out.mp4").exists()
 
 
 def test_an_unaccepted_licence_is_refused_before_anything_is_written(tiny_h3, clip, tmp_path):
     with pytest.raises(OptionError, match="rerender.accept_licence"):
-        run(enhance_iter(clip, tmp_path / "out.mp4", [h3(tiny_h3, strength=0.5, accept_licence=False)]))
+        drain(enhance_iter(clip, tmp_path / "out.mp4", [h3(tiny_h3, strength=0.5, accept_licence=False)]))
     assert list(tmp_path.glob("out*")) == []
 
 
@@ -273,7 +264,7 @@ def test_a_shot_the_script_does_not_have_is_refused_before_anything_is_written(t
     script = tmp_path / "rehearsal.json"
     script.write_text(json.dumps(SCRIPT))
     with pytest.raises(EncodeError, match=r"rerender.shot: 's9' is not a shot of .*rehearsal.json' \(s1\)"):
-        run(enhance_iter(clip, tmp_path / "out.mp4", [h3(tiny_h3, strength=0.5, script=str(script), shot="s9")]))
+        drain(enhance_iter(clip, tmp_path / "out.mp4", [h3(tiny_h3, strength=0.5, script=str(script), shot="s9")]))
     assert list(tmp_path.glob("out*")) == []
 
 

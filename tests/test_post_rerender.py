@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-from builders import pan_frames, write_clip  # noqa: E402
+from builders import drain, pan_frames, write_clip  # noqa: E402
 from daotai.encode.video import decode_frames, probe  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
 from daotai.post.enhance import _for_shot, enhance, enhance_iter, parse_steps  # noqa: E402
@@ -39,18 +39,8 @@ def diffusion(wan: Path, **options) -> UpscaleConfig:
     return UpscaleConfig(2, method="diffusion", model=str(wan), **settings)
 
 
-def run(events):
-    """Drain an enhance_iter generator: (events, result)."""
-    seen = []
-    while True:
-        try:
-            seen.append(next(events))
-        except StopIteration as stop:
-            return seen, stop.value
-
-
 def test_rerender_output_format_progress_and_manifest(tiny_wan, clip, tmp_path):
-    events, result = run(enhance_iter(clip, tmp_path / "up.mp4", [diffusion(tiny_wan)]))
+    events, result = drain(enhance_iter(clip, tmp_path / "up.mp4", [diffusion(tiny_wan)]))
     info = probe(tmp_path / "up.mp4")
     assert (info.width, info.height, info.frames, info.fps) == (2 * W, 2 * H, 6, Fraction(24))
     assert (result.width, result.height, result.frames) == (2 * W, 2 * H, 6)
