@@ -451,3 +451,34 @@ def test_group_offload_keeps_the_small_components_on_the_device(tiny_ltx2, monke
     runner._place("group")
     assert streamed == [runner.pipe.transformer, runner.pipe.text_encoder]
     assert sorted(moved) == [(n, ("cuda:0",)) for n in ("audio_vae", "connectors", "vae", "vocoder")]
+
+
+def test_the_condition_pipeline_keeps_the_dtypes_each_component_was_loaded_in(tiny_ltx2):
+    """Loaded under CUDA's dtype rule (here on the CPU), every component keeps its rule's dtype and one step
+    runs. ``from_pipe`` cast them all to float32, so on CUDA a float32 text path met a bfloat16 transformer
+    ("mat1 and mat2 must have the same dtype")."""
+    import torch
+
+    from daotai.render.ltx2 import _load_condition_pipeline
+    from daotai.runtime.device import Runtime, dtype_rule, vae_dtype_for
+
+    cuda_rule = Runtime("cpu", "cuda", *dtype_rule("cuda"), memory_bytes=0)
+    pipe, _ = _load_condition_pipeline(str(tiny_ltx2), "ltx2", cuda_rule)
+    dtypes = {name: getattr(pipe, name).dtype
+              for name in ("transformer", "text_encoder", "connectors", "audio_vae", "vocoder", "vae")}
+    assert dtypes == {**dict.fromkeys(("transformer", "connectors", "audio_vae", "vocoder"), torch.bfloat16),
+                      "text_encoder": torch.bfloat16, "vae": vae_dtype_for(cuda_rule, "ltx2")}
+    out = pipe(prompt="rain", width=64, height=64, num_frames=9, frame_rate=24.0, num_inference_steps=1,
+               output_type="np", generator=torch.Generator().manual_seed(0))
+    assert out.frames.shape == (1, 9, 64, 64, 3)
+
+
+def test_a_pipeline_missing_a_component_the_condition_pipeline_needs_is_refused(tiny_ltx2):
+    from daotai.render.ltx2 import as_condition_pipeline
+    from daotai.runtime.device import resolve_runtime
+    from daotai.runtime.models import load_pipeline
+
+    pipe, _ = load_pipeline(str(tiny_ltx2), "ltx2", resolve_runtime("cpu"))
+    pipe.vocoder = None
+    with pytest.raises(BackendError, match="lacks vocoder"):
+        as_condition_pipeline(pipe)

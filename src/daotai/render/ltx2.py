@@ -216,16 +216,35 @@ def sampling_kwargs(schedule: str, steps: int, guidance: float) -> dict[str, Any
             **{f"audio_{name}": value for name, value in off.items()}}
 
 
-def _load_condition_pipeline(model: str, family: str, runtime: Any) -> tuple[Any, Any]:
-    """daotai's checked loader, then the same components as an ``LTX2ConditionPipeline``."""
+def as_condition_pipeline(pipe: Any) -> Any:
+    """The same component objects as an ``LTX2ConditionPipeline``, each in the dtype it was loaded in.
+
+    Not ``from_pipe``: it casts every component to one dtype (float32 when none is given), which put
+    the text encoder and connectors in float32 beside a bfloat16 transformer on CUDA, and the
+    condition pipeline feeds the transformer latents cast to the prompt embeddings' dtype.
+    """
+    import inspect
+
     from diffusers import LTX2ConditionPipeline
 
+    if isinstance(pipe, LTX2ConditionPipeline):
+        return pipe
+    parameters = dict(inspect.signature(LTX2ConditionPipeline.__init__).parameters)
+    parameters.pop("self")
+    given = {name: pipe.components[name] for name in parameters if pipe.components.get(name) is not None}
+    missing = [name for name, p in parameters.items() if p.default is inspect.Parameter.empty and name not in given]
+    if missing:
+        raise BackendError(f"the loaded {type(pipe).__name__} lacks {', '.join(missing)}, which "
+                           "LTX2ConditionPipeline needs; pull the model again")
+    return LTX2ConditionPipeline(**given)
+
+
+def _load_condition_pipeline(model: str, family: str, runtime: Any) -> tuple[Any, Any]:
+    """daotai's checked loader, then the same components as an ``LTX2ConditionPipeline``."""
     from daotai.runtime.models import load_pipeline
 
     pipe, resolved = load_pipeline(model, family, runtime)
-    if not isinstance(pipe, LTX2ConditionPipeline):
-        pipe = LTX2ConditionPipeline.from_pipe(pipe)
-    return pipe, resolved
+    return as_condition_pipeline(pipe), resolved
 
 
 # ------------------------------------------------------------------ the runner
