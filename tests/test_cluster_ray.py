@@ -174,6 +174,9 @@ def test_cluster_render_equals_local_render(ray_cluster, plan, local_render, tmp
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["settings"]["cluster"] == "local"
     assert all(any("attempt 1" in n for n in s["notices"]) for s in manifest["shots"])
+    # Shots are handed to the QC workers as they land, not after the last one: the first two
+    # of the four finish while the others still render (0.0 when the executor had no `finished`).
+    assert manifest["timings_s"]["qc_beside_render_s"] > 0.0, manifest["timings_s"]
 
 
 @pytest.mark.slow

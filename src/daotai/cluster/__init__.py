@@ -51,12 +51,17 @@ class RayExecutor:
 
     def __init__(self, address: str):
         self.address = address
+        # The shots placed so far, in the order they finish: the pipeline hands each to the QC
+        # workers while later shots render, and keeps them in the shot cache if the run stops.
+        self.finished: list = []
 
     def render_shots(self, plan, out_dir, settings, ctx, source, health) -> Any:
         """Yield events; return one ShotRecord per shot (workers sample their own device health)."""
         from daotai.cluster.runner import ClusterConfig, render_shots
 
-        return render_shots(plan, out_dir, settings, ctx, source, ClusterConfig(address=self.address))
+        self.finished = []
+        return render_shots(plan, out_dir, settings, ctx, source, ClusterConfig(address=self.address),
+                            finished=self.finished)
 
 
 def executor_for(settings: Any) -> RayExecutor | None:

@@ -162,8 +162,11 @@ class _Slot:
 
 
 def render_shots(plan, out_dir: Path, settings, ctx: RunContext, source: Path | None = None,
-                 config: ClusterConfig | None = None) -> Generator[Event, None, list]:
-    """Render every shot of ``plan`` on the cluster into ``out_dir``; returns records in plan order."""
+                 config: ClusterConfig | None = None, finished: list | None = None) -> Generator[Event, None, list]:
+    """Render every shot of ``plan`` on the cluster into ``out_dir``; returns records in plan order.
+
+    ``finished``: a list each shot's record is appended to as soon as its files are placed (in the
+    order shots finish), so the caller can check a shot while later ones render."""
     import ray
 
     from daotai.cluster.worker import ShotWorker
@@ -171,14 +174,15 @@ def render_shots(plan, out_dir: Path, settings, ctx: RunContext, source: Path | 
     config = config or ClusterConfig(address=settings.cluster or "local")
     owns = connect(config.address)
     try:
-        return (yield from _render_on(ray, ShotWorker, plan, out_dir, settings, ctx, source, config))
+        return (yield from _render_on(ray, ShotWorker, plan, out_dir, settings, ctx, source, config,
+                                      [] if finished is None else finished))
     finally:
         if owns:
             ray.shutdown()
 
 
 def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, source: Path | None,
-               config: ClusterConfig) -> Generator[Event, None, list]:
+               config: ClusterConfig, finished: list) -> Generator[Event, None, list]:
     """The dispatch loop of :func:`render_shots` on a connected cluster."""
     from daotai.pipeline import layout_for
 
@@ -222,7 +226,7 @@ def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, 
     attempts = [0] * len(plan.shots)
     retries: dict[int, list[str]] = {}
     pending = deque(sorted(range(len(plan.shots)), key=lambda i: -plan.shots[i].frames))  # longest first
-    finished = False
+    completed = False
     try:
         for _ in range(count):
             slots.append(spawn())
@@ -269,9 +273,10 @@ def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, 
                 record.notices.append(f"cluster: rendered on host {result.host} (pid {result.pid}), "
                                       f"attempt {attempts[index]}")
                 records[index] = record
-        finished = True
+                finished.append(record)
+        completed = True
     finally:
-        if not finished:
+        if not completed:
             _stop(ray, slots)
         else:
             for slot in slots:  # release warm resources on the render thread that made them
