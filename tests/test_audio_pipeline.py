@@ -95,6 +95,20 @@ def soundtrack_render(tmp_path_factory):
     return plan, folder / "out", events, finished
 
 
+def test_each_shot_gets_its_soundtrack_slice_and_is_checked_while_later_shots_render(soundtrack_render):
+    """A silent shot's slice is muxed as soon as the shot is finished, so it is handed to the QC workers
+    then, not after the last shot (the order of the events shows it)."""
+    from daotai.render.base import Progress
+
+    _, _, events, _ = soundtrack_render
+    said = [(e.stage, e.shot_id, e.message) for e in events if isinstance(e, Progress)]
+    sliced = {shot: said.index(("encode", shot, "soundtrack slice added")) for shot in ("a", "b", "c")}
+    last_render = {shot: max(i for i, (stage, sid, _) in enumerate(said) if stage == "render" and sid == shot)
+                   for shot in ("a", "b", "c")}
+    assert sliced["a"] < last_render["c"] and sliced["b"] < last_render["c"], said
+    assert all(sliced[shot] > last_render[shot] for shot in sliced)
+
+
 def test_sequence_carries_the_soundtrack_for_exactly_the_pictures_length(soundtrack_render):
     plan, out, _, _ = soundtrack_render
     video = probe(out / "sequence.mp4")

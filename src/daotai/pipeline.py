@@ -752,24 +752,31 @@ def add_soundtrack_to_shots(plan: Plan, layout: RenderLayout, records: list[Shot
                              f"{', '.join(unvoiced)} are not voiced" + (" (the soundtrack plays)" if soundtrack is not None else ""))
     if soundtrack is None:
         return
+    for shot, record in zip(plan.shots, records, strict=True):
+        yield from add_soundtrack_slice(plan, shot, layout, record, soundtrack)
+
+
+def add_soundtrack_slice(plan: Plan, shot: ShotPlan, layout: RenderLayout, record: ShotRecord,
+                         soundtrack: np.ndarray) -> Iterator[Event]:
+    """Mux ``shot``'s slice of the soundtrack ((N, 2) float32, 48 kHz, sequence time) into its file, declicked
+    at both ends and limited, unless the backend gave the shot sound of its own (or the slice is there)."""
+    if record.audio:
+        return
     from daotai.encode.audio import ROLE_SOUNDTRACK, mux_audio
     from daotai.post.assemble import DECLICK_S, limit, sample_at
 
     fps = Fraction(*plan.fps_fraction)
     declick = round(DECLICK_S * 48000)
-    for shot, record in zip(plan.shots, records, strict=True):
-        if record.audio:
-            continue
-        begin, end = sample_at(shot.start_frame, fps), sample_at(shot.start_frame + shot.frames, fps)
-        piece = np.array(soundtrack[begin:end], np.float32)
-        ramp = np.sin(np.linspace(0.0, np.pi / 2, declick, endpoint=False, dtype=np.float32)) ** 2
-        piece[:declick] *= ramp[:, None]
-        piece[len(piece) - declick:] *= ramp[::-1, None]
-        limit(piece)
-        mux_audio(layout.root / record.files["shot"], piece, 48000, ROLE_SOUNDTRACK)
-        record.audio = {"source": "soundtrack", "rate": 48000, "channels": 2, "samples": int(len(piece)),
-                        "sequence_samples": [begin, end]}
-        yield Progress("encode", shot.shot_id, 1, 1, "soundtrack slice added")
+    begin, end = sample_at(shot.start_frame, fps), sample_at(shot.start_frame + shot.frames, fps)
+    piece = np.array(soundtrack[begin:end], np.float32)
+    ramp = np.sin(np.linspace(0.0, np.pi / 2, declick, endpoint=False, dtype=np.float32)) ** 2
+    piece[:declick] *= ramp[:, None]
+    piece[len(piece) - declick:] *= ramp[::-1, None]
+    limit(piece)
+    mux_audio(layout.root / record.files["shot"], piece, 48000, ROLE_SOUNDTRACK)
+    record.audio = {"source": "soundtrack", "rate": 48000, "channels": 2, "samples": int(len(piece)),
+                    "sequence_samples": [begin, end]}
+    yield Progress("encode", shot.shot_id, 1, 1, "soundtrack slice added")
 
 
 def sound_summary(plan: Plan, records: list[ShotRecord], source: Path | None, report: Any) -> dict[str, Any]:
@@ -1170,8 +1177,8 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     todo = tuple(shot for shot in plan.shots if shot.shot_id not in reused)
     from daotai.qc.parallel import ShotChecks
 
-    # Shots are checked by worker processes as their files become final: right after rendering
-    # when no soundtrack slice is added to them later, else once it is (while the sequence is assembled).
+    # Shots are checked by worker processes as their files become final: right after rendering,
+    # once the soundtrack's slice (if any) is muxed into them.
     checks = ShotChecks(plan, settings.qc_workers if len(todo) > 1 else 0)
     try:
         try:
@@ -1180,8 +1187,8 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
             checks.start()
             events = executor.render_shots(plan.model_copy(update={"shots": todo}), out_dir, settings, ctx,
                                            source, health)
-            rendered = (yield from _handing_in(events, executor, checks, plan, out_dir, settings.camera_qc)
-                        if soundtrack is None else events) if todo else []
+            rendered = (yield from _handing_in(events, executor, checks, plan, out_dir, settings.camera_qc,
+                                               layout, soundtrack)) if todo else []
             render_ended = time.monotonic()
         except BaseException:
             if cache is not None:  # the shots finished so far make the next render cheaper
@@ -1199,9 +1206,10 @@ def _render_into(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
 
 
 def _handing_in(events: Generator[Event, None, list], executor: Any, checks: Any, plan: Plan, out_dir: Path,
-                camera: bool) -> Generator[Event, None, list]:
+                camera: bool, layout: RenderLayout, soundtrack: np.ndarray | None) -> Generator[Event, None, list]:
     """The executor's events, handing each shot it finishes (``executor.finished``) to ``checks``
     at the executor's next event (the next shot's first), so a shot is checked while later ones render.
+    A shot the backend left silent gets its soundtrack slice first, so it is checked as delivered.
 
     ``executor.finished`` is read again at every event: an executor makes a new list when its
     render starts (LocalExecutor does), so a list read before the first event would stay empty
@@ -1211,10 +1219,12 @@ def _handing_in(events: Generator[Event, None, list], executor: Any, checks: Any
     shots = {shot.shot_id: shot for shot in plan.shots}
     handed = 0
 
-    def hand_in() -> None:
+    def hand_in() -> Iterator[Event]:
         nonlocal handed
         finished: list[ShotRecord] = getattr(executor, "finished", None) or []
         for record in finished[handed:]:
+            if soundtrack is not None:
+                yield from add_soundtrack_slice(plan, shots[record.shot_id], layout, record, soundtrack)
             hand_in_shot(checks, plan, shots[record.shot_id], record, out_dir, camera)
         handed = max(handed, len(finished))
 
@@ -1222,9 +1232,9 @@ def _handing_in(events: Generator[Event, None, list], executor: Any, checks: Any
         try:
             event = next(events)
         except StopIteration as stop:
-            hand_in()
+            yield from hand_in()
             return stop.value
-        hand_in()
+        yield from hand_in()
         yield event
 
 
