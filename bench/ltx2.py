@@ -171,10 +171,11 @@ def request_kwargs(plan: Any, steps: int) -> dict:
 
 def run_stock(folder: Path, tiny: bool, device: str, plan: Any, steps: int) -> dict:
     """diffusers' condition pipeline as shipped, every component on the device in bf16 (float32 on the CPU)."""
+    import numpy as np
     import torch
     from diffusers import LTX2ConditionPipeline
 
-    from daotai.render.neural.retime import to_uint8
+    from daotai.render.neural.retime import resize_rgb, to_uint8
     from daotai.runtime.device import generator_for
 
     sync, reset, peak = _device_tools(device)
@@ -201,8 +202,14 @@ def run_stock(folder: Path, tiny: bool, device: str, plan: Any, steps: int) -> d
     sync()
     total = time.perf_counter() - started
     handle.remove()
+    frames = to_uint8(out.frames)[: plan.shots[0].frames]  # (F, H, W, 3) at the size the VAE decodes to
+    made = (frames.shape[2], frames.shape[1])
+    if made != (plan.width, plan.height):
+        # Our backend delivers every frame at the plan's size (resizing what the pipeline made); stock's frames
+        # are resized the same way so the two are compared like for like.
+        frames = np.stack([resize_rgb(frame, plan.width, plan.height) for frame in frames])
     result = {"contender": "stock", "step_s": timer.warm_step(), "total_s": total, "cold_s": cold,
-              "peak_gib": peak(), "frames": to_uint8(out.frames)[: plan.shots[0].frames],
+              "peak_gib": peak(), "frames": frames, "made": made,
               "audio": out.audio[0].float().cpu().numpy()}
     pipe = out = None  # drop the 38 GB transformer before the next contender builds its own
     _free()
@@ -306,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
               f"peak {row['peak_gib']:.1f} GiB, step cache {row.get('cache')}", flush=True)
         for text in row.get("notices", []):
             print(f"   {text[:160]}", flush=True)
+        if row.get("made", (plan.width, plan.height)) != (plan.width, plan.height):
+            print(f"   made at {row['made'][0]}x{row['made'][1]}, resized to {plan.width}x{plan.height} as our backend "
+                  "delivers", flush=True)
     stock = next((r for r in rows if r["contender"] == "stock"), None)
     print(f"\n{'contender':<10} {'s/step':>8} {'vs stock':>9} {'warm e2e s':>11} {'peak GiB':>9} "
           f"{'PSNR frames':>12} {'PSNR sound':>11}")
