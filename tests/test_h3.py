@@ -432,7 +432,8 @@ class _Runtime:
 ])
 def test_memory_planner_picks_a_tier_for_the_released_model(gib, tier, released):
     from daotai.plan.timing import snap_frames as snap
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
 
     runner = H3Runner(H3Options(), "minimax-h3")
@@ -443,7 +444,8 @@ def test_memory_planner_picks_a_tier_for_the_released_model(gib, tier, released)
 
 
 def test_memory_planner_refuses_with_what_would_fit():
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
 
     runner = H3Runner(H3Options(), "minimax-h3")
@@ -527,7 +529,8 @@ def test_a_missing_voice_recording_is_named_by_its_field(tiny_h3, tmp_path):
 
 def test_on_apple_silicon_every_component_counts_and_int8_is_offered():
     from daotai.mlx.memory import working_set_bytes
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
 
     request = NativeRequest(1344, 768, 124, 24.0, "", "", 0)

@@ -570,7 +570,7 @@ def _h3_choices(field: str) -> list[str]:
     """The values the ``h3`` backend's option ``field`` accepts (its Literal), in its own order."""
     from typing import Literal, get_args, get_origin
 
-    from daotai.render.h3 import H3Options
+    from daotai.render.h3_options import H3Options
 
     annotation = H3Options.model_fields[field].annotation
     literals = [a for a in (annotation, *get_args(annotation)) if get_origin(a) is Literal]
