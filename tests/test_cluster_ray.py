@@ -58,13 +58,13 @@ def _files(out: Path) -> set[str]:
 
 
 def _decoded_gray(path: Path) -> np.ndarray:
-    from daotai.encode.video import decode_gray
+    from daotai.encode.read import decode_gray
 
     return np.stack(list(decode_gray(path)))  # (N, H, W) uint8 or uint16
 
 
 def _decoded_rgb(path: Path) -> np.ndarray:
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
 
     return np.stack(list(decode_frames(path)))  # (N, H, W, 3) uint8
 

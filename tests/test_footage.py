@@ -236,7 +236,7 @@ def test_h3_render_with_footage_through_the_command_line_and_a_bad_clip_refused(
     out = tmp_path / "out"
     done = render(script, out)
     assert done.returncode == 0, done.stderr[-3000:]
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     info = probe(out / "shots" / "s1.mp4")
     assert (info.width, info.height, info.frames) == (112, 64, 24)

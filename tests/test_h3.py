@@ -175,7 +175,7 @@ def test_one_script_renders_all_three_workflows_through_the_command_line(tiny_h3
         capture_output=True, text=True, timeout=600, env={**os.environ, "DAOTAI_DEBUG": ""},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     plan = plan_of(script)
     for shot in plan.shots:

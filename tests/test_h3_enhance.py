@@ -25,7 +25,7 @@ pytest.importorskip("transformers")
 import builders  # noqa: E402
 from builders import drain  # noqa: E402
 from daotai.encode.audio import probe_audio  # noqa: E402
-from daotai.encode.video import decode_frames, probe  # noqa: E402
+from daotai.encode.read import decode_frames, probe  # noqa: E402
 from daotai.errors import EncodeError, OptionError  # noqa: E402
 from daotai.post.enhance import enhance_iter  # noqa: E402
 from daotai.post.h3_rerender import H3RerenderConfig, denoise_count, forwards_of, noised, start_sigma  # noqa: E402

@@ -141,7 +141,7 @@ def test_cli_render_writes_video_with_stereo_sound_and_its_checks(tiny_h3, tmp_p
         capture_output=True, text=True, timeout=600, env={**os.environ, "DAOTAI_DEBUG": ""},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     info = probe(out / "shots" / "s2.mp4")
     assert (info.width, info.height, info.frames) == (112, 64, 48)

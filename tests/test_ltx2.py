@@ -187,7 +187,7 @@ def test_options_refuse_what_ltx2_does_not_take(tiny_ltx2):
 def test_a_render_through_the_command_line_writes_picture_and_sound_in_sync(tiny_ltx2, script, tmp_path, config_dir):
     import av
 
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     out = tmp_path / "out"
     done = subprocess.run(

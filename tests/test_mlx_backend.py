@@ -131,7 +131,7 @@ def test_convert_rejects_bad_bits_and_group_size(wan_folder, tmp_path):
 
 
 def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     plan, script = _plan(tmp_path)
     out = tmp_path / "out"

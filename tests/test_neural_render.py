@@ -75,7 +75,7 @@ def run_pipeline(plan, out: Path, backend: str, model: Path, source: Path, steps
 
 def assert_delivered(out: Path, plan) -> dict:
     """Every shot and the sequence decode to the planned frame counts; the manifest hashes them."""
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     for shot in plan.shots:
         info = probe(out / "shots" / f"{shot.shot_id}.mp4")

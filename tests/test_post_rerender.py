@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
 from builders import drain, pan_frames, write_clip  # noqa: E402
-from daotai.encode.video import decode_frames, probe  # noqa: E402
+from daotai.encode.read import decode_frames, probe  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
 from daotai.post.enhance import _for_shot, enhance, enhance_iter, parse_steps  # noqa: E402
 from daotai.post.rerender import _windows, pad_to_multiple, rerender_frames, window_count  # noqa: E402

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from builders import FINE, backdrop, pan_frames, write_clip
-from daotai.encode.video import decode_frames, probe
+from daotai.encode.read import decode_frames, probe
 from daotai.errors import BackendError, Cancelled, DependencyMissing, EncodeError, OptionError
 from daotai.files import sha256_file
 from daotai.post.colour import DeflickerConfig, MatchColourConfig, lab_stats, to_lab

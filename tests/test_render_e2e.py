@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.encode.video import decode_frames, decode_gray, probe
+from daotai.encode.read import decode_frames, decode_gray, probe
 from daotai.errors import Cancelled
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.camera import project

@@ -260,7 +260,7 @@ def test_an_orbit_renders_through_the_command_line_and_its_rays_reach_the_adapte
     from typer.testing import CliRunner
 
     from daotai.cli import app
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
     from daotai.render import wan_camera
     from daotai.render.neural.request import family_defaults, native_request
     from daotai.render.neural.retime import plan_to_native_indexes

@@ -290,7 +290,7 @@ def test_camera_move_renders_through_the_cli_with_previz_depth_as_control(vace_f
 
     import daotai.mlx.vace as vace
     from daotai.cli import app
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
     from daotai.render.neural.request import family_defaults, native_request
     from daotai.render.neural.retime import plan_to_native_indexes
     from daotai.render.previz.backend import PrevizBackend

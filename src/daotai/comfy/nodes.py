@@ -153,7 +153,7 @@ def _video_frames(video: Any) -> tuple[np.ndarray, Fraction | None]:
     """(F, H, W, 3) uint8 frames of a VIDEO and its frame rate (decoded by daotai when it is a file)."""
     path = _video_file(video)
     if path is not None:
-        from daotai.encode.video import decode_frames, probe
+        from daotai.encode.read import decode_frames, probe
 
         return np.stack(list(decode_frames(path))), probe(path).fps
     components = video.get_components()

@@ -76,7 +76,7 @@ def _place_shot(source: ShotSource, target: Path, plan: Plan, shot: ShotPlan, en
     from daotai.files import atomic_path
 
     if not isinstance(source, np.ndarray):
-        from daotai.encode.video import decode_frames, probe
+        from daotai.encode.read import decode_frames, probe
 
         path = Path(source)
         if not path.is_file():

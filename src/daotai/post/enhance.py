@@ -30,7 +30,8 @@ from typing import Any, Union
 
 import numpy as np
 
-from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
+from daotai.encode.read import decode_frames, probe
+from daotai.encode.video import EncodeSettings, VideoWriter
 from daotai.errors import NO_VALUE, EncodeError, OptionError
 from daotai.plan.layout import ENHANCED, RenderLayout
 from daotai.post.colour import (

@@ -318,7 +318,7 @@ def write_previews(video: Path, frames: int, folder: Path) -> None:
     import numpy as np
     from PIL import Image
 
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
     from daotai.files import atomic_write_bytes
 
     tiles: list[np.ndarray] = []  # each (h, w, 3) uint8
