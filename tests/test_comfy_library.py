@@ -152,7 +152,8 @@ def test_wan_embedding_refuses_sizes_the_model_cannot_take(director):
 
 
 def test_previz_equals_the_backends_frames(director):
-    from daotai.render.base import Frame, RenderJob
+    from daotai.events import Frame
+    from daotai.render.base import RenderJob
     from daotai.render.registry import create_backend
 
     shot = director.shot("push")

@@ -25,9 +25,10 @@ pytest.importorskip("transformers")
 import builders  # noqa: E402
 from daotai import catalog  # noqa: E402
 from daotai.errors import BackendError, Cancelled, OptionError  # noqa: E402
+from daotai.events import Audio, Frame, Notice, Progress  # noqa: E402
 from daotai.plan.prompt import compose_h3_prompt, estimate_tokens, h3_prompt_for, h3_workflow  # noqa: E402
 from daotai.plan.timing import frames_for, is_snapped, plan_segments, snap_frames  # noqa: E402
-from daotai.render.base import Audio, Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 TESTS = Path(__file__).parent
 STEPS = 3  # 3 sigma points: 2 transformer forwards per generation

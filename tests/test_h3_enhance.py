@@ -27,9 +27,9 @@ from builders import drain  # noqa: E402
 from daotai.encode.audio import probe_audio  # noqa: E402
 from daotai.encode.read import decode_frames, probe  # noqa: E402
 from daotai.errors import EncodeError, OptionError  # noqa: E402
+from daotai.events import Progress  # noqa: E402
 from daotai.post.enhance import enhance_iter  # noqa: E402
 from daotai.post.h3_rerender import H3RerenderConfig, denoise_count, forwards_of, noised, start_sigma  # noqa: E402
-from daotai.render.base import Progress  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 W, H = 112, 64  # the tiny folder's canvas for this aspect: 56x32

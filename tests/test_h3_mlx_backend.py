@@ -23,7 +23,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("mlx.core")
 
 from daotai.errors import BackendError, OptionError  # noqa: E402
-from daotai.render.base import Audio, Frame, Notice, RenderJob, RunContext  # noqa: E402
+from daotai.events import Audio, Frame, Notice  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 TESTS = Path(__file__).parent
 STEPS = 3  # 3 sigma points: 2 transformer forwards per generation

@@ -20,7 +20,8 @@ pytest.importorskip("peft")
 import builders  # noqa: E402
 from daotai import catalog  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
-from daotai.render.base import Frame, Notice, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 SCRIPT = {"title": "turbo", "fps": 24, "size": [112, 64], "seed": 5, "scene": "office",
           "characters": [{"id": "mara"}], "shots": [{"shot_id": "s1", "duration": 2, "characters": ["mara"]}]}

@@ -17,7 +17,8 @@ pytest.importorskip("peft")
 
 import builders  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
-from daotai.render.base import Frame, Notice, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 STEPS = 3
 SCRIPT = {"title": "weights", "fps": 24, "size": [112, 64], "seed": 5, "scene": "office",

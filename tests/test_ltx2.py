@@ -24,7 +24,8 @@ pytest.importorskip("transformers")
 import builders  # noqa: E402
 from daotai import catalog  # noqa: E402
 from daotai.errors import BackendError, Cancelled, OptionError  # noqa: E402
-from daotai.render.base import Audio, Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Audio, Frame, Notice, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 STEPS = 2
 SCRIPT = {

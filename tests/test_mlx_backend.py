@@ -17,7 +17,8 @@ pytest.importorskip("diffusers", reason="the tiny test model is built with diffu
 
 from builders import build_wan, plan_from  # noqa: E402
 from daotai.errors import BackendError, Cancelled  # noqa: E402
-from daotai.render.base import Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 SCRIPT = {
     "title": "two shots", "fps": 24, "size": [64, 64], "seed": 7, "scene": "office",

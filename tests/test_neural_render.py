@@ -17,7 +17,8 @@ pytest.importorskip("diffusers")
 
 from builders import build_ltx  # noqa: E402
 from daotai.errors import Cancelled  # noqa: E402
-from daotai.render.base import Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 FPS = 24  # the plan's rate; Wan generates at 16, so frames are repeated on the way back
 SCRIPT = {

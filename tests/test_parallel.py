@@ -21,7 +21,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
 from daotai.errors import BackendError  # noqa: E402
-from daotai.render.base import Frame, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 MAX_LEVELS = 1  # 8-bit levels a split render's pixel may differ from the single-process one
 SCRIPT = {

@@ -15,7 +15,8 @@ diffusers = pytest.importorskip("diffusers", reason="parity tests need diffusers
 
 from builders import build_wan, build_wan_vace, plan_from  # noqa: E402
 from daotai.errors import BackendError  # noqa: E402
-from daotai.render.base import Frame, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 REFERENCE_RGB = (200, 120, 40)
 SCRIPT = {

@@ -611,8 +611,8 @@ def enhance(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from daotai.encode.read import probe
+    from daotai.events import Progress as ProgressEvent
     from daotai.post.enhance import enhance_image, enhance_iter, image_steps, is_image
-    from daotai.render.base import Progress as ProgressEvent
 
     if is_image(source):
         from daotai.errors import NO_VALUE, EncodeError, OptionError

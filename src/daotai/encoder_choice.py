@@ -42,7 +42,7 @@ from daotai.encode.hardware import (
     is_final_delivery,
 )
 from daotai.errors import EncodeError
-from daotai.render.base import Notice
+from daotai.events import Notice
 
 GATE_CLIP_FRAMES = 12  # frames of the synthetic clip: enough for a rate controller to settle, ~1 s at 1080p
 

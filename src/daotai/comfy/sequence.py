@@ -23,9 +23,10 @@ from typing import Generator, Mapping
 import numpy as np
 
 from daotai.errors import Issue, OptionError
+from daotai.events import Event, Progress
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Event, Progress, RunContext
+from daotai.render.base import RunContext
 
 ShotSource = Path | str | np.ndarray  # a video file, or frames (F, H, W, 3) uint8 at the plan's fps
 

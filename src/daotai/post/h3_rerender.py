@@ -38,7 +38,8 @@ import numpy as np
 
 from daotai import catalog
 from daotai.errors import EncodeError
-from daotai.render.base import Progress, RunContext
+from daotai.events import Progress
+from daotai.render.base import RunContext
 
 __all__ = ["DEFAULT_PROMPT", "DEFAULT_STRENGTH", "H3RerenderConfig", "H3Rerender", "denoise_count", "forwards_of",
            "noised", "start_sigma"]

@@ -19,7 +19,7 @@ one's last frame (that frame is shown once), their sound crossfaded over the sha
 frames are resized from the model's canvas (the script's aspect ratio at a 768 short edge) to the
 delivery size and retimed onto the plan's frame grid (motion-interpolated where the rates differ);
 the sound is yielded once per shot as an
-:class:`~daotai.render.base.Audio` event cut to the shot's duration. Every decision (workflow and
+:class:`~daotai.events.Audio` event cut to the shot's duration. Every decision (workflow and
 why, reference order, segments, trims, memory tier, licence acceptance) is a Notice, so the
 manifest records it.
 
@@ -47,10 +47,11 @@ from typing import Any, Iterator
 import numpy as np
 
 from daotai import catalog
+from daotai.events import Audio, Event, Frame, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import h3_workflow
 from daotai.plan.timing import Segment, frames_for, plan_segments
-from daotai.render.base import Audio, Event, Frame, Notice, Progress, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.carry_looks import LookBook, best_looks, sample_indexes
 from daotai.render.h3_options import DEFAULT_MODEL, FAMILY, H3Options, check_licence, lora_files
 from daotai.render.h3_references import H3Conditioning

@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from daotai.errors import BackendError
+from daotai.events import Frame
 from daotai.plan.model import Plan
 from daotai.plan.prompt import H3_MAX_PICTURES, compose_h3_prompt, h3_pictures, h3_voices
 from daotai.plan.timing import Segment, frames_for
-from daotai.render.base import Frame, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.carry_looks import LookBook
 from daotai.render.footage import describe_footage, shot_footage
 from daotai.render.h3_runner import Generation

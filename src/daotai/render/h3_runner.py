@@ -15,9 +15,10 @@ import numpy as np
 
 from daotai import catalog
 from daotai.errors import BackendError
+from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import H3_MAX_PICTURES, h3_pictures, h3_workflow
-from daotai.render.base import Event, Notice, Progress, RunContext
+from daotai.render.base import RunContext
 from daotai.render.h3_options import FAMILY, H3Options
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import to_uint8

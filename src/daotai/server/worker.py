@@ -543,9 +543,10 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     cluster, when set, renders instead. ``cache_bytes``: the shot cache's cap (None: the default)."""
     from daotai.cluster import executor_for
     from daotai.errors import Cancelled, DaotaiError, DiskFull, disk_full_cause
+    from daotai.events import Notice, Output, Progress
     from daotai.pipeline import Finished, layout_for, run
     from daotai.progress_labels import ShotOrder
-    from daotai.render.base import Notice, Output, Progress, RunContext
+    from daotai.render.base import RunContext
     from daotai.server.references import record_references
 
     store = JobStore(data_dir)
