@@ -28,7 +28,7 @@ from pathlib import Path
 
 import daotai.encode.policy as policy
 import daotai.post.assemble as assembly
-from daotai.encode.video import probe
+from daotai.encode.read import probe
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.script.load import validate_script

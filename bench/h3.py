@@ -336,7 +336,8 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
     import numpy as np
 
     import daotai.runtime.models as models
-    from daotai.render.base import Frame, Notice, RenderJob, RunContext
+    from daotai.events import Frame, Notice
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.h3 import H3Backend
 
     sync, reset, peak = _device_tools(device)

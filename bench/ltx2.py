@@ -221,7 +221,8 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
     import numpy as np
 
     import daotai.render.ltx2 as ltx2
-    from daotai.render.base import Audio, Frame, Notice, RenderJob, RunContext
+    from daotai.events import Audio, Frame, Notice
+    from daotai.render.base import RenderJob, RunContext
 
     sync, reset, peak = _device_tools(device)
     original = ltx2._load_condition_pipeline

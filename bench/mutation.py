@@ -58,7 +58,8 @@ def _m(name: str, file: str, old: str, new: str, tests: tuple[str, ...] | str, w
     return Mutation(name, f"src/daotai/{file}", old, new, (tests,) if isinstance(tests, str) else tests, why)
 
 
-PLANNER = "plan/planner.py"
+MOVE_FILL = "plan/moves.py"  # a move named by type and direction, filled in
+SHOT_CAMERA = "plan/shot_camera.py"
 # Test selections: the tests that own each behaviour, as node ids where the file is slow.
 MOVES = ("tests/test_planner.py::test_default_moves_go_the_way_their_names_say",
          "tests/test_planner.py::test_push_in_moves_toward_subject_and_pull_out_away",
@@ -92,16 +93,16 @@ T_HEADROOM = "tests/test_framing_headroom.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ plan/
-    _m("plan.seed_hash", PLANNER,
+    _m("plan.seed_hash", "plan/stable.py",
        'digest = hashlib.sha256("\\x1f".join(str(p) for p in parts).encode("utf-8")).digest()\n'
        '    return int.from_bytes(digest[:4], "big")',
        'return hash(tuple(str(p) for p in parts)) & 0xFFFFFFFF',
        SEEDS, "shot seeds from Python's per-process hash(): plans differ between runs"),
-    _m("plan.crane_tilt_sign", PLANNER,
+    _m("plan.crane_tilt_sign", MOVE_FILL,
        "rotate = (0.0, -sign * abs(rotate[1]), 0.0)  # a crane keeps",
        "rotate = (0.0, sign * abs(rotate[1]), 0.0)  # a crane keeps",
        MOVES, "a crane up tilts up (away from the subject) instead of down"),
-    _m("plan.crane_default_tilt", PLANNER,
+    _m("plan.crane_default_tilt", MOVE_FILL,
        '"rotate": (0.0, -tilt if motion[1] >= 0 else tilt, 0.0)}',
        '"rotate": (0.0, tilt if motion[1] >= 0 else -tilt, 0.0)}',
        MOVES, "a default crane tilts away from the subject"),
@@ -109,11 +110,11 @@ MUTATIONS: tuple[Mutation, ...] = (
        '_move("dolly", amount=MoveAmount("motion", 2, "distance"), signs=_IO,',
        '_move("dolly", amount=MoveAmount("motion", 2, "distance"), signs={"in": 1, "out": -1},',
        MOVES, "push in and pull out swapped"),
-    _m("plan.pan_direction", PLANNER,
+    _m("plan.pan_direction", MOVE_FILL,
        "rotate = _signed(rotate, amount.axis, sign)",
        "rotate = _signed(rotate, amount.axis, abs(sign))",
        MOVES, "pan/tilt/roll direction ignored"),
-    _m("plan.zoom_direction", PLANNER,
+    _m("plan.zoom_direction", MOVE_FILL,
        "ratio = ZOOM_IN_RATIO if sign < 0 or spec.direction is None else 1.0 / ZOOM_IN_RATIO",
        "ratio = 1.0 / ZOOM_IN_RATIO if sign < 0 or spec.direction is None else ZOOM_IN_RATIO",
        MOVES, "zoom in widens the lens"),
@@ -140,7 +141,7 @@ MUTATIONS: tuple[Mutation, ...] = (
        "return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])",
        "return np.array([[1.0, 0.0, 0.0], [0.0, c, s], [0.0, -s, c]])",
        (T_CAMERA,), "tilt rotation matrix transposed (tilts the wrong way)"),
-    _m("plan.dolly_third", PLANNER,
+    _m("plan.dolly_third", MOVE_FILL,
        "motion = (0.0, 0.0, -round(subject_distance / 3.0, 3))",
        "motion = (0.0, 0.0, -round(subject_distance / 1.0, 3))",
        MOVES, "a default push-in runs the lens into the subject"),
@@ -151,10 +152,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m("plan.roll_axis", "script/vocab.py",
        'amount=MoveAmount("rotate", 2, "angle")', 'amount=MoveAmount("rotate", 1, "angle")',
        T_WORDS, "a roll's direction is given to the tilt component (axes swapped)"),
-    _m("plan.orbit_direction", PLANNER,
+    _m("plan.orbit_direction", MOVE_FILL,
        "orbit = sign * abs(orbit)", "orbit = abs(orbit)",
        T_WORDS, "orbit left goes right"),
-    _m("plan.pedestal_direction", PLANNER,
+    _m("plan.pedestal_direction", MOVE_FILL,
        "motion = _signed(motion, amount.axis, sign)", "motion = _signed(motion, amount.axis, abs(sign))",
        T_WORDS, "pedestal and crane down go up (a direction no longer signs a move's motion)"),
     _m("plan.orbit_sense", "plan/camera.py",
@@ -164,7 +165,7 @@ MUTATIONS: tuple[Mutation, ...] = (
        "@ _rot_batch(2, -roll * e)", "@ _rot_batch(2, roll * e)",
        (T_WORDS, T_CAMERA), "a positive roll turns the body counter-clockwise"),
     # framing that respects the face
-    _m("plan.push_lands", PLANNER,
+    _m("plan.push_lands", SHOT_CAMERA,
        "placement = landed if landed is not None else placement", "landed = None",
        T_HEADROOM, "a push-in starts on the named framing and runs past the head"),
     _m("plan.ecu_eye_line", "plan/staging.py",
@@ -173,7 +174,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m("plan.lead_room_side", "plan/headroom.py",
        "return right * sideways * LEAD_ROOM_SHARE * width", "return -right * sideways * LEAD_ROOM_SHARE * width",
        T_HEADROOM, "lead room behind the subject: they face the near frame edge"),
-    _m("plan.seated_height", PLANNER,
+    _m("plan.seated_height", SHOT_CAMERA,
        "if drop > 0.0:  # seated people", "if drop < 0.0:  # seated people",
        T_HEADROOM, "a seated subject framed at standing height"),
     _m("render.label_over_face", "render/previz/labels.py",

@@ -521,7 +521,8 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
     """Our `wan` / `ltx` backend rendering the shot with a speed mode (str) or one hand-made SpeedConfig."""
     import torch
 
-    from daotai.render.base import Frame, RenderJob, RunContext
+    from daotai.events import Frame
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.speed import apply_levers, denoise_context, resolve_levers
 
     sync, reset_peak, peak = _device_tools(device)
@@ -912,7 +913,8 @@ def render_split(folder: Path, family: str, device: str, plan, steps: int, gpus:
     import numpy as np
     import torch
 
-    from daotai.render.base import Frame, Progress, RenderJob, RunContext
+    from daotai.events import Frame, Progress
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.registry import create_backend
 
     backend = create_backend(family, {"model": str(folder), "device": device, "steps": steps,

@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, decode_gray, write_gray8, write_gray16
+from daotai.encode.read import decode_frames, decode_gray
+from daotai.encode.video import EncodeSettings, VideoWriter, write_gray8, write_gray16
 from daotai.pipeline import Finished, PipelineSettings, fidelity_sample_indexes, run
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan

@@ -39,13 +39,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from daotai.events import Frame
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.planner import plan_script
 from daotai.post.colour import DeflickerConfig, deflicker_frames, fit_transfer, lab_stats, match_colour_frames
 from daotai.post.interpolate import InterpolateConfig, interpolate_frames
 from daotai.post.upscale import upscale_classical
 from daotai.qc.metrics import flicker_score, psnr
-from daotai.render.base import Frame, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.registry import create_backend
 from daotai.script.load import validate_script
 

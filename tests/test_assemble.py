@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daotai.encode.video import VideoWriter, decode_frames, probe
+from daotai.encode.read import decode_frames, probe
+from daotai.encode.video import VideoWriter
 from daotai.errors import Cancelled, EncodeError
 from daotai.post.assemble import (
     ClipSpec,

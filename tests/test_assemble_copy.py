@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from daotai.encode.ahead import read_ahead
+from daotai.encode.read import decode_frames, probe
 from daotai.encode.remux import Segment, copy_segments, keyframes
-from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
+from daotai.encode.video import EncodeSettings, VideoWriter
 from daotai.errors import EncodeError
 from daotai.post.assemble import ClipSpec, Transition, _Join, assemble, sample_at, untouched
 from daotai.qc.metrics import is_black

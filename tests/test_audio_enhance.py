@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from daotai.encode.audio import decode_audio, mux_audio, probe_audio
-from daotai.encode.video import VideoWriter, probe
+from daotai.encode.read import probe
+from daotai.encode.video import VideoWriter
 from daotai.post.enhance import enhance, parse_steps
 
 RATE = 48000

@@ -150,7 +150,8 @@ def test_assembled_sequence_has_the_mix_and_no_track_without_sound(tmp_path):
 def test_muxing_sound_keeps_the_picture_and_its_tags(tmp_path, codec, suffix, audio_codec):
     import av
 
-    from daotai.encode.video import EncodeSettings, probe
+    from daotai.encode.read import probe
+    from daotai.encode.video import EncodeSettings
 
     path = tmp_path / f"clip{suffix}"
     with VideoWriter(path, 64, 64, FPS, EncodeSettings(codec=codec)) as writer:

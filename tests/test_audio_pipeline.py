@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from daotai.encode.audio import ROLE_MIX, ROLE_SHOT, ROLE_SOUNDTRACK, decode_audio, probe_audio
-from daotai.encode.video import probe
+from daotai.encode.read import probe
 from daotai.errors import EncodeError, ScriptError
+from daotai.events import Audio, Frame, Notice, Progress
 from daotai.pipeline import Finished, PipelineSettings, ShotRecord, render_shot, run
 from daotai.plan.planner import plan_script
-from daotai.render.base import Audio, Frame, Notice, Progress
 from daotai.script.load import validate_script
 
 FPS = 24

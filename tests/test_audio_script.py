@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from daotai.errors import ScriptError
-from daotai.plan.planner import plan_from_json, plan_script, plan_to_json, script_hash
+from daotai.plan.planner import plan_from_json, plan_script, plan_to_json
+from daotai.plan.stable import script_hash
 from daotai.script.jsonschema import script_json_schema
 from daotai.script.load import check_reference_files, load_script, validate_script
 

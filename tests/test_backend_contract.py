@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 from daotai.errors import Cancelled, OptionError
-from daotai.render.base import Audio, Frame, RenderJob, RunContext
+from daotai.events import Audio, Frame
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.registry import backend_names, create_backend, spec_for
 from daotai.render.spec import BackendEnv, BackendOptions
 

@@ -44,7 +44,8 @@ def previz():
 
 
 def frames_of(previz, plan, shot) -> list[np.ndarray]:
-    from daotai.render.base import Frame, RenderJob, RunContext
+    from daotai.events import Frame
+    from daotai.render.base import RenderJob, RunContext
 
     return [e.rgb for e in previz.render(RenderJob(plan, shot, controls=False), RunContext()) if isinstance(e, Frame)]
 

@@ -22,8 +22,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 @pytest.fixture(scope="module")
 def pan():
     """The all_moves example's plan, its pan shot and its previz frames (no labels)."""
+    from daotai.events import Frame
     from daotai.plan.planner import plan_script
-    from daotai.render.base import Frame, RenderJob, RunContext
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.previz.backend import PrevizBackend
     from daotai.script.load import load_script
 

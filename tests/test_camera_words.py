@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daotai.plan import camera as cam
-from daotai.plan.planner import resolve_move
+from daotai.plan.moves import resolve_move
 from daotai.script import vocab
 from daotai.script.load import validate_script
 from daotai.script.prompt_reader import read_prompt

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.render.base import Frame, Notice, RenderJob, RunContext
+from daotai.events import Frame, Notice
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.carry_looks import (
     LookBook,
     best_looks,

@@ -18,9 +18,10 @@ from daotai.cluster import RayExecutor, executor_for
 from daotai.cluster.runner import ActorResources, actor_resources, check_address, worker_count
 from daotai.cluster.worker import TEMP_ROOT, sweep_stale
 from daotai.errors import BackendError, Cancelled
+from daotai.events import Notice, Progress
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
-from daotai.render.base import Notice, Progress, RunContext
+from daotai.render.base import RunContext
 from daotai.script.load import validate_script
 
 SMALL = {"fps": 24, "size": "320x180", "scene": {"name": "test stage", "set_pieces": []}}
@@ -58,13 +59,13 @@ def _files(out: Path) -> set[str]:
 
 
 def _decoded_gray(path: Path) -> np.ndarray:
-    from daotai.encode.video import decode_gray
+    from daotai.encode.read import decode_gray
 
     return np.stack(list(decode_gray(path)))  # (N, H, W) uint8 or uint16
 
 
 def _decoded_rgb(path: Path) -> np.ndarray:
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
 
     return np.stack(list(decode_frames(path)))  # (N, H, W, 3) uint8
 

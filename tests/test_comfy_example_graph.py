@@ -86,7 +86,7 @@ def test_the_example_graph_runs_on_the_stub(comfy, tmp_path):
         assert passed and 0 <= error < 1.0, report
         assert report.startswith(f"{shot}: camera follows the plan")
     _, sequence, timeline = outputs["6"]
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     assert probe(sequence).frames == script.plan.total_frames and probe(sequence).fps == 16
     names = sorted(p.name for p in Path(timeline).parent.iterdir() if p.name.startswith("timeline"))

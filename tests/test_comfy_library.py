@@ -152,7 +152,8 @@ def test_wan_embedding_refuses_sizes_the_model_cannot_take(director):
 
 
 def test_previz_equals_the_backends_frames(director):
-    from daotai.render.base import Frame, RenderJob
+    from daotai.events import Frame
+    from daotai.render.base import RenderJob
     from daotai.render.registry import create_backend
 
     shot = director.shot("push")
@@ -237,7 +238,7 @@ def test_sequence_from_the_render_shots_equals_the_render_sequence(director, ren
 
 
 def test_sequence_from_frames_and_a_choice_of_shots(director, pan_frames, tmp_path):
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     plan = chosen_shots(director.plan, "pan")
     longer = np.concatenate([pan_frames, pan_frames[-1:]])  # 13 frames, a model's 4k+1 rounding: the last one drops

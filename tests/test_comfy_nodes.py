@@ -168,7 +168,7 @@ def test_camera_node_defaults_follow_the_plan_for_wan(comfy, script):
 
 
 def test_previz_node_frames_equal_daotai_renders(comfy, script, cli_render):
-    from daotai.encode.video import decode_frames, decode_gray
+    from daotai.encode.read import decode_frames, decode_gray
     from daotai.qc.metrics import psnr
 
     comfy.progress.clear()
@@ -241,7 +241,7 @@ def test_assemble_node_sequence_equals_the_clis(comfy, script, cli_render, tmp_p
 
 
 def test_assemble_node_takes_frames_and_a_choice_of_shots(comfy, script, tmp_path):
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     _, _, _, video, _ = comfy.run(comfy.nodes["DaotaiPrevizRender"], script=script, shot_id="push")
     _, path, _ = comfy.run(comfy.nodes["DaotaiAssembleSequence"], script=script, shot_ids="push",

@@ -20,10 +20,10 @@ import pytest
 
 from builders import wait_for
 from daotai.errors import DiskFull
+from daotai.events import Output
 from daotai.files import STAGING_MARK, TEMP_MARK
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
-from daotai.render.base import Output
 from daotai.script.load import validate_script
 
 MiB = 1024**2

@@ -10,21 +10,9 @@ import cv2
 import numpy as np
 import pytest
 
-from daotai.encode.video import (
-    EncodeSettings,
-    VideoWriter,
-    as_fps,
-    decode_frames,
-    decode_gray,
-    probe,
-    rgb_to_yuv_planes,
-    rgb_to_yuv_u8,
-    top_level_boxes,
-    write_gray8,
-    write_gray16,
-    write_preview_h264,
-    yuv_planes_to_rgb,
-)
+from daotai.encode.colour import rgb_to_yuv_planes, rgb_to_yuv_u8, yuv_planes_to_rgb
+from daotai.encode.read import decode_frames, decode_gray, probe, top_level_boxes
+from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, write_gray8, write_gray16, write_preview_h264
 from daotai.errors import EncodeError
 from daotai.qc.metrics import psnr
 

@@ -25,9 +25,10 @@ from daotai.encode.hardware import (
 from daotai.encode.video import EncodeSettings, VideoWriter
 from daotai.encoder_choice import gate_frames, judge, measure_encoder
 from daotai.errors import EncodeError, OptionError
+from daotai.events import Notice
 from daotai.pipeline import Finished, PipelineSettings, ShotRecord, render_shot, run
 from daotai.plan.planner import plan_script
-from daotai.render.base import Notice, RunContext
+from daotai.render.base import RunContext
 from daotai.render.registry import create_backend
 from daotai.script.load import validate_script
 

@@ -19,11 +19,11 @@ import daotai.files
 import daotai.pipeline as pipeline
 import daotai.qc.report
 from daotai.errors import OptionError
+from daotai.events import Progress
 from daotai.files import STAGING_MARK, sha256_file, staging_folder, swap_folder
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.recheck import check_files, check_folder
-from daotai.render.base import Progress
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

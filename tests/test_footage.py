@@ -185,7 +185,8 @@ def test_h3_takes_the_footage_as_its_video_reference(tiny_h3, script, clip, conf
     from diffusers.modular_pipelines import MiniMaxH3ModularPipeline
     from diffusers.modular_pipelines.minimax_h3 import MiniMaxH3ImageReference, MiniMaxH3VideoReference
 
-    from daotai.render.base import Notice, RenderJob, RunContext
+    from daotai.events import Notice
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.h3 import H3Backend
     from daotai.render.spec import BackendEnv
 
@@ -236,7 +237,7 @@ def test_h3_render_with_footage_through_the_command_line_and_a_bad_clip_refused(
     out = tmp_path / "out"
     done = render(script, out)
     assert done.returncode == 0, done.stderr[-3000:]
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     info = probe(out / "shots" / "s1.mp4")
     assert (info.width, info.height, info.frames) == (112, 64, 24)
@@ -289,8 +290,8 @@ def test_wan_vace_takes_the_footage_as_its_control_video(tiny_vace, script, clip
 
 
 def test_previz_says_it_does_not_follow_footage_and_validate_lists_a_missing_file(script, tmp_path):
+    from daotai.events import Notice
     from daotai.pipeline import Finished, PipelineSettings, run
-    from daotai.render.base import Notice
     from daotai.script.load import check_reference_files, load_script
 
     events = list(run(plan_of(script), tmp_path / "out", PipelineSettings(controls=False, camera_qc=False),

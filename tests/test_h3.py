@@ -25,9 +25,10 @@ pytest.importorskip("transformers")
 import builders  # noqa: E402
 from daotai import catalog  # noqa: E402
 from daotai.errors import BackendError, Cancelled, OptionError  # noqa: E402
+from daotai.events import Audio, Frame, Notice, Progress  # noqa: E402
 from daotai.plan.prompt import compose_h3_prompt, estimate_tokens, h3_prompt_for, h3_workflow  # noqa: E402
 from daotai.plan.timing import frames_for, is_snapped, plan_segments, snap_frames  # noqa: E402
-from daotai.render.base import Audio, Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 TESTS = Path(__file__).parent
 STEPS = 3  # 3 sigma points: 2 transformer forwards per generation
@@ -175,7 +176,7 @@ def test_one_script_renders_all_three_workflows_through_the_command_line(tiny_h3
         capture_output=True, text=True, timeout=600, env={**os.environ, "DAOTAI_DEBUG": ""},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     plan = plan_of(script)
     for shot in plan.shots:
@@ -432,7 +433,8 @@ class _Runtime:
 ])
 def test_memory_planner_picks_a_tier_for_the_released_model(gib, tier, released):
     from daotai.plan.timing import snap_frames as snap
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
 
     runner = H3Runner(H3Options(), "minimax-h3")
@@ -443,7 +445,8 @@ def test_memory_planner_picks_a_tier_for_the_released_model(gib, tier, released)
 
 
 def test_memory_planner_refuses_with_what_would_fit():
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
 
     runner = H3Runner(H3Options(), "minimax-h3")
@@ -527,7 +530,8 @@ def test_a_missing_voice_recording_is_named_by_its_field(tiny_h3, tmp_path):
 
 def test_on_apple_silicon_every_component_counts_and_int8_is_offered():
     from daotai.mlx.memory import working_set_bytes
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
 
     request = NativeRequest(1344, 768, 124, 24.0, "", "", 0)

@@ -25,11 +25,11 @@ pytest.importorskip("transformers")
 import builders  # noqa: E402
 from builders import drain  # noqa: E402
 from daotai.encode.audio import probe_audio  # noqa: E402
-from daotai.encode.video import decode_frames, probe  # noqa: E402
+from daotai.encode.read import decode_frames, probe  # noqa: E402
 from daotai.errors import EncodeError, OptionError  # noqa: E402
+from daotai.events import Progress  # noqa: E402
 from daotai.post.enhance import enhance_iter  # noqa: E402
 from daotai.post.h3_rerender import H3RerenderConfig, denoise_count, forwards_of, noised, start_sigma  # noqa: E402
-from daotai.render.base import Progress  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 W, H = 112, 64  # the tiny folder's canvas for this aspect: 56x32
@@ -271,8 +271,9 @@ def test_a_shot_the_script_does_not_have_is_refused_before_anything_is_written(t
 def test_the_partial_blocks_over_the_whole_schedule_are_the_stock_generation(tiny_h3):
     """partial_steps = every forward: the same timesteps, row plan and audio schedule as diffusers' own blocks, so
     the same noise gives the same video and sound; fewer forwards from the same noise give another video."""
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
     from daotai.render.h3_partial import PARTIAL_INPUT, partial_blocks
+    from daotai.render.h3_runner import H3Runner
     from daotai.runtime.device import generator_for
 
     def loaded(blocks) -> H3Runner:

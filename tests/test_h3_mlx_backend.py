@@ -23,7 +23,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("mlx.core")
 
 from daotai.errors import BackendError, OptionError  # noqa: E402
-from daotai.render.base import Audio, Frame, Notice, RenderJob, RunContext  # noqa: E402
+from daotai.events import Audio, Frame, Notice  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 TESTS = Path(__file__).parent
 STEPS = 3  # 3 sigma points: 2 transformer forwards per generation
@@ -141,7 +142,7 @@ def test_cli_render_writes_video_with_stereo_sound_and_its_checks(tiny_h3, tmp_p
         capture_output=True, text=True, timeout=600, env={**os.environ, "DAOTAI_DEBUG": ""},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     info = probe(out / "shots" / "s2.mp4")
     assert (info.width, info.height, info.frames) == (112, 64, 48)

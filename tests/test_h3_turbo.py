@@ -20,7 +20,8 @@ pytest.importorskip("peft")
 import builders  # noqa: E402
 from daotai import catalog  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
-from daotai.render.base import Frame, Notice, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 SCRIPT = {"title": "turbo", "fps": 24, "size": [112, 64], "seed": 5, "scene": "office",
           "characters": [{"id": "mara"}], "shots": [{"shot_id": "s1", "duration": 2, "characters": ["mara"]}]}
@@ -236,7 +237,8 @@ def test_the_option_refuses_unknown_names_and_a_turbo_must_cover_the_plans_workf
 
 
 def test_a_544p_turbo_generates_at_its_own_canvas(tmp_path):
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
 
     path = turbo_file(tmp_path / "t.safetensors", {"steps": "4", "shift": "5", "short_edge": "544"})
     runner = H3Runner(H3Options(turbo=str(path), device="cpu"), "minimax-h3")
@@ -254,7 +256,8 @@ class _Runtime:
 
 
 def test_the_planner_counts_a_lora_where_it_is_fused_in_the_same_pool(tmp_path):
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
     from daotai.runtime.memory import estimate
 
@@ -293,7 +296,8 @@ def test_the_planner_counts_a_lora_where_it_is_fused_in_the_same_pool(tmp_path):
 
 
 def test_the_fast_modes_step_cache_is_off_under_a_turbo(tmp_path):
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.speed import computed_steps, levers_for
 
     assert not all(computed_steps(4, levers_for("fast", "cuda")))  # it would reuse one of a 4-step turbo's forwards

@@ -17,7 +17,8 @@ pytest.importorskip("peft")
 
 import builders  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
-from daotai.render.base import Frame, Notice, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 STEPS = 3
 SCRIPT = {"title": "weights", "fps": 24, "size": [112, 64], "seed": 5, "scene": "office",
@@ -106,7 +107,8 @@ def test_int8_weights_render_and_plan_memory_for_half_the_transformer(tiny_h3, p
     assert not np.array_equal(frames, exact)  # the weights were rounded: not the bf16 picture exactly
 
     from daotai.plan.timing import snap_frames
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
     from daotai.render.neural.request import NativeRequest
 
     class Runtime:
@@ -189,7 +191,8 @@ def test_fast_mode_skips_steps_on_a_schedule_and_says_so(tiny_h3, plan):
 
 
 def test_fast_mode_levers_for_h3_leave_out_wan_rewrites():
-    from daotai.render.h3 import H3Options, H3Runner
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
 
     class Runtime:
         kind, device, memory_bytes = "cpu", "cpu", 8 * 1024**3

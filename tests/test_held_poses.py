@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from daotai.plan import blocking
-from daotai.plan.planner import LYING_VIEW_DEG, plan_script
+from daotai.plan.planner import plan_script
+from daotai.plan.shot_camera import LYING_VIEW_DEG
 from daotai.plan.staging import yaw_toward
 from daotai.qc.continuity import continuity_report
 from daotai.qc.framing import measure_framing

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.encode.video import decode_frames, decode_gray
+from daotai.encode.read import decode_frames, decode_gray
 from daotai.plan import geometry
 from daotai.plan.blocking import SEATED_DROP_SHARE
 from daotai.plan.headroom import HEADROOM

@@ -8,7 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from daotai.encode.video import VideoWriter, decode_frames, probe
+from daotai.encode.read import decode_frames, probe
+from daotai.encode.video import VideoWriter
 from daotai.errors import ScriptError
 from daotai.plan.planner import plan_script, plan_to_json
 from daotai.post.assemble import ClipSpec, assemble, letterboxed

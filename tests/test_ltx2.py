@@ -24,7 +24,8 @@ pytest.importorskip("transformers")
 import builders  # noqa: E402
 from daotai import catalog  # noqa: E402
 from daotai.errors import BackendError, Cancelled, OptionError  # noqa: E402
-from daotai.render.base import Audio, Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Audio, Frame, Notice, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 STEPS = 2
 SCRIPT = {
@@ -187,7 +188,7 @@ def test_options_refuse_what_ltx2_does_not_take(tiny_ltx2):
 def test_a_render_through_the_command_line_writes_picture_and_sound_in_sync(tiny_ltx2, script, tmp_path, config_dir):
     import av
 
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     out = tmp_path / "out"
     done = subprocess.run(

@@ -17,7 +17,8 @@ pytest.importorskip("diffusers", reason="the tiny test model is built with diffu
 
 from builders import build_wan, plan_from  # noqa: E402
 from daotai.errors import BackendError, Cancelled  # noqa: E402
-from daotai.render.base import Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 SCRIPT = {
     "title": "two shots", "fps": 24, "size": [64, 64], "seed": 7, "scene": "office",
@@ -131,7 +132,7 @@ def test_convert_rejects_bad_bits_and_group_size(wan_folder, tmp_path):
 
 
 def test_cli_renders_two_shot_script_with_the_4bit_model(converted, tmp_path):
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     plan, script = _plan(tmp_path)
     out = tmp_path / "out"

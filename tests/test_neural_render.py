@@ -17,7 +17,8 @@ pytest.importorskip("diffusers")
 
 from builders import build_ltx  # noqa: E402
 from daotai.errors import Cancelled  # noqa: E402
-from daotai.render.base import Frame, Notice, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Notice, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 FPS = 24  # the plan's rate; Wan generates at 16, so frames are repeated on the way back
 SCRIPT = {
@@ -75,7 +76,7 @@ def run_pipeline(plan, out: Path, backend: str, model: Path, source: Path, steps
 
 def assert_delivered(out: Path, plan) -> dict:
     """Every shot and the sequence decode to the planned frame counts; the manifest hashes them."""
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
 
     for shot in plan.shots:
         info = probe(out / "shots" / f"{shot.shot_id}.mp4")

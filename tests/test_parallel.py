@@ -21,7 +21,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
 from daotai.errors import BackendError  # noqa: E402
-from daotai.render.base import Frame, Progress, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame, Progress  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 MAX_LEVELS = 1  # 8-bit levels a split render's pixel may differ from the single-process one
 SCRIPT = {
@@ -285,7 +286,7 @@ def test_ctrl_c_stops_every_rank_and_writes_no_shot(tiny_wan, tmp_path):
 def test_a_cluster_renders_a_split_shot_in_its_placement_group(tiny_wan, tmp_path):
     ray = pytest.importorskip("ray")
     from daotai.cluster import executor_for
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
     from daotai.pipeline import Finished, PipelineSettings, run
 
     plan, source = plan_at(tmp_path)

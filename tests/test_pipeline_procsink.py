@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 
 from daotai.encode.procsink import EncoderPool, StreamJob
-from daotai.encode.video import EncodeSettings, decode_frames, decode_gray
+from daotai.encode.read import decode_frames, decode_gray
+from daotai.encode.video import EncodeSettings
 from daotai.errors import EncodeError
+from daotai.events import Frame, Progress
 from daotai.pipeline import PipelineSettings, ShotRecord, render_shot, shot_files
 from daotai.plan.planner import plan_script
-from daotai.render.base import Frame, Progress, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 from daotai.script.load import validate_script
 
 SCRIPT = {

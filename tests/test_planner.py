@@ -11,7 +11,8 @@ import pytest
 
 from daotai.errors import PlanError
 from daotai.plan.camera import project
-from daotai.plan.planner import fps_fraction, plan_from_json, plan_script, plan_to_json, select_shots
+from daotai.plan.planner import plan_from_json, plan_script, plan_to_json, select_shots
+from daotai.plan.timing import fps_fraction
 from daotai.script.load import load_script, validate_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -296,7 +297,7 @@ def test_seeds_are_the_same_in_every_process():
     ({"type": "zoom", "direction": "out"}, (0, 0, 0), (0, 0, 0), 100),
 ], ids=lambda v: "-".join(str(x) for x in v.values()) if isinstance(v, dict) else None)
 def test_default_moves_go_the_way_their_names_say(camera, motion, rotate, fov_end):
-    from daotai.plan.planner import resolve_move
+    from daotai.plan.moves import resolve_move
     from daotai.script.schema import CameraSpec
 
     move = resolve_move(CameraSpec.model_validate(camera), 3.0)  # subject 3 m away

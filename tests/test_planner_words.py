@@ -17,7 +17,8 @@ import pytest
 
 import daotai
 from builders import FINE
-from daotai.encode.video import VideoWriter, decode_frames
+from daotai.encode.read import decode_frames
+from daotai.encode.video import VideoWriter
 from daotai.errors import PlanError, ScriptError
 from daotai.plan import geometry, steadicam, viewpoint
 from daotai.plan.planner import plan_script

@@ -64,7 +64,7 @@ def installed(monkeypatch):
 
 
 def first_frame(path: Path) -> np.ndarray:
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
 
     return next(iter(decode_frames(path)))  # (H, W, 3) uint8
 

@@ -16,12 +16,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
 from builders import drain, pan_frames, write_clip  # noqa: E402
-from daotai.encode.video import decode_frames, probe  # noqa: E402
+from daotai.encode.read import decode_frames, probe  # noqa: E402
 from daotai.errors import BackendError, OptionError  # noqa: E402
+from daotai.events import Progress  # noqa: E402
 from daotai.post.enhance import _for_shot, enhance, enhance_iter, parse_steps  # noqa: E402
 from daotai.post.rerender import _windows, pad_to_multiple, rerender_frames, window_count  # noqa: E402
 from daotai.post.upscale import UpscaleConfig, upscale_classical  # noqa: E402
-from daotai.render.base import Progress  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 W, H = 40, 28  # x2 = 80x56: the height needs padding to 64 for the model

@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 
 from builders import FINE, backdrop, pan_frames, write_clip
-from daotai.encode.video import decode_frames, probe
+from daotai.encode.read import decode_frames, probe
 from daotai.errors import BackendError, Cancelled, DependencyMissing, EncodeError, OptionError
+from daotai.events import Progress
 from daotai.files import sha256_file
 from daotai.post.colour import DeflickerConfig, MatchColourConfig, lab_stats, to_lab
 from daotai.post.enhance import enhance, enhance_iter, parse_steps, plan_output
 from daotai.post.interpolate import InterpolateConfig
 from daotai.post.upscale import UpscaleConfig, upscale_classical
 from daotai.qc.metrics import flicker_score, psnr
-from daotai.render.base import Progress, RunContext
+from daotai.render.base import RunContext
 
 W, H = 320, 180  # pan_frames' default size
 

@@ -54,7 +54,7 @@ def _render(out: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 def _frames(path: Path) -> np.ndarray:
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
 
     return np.stack(list(decode_frames(path))).astype(np.float64)  # (F, H, W, 3)
 

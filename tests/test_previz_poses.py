@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from daotai.errors import PlanError
+from daotai.plan.continuity import RUN_STRIDE_M, STRIDE_M
 from daotai.plan.geometry import intrinsics_from_matrix, project
-from daotai.plan.planner import RUN_STRIDE_M, STRIDE_M, plan_script
+from daotai.plan.planner import plan_script
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states, set_pieces_for_plan
 from daotai.script.load import validate_script

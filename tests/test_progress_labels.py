@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from daotai.events import Progress
 from daotai.plan.planner import plan_script
 from daotai.progress_labels import ShotOrder
-from daotai.render.base import Progress
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

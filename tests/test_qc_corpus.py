@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from daotai.encode.video import decode_frames
+from daotai.encode.read import decode_frames
 from daotai.plan.layout import RenderLayout
 from daotai.qc.report import check_shot
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.encode.video import VideoWriter, decode_frames
+from daotai.encode.read import decode_frames
+from daotai.encode.video import VideoWriter
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.report import check_shot

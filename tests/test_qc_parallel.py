@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from daotai.events import Progress
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.model import Plan
 from daotai.plan.planner import plan_script
 from daotai.qc import checks
 from daotai.qc.parallel import ShotChecks, seconds_before
-from daotai.render.base import Progress
 from daotai.retakes import TakePolicy
 from daotai.script.load import validate_script
 

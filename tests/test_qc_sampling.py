@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.encode.video import VideoWriter, decode_frames
+from daotai.encode.read import decode_frames
+from daotai.encode.video import VideoWriter
 from daotai.errors import OptionError
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script

@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.encode.video import decode_frames, decode_gray, probe
+from daotai.encode.read import decode_frames, decode_gray, probe
 from daotai.errors import Cancelled
+from daotai.events import Progress
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.camera import project
 from daotai.plan.layout import IN_PROGRESS
 from daotai.plan.planner import plan_script
-from daotai.render.base import Progress, RunContext
+from daotai.render.base import RunContext
 from daotai.script.load import validate_script
 
 SMALL = {"fps": 24, "size": "480x270", "scene": {"name": "test stage", "set_pieces": []}}

@@ -73,9 +73,9 @@ def test_takes_3_keeps_the_first_passing_take_and_records_all_three(installed, t
 
 
 def test_when_no_take_passes_the_best_is_kept_and_the_others_under_takes(installed, tmp_path):
+    from daotai.events import Notice
     from daotai.pipeline import Finished, PipelineSettings, run
     from daotai.plan.planner import plan_script
-    from daotai.render.base import Notice
     from daotai.script.load import validate_script
 
     plan = plan_script(validate_script(SCRIPT))
@@ -91,9 +91,9 @@ def test_when_no_take_passes_the_best_is_kept_and_the_others_under_takes(install
 
 
 def test_the_take_budget_stops_retakes(installed, tmp_path):
+    from daotai.events import Notice
     from daotai.pipeline import PipelineSettings, run
     from daotai.plan.planner import plan_script
-    from daotai.render.base import Notice
     from daotai.script.load import validate_script
 
     plan = plan_script(validate_script(SCRIPT))

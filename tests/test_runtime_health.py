@@ -301,8 +301,8 @@ class Sampler:
 
 
 def test_adaptive_render_runs_the_shot_after_a_critical_one_a_tier_lower(tiny_wan, plan_and_script, tmp_path):
+    from daotai.events import Notice
     from daotai.pipeline import Finished, PipelineSettings, run
-    from daotai.render.base import Notice
 
     plan, script = plan_and_script
     sampler = Sampler()
@@ -330,7 +330,8 @@ def test_adaptive_render_runs_the_shot_after_a_critical_one_a_tier_lower(tiny_wa
 
 
 def test_without_adaptive_a_critical_shot_only_warns(tiny_wan, plan_and_script):
-    from daotai.render.base import Notice, RenderJob, RunContext
+    from daotai.events import Notice
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.spec import BackendEnv
     from daotai.render.wan import WanBackend
 
@@ -352,7 +353,8 @@ def test_without_adaptive_a_critical_shot_only_warns(tiny_wan, plan_and_script):
 
 
 def test_adaptive_re_places_the_loaded_pipeline_and_survives_a_broken_sampler(tiny_wan, plan_and_script):
-    from daotai.render.base import Notice, RenderJob, RunContext
+    from daotai.events import Notice
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.spec import BackendEnv
     from daotai.render.wan import WanBackend
 

@@ -69,7 +69,7 @@ def test_openai_client_create_poll_download(client, live, tmp_path):
         sheet = client.videos.download_content(video.id, variant="spritesheet")
     path = tmp_path / "v.mp4"
     path.write_bytes(content.content)
-    from daotai.encode.video import decode_frames, probe
+    from daotai.encode.read import decode_frames, probe
 
     info = probe(path)
     assert (info.width, info.height) == (160, 96)

@@ -36,7 +36,7 @@ def changed_script() -> dict:
 
 def render(script: dict, out: Path, cache: Path | None, checked: list[str] | None = None) -> dict:
     """Render into ``out``; ``checked`` collects the shots QC checked (from its progress events)."""
-    from daotai.render.base import Progress
+    from daotai.events import Progress
 
     plan = plan_script(validate_script(script))
     events = list(run(plan, out, PipelineSettings(cache=str(cache) if cache else None)))

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.encode.video import VideoWriter, decode_frames
+from daotai.encode.read import decode_frames
+from daotai.encode.video import VideoWriter
 from daotai.errors import EncodeError, PlanError, ScriptError
 from daotai.plan.planner import plan_script
 from daotai.post.assemble import ClipSpec, Transition, assemble, end_fade_frames

@@ -150,7 +150,8 @@ def plan():
 
 def render(folder: Path, plan, speed: str | None, **levers):
     """(frames (F, 64, 64, 3) uint8, notices, backend) of the plan's shot; ``levers`` replace the mode's."""
-    from daotai.render.base import Frame, Notice, RenderJob, RunContext
+    from daotai.events import Frame, Notice
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.speed import apply_levers
     from daotai.render.wan import WanBackend
 

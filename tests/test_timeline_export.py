@@ -10,7 +10,7 @@ from pathlib import Path
 import opentimelineio as otio
 import pytest
 
-from daotai.encode.video import probe
+from daotai.encode.read import probe
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.script.load import validate_script

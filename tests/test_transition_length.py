@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daotai.encode.video import VideoWriter, probe
+from daotai.encode.read import probe
+from daotai.encode.video import VideoWriter
 from daotai.errors import PlanError
 from daotai.plan.planner import plan_script
 from daotai.plan.timing import transition_length, transition_seconds

@@ -260,7 +260,7 @@ def test_an_orbit_renders_through_the_command_line_and_its_rays_reach_the_adapte
     from typer.testing import CliRunner
 
     from daotai.cli import app
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
     from daotai.render import wan_camera
     from daotai.render.neural.request import family_defaults, native_request
     from daotai.render.neural.retime import plan_to_native_indexes
@@ -332,8 +332,9 @@ def test_an_image_to_video_checkpoint_starts_from_the_first_previz_frame(tmp_pat
     from diffusers import WanImageToVideoPipeline
 
     from builders import build_wan_camera_i2v
+    from daotai.events import Frame
     from daotai.pipeline import Finished, PipelineSettings, run
-    from daotai.render.base import Frame, RenderJob, RunContext
+    from daotai.render.base import RenderJob, RunContext
     from daotai.render.neural.retime import resize_rgb
     from daotai.render.previz.backend import PrevizBackend
 

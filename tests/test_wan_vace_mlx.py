@@ -15,7 +15,8 @@ diffusers = pytest.importorskip("diffusers", reason="parity tests need diffusers
 
 from builders import build_wan, build_wan_vace, plan_from  # noqa: E402
 from daotai.errors import BackendError  # noqa: E402
-from daotai.render.base import Frame, RenderJob, RunContext  # noqa: E402
+from daotai.events import Frame  # noqa: E402
+from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 REFERENCE_RGB = (200, 120, 40)
 SCRIPT = {
@@ -290,7 +291,7 @@ def test_camera_move_renders_through_the_cli_with_previz_depth_as_control(vace_f
 
     import daotai.mlx.vace as vace
     from daotai.cli import app
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
     from daotai.render.neural.request import family_defaults, native_request
     from daotai.render.neural.retime import plan_to_native_indexes
     from daotai.render.previz.backend import PrevizBackend

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from daotai.encode.video import VideoWriter, probe
+from daotai.encode.read import probe
+from daotai.encode.video import VideoWriter
 from daotai.post.upscale import UpscaleConfig
 from daotai.post.watch import STATE_NAME, WatchConfig, scan_once
 

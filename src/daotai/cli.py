@@ -610,9 +610,9 @@ def enhance(
     denoise, upscale)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from daotai.encode.video import probe
+    from daotai.encode.read import probe
+    from daotai.events import Progress as ProgressEvent
     from daotai.post.enhance import enhance_image, enhance_iter, image_steps, is_image
-    from daotai.render.base import Progress as ProgressEvent
 
     if is_image(source):
         from daotai.errors import NO_VALUE, EncodeError, OptionError

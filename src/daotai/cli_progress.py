@@ -17,10 +17,10 @@ from rich.progress import (
 )
 
 from daotai.errors import DaotaiError
+from daotai.events import Notice, Output
+from daotai.events import Progress as ProgressEvent
 from daotai.plan.model import Plan
 from daotai.progress_labels import ShotOrder
-from daotai.render.base import Notice, Output
-from daotai.render.base import Progress as ProgressEvent
 
 
 def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, console: Console):

@@ -42,7 +42,7 @@ from daotai.encode.hardware import (
     is_final_delivery,
 )
 from daotai.errors import EncodeError
-from daotai.render.base import Notice
+from daotai.events import Notice
 
 GATE_CLIP_FRAMES = 12  # frames of the synthetic clip: enough for a rate controller to settle, ~1 s at 1080p
 
@@ -130,7 +130,8 @@ def measure_encoder(hardware: HardwareEncoder | None, width: int, height: int, f
                     frames: int = GATE_CLIP_FRAMES, codec: str | None = None) -> EncoderMeasure:
     """Encode the synthetic clip with ``hardware`` (None: the software encoder of ``codec``), decode
     it and judge it; raises EncodeError when the encoder fails to open or errors."""
-    from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames
+    from daotai.encode.read import decode_frames
+    from daotai.encode.video import EncodeSettings, VideoWriter
     from daotai.qc.metrics import psnr
 
     codec = hardware.codec if hardware is not None else (codec or "h264")
@@ -193,7 +194,7 @@ def resolve_encoder(settings: Any, width: int, height: int, fps: Fraction, codec
 def shot_gate(path: Path, samples: Mapping[int, np.ndarray]) -> GateResult:
     """A shot's gate over the file's kept samples (frame index → rendered (H, W, 3) uint8), near-flat
     frames left out as QC leaves them out (their PSNR is the encoder's noise floor)."""
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
     from daotai.qc.metrics import frame_stats, psnr
     from daotai.qc.report import FLAT_LUMA_STD
 

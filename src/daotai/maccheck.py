@@ -188,8 +188,8 @@ class Rendered:
 
 def _render(plan: Any, out: Path, settings: Any, health: Callable[[Any], dict] | None = None) -> Rendered:
     """Run the pipeline to its end, keeping what the report needs."""
+    from daotai.events import Notice, Progress
     from daotai.pipeline import Finished, run
-    from daotai.render.base import Notice, Progress
 
     notices: list[str] = []
     steps: list[float] = []

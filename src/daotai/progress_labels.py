@@ -13,7 +13,7 @@ from typing import Any
 
 from daotai.plan.model import Plan
 
-# The stage names of Progress events (daotai.render.base.Progress) as the verb a person reads.
+# The stage names of Progress events (daotai.events.Progress) as the verb a person reads.
 STAGE_VERBS: dict[str, str] = {
     "render": "rendering",
     "encode": "encoding",

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, Callable, Generator
 
 from daotai.errors import OptionError
+from daotai.events import Event, Notice, Progress
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.qc.checks import GROUPS, NAMES
-from daotai.render.base import Event, Notice, Progress
 
 SEED_STEP = 0x9E3779B1  # odd, so the takes of one shot never repeat a seed within 2**32 of them
 SEED_MODULUS = 2**32

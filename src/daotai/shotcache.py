@@ -347,8 +347,8 @@ def check_render_reusing(plan: Any, out_dir: Path, records: list[Any], cache: Sh
     rendered now (and the sequence) are checked; their entries are stored for the next render.
     Without a cache, every shot is checked. Yields progress (and one notice); returns the report.
     ``checks``: the run's daotai.qc.parallel.ShotChecks, holding the shots handed in so far."""
+    from daotai.events import Notice
     from daotai.qc.report import check_render
-    from daotai.render.base import Notice
 
     variant = qc_variant(camera)
     known: dict[str, dict[str, Any]] = {}

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any, Generator, Iterator
 
 from daotai.errors import BackendError, DaotaiError, DependencyMissing
+from daotai.events import Event, Notice, Output
 from daotai.plan.layout import RenderLayout
-from daotai.render.base import Event, Notice, Output, RunContext
+from daotai.render.base import RunContext
 
 ADDRESS_HELP = "local, auto or ray://host:port"
 CANCEL_GRACE_S = 10.0  # how long busy actors get to stop cleanly before they are killed

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daotai.render.base import Output, RunContext
+from daotai.events import Output
+from daotai.render.base import RunContext
 
 TEMP_ROOT = "daotai-cluster"  # under the worker machine's temp folder: <pid>-<shot id>-<random>/
 

@@ -29,6 +29,7 @@ from typing import Generator, Sequence
 import numpy as np
 
 from daotai.errors import Issue, OptionError
+from daotai.events import Event
 from daotai.plan.model import Plan, ShotPlan
 from daotai.qc.camera import (
     DEPTH_MAP_CONFIG,
@@ -40,7 +41,7 @@ from daotai.qc.camera import (
     Solid,
     check_camera,
 )
-from daotai.render.base import Event, RunContext
+from daotai.render.base import RunContext
 
 SCENE_DEPTH = "previz_depth"  # CameraCheck.scene: the previz's exact depth of every frame
 SCENE_MODEL = "scene_model"  # the plan's geometric scene model

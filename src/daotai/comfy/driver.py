@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Callable, Generator, TypeVar
 
-from daotai.render.base import Event, Progress, RunContext
+from daotai.events import Event, Progress
+from daotai.render.base import RunContext
 
 T = TypeVar("T")
 

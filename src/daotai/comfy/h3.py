@@ -23,10 +23,11 @@ from typing import Any, Generator, Mapping, Sequence
 import numpy as np
 
 from daotai.errors import NO_VALUE, BackendError, Issue, OptionError
+from daotai.events import Audio, Event, Frame, Notice
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Audio, Event, Frame, Notice, RunContext
+from daotai.render.base import RunContext
 
-# What a voice recording is cut to by the backend anyway (render.h3.VOICE_SECONDS is 20 s): a longer
+# What a voice recording is cut to by the backend anyway (render.h3_references.VOICE_SECONDS is 20 s): a longer
 # AUDIO is refused here rather than written out whole.
 MAX_VOICE_SECONDS = 600.0
 

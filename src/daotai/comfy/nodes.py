@@ -153,7 +153,7 @@ def _video_frames(video: Any) -> tuple[np.ndarray, Fraction | None]:
     """(F, H, W, 3) uint8 frames of a VIDEO and its frame rate (decoded by daotai when it is a file)."""
     path = _video_file(video)
     if path is not None:
-        from daotai.encode.video import decode_frames, probe
+        from daotai.encode.read import decode_frames, probe
 
         return np.stack(list(decode_frames(path))), probe(path).fps
     components = video.get_components()
@@ -570,7 +570,7 @@ def _h3_choices(field: str) -> list[str]:
     """The values the ``h3`` backend's option ``field`` accepts (its Literal), in its own order."""
     from typing import Literal, get_args, get_origin
 
-    from daotai.render.h3 import H3Options
+    from daotai.render.h3_options import H3Options
 
     annotation = H3Options.model_fields[field].annotation
     literals = [a for a in (annotation, *get_args(annotation)) if get_origin(a) is Literal]

@@ -14,9 +14,10 @@ from typing import Any, Generator, Mapping
 import numpy as np
 
 from daotai.errors import BackendError, OptionError
+from daotai.events import Event, Frame
 from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Event, Frame, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 
 
 @dataclass(frozen=True)

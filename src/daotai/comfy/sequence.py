@@ -23,9 +23,10 @@ from typing import Generator, Mapping
 import numpy as np
 
 from daotai.errors import Issue, OptionError
+from daotai.events import Event, Progress
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Event, Progress, RunContext
+from daotai.render.base import RunContext
 
 ShotSource = Path | str | np.ndarray  # a video file, or frames (F, H, W, 3) uint8 at the plan's fps
 
@@ -76,7 +77,7 @@ def _place_shot(source: ShotSource, target: Path, plan: Plan, shot: ShotPlan, en
     from daotai.files import atomic_path
 
     if not isinstance(source, np.ndarray):
-        from daotai.encode.video import decode_frames, probe
+        from daotai.encode.read import decode_frames, probe
 
         path = Path(source)
         if not path.is_file():

@@ -241,7 +241,7 @@ def _hex_utf16_bom(text: str) -> str:
 
 def middle_frames(plan: Plan, layout: RenderLayout) -> dict[str, np.ndarray | None]:
     """Each shot's middle frame read from its file in a render folder (None where the file is missing)."""
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
 
     found: dict[str, np.ndarray | None] = {}
     for shot in plan.shots:

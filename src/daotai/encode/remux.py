@@ -31,7 +31,8 @@ from typing import Any
 import av
 import numpy as np
 
-from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, frame_index
+from daotai.encode.read import frame_index
+from daotai.encode.video import EncodeSettings, VideoWriter, as_fps
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly, temp_path
 

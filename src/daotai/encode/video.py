@@ -1,11 +1,10 @@
-"""Video files in and out through PyAV: H.264 / HEVC / ProRes writers, lossless FFV1 control
-channels, decoding back to RGB, and probing.
+"""Video files written through PyAV: H.264 / HEVC / ProRes writers, lossless FFV1 control
+channels and 8-bit depth previews.
 
-Colour is handled here, not by swscale: swscale's default RGB↔YUV matrix is BT.601, while
-every file daotai writes is BT.709 limited range and tagged so (primaries, transfer, matrix
-= 1; range = 1). The conversion is vectorised numpy in float32 (BLAS matrix products),
-with 4:2:0 / 4:2:2 chroma made by averaging 2x2 / 2x1 blocks; decoding reads the matrix and
-range tags of the file and inverts the matching matrix.
+Colour is converted by :mod:`daotai.encode.colour`, not by swscale: swscale's default RGB↔YUV
+matrix is BT.601, while every file daotai writes is BT.709 limited range and tagged so
+(primaries, transfer, matrix = 1; range = 1). Reading files back (RGB by the file's own tags,
+single-channel frames, probing) is :mod:`daotai.encode.read`.
 
 Every writer is atomic: it encodes into a hidden ``.<name>.<random>.partial<suffix>`` file
 in the target folder (the naming of :mod:`daotai.files`) and renames it onto the target
@@ -18,12 +17,10 @@ from __future__ import annotations
 
 import math
 import os
-import struct
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,6 +28,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import av
 import numpy as np
 
+from daotai.encode.colour import (
+    BT709,
+    RANGE_FULL,
+    RANGE_LIMITED,
+    fill_plane,
+    plane_view,
+    rgb_to_yuv_planes,
+    rgb_to_yuv_u8,
+)
+from daotai.encode.read import decode_frames, decode_gray, probe
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly, temp_path
 
@@ -42,31 +49,17 @@ __all__ = [
     "PRESETS",
     "PREVIEW_SETTINGS",
     "EncodeSettings",
-    "VideoInfo",
     "VideoWriter",
     "as_fps",
-    "decode_frames",
-    "decode_gray",
-    "frame_index",
-    "probe",
-    "rgb_to_yuv_planes",
-    "rgb_to_yuv_u8",
-    "top_level_boxes",
     "write_gray16",
     "write_gray8",
     "write_preview_h264",
-    "yuv_planes_to_rgb",
+    # read from here by qc/ (and named "daotai.encode.video:probe" in its check table); they live in
+    # daotai.encode.read, where everything else imports them from
+    "decode_frames",
+    "decode_gray",
+    "probe",
 ]
-
-# ITU-T H.273 code points, as stored in the streams' colour tags.
-BT709 = 1
-UNSPECIFIED = 2
-BT470BG = 5
-SMPTE170M = 6
-BT2020_NCL = 9
-BT2020_CL = 10
-RANGE_LIMITED = 1  # "MPEG" / "tv": Y 16..235, C 16..240 at 8 bit
-RANGE_FULL = 2  # "JPEG" / "pc": 0..255
 
 CODECS = ("h264", "hevc", "prores")
 PRESETS = (
@@ -99,13 +92,6 @@ _PIX_FMTS = {"h264": "yuv420p", "hevc": "yuv420p", "prores": "yuv422p10le"}
 _CONTAINERS = {"h264": ".mp4", "hevc": ".mp4", "prores": ".mov"}
 _ALLOWED_SUFFIXES = {"h264": (".mp4", ".mov"), "hevc": (".mp4", ".mov"), "prores": (".mov",)}
 _MUXERS = {".mp4": "mp4", ".mov": "mov", ".mkv": "matroska"}
-_KR_KB = {  # luma weights (Kr, Kb) per matrix code point
-    BT709: (0.2126, 0.0722),
-    BT470BG: (0.299, 0.114),
-    SMPTE170M: (0.299, 0.114),
-    BT2020_NCL: (0.2627, 0.0593),
-    BT2020_CL: (0.2627, 0.0593),
-}
 
 
 # --------------------------------------------------------------------------- settings
@@ -240,169 +226,6 @@ def as_fps(value: int | float | str | Fraction) -> Fraction:
     if not 0 < fps <= 1000:
         raise EncodeError(f"fps: {value!r} must be in (0, 1000]")
     return fps
-
-
-# --------------------------------------------------------------------------- colour maths
-
-
-def _yuv_from_rgb_matrix(kr: float, kb: float) -> np.ndarray:
-    """(3, 3) matrix taking RGB in [0, 1] to (Y' in [0, 1], Cb, Cr in [-0.5, 0.5])."""
-    kg = 1.0 - kr - kb
-    return np.array(
-        [
-            [kr, kg, kb],
-            [-kr / (2 * (1 - kb)), -kg / (2 * (1 - kb)), 0.5],
-            [0.5, -kg / (2 * (1 - kr)), -kb / (2 * (1 - kr))],
-        ]
-    )
-
-
-def _range_scale(bits: int, full: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel (scale, offset) from normalised (Y', Cb, Cr) to integer code values."""
-    step = float(1 << (bits - 8))
-    if full:
-        top = float((1 << bits) - 1)
-        return np.array([top, top, top]), np.array([0.0, 128.0 * step, 128.0 * step])
-    return np.array([219.0, 224.0, 224.0]) * step, np.array([16.0, 128.0, 128.0]) * step
-
-
-@lru_cache(maxsize=None)
-def _encode_coeffs(bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """BT.709 limited range: (3, 3) float32 matrix from 8-bit RGB to code values, and offsets."""
-    scale, offset = _range_scale(bits, full=False)
-    matrix = scale[:, None] * _yuv_from_rgb_matrix(*_KR_KB[BT709]) / 255.0
-    return matrix.astype(np.float32), offset.astype(np.float32)
-
-
-@lru_cache(maxsize=None)
-def _decode_coeffs(matrix_code: int, bits: int, full: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(3, 3) float32 matrix and (3,) offsets taking code values (Y, Cb, Cr) to 8-bit RGB."""
-    kr, kb = _KR_KB.get(matrix_code, _KR_KB[BT709])
-    scale, offset = _range_scale(bits, full)
-    forward = scale[:, None] * _yuv_from_rgb_matrix(kr, kb) / 255.0
-    return np.linalg.inv(forward).astype(np.float32), offset.astype(np.float32)
-
-
-def rgb_to_yuv_planes(
-    rgb: np.ndarray, sub_y: int = 2, bits: int = 8
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """BT.709 limited-range Y, Cb, Cr float32 planes (+0.5, to be truncated) from RGB.
-
-    ``rgb`` is (H, W, 3) uint8 with even H and W. Chroma is the average over sub_y x 2
-    blocks (sub_y = 2: 4:2:0, sub_y = 1: 4:2:2); ``bits`` is 8 or 10. The
-    channel mix is done as BLAS matrix products on float32 so no float64 temporaries
-    are made and the inner loops are not strided over a length-3 axis.
-    """
-    h, w, _ = rgb.shape
-    matrix, offset = _encode_coeffs(bits)
-    y = rgb.reshape(-1, 3) @ matrix[0]  # (H*W,) float32
-    y += offset[0] + 0.5  # +0.5: the later cast to int truncates
-    if sub_y == 2:
-        rows = rgb[0::2].astype(np.uint16)  # (H/2, W, 3) sums of vertical pairs, exact
-        rows += rgb[1::2]
-    else:
-        rows = rgb
-    # Each row of (N, 6) holds two horizontal neighbours; one (6, 2) product averages them
-    # and applies the Cb/Cr rows of the matrix at once.
-    pair = np.concatenate([matrix[1:].T, matrix[1:].T]) / np.float32(sub_y * 2)  # (6, 2)
-    cbcr = rows.reshape(-1, 6) @ pair  # (H/sy * W/2, 2) float32
-    cbcr += offset[1] + 0.5  # Cb and Cr share the offset
-    ch, cw = h // sub_y, w // 2
-    return y.reshape(h, w), cbcr[:, 0].reshape(ch, cw), cbcr[:, 1].reshape(ch, cw)
-
-
-@lru_cache(maxsize=None)
-def _encode_affine_u8() -> tuple[np.ndarray, np.ndarray]:
-    """BT.709 limited range as OpenCV affine matrices on 8-bit RGB: Y (1, 4) and Cb/Cr (2, 4)."""
-    matrix, offset = _encode_coeffs(8)
-    luma = np.hstack([matrix[0:1], offset[0:1, None]]).astype(np.float32)
-    chroma = np.hstack([matrix[1:3], offset[1:3, None]]).astype(np.float32)
-    return luma, chroma
-
-
-def rgb_to_yuv_u8(rgb: np.ndarray, sub_y: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """BT.709 limited-range 8-bit Y (H, W) and Cb, Cr (H/sub_y, W/2) uint8 planes from RGB.
-
-    The same numbers as ``rgb_to_yuv_planes`` (chroma averaged over sub_y x 2 blocks before the
-    matrix, which is the same by linearity; round half up there, round half to even here, so a
-    value can differ by one code only on an exact tie), done by OpenCV's vectorised affine
-    transform: about a quarter of the CPU time of the BLAS path at 1080p, which matters when
-    render and encode share two cores. (Chroma from 16-bit block sums through ``cv2.transform``
-    on CV_16U was ~4 ms faster but gave different bytes from run to run for the same frames;
-    the float path below is deterministic.)
-    """
-    import cv2
-
-    h, w, _ = rgb.shape
-    luma, chroma = _encode_affine_u8()
-    y = cv2.transform(rgb, luma)  # (H, W) uint8, rounded and saturated
-    # chroma from the exact block mean (float32), not from rounded 8-bit means
-    blocks = cv2.resize(rgb.astype(np.float32), (w // 2, h // sub_y), interpolation=cv2.INTER_AREA)
-    cbcr = cv2.transform(blocks, chroma)  # (H/sy, W/2, 2) float32 code values
-    cbcr += 0.5  # the cast below truncates
-    return y, cbcr[..., 0].astype(np.uint8), cbcr[..., 1].astype(np.uint8)
-
-
-def yuv_planes_to_rgb(
-    y: np.ndarray,
-    cb: np.ndarray,
-    cr: np.ndarray,
-    *,
-    matrix_code: int = BT709,
-    bits: int = 8,
-    full_range: bool = False,
-) -> np.ndarray:
-    """(H, W, 3) uint8 RGB from Y (H, W) and Cb/Cr planes at (H/sy, W/sx).
-
-    Chroma is upsampled bilinearly with centre siting (each chroma sample sits at the
-    centre of the luma block it was averaged from, which is how the writer makes it and
-    how its streams are tagged), as players do; pixel repetition would show block steps
-    along every coloured edge.
-    """
-    import cv2
-
-    h, w = y.shape
-    inverse, offset = _decode_coeffs(matrix_code, bits, full_range)
-    # Every row of the inverse matrix has the same luma weight, so scale Y once.
-    yf = y.astype(np.float32)  # (H, W)
-    yf -= offset[0]
-    yf *= inverse[0, 0]
-    if cb.shape != (h, w):
-        cbf = cv2.resize(cb.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR)  # (H, W)
-        crf = cv2.resize(cr.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR)
-    else:
-        cbf, crf = cb.astype(np.float32), cr.astype(np.float32)
-    cbf -= offset[1]
-    crf -= offset[2]
-    out = np.empty((h, w, 3), np.uint8)
-    for k in range(3):
-        channel = inverse[k, 1] * cbf
-        channel += inverse[k, 2] * crf
-        channel += yf
-        channel += 0.5  # the cast below truncates
-        np.clip(channel, 0.0, 255.0, out=channel)
-        out[..., k] = channel
-    return out
-
-
-# --------------------------------------------------------------------------- plane access
-
-
-def _plane_view(plane: Any, dtype: np.dtype | type = np.uint8) -> np.ndarray:
-    """A numpy view (rows, cols) of one frame plane without its line padding."""
-    itemsize = np.dtype(dtype).itemsize
-    return np.ndarray(
-        (plane.height, plane.width),
-        dtype=dtype,
-        buffer=plane,
-        strides=(plane.line_size, itemsize),
-    )
-
-
-def _fill_plane(plane: Any, values: np.ndarray, dtype: np.dtype | type) -> None:
-    """Write code values into an integer plane: integers as they are, floats (already offset
-    by +0.5) truncated."""
-    np.copyto(_plane_view(plane, dtype), values, casting="unsafe")
 
 
 # --------------------------------------------------------------------------- atomic output
@@ -637,7 +460,7 @@ class VideoWriter:
             y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), self._sub_y, self._bits)
         av_frame = self._out.new_frame()
         for plane, values in zip(av_frame.planes, (y, cb, cr), strict=True):
-            _fill_plane(plane, values, self._plane_dtype)
+            fill_plane(plane, values, self._plane_dtype)
         self._out.encode(av_frame)
 
     def close(self) -> None:
@@ -718,7 +541,7 @@ def _write_gray_ffv1(
         frame: np.ndarray = first
         while True:
             av_frame = out.new_frame()
-            np.copyto(_plane_view(av_frame.planes[0], dtype), frame)
+            np.copyto(plane_view(av_frame.planes[0], dtype), frame)
             out.encode(av_frame)
             index += 1
             nxt = next(rest, None)
@@ -788,9 +611,9 @@ def write_preview_h264(
         frame: np.ndarray = first
         while True:
             av_frame = out.new_frame()
-            np.copyto(_plane_view(av_frame.planes[0]), frame)
-            _plane_view(av_frame.planes[1])[...] = 128  # neutral chroma: a pure gray picture
-            _plane_view(av_frame.planes[2])[...] = 128
+            np.copyto(plane_view(av_frame.planes[0]), frame)
+            plane_view(av_frame.planes[1])[...] = 128  # neutral chroma: a pure gray picture
+            plane_view(av_frame.planes[2])[...] = 128
             out.encode(av_frame)
             index += 1
             nxt = next(rest, None)
@@ -802,260 +625,3 @@ def write_preview_h264(
         out.discard()
         raise
     return out.frames
-
-
-# --------------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True)
-class VideoInfo:
-    """What probe() found out about a video file."""
-
-    width: int
-    height: int
-    fps: Fraction
-    frames: int
-    duration_s: float
-    codec: str
-    pix_fmt: str
-    color_primaries: int
-    color_trc: int
-    colorspace: int
-    color_range: int
-    faststart: bool  # MP4/MOV only: the moov index precedes the media data
-
-
-def _open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
-    """Open a file for reading and return (container, first video stream)."""
-    source = Path(path)
-    if not source.is_file():
-        raise EncodeError(f"path: {str(source)!r} does not exist or is not a file")
-    try:
-        container = av.open(str(source), "r")
-    except (av.FFmpegError, OSError, UnicodeDecodeError) as error:
-        raise EncodeError(f"path: {str(source)!r} is not a readable video: {error}") from error
-    if not container.streams.video:
-        container.close()
-        raise EncodeError(f"path: {str(source)!r} has no video stream")
-    stream = container.streams.video[0]
-    # Frame + slice threads, so decoding keeps up with encoding in assembly.
-    stream.codec_context.thread_type = "AUTO"
-    return container, stream
-
-
-def frame_index(timestamp: int, stream: Any) -> int:
-    """The frame number a packet or frame timestamp of ``stream`` stands for (pts · time_base · fps)."""
-    exact = Fraction(timestamp) * stream.time_base * _stream_fps(stream)
-    index = math.floor(exact + Fraction(1, 2))
-    if abs(exact - index) > Fraction(1, 100):
-        raise EncodeError(f"timestamp {timestamp} ({stream.time_base} s units) falls between frames "
-                          f"at {_stream_fps(stream)} fps")
-    return index
-
-
-def _decoded(container: Any, stream: Any, source: str | os.PathLike[str], start: int = 0) -> Iterator[Any]:
-    """Decoded av frames of stream from the keyframe at frame ``start`` (packets before it are
-    skipped undecoded), with FFmpeg failures turned into EncodeError."""
-    try:
-        if start == 0:
-            yield from container.decode(stream)
-            return
-        found = False
-        for packet in container.demux(stream):
-            if not found:
-                found = packet.is_keyframe and packet.pts is not None and frame_index(packet.pts, stream) == start
-                if not found:
-                    continue
-            yield from packet.decode()
-        if not found:
-            raise EncodeError(f"start: {str(source)!r} has no keyframe at frame {start}")
-    except av.FFmpegError as error:
-        raise EncodeError(f"path: {str(source)!r} failed to decode: {error}") from error
-
-
-def _component_bits(frame: Any) -> int:
-    """Bits per sample of the frame's first component."""
-    return int(frame.format.components[0].bits)
-
-
-def _frame_to_rgb(frame: Any, step: int) -> np.ndarray:
-    """(H', W', 3) uint8 RGB of a decoded frame, every step-th pixel, own YUV maths."""
-    fmt = frame.format
-    name = fmt.name
-    if fmt.is_rgb or name.startswith(("rgb", "bgr", "gbr", "pal")):
-        rgb = frame.to_ndarray(format="rgb24")  # (H, W, 3) uint8; no matrix involved
-        return np.ascontiguousarray(rgb[::step, ::step])
-    if name.startswith(("gray", "ya")):
-        gray = frame.to_ndarray(format="gray")[::step, ::step]  # (H', W') uint8
-        return np.repeat(gray[:, :, None], 3, axis=2)
-    if not (name.startswith(("yuv", "yuvj")) and fmt.is_planar and len(frame.planes) >= 3):
-        # Packed or semi-planar YUV (nv12, yuyv…): unpack to planar without a matrix.
-        frame = frame.reformat(format="yuv444p")
-        name = "yuv444p"
-    bits = _component_bits(frame)
-    dtype = np.uint8 if bits <= 8 else np.uint16
-    y = _plane_view(frame.planes[0], dtype)
-    cb = _plane_view(frame.planes[1], dtype)
-    cr = _plane_view(frame.planes[2], dtype)
-    full = name.startswith("yuvj") or frame.color_range == RANGE_FULL
-    matrix = frame.colorspace
-    if matrix not in _KR_KB:
-        matrix = BT709 if frame.height > 576 else SMPTE170M  # the usual guess for untagged video
-    h, w = y.shape
-    sy, sx = max(1, round(h / cb.shape[0])), max(1, round(w / cb.shape[1]))
-    if step == 1 and h % sy == 0 and w % sx == 0:
-        return yuv_planes_to_rgb(y, cb, cr, matrix_code=matrix, bits=bits, full_range=full)
-    rows = np.arange(0, h, step)
-    cols = np.arange(0, w, step)
-    pick = np.ix_(rows // sy, cols // sx)  # nearest chroma sample of each kept pixel
-    return yuv_planes_to_rgb(
-        y[np.ix_(rows, cols)], cb[pick], cr[pick], matrix_code=matrix, bits=bits, full_range=full
-    )
-
-
-def _rgb_frames(
-    container: Any, stream: Any, path: Any, max_side: int | None, start: int = 0
-) -> Iterator[np.ndarray]:
-    """Generator body of decode_frames; closes the container when done or dropped."""
-    try:
-        for frame in _decoded(container, stream, path, start):
-            longest = max(frame.width, frame.height)
-            step = 1 if max_side is None else max(1, -(-longest // max_side))
-            yield _frame_to_rgb(frame, step)
-    finally:
-        container.close()
-
-
-def decode_frames(
-    path: str | os.PathLike[str], *, max_side: int | None = None, start: int = 0
-) -> Iterator[np.ndarray]:
-    """Iterate (H, W, 3) uint8 RGB frames, converting YUV by the file's matrix/range tags.
-
-    The file is opened right away, so a missing or invalid file raises EncodeError here
-    rather than at the first frame. With ``max_side`` every k-th row and column is kept
-    (k the smallest integer that brings the longer side to at most max_side): cheap
-    thumbnails for statistics. With ``start`` (the index of a keyframe, see
-    :func:`daotai.encode.remux.keyframes`) decoding begins at that frame; the GOPs before it are
-    skipped without being decoded.
-    """
-    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-        raise EncodeError(f"start: {start!r} must be a frame index >= 0")
-    if max_side is not None and (
-        isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 1
-    ):
-        raise EncodeError(f"max_side: {max_side!r} must be None or an integer >= 1")
-    container, stream = _open_video(path)
-    return _rgb_frames(container, stream, path, max_side, start)
-
-
-def _gray_frames(container: Any, stream: Any, path: Any) -> Iterator[np.ndarray]:
-    """Generator body of decode_gray; closes the container when done or dropped."""
-    try:
-        for frame in _decoded(container, stream, path):
-            name = frame.format.name
-            if name.startswith(("rgb", "bgr", "gbr", "pal")) or frame.format.is_rgb:
-                raise EncodeError(f"path: {str(path)!r} is {name}, not a single-channel video")
-            if name.endswith("be"):
-                frame = frame.reformat(format="gray16le")
-            bits = _component_bits(frame)
-            dtype = np.uint8 if bits <= 8 else np.uint16
-            yield _plane_view(frame.planes[0], dtype).copy()  # (H, W)
-    finally:
-        container.close()
-
-
-def decode_gray(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
-    """Iterate (H, W) frames of a single-channel file: uint8 for 8-bit, uint16 for deeper.
-
-    For YUV files (e.g. an H.264 depth preview) the luma plane is returned as stored.
-    """
-    container, stream = _open_video(path)
-    return _gray_frames(container, stream, path)
-
-
-def top_level_boxes(path: str | os.PathLike[str]) -> list[str]:
-    """Names of the top-level ISO-BMFF boxes (atoms) of an MP4/MOV file, in file order."""
-    names: list[str] = []
-    with open(path, "rb") as handle:
-        total = os.fstat(handle.fileno()).st_size
-        position = 0
-        while position + 8 <= total:
-            handle.seek(position)
-            size, kind = struct.unpack(">I4s", handle.read(8))
-            if size == 1:  # 64-bit "largesize" follows the type
-                size = struct.unpack(">Q", handle.read(8))[0]
-            elif size == 0:  # box runs to the end of the file
-                size = total - position
-            if size < 8:
-                break  # corrupt; what was read so far still tells the order
-            names.append(kind.decode("latin-1"))
-            position += size
-    return names
-
-
-def _has_faststart(path: Path) -> bool:
-    """True when an MP4/MOV file's moov box comes before its mdat box."""
-    if path.suffix.lower() not in (".mp4", ".mov", ".m4v"):
-        return False
-    names = top_level_boxes(path)
-    return "moov" in names and "mdat" in names and names.index("moov") < names.index("mdat")
-
-
-def _stream_fps(stream: Any) -> Fraction:
-    """The stream's nominal frame rate as a Fraction."""
-    for rate in (stream.average_rate, stream.guessed_rate, stream.base_rate):
-        if rate:
-            fps = Fraction(rate)
-            # Matroska stores ms timestamps; snap near-NTSC rates back to n*1000/1001.
-            ntsc = Fraction(round(fps * Fraction(1001, 1000)) * 1000, 1001)
-            if fps.denominator > 1001 and abs(fps - ntsc) < Fraction(1, 1000):
-                return ntsc
-            return fps
-    return Fraction(0)
-
-
-def _stated_range(codec: str, decoded_range: int) -> int:
-    """The colour range of a stream, with ProRes's unstated range read as video range.
-
-    A QuickTime 'colr' atom carries no range flag and a ProRes bitstream is video range by
-    definition; FFmpeg 8's decoder says so, FFmpeg 7 (PyAV 14, our floor) leaves it unspecified."""
-    if codec == "prores" and decoded_range == 0:
-        return RANGE_LIMITED
-    return decoded_range
-
-
-def probe(path: str | os.PathLike[str]) -> VideoInfo:
-    """Size, rate, frame count, exact duration, codec, colour tags and faststart of a file."""
-    source = Path(path)
-    container, stream = _open_video(source)
-    try:
-        context = stream.codec_context
-        fps = _stream_fps(stream)
-        frames = int(stream.frames or 0)
-        if frames <= 0:  # container keeps no count (Matroska): count by decoding
-            frames = sum(1 for _ in _decoded(container, stream, source))
-        if stream.duration and stream.time_base:
-            duration = Fraction(stream.duration) * stream.time_base
-        elif fps:
-            duration = frames / fps
-        else:
-            duration = Fraction(container.duration or 0, av.time_base)
-        info = VideoInfo(
-            width=int(context.width),
-            height=int(context.height),
-            fps=fps,
-            frames=frames,
-            duration_s=float(duration),
-            codec=str(context.name),
-            pix_fmt=str(context.pix_fmt or (context.format.name if context.format else "")),
-            color_primaries=int(context.color_primaries),
-            color_trc=int(context.color_trc),
-            colorspace=int(context.colorspace),
-            color_range=_stated_range(str(context.name), int(context.color_range)),
-            faststart=_has_faststart(source),
-        )
-    except av.FFmpegError as error:
-        raise EncodeError(f"path: {str(source)!r} cannot be probed: {error}") from error
-    finally:
-        container.close()
-    return info

@@ -200,3 +200,14 @@ def plan_segments(duration_s: float, fps: float, step: int, offset: int, min_s: 
         segments.append(Segment(index, start, share, frames))
         start += share
     return segments
+
+
+def fps_fraction(fps: float) -> tuple[int, int]:
+    """Exact frame rate as a fraction; 23.976 / 29.97 / 59.94 mean the NTSC x/1.001 rates."""
+    for nominal in (24, 30, 48, 60, 120):
+        ntsc = nominal * 1000 / 1001
+        if abs(fps - ntsc) < 0.005 and abs(fps - nominal) > 0.005:
+            return nominal * 1000, 1001
+    frac = Fraction(fps).limit_denominator(1001)
+    return frac.numerator, frac.denominator
+

@@ -63,7 +63,8 @@ from pathlib import Path
 import numpy as np
 
 from daotai.encode.ahead import read_ahead
-from daotai.encode.video import EncodeSettings, VideoWriter, as_fps, decode_frames, probe
+from daotai.encode.read import decode_frames, probe
+from daotai.encode.video import EncodeSettings, VideoWriter, as_fps
 from daotai.errors import EncodeError
 from daotai.files import atomic_path
 from daotai.plan.timing import transition_length, transition_seconds

@@ -30,8 +30,10 @@ from typing import Any, Union
 
 import numpy as np
 
-from daotai.encode.video import EncodeSettings, VideoWriter, decode_frames, probe
+from daotai.encode.read import decode_frames, probe
+from daotai.encode.video import EncodeSettings, VideoWriter
 from daotai.errors import NO_VALUE, EncodeError, OptionError
+from daotai.events import Output, Progress
 from daotai.plan.layout import ENHANCED, RenderLayout
 from daotai.post.colour import (
     DeflickerConfig,
@@ -44,7 +46,7 @@ from daotai.post.colour import (
 from daotai.post.h3_rerender import H3Rerender, H3RerenderConfig
 from daotai.post.interpolate import InterpolateConfig, interpolate_frames, output_fps, output_frame_count
 from daotai.post.upscale import UpscaleConfig, upscale_frames
-from daotai.render.base import Output, Progress, RunContext
+from daotai.render.base import RunContext
 
 __all__ = [
     "DenoiseConfig",

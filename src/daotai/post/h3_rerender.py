@@ -38,7 +38,8 @@ import numpy as np
 
 from daotai import catalog
 from daotai.errors import EncodeError
-from daotai.render.base import Progress, RunContext
+from daotai.events import Progress
+from daotai.render.base import RunContext
 
 __all__ = ["DEFAULT_PROMPT", "DEFAULT_STRENGTH", "H3RerenderConfig", "H3Rerender", "denoise_count", "forwards_of",
            "noised", "start_sigma"]
@@ -140,7 +141,7 @@ class H3Rerender:
     def check(self) -> None:
         """Refuse a clip one generation cannot hold, a script or shot that cannot be read, or an unaccepted licence,
         before anything is written or loaded."""
-        from daotai.render.h3 import check_licence
+        from daotai.render.h3_options import check_licence
 
         snap = catalog.family(FAMILY).snap
         seconds = self.count / self.fps
@@ -157,8 +158,9 @@ class H3Rerender:
         """Re-render the clip's frames (``source``: (H, W, 3) uint8 each), yielding progress (loading, encoding,
         denoising); then ``frames`` gives the result and ``record``/``audio`` say what was done. Call ``check``
         first."""
-        from daotai.render.h3 import FRAMES_PER_PICTURE, Generation, H3Options, H3Runner
+        from daotai.render.h3_options import H3Options
         from daotai.render.h3_partial import PARTIAL_INPUT, partial_blocks
+        from daotai.render.h3_runner import FRAMES_PER_PICTURE, Generation, H3Runner
         from daotai.render.neural.retime import resize_rgb, retime_indexes
 
         ctx = ctx or RunContext()

@@ -36,8 +36,9 @@ import numpy as np
 
 from daotai import catalog
 from daotai.errors import BackendError, Cancelled, DependencyMissing
+from daotai.events import Progress
 from daotai.render import wan as wan_backend
-from daotai.render.base import Progress, RunContext
+from daotai.render.base import RunContext
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_PROMPT", "OVERLAP", "WINDOW", "denoise_steps", "model_steps", "pad_to_multiple",
            "rerender_frames", "window_count"]

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from daotai.errors import Issue, ScriptError
+from daotai.events import Notice
 from daotai.plan.model import FootagePlan, Plan, ShotPlan
-from daotai.render.base import Notice
 from daotai.render.spec import BackendSpec
 
 MAX_FOOTAGE_BYTES = 4 * 1024**3  # a phone's 4K minute is ~0.4 GiB: room for long takes, not for a feature film

@@ -3,7 +3,7 @@
 The script path is the `h3` backend's own (:class:`~daotai.render.h3.H3Backend`, reused whole): the
 same workflow choice per shot, previz video and character pictures as references, voices, the
 prompt with its dialogue and sound, 17n+5 segments continued from the previous segment's last
-frame, the sound delivered as the shot's :class:`~daotai.render.base.Audio` and every decision a
+frame, the sound delivered as the shot's :class:`~daotai.events.Audio` and every decision a
 Notice. Only the generation itself differs:
 
 1. **Conditioning in torch, on the CPU (or MPS on a Mac).** The Qwen3-VL conditioner and the VAE
@@ -39,10 +39,13 @@ from pydantic import Field, field_validator
 
 from daotai import catalog
 from daotai.errors import BackendError
+from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan
 from daotai.plan.prompt import h3_pictures, h3_workflow
-from daotai.render.base import Event, Notice, Progress, RunContext
-from daotai.render.h3 import FAMILY, Generation, H3Backend, Result, canvas_for
+from daotai.render.base import RunContext
+from daotai.render.h3 import H3Backend
+from daotai.render.h3_options import FAMILY
+from daotai.render.h3_runner import Generation, Result, canvas_for
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
 
 # What the conditioning stage loads: everything but the transformer partitions.

@@ -15,7 +15,8 @@ from typing import Any, Iterator, Literal
 from pydantic import Field
 
 from daotai.errors import BackendError
-from daotai.render.base import Event, Frame, RenderJob, RunContext
+from daotai.events import Event, Frame
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.runner import DiffusersShotRunner, render_shot
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions

@@ -16,7 +16,7 @@ the model repaints the grey previz shapes.
 The prompt is the planner's (framing, angle, camera move in words, action) with the shot's dialogue
 and sound events written after it as the ``h3`` backend writes them (``ltx2_prompt_for``), fitted to
 Gemma 3's budget. The generated sound is cut to the shot's duration and yielded as one
-:class:`~daotai.render.base.Audio` event, which the pipeline carries into the shot's file and the mix.
+:class:`~daotai.events.Audio` event, which the pipeline carries into the shot's file and the mix.
 
 Timing: LTX-2 makes 8k+1 frames at 24 fps and at most 20 s a generation. Shots are generated at the
 snapped length and trimmed; longer ones as equal segments, each after the first starting on the previous
@@ -46,10 +46,11 @@ from pydantic import Field, field_validator
 
 from daotai import catalog
 from daotai.errors import BackendError, OptionError
+from daotai.events import Audio, Event, Frame, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import ltx2_prompt_for
 from daotai.plan.timing import Segment, frames_for, plan_segments, round_size
-from daotai.render.base import Audio, Event, Frame, Notice, Progress, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import (
     INTERPOLATION_METHOD,

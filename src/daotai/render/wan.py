@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from daotai.render.base import Event, RenderJob, RunContext
+from daotai.events import Event
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.runner import DiffusersShotRunner, render_shot
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions
 

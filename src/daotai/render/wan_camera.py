@@ -52,9 +52,10 @@ import numpy as np
 from pydantic import Field
 
 from daotai.errors import BackendError
+from daotai.events import Event, Frame, Notice, Progress
 from daotai.plan import geometry
 from daotai.plan.model import ShotPlan
-from daotai.render.base import Event, Frame, Notice, Progress, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import plan_to_native_indexes, resize_rgb
 from daotai.render.neural.runner import DiffusersShotRunner, render_shot

@@ -23,7 +23,8 @@ from typing import Any, Iterator, Literal
 from pydantic import Field
 
 from daotai.errors import BackendError
-from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
+from daotai.events import Event, Notice, Progress
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.request import effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions, Speed

@@ -24,7 +24,8 @@ import numpy as np
 from pydantic import Field
 
 from daotai.errors import BackendError
-from daotai.render.base import Event, Progress, RenderJob, RunContext
+from daotai.events import Event, Progress
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.request import NativeRequest
 from daotai.render.spec import BackendEnv, BackendSpec
 from daotai.render.wan_mlx import WanMLXBackend, WanMLXOptions

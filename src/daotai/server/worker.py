@@ -318,7 +318,7 @@ def write_previews(video: Path, frames: int, folder: Path) -> None:
     import numpy as np
     from PIL import Image
 
-    from daotai.encode.video import decode_frames
+    from daotai.encode.read import decode_frames
     from daotai.files import atomic_write_bytes
 
     tiles: list[np.ndarray] = []  # each (h, w, 3) uint8
@@ -543,9 +543,10 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     cluster, when set, renders instead. ``cache_bytes``: the shot cache's cap (None: the default)."""
     from daotai.cluster import executor_for
     from daotai.errors import Cancelled, DaotaiError, DiskFull, disk_full_cause
+    from daotai.events import Notice, Output, Progress
     from daotai.pipeline import Finished, layout_for, run
     from daotai.progress_labels import ShotOrder
-    from daotai.render.base import Notice, Output, Progress, RunContext
+    from daotai.render.base import RunContext
     from daotai.server.references import record_references
 
     store = JobStore(data_dir)

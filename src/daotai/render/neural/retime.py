@@ -18,8 +18,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from daotai.errors import BackendError
+from daotai.events import Frame, Notice
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Frame, Notice
 from daotai.render.neural.request import NativeRequest
 
 

@@ -10,8 +10,9 @@ from typing import Any, Callable, Iterator
 
 from daotai import catalog
 from daotai.errors import BackendError
+from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Event, Notice, Progress, RenderJob, RunContext
+from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.request import ModelDefaults, NativeRequest, effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice, to_uint8
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs

@@ -8,7 +8,8 @@ import time
 from typing import Any, Callable, Iterator
 
 from daotai.errors import BackendError, Cancelled
-from daotai.render.base import Event, Progress, RunContext
+from daotai.events import Event, Progress
+from daotai.render.base import RunContext
 
 _FINISHED = object()
 
