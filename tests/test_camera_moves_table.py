@@ -62,3 +62,13 @@ def test_a_moves_own_phrase_reaches_its_prompt():
     for row in MOVES:
         if row.lead:  # the prompt's sentence starts with it, capitalised
             assert row.lead.lower() in _planned({"type": row.type}).prompt.lower()
+
+
+@pytest.mark.parametrize("row", MOVES, ids=lambda row: row.type)
+def test_a_move_that_holds_its_subject_never_lands_on_a_framing_as_a_push_does(row):
+    """The rows say which moves hold the subject's size or go where it goes; the headroom rule reads them."""
+    from daotai.plan.headroom import pushes_in
+
+    forward = pushes_in(row.type, (0.0, 0.0, -1.0), (0.0, 0.0, 0.0), 0.0, 40.0, 40.0)
+    assert forward is not row.holds_subject
+    assert {r.type for r in MOVES if r.holds_subject} == {"dolly_zoom", "follow", "steadicam"}

@@ -27,6 +27,7 @@ import numpy as np
 
 from daotai.plan.camera import look_at, make_pose
 from daotai.plan.staging import FRAMING_RULES, MIN_CAMERA_HEIGHT_M, Placement
+from daotai.script.vocab import CAMERA_MOVES
 
 # The previz mannequin's head, as a share of its standing height (daotai.render.previz.meshes):
 EYE_SHARE = 0.934  # the eye line (meshes.EYE_Y)
@@ -71,7 +72,7 @@ def pushes_in(move_type: str, motion: tuple[float, float, float], rotate: tuple[
               orbit: float, fov: float, fov_end: float) -> bool:
     """Whether a resolved move closes on the subject (travels forward or narrows the lens) and does
     nothing else that changes what the end frame looks at (no pan, tilt, roll or orbit)."""
-    if move_type in ("dolly_zoom", "follow") or orbit or any(rotate):
+    if CAMERA_MOVES[move_type].holds_subject or orbit or any(rotate):
         return False
     return motion[2] < 0.0 or fov_end < fov
 

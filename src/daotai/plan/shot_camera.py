@@ -33,7 +33,7 @@ from daotai.plan.staging import (
 )
 from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
 from daotai.script.schema import CameraSpec, Shot
-from daotai.script.vocab import CAMERA_SIDE_DEG, SENSOR_WIDTH_MM
+from daotai.script.vocab import CAMERA_MOVES, CAMERA_SIDE_DEG, SENSOR_WIDTH_MM
 
 DEFAULT_SENSOR = "super35"
 
@@ -218,9 +218,6 @@ def _aim_given(shot: Shot) -> bool:
 
 
 
-_TRACKING_MOVES = ("dolly_zoom", "follow", "steadicam")  # they hold the subject's size, or go where it goes
-
-
 
 def _push_lands(shot: Shot) -> bool:
     """Whether the shot's move is a push the planner lands on the named framing: it closes on the subject
@@ -228,7 +225,7 @@ def _push_lands(shot: Shot) -> bool:
     A `motion` written out (by hand, or by dragging the move's end on the console's floor plan) is the
     director's own path: the shot starts on its framing and travels exactly that far."""
     spec = shot.camera
-    if (_place_given(shot) or _aim_given(shot) or spec.follow or spec.type.value in _TRACKING_MOVES
+    if (_place_given(shot) or _aim_given(shot) or spec.follow or CAMERA_MOVES[spec.type.value].holds_subject
             or spec.motion is not None):
         return False
     move = resolve_move(spec, 1.0)  # the signs of a move do not depend on the distance

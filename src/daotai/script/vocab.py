@@ -332,6 +332,9 @@ class CameraMove:
     lead: str | None = None  # a phrase of the move itself, before any amount's (follow, steadicam)
     label: str = ""  # the contact sheet's words: {way}, {amount}, {fov}, {fov_end}, {shake} (default: the type)
     zooms: bool = False  # its lens change belongs to the move (a dolly zoom): no zoom phrase of its own
+    # It holds the subject's size (a dolly zoom) or goes where the subject goes (follow, steadicam):
+    # the planner never lands it on a framing as it does a push.
+    holds_subject: bool = False
     # spelling → the fields it presets
     aliases: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -410,17 +413,18 @@ CAMERA_MOVES: Mapping[str, CameraMove] = MappingProxyType({row.type: row for row
           label="zoom {way} {fov:g}→{fov_end:g}",
           aliases={"zoom_in": {"direction": "in"}, "zoom_out": {"direction": "out"}, "变焦": {},
                    "拉近": {"direction": "in"}}),
-    _move("dolly_zoom", amount=MoveAmount("motion", 2, "distance"), signs=_IO, zooms=True,
+    _move("dolly_zoom", amount=MoveAmount("motion", 2, "distance"), signs=_IO, zooms=True, holds_subject=True,
           prompt=(_DOLLY_ZOOM + "dollying in", _DOLLY_ZOOM + "dollying out"), speed=(0.3, 1.0),
           label="dolly zoom {way}",
           aliases={"vertigo": {}, "zolly": {}, "希区柯克变焦": {}, "滑动变焦": {}}),
     _move("handheld", defaults={"shake": 1.0}, amount=MoveAmount("shake"),
           prompt=("handheld camera with natural shake", "handheld camera with natural shake"),
           label="handheld ±{shake:g}°", aliases={"shaky": {}, "hand_held": {}, "手持": {}, "晃动": {}}),
-    _move("follow", lead="the camera follows the subject, tracking its movement", label="follow",
+    _move("follow", lead="the camera follows the subject, tracking its movement", label="follow", holds_subject=True,
           aliases={"follow_shot": {}, "跟": {}, "跟拍": {}, "跟随": {}}),
     # follows the subject as follow does, with a slow float drawn on top (daotai.plan.steadicam)
     _move("steadicam", lead="a steadicam glides after the subject, floating gently", label="steadicam",
+          holds_subject=True,
           aliases={"steady_cam": {}, "stabilizer": {}, "stabiliser": {}, "gimbal": {}, "斯坦尼康": {},
                    "斯坦尼康跟拍": {}, "稳定器": {}}),
 )})
