@@ -221,7 +221,7 @@ def render(
         if dry_run:
             return
     try:
-        # a script read from stdin has no file: its sound and images are found from here (as _load checked them)
+        # a script read from stdin has no file: its sound and images are found from here (as read_script checked them)
         source = None if str(script) == STDIN else script
         result = run_with_progress(plan_obj, output, settings, source=source, console=err)
     except BaseException as exc:
