@@ -4,7 +4,7 @@ The direction (README, "Layers"), lowest first — a module may import its own l
 layer before it:
 
     errors, events, catalog, files, diskspace, plugins  ←  script  ←  plan  ←  render  ←  encode  ←  post  ←  qc
-      ←  deliver  ←  pipeline (+ recheck, shotcache, encoder_choice, retakes, estimate, progress_labels)  ←  front ends (cli, cli_progress, doctor,
+      ←  deliver  ←  pipeline (+ recheck, shotcache, encoder_choice, retakes, estimate, progress_labels)  ←  front ends (cli, doctor,
       maccheck, server, cluster, draft, comfy)
 
 ``runtime`` and ``mlx`` are side layers: they may import the bottom layers, ``script`` and
@@ -22,7 +22,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "daotai"
 ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "pipeline", "front")
 BOTTOM = {"errors", "events", "catalog", "files", "diskspace", "plugins", "__init__"}
-FRONT = {"cli", "cli_progress", "doctor", "maccheck", "server", "cluster", "draft", "comfy"}
+FRONT = {"cli", "doctor", "maccheck", "server", "cluster", "draft", "comfy"}
 PIPELINE = {"pipeline", "recheck", "shotcache", "encoder_choice", "retakes", "estimate", "progress_labels"}  # estimate: --dry-run times the pipeline's own stages; progress_labels: what each stage is called; recheck: `daotai qc DIR` (may render again); shotcache: reused shots; encoder_choice: the fidelity-gated encoder; retakes: takes per shot
 SIDE = {"runtime": {"bottom", "script", "plan"}, "mlx": {"bottom", "script", "plan", "runtime"}}
 

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import daotai.cli as cli
+from daotai.cli import common, rendering
 from daotai.script.load import validate_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -81,13 +82,13 @@ def test_resolution_refusals_name_the_flag(tmp_path):
     from daotai.errors import OptionError, PlanError, ScriptError
 
     with pytest.raises(ScriptError) as info:
-        cli._load(EXAMPLES / "minimal.json", None, "2K")
+        common.read_script(EXAMPLES / "minimal.json", None, "2K")
     assert str(info.value.issues[0]).startswith("--resolution: '2K' is ambiguous")
     with pytest.raises(ScriptError) as info:
-        cli._load(EXAMPLES / "minimal.json", None, "641x360")
+        common.read_script(EXAMPLES / "minimal.json", None, "641x360")
     assert str(info.value.issues[0]) == "--resolution.width: 641 must be even (H.264 4:2:0 video needs even sizes)"
     with pytest.raises(OptionError, match="both set the frame size"):
-        cli._load(EXAMPLES / "minimal.json", "final", "4K")
+        common.read_script(EXAMPLES / "minimal.json", "final", "4K")
     plan = tmp_path / "plan.json"
     CliRunner().invoke(cli.app, ["plan", str(EXAMPLES / "minimal.json"), "-o", str(plan)])
     result = CliRunner().invoke(cli.app, ["render", str(plan), "-o", str(tmp_path / "out"), "--resolution", "720p"])
@@ -99,7 +100,7 @@ def test_resolution_refusals_name_the_flag(tmp_path):
 ])
 def test_open_with_system_uses_the_platform_opener(platform, command, tmp_path):
     calls = []
-    assert cli.open_with_system(tmp_path / "sequence.mp4", platform, lambda argv, **kw: calls.append(argv)) is None
+    assert rendering.open_with_system(tmp_path / "sequence.mp4", platform, lambda argv, **kw: calls.append(argv)) is None
     assert calls == [[*command, str(tmp_path / "sequence.mp4")]]
 
 
@@ -107,13 +108,14 @@ def test_a_missing_opener_is_a_note_not_a_failure(tmp_path):
     def missing(argv, **kw):
         raise FileNotFoundError(2, "No such file or directory")
 
-    note = cli.open_with_system(tmp_path / "sequence.mp4", "linux", missing)
+    note = rendering.open_with_system(tmp_path / "sequence.mp4", "linux", missing)
     assert note.startswith("could not open") and "xdg-open" in note
 
 
 def test_render_open_opens_the_sequence_when_done(runner, tmp_path, monkeypatch):
     opened = []
-    monkeypatch.setattr(cli, "open_with_system", lambda path, *a, **kw: opened.append(Path(path)))
+    # render looks the opener up in its own module
+    monkeypatch.setattr(rendering, "open_with_system", lambda path, *a, **kw: opened.append(Path(path)))
     tiny = _write(tmp_path, {"size": "128x72", "fps": 12, "shots": [{"shot_id": "s1", "duration": "0.5s"}]})
     out = tmp_path / "out"
     result = runner.invoke(cli.app, ["render", str(tiny), "-o", str(out), "--no-controls", "--open"])

@@ -220,7 +220,7 @@ def test_previz_cost_is_timed_here_and_long_renders_are_flagged():
 
 
 def test_a_4k_120fps_render_is_warned_about_before_it_starts(capsys):
-    from daotai.cli import _announce_cost
+    from daotai.cli.rendering import _announce_cost
     from daotai.pipeline import PipelineSettings
 
     big = validate_script({"size": "4K", "fps": 120, "shots": [{"shot_id": f"s{i}", "duration": 60} for i in range(10)]})
