@@ -38,7 +38,15 @@ class VideoInfo:
 
 
 def _open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
-    """Open a file for reading and return (container, first video stream)."""
+    """Open a file for decoding and return (container, first video stream)."""
+    container, stream = open_container(path)
+    # Frame + slice threads, so decoding keeps up with encoding in assembly.
+    stream.codec_context.thread_type = "AUTO"
+    return container, stream
+
+
+def open_container(path: str | os.PathLike[str]) -> tuple[Any, Any]:
+    """Open a file for reading (decoding or demuxing): (container, its first video stream)."""
     source = Path(path)
     if not source.is_file():
         raise EncodeError(f"path: {str(source)!r} does not exist or is not a file")
@@ -49,10 +57,7 @@ def _open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
     if not container.streams.video:
         container.close()
         raise EncodeError(f"path: {str(source)!r} has no video stream")
-    stream = container.streams.video[0]
-    # Frame + slice threads, so decoding keeps up with encoding in assembly.
-    stream.codec_context.thread_type = "AUTO"
-    return container, stream
+    return container, container.streams.video[0]
 
 
 def frame_index(timestamp: int, stream: Any) -> int:

@@ -31,7 +31,7 @@ from typing import Any
 import av
 import numpy as np
 
-from daotai.encode.read import frame_index
+from daotai.encode.read import frame_index, open_container
 from daotai.encode.video import EncodeSettings, VideoWriter, as_fps
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly, temp_path
@@ -79,21 +79,6 @@ class Segment:
         return self.end - self.first
 
 
-def _open(path: str | os.PathLike[str]) -> tuple[Any, Any]:
-    """Open a file for demuxing: (container, its first video stream)."""
-    source = Path(path)
-    if not source.is_file():
-        raise EncodeError(f"path: {str(source)!r} does not exist or is not a file")
-    try:
-        container = av.open(str(source), "r")
-    except (av.FFmpegError, OSError, UnicodeDecodeError) as error:
-        raise EncodeError(f"path: {str(source)!r} is not a readable video: {error}") from error
-    if not container.streams.video:
-        container.close()
-        raise EncodeError(f"path: {str(source)!r} has no video stream")
-    return container, container.streams.video[0]
-
-
 def _encoder_options(packet_data: bytes) -> bytes:
     """The encoder's options string in a stream's first packet, or b"" when it carries none."""
     start = packet_data.find(_OPTIONS_MARK)
@@ -105,7 +90,7 @@ def _encoder_options(packet_data: bytes) -> bytes:
 
 def stream_format(path: str | os.PathLike[str]) -> StreamFormat:
     """The format of a file's first video stream (reads its header and first packet only)."""
-    container, stream = _open(path)
+    container, stream = open_container(path)
     try:
         context = stream.codec_context
         first = next((bytes(p) for p in container.demux(stream) if p.size), b"")
@@ -134,7 +119,7 @@ def keyframes(path: str | os.PathLike[str]) -> tuple[int, ...]:
     in decoding order, and no later frame is shown before (a closed GOP starts there; an open
     GOP's keyframe, whose leading pictures need the GOP before, is left out). Ascending; demuxes,
     decodes nothing."""
-    container, stream = _open(path)
+    container, stream = open_container(path)
     try:
         order = [(frame_index(p.pts, stream), bool(p.is_keyframe))  # decoding order
                  for p in container.demux(stream) if p.size and p.pts is not None]
@@ -227,7 +212,7 @@ def _copy_all(segments: Sequence[Segment], output: Any, rate: Fraction,
     written = 0
     last_dts: int | None = None
     for index, segment in enumerate(segments):
-        container, stream = _open(segment.path)
+        container, stream = open_container(segment.path)
         try:
             if out_stream is None:
                 out_stream = output.add_stream_from_template(stream)
