@@ -58,6 +58,20 @@ def _print_notes(exc: BaseException) -> None:
         err.print(f"  {escape(note)}")
 
 
+def interrupted_inside(exc: BaseException) -> bool:
+    """Whether ``exc`` stands for a Ctrl-C that landed inside a library which wrapped it: pydantic-core
+    turns a KeyboardInterrupt raised in a serializer it calls into a PydanticSerializationError whose
+    text names it, and keeps no link to it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        if type(seen).__name__ == "PydanticSerializationError" and "KeyboardInterrupt" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def main() -> None:
     """Entry point: run the app and turn errors into messages and exit codes."""
     try:
@@ -85,6 +99,10 @@ def main() -> None:
         _print_notes(exc)
         sys.exit(130)
     except Exception as exc:  # the last line of defence: never a traceback for users
+        if interrupted_inside(exc):
+            err.print("[yellow]cancelled[/yellow] interrupted; no partial files were left at output paths")
+            _print_notes(exc)
+            sys.exit(130)
         # Usage errors from the command-line parser (click's ClickException, which typer may
         # vendor under another module) know how to print themselves.
         show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
