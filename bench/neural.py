@@ -495,6 +495,12 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
         table["fast-x"] = replace(fast, cache_extrapolate=True)
         table["fast-i2"] = replace(fast, cache_interval=2)  # every other step (the earlier default)
         table["fast-i2-x"] = replace(fast, cache_interval=2, cache_extrapolate=True)
+        # the unconditional pass on every other computed step after the warm-up (the cond pass plus
+        # the last measured cond/uncond difference in between), alone and with a sparser step cadence
+        table["fast-g2"] = replace(fast, guidance_interval=2)
+        table["fast-i4"] = replace(fast, cache_interval=4)
+        table["fast-i4-g2"] = replace(fast, cache_interval=4, guidance_interval=2)
+        table["fast-g3"] = replace(fast, guidance_interval=3)
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
         table["cache-interval"] = SpeedConfig(mode="fast", cache="interval")
         table["cache-interval3"] = SpeedConfig(mode="fast", cache="interval", cache_interval=3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from daotai.render.speed import (
     SpeedConfig,
     check_config,
     computed_steps,
+    guidance_steps,
     levers_for,
     parse_speed,
 )
@@ -211,6 +213,19 @@ def test_fast_mode_hook_skips_steps_and_its_deviation_is_measured(tiny_wan, plan
     assert deviation > 15.0  # approximate, but the same picture
 
 
+def test_guidance_reuse_runs_fewer_unconditional_passes_in_a_real_wan_render(tiny_wan, plan, exact_frames):
+    # Every step computed (interval 1); after the one warm-up step, the unconditional pass runs on
+    # every other step (1 and 3 of the middle four) and is answered from the conditional one on 2 and 4.
+    frames, notices, backend = render(tiny_wan, plan, "off", cache="interval", cache_interval=1,
+                                      guidance_interval=2)
+    state = backend.runner.pipe.transformer._daotai_interval_cache
+    assert (state.computed, state.reused) == (10, 2)
+    assert any("guidance every 2" in n for n in notices)
+    backend.close()
+    deviation = psnr(frames, exact_frames)
+    assert np.isfinite(deviation) and deviation > 15.0
+
+
 def test_first_block_cache_attaches_and_renders(tiny_wan, plan, exact_frames):
     frames, notices, backend = render(tiny_wan, plan, "off", cache="fbc", fbc_threshold=0.05)
     from diffusers.hooks import HookRegistry
@@ -343,3 +358,52 @@ def torch_priority_first():
     import torch
 
     return torch._C._get_sdp_priority_order()[0]
+
+
+def test_guidance_schedule_runs_the_later_passes_every_nth_computed_step_after_the_warm_up():
+    config = SpeedConfig(mode="fast", cache="interval", cache_interval=3, guidance_interval=2)
+    computed, guided = computed_steps(50, config), guidance_steps(50, config)
+    assert sum(computed) == 24  # 10 warm-up, 13 of the middle 39, the last step
+    assert all(c for c, g in zip(computed, guided, strict=True) if g)  # never without the first pass
+    assert guided[:10] == [True] * 10 and guided[-1]  # warm-up and tail: every pass
+    middle = [g for i, (c, g) in enumerate(zip(computed, guided, strict=True)) if c and 10 <= i < 49]
+    assert middle == [True, False] * 6 + [True]
+    assert sum(computed) + sum(guided) == 24 + 18  # passes of a two-pass (CFG) render: 42 of 100
+    assert guidance_steps(50, replace(config, guidance_interval=1)) == computed
+    assert "guidance every 2" in config.describe()
+    with pytest.raises(BackendError, match="guidance_interval: 0 must be >= 1"):
+        check_config(replace(config, guidance_interval=0))
+    with pytest.raises(BackendError, match="guidance_interval: 2 needs cache='interval'"):
+        check_config(SpeedConfig(mode="fast", guidance_interval=2))
+
+
+def test_guided_pass_is_the_first_pass_plus_the_last_measured_difference():
+    from daotai.render.speed import attach_interval_cache
+
+    class TwoBranches(torch.nn.Module):
+        """cond = t/1000 + x, uncond = the same plus a constant gap: a guided pass is then exact."""
+
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, hidden_states, timestep, return_dict=False):
+            self.calls += 1
+            return (hidden_states + timestep / 1000.0,)
+
+    model = TwoBranches()
+    schedule = [True, True, False, True, True, True]
+    guidance = [True, True, False, False, True, False]
+    state = attach_interval_cache(model, schedule, guidance=guidance)
+    x = torch.zeros(1, 2)
+    outputs = []
+    for t in (1000.0, 800.0, 600.0, 400.0, 200.0, 100.0):
+        timestep = torch.tensor([t])
+        cond = model(hidden_states=x, timestep=timestep)[0]
+        uncond = model(hidden_states=x + 5.0, timestep=timestep)[0]
+        outputs.append((float(cond[0, 0]), float(uncond[0, 0])))
+    # steps 0, 1, 4: both passes run; 3 and 5: cond runs, uncond = cond + 5; 2: both repeat step 1
+    assert model.calls == 2 + 2 + 1 + 2 + 1
+    expected = [(1.0, 6.0), (0.8, 5.8), (0.8, 5.8), (0.4, 5.4), (0.2, 5.2), (0.1, 5.1)]
+    assert np.allclose(outputs, expected, atol=1e-5)
+    assert (state.computed, state.reused) == (8, 4)

@@ -62,6 +62,11 @@ class SpeedConfig:
     cache_warmup: float = 0.2  # share of the steps always computed before skipping starts
     cache_interval: int = 2  # after warm-up, compute 1 step in every ``cache_interval``
     cache_tail: int = 1  # last steps always computed (they set the fine detail)
+    # On computed steps after the warm-up, run the guidance passes after the first (Wan's
+    # unconditional one) only every ``guidance_interval``-th time; in between, such a pass is the
+    # first pass's fresh output plus the difference the two had when last both computed (the
+    # guidance direction changes more slowly than the prediction itself). 1: every time.
+    guidance_interval: int = 1
     # on a reused step, extrapolate the output linearly in the timestep from the branch's last two
     # computed outputs instead of repeating the last one (first-order, as TaylorSeer does for features)
     cache_extrapolate: bool = False
@@ -94,7 +99,9 @@ class SpeedConfig:
             parts.append("vae=channels_last")
         if self.cache == "interval":
             parts.append(f"cache=interval(warmup {self.cache_warmup:g}, every {self.cache_interval}, "
-                         f"tail {self.cache_tail}{', extrapolated' if self.cache_extrapolate else ''})")
+                         f"tail {self.cache_tail}{', extrapolated' if self.cache_extrapolate else ''}"
+                         + (f", guidance every {self.guidance_interval}" if self.guidance_interval > 1 else "")
+                         + ")")
         elif self.cache == "fbc":
             parts.append(f"cache=first_block(threshold {self.fbc_threshold:g})")
         return ", ".join(parts) if parts else "no levers"
@@ -150,6 +157,11 @@ def check_config(config: SpeedConfig) -> SpeedConfig:
         raise BackendError("cross_attention: needs lean_attention (the cross kernel is chosen by that processor)")
     if config.cache_interval < 1:
         raise BackendError(f"cache_interval: {config.cache_interval!r} must be >= 1")
+    if config.guidance_interval < 1:
+        raise BackendError(f"guidance_interval: {config.guidance_interval!r} must be >= 1")
+    if config.guidance_interval > 1 and config.cache != "interval":
+        raise BackendError(f"guidance_interval: {config.guidance_interval!r} needs cache='interval' "
+                           f"(the step cache's hook reuses the guidance passes), not {config.cache!r}")
     if not 0.0 <= config.cache_warmup <= 1.0:
         raise BackendError(f"cache_warmup: {config.cache_warmup!r} must be in [0, 1]")
     return config
@@ -158,13 +170,29 @@ def check_config(config: SpeedConfig) -> SpeedConfig:
 # ------------------------------------------------------------------ the schedule
 
 
+def _always_computed(steps: int, config: SpeedConfig) -> tuple[int, int]:
+    """(warm-up length, first tail step): steps outside [warm, tail) always run every pass."""
+    return max(1, int(round(steps * config.cache_warmup))), steps - max(0, config.cache_tail)
+
+
 def computed_steps(steps: int, config: SpeedConfig) -> list[bool]:
     """Per step, True when the transformer runs (False: its previous output is reused)."""
     if config.cache != "interval":
         return [True] * steps
-    warm = max(1, int(round(steps * config.cache_warmup)))
-    tail_start = steps - max(0, config.cache_tail)
+    warm, tail_start = _always_computed(steps, config)
     return [i < warm or i >= tail_start or (i - warm) % config.cache_interval == 0 for i in range(steps)]
+
+
+def guidance_steps(steps: int, config: SpeedConfig) -> list[bool]:
+    """Per step, True when the guidance passes after the first run too (see ``guidance_interval``);
+    always False where ``computed_steps`` is False."""
+    computed = computed_steps(steps, config)
+    if config.guidance_interval <= 1:
+        return computed
+    warm, tail_start = _always_computed(steps, config)
+    middle = [i for i in range(steps) if computed[i] and warm <= i < tail_start]
+    skipped = {i for k, i in enumerate(middle) if k % config.guidance_interval}
+    return [c and i not in skipped for i, c in enumerate(computed)]
 
 
 # ------------------------------------------------------------------ applying levers
@@ -331,8 +359,9 @@ def apply_transformer_levers(transformer: Any, config: SpeedConfig, steps: int,
         transformer.set_attention_backend(config.attention)
         done.append(f"attention backend {config.attention}")
     if config.cache == "interval":
+        guidance = guidance_steps(steps, config) if config.guidance_interval > 1 else None
         attach_interval_cache(transformer, computed_steps(steps, config), extrapolate=config.cache_extrapolate,
-                              descending=timesteps_descending)
+                              descending=timesteps_descending, guidance=guidance)
         done.append("interval cache hook")
     elif config.cache == "fbc":
         from diffusers.hooks import FirstBlockCacheConfig, apply_first_block_cache
@@ -502,8 +531,11 @@ def _noise_level(timestep: Any) -> float:
 class IntervalCacheState:
     """Which step the transformer is on, counted from the timesteps it sees, and the last outputs."""
 
-    def __init__(self, schedule: list[bool], extrapolate: bool = False, descending: bool = True):
+    def __init__(self, schedule: list[bool], extrapolate: bool = False, descending: bool = True,
+                 guidance: list[bool] | None = None):
         self.schedule = schedule
+        # per step, whether the passes after the first run (None: whenever the schedule runs the first)
+        self.guidance = guidance
         self.extrapolate = extrapolate
         # Flow-matching pipelines pass noise levels that fall step by step; MiniMax-H3 passes the
         # share of denoising done, which rises. A step back against the direction starts a new video.
@@ -520,6 +552,7 @@ class IntervalCacheState:
         self.outputs: dict[int, Any] = {}  # guidance branch index → last computed output
         self.times: dict[int, float] = {}  # guidance branch index → timestep of that output
         self.previous: dict[int, tuple[float, Any]] = {}  # branch → (timestep, output) computed before it
+        self.offsets: dict[int, Any] = {}  # branch → its output minus branch 0's, when last both computed
 
     def advance(self, t: float) -> None:
         """Update step/branch from the call's timestep (monotonic within one video, in ``descending``'s direction)."""
@@ -538,7 +571,13 @@ class IntervalCacheState:
         """True when this call must run the transformer."""
         if self.branch not in self.outputs or self.step >= len(self.schedule):
             return True
-        return self.schedule[self.step]
+        return self.schedule[self.step] and not self.guided()
+
+    def guided(self) -> bool:
+        """True when this pass is answered from branch 0's fresh output plus the branch's offset."""
+        return (self.guidance is not None and self.branch > 0 and self.step < len(self.guidance)
+                and self.schedule[self.step] and not self.guidance[self.step]
+                and self.branch in self.offsets and self.times.get(0) == self.last_t)
 
     def store(self, output: Any) -> None:
         """Keep a computed output of the current branch (and the one before it, for extrapolation)."""
@@ -546,11 +585,20 @@ class IntervalCacheState:
             return
         if self.extrapolate and self.branch in self.outputs:
             self.previous[self.branch] = (self.times[self.branch], self.outputs[self.branch])
+        if self.guidance is not None and self.branch > 0 and self.times.get(0) == self.last_t:
+            self.offsets[self.branch] = _combine_first(output, self.outputs[0], lambda a, b: a - b)
         self.outputs[self.branch] = output
         self.times[self.branch] = self.last_t if self.last_t is not None else 0.0
 
     def reused_output(self) -> Any:
-        """The answer for a skipped pass: the branch's last output, or its linear extrapolation to now."""
+        """The answer for a skipped pass: the branch's last output, or its linear extrapolation to now;
+        for a guided pass, branch 0's output of this step plus the branch's offset (kept as the
+        branch's last output, so a later skipped step repeats it)."""
+        if self.guided():
+            output = _combine_first(self.outputs[0], self.offsets[self.branch], lambda a, b: a + b)
+            self.outputs[self.branch] = output
+            self.times[self.branch] = self.last_t if self.last_t is not None else 0.0
+            return output
         last = self.outputs[self.branch]
         if not self.extrapolate or self.branch not in self.previous or self.last_t is None:
             return last
@@ -573,13 +621,14 @@ def _combine_first(last: Any, previous: Any, combine: Any) -> Any:
 
 
 def attach_interval_cache(transformer: Any, schedule: list[bool], extrapolate: bool = False,
-                          descending: bool = True) -> IntervalCacheState:
+                          descending: bool = True, guidance: list[bool] | None = None) -> IntervalCacheState:
     """Register a diffusers hook that reuses the transformer's last output on unscheduled steps
     (``extrapolate``: extrapolated from the last two computed outputs once there are two;
-    ``descending``: whether the timesteps the transformer is called with fall during a video)."""
+    ``descending``: whether the timesteps the transformer is called with fall during a video;
+    ``guidance``: per step, whether passes after the first run, see ``SpeedConfig.guidance_interval``)."""
     from diffusers.hooks import HookRegistry, ModelHook
 
-    state = IntervalCacheState(schedule, extrapolate, descending)
+    state = IntervalCacheState(schedule, extrapolate, descending, guidance)
 
     class IntervalCacheHook(ModelHook):
         """Skips the whole forward on steps the schedule marks False (per guidance branch)."""
