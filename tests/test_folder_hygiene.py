@@ -162,6 +162,36 @@ def test_an_error_before_any_shot_ran_says_nothing_about_resuming(tmp_path, monk
     assert "to resume" not in said and "Render stopped" not in said, said
 
 
+def _wrapped_ctrl_c(*args, **kwargs):
+    """A Ctrl-C that landed inside a pydantic serializer: pydantic-core wraps it in its own error."""
+    import pydantic
+
+    class Dumped(pydantic.BaseModel):
+        value: int = 1
+
+        @pydantic.field_serializer("value")
+        def _dump(self, value: int) -> int:
+            raise KeyboardInterrupt
+
+    Dumped().model_dump_json()
+
+
+def test_a_ctrl_c_wrapped_by_a_library_still_says_what_stopped_and_how_to_resume(tmp_path, monkeypatch, capsys):
+    from daotai import cli
+
+    monkeypatch.setattr(pipeline.LocalExecutor, "render_shots", _wrapped_ctrl_c)
+    (tmp_path / "film.json").write_text(json.dumps(script("s1", "s2")))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["daotai", "render", "film.json", "-o", "out", "--no-cache"])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    said = " ".join(capsys.readouterr().err.split())
+    assert exited.value.code == 130, said
+    assert "cancelled" in said and "Render stopped before the first shot" in said, said
+    assert "to resume: daotai render film.json -o out --no-cache" in said, said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["film.json"]
+
+
 @pytest.mark.parametrize("stage", ["first shot", "manifest"])
 def test_a_first_render_stopped_leaves_no_folder(stage, tmp_path, monkeypatch):
     _stop_at(monkeypatch, stage)

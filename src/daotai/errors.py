@@ -318,3 +318,19 @@ def disk_full_cause(exc: BaseException | None) -> OSError | None:
             return exc
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def interrupted_inside(exc: BaseException) -> bool:
+    """Whether ``exc`` stands for a Ctrl-C that landed inside a library which wrapped it: pydantic-core
+    turns a KeyboardInterrupt raised in a serializer it calls into a PydanticSerializationError whose
+    text names it, and keeps no link to it."""
+    visited: set[int] = set()
+    seen: BaseException | None = exc
+    while seen is not None and id(seen) not in visited:  # a chain can loop back on itself
+        visited.add(id(seen))
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        if type(seen).__name__ == "PydanticSerializationError" and "KeyboardInterrupt" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

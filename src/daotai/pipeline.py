@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Literal, M
 
 import numpy as np
 
-from daotai.errors import BackendError, Cancelled, EncodeError, Issue, PlanError, ScriptError
+from daotai.errors import BackendError, Cancelled, EncodeError, Issue, PlanError, ScriptError, interrupted_inside
 from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
@@ -1124,7 +1124,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         # What was finished and how to go on, once a shot started (or the user stopped the run):
         # an error before any shot ran is the whole story, with nothing to resume.
         ran = bool(trace.shot or trace.finished) or trace.stage not in ("plan", "render")
-        if ran or full is not None or isinstance(exc, (KeyboardInterrupt, Cancelled)):
+        if ran or full is not None or isinstance(exc, Cancelled) or interrupted_inside(exc):
             (full or exc).add_note(stopped_note(out_dir, trace, settings))
         if full is not None:
             raise full from exc

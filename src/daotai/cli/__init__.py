@@ -19,7 +19,7 @@ from rich.markup import escape
 from daotai.cli import models, planning, rendering, restore, service
 from daotai.cli.common import err
 from daotai.draft import commands as draft_commands  # light: no network, no httpx at import
-from daotai.errors import Cancelled, DaotaiError
+from daotai.errors import Cancelled, DaotaiError, interrupted_inside
 
 __all__ = ["INTERNAL_ERROR_EXIT", "app", "main"]
 
@@ -56,20 +56,6 @@ def _print_notes(exc: BaseException) -> None:
     """What a stopped command added to its error: what it finished, where, how to resume."""
     for note in getattr(exc, "__notes__", None) or ():
         err.print(f"  {escape(note)}")
-
-
-def interrupted_inside(exc: BaseException) -> bool:
-    """Whether ``exc`` stands for a Ctrl-C that landed inside a library which wrapped it: pydantic-core
-    turns a KeyboardInterrupt raised in a serializer it calls into a PydanticSerializationError whose
-    text names it, and keeps no link to it."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
-            return True
-        if type(seen).__name__ == "PydanticSerializationError" and "KeyboardInterrupt" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def main() -> None:

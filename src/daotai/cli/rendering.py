@@ -21,7 +21,7 @@ from daotai.cli.common import (
     read_script,
     speed_mode,
 )
-from daotai.errors import Cancelled
+from daotai.errors import Cancelled, interrupted_inside
 
 
 def open_with_system(path: Path, platform: Optional[str] = None, run=None) -> Optional[str]:
@@ -225,7 +225,7 @@ def render(
         source = None if str(script) == STDIN else script
         result = run_with_progress(plan_obj, output, settings, source=source, console=err)
     except BaseException as exc:
-        interrupted = isinstance(exc, KeyboardInterrupt)
+        interrupted = interrupted_inside(exc)  # a Ctrl-C a library wrapped counts too
         if interrupted and not getattr(exc, "__notes__", None):  # Ctrl-C landed outside the pipeline's frames
             exc.add_note(f"Render stopped; {output} is as it was: a render replaces it only once complete.")
         if getattr(exc, "__notes__", None):  # the render said what it finished: name the command that resumes
