@@ -440,3 +440,13 @@ def test_probe_and_decode_reject_missing_and_garbage(tmp_path):
         decode_gray(tmp_path / "missing.mkv")
     with pytest.raises(EncodeError, match="max_side"):
         decode_frames(garbage, max_side=0)
+
+
+def test_control_channels_are_the_same_bytes_on_every_write(tmp_path):
+    # Matroska would stamp each file with a random segment UID; the manifest hashes these files.
+    depth = [np.full((48, 64), 1000 * i, np.uint16) for i in range(3)]
+    mask = [np.full((48, 64), 40 * i, np.uint8) for i in range(3)]
+    for name, writer, frames in (("depth", write_gray16, depth), ("mask", write_gray8, mask)):
+        writer(frames, tmp_path / f"{name}_a.mkv", 24)
+        writer(frames, tmp_path / f"{name}_b.mkv", 24)
+        assert (tmp_path / f"{name}_a.mkv").read_bytes() == (tmp_path / f"{name}_b.mkv").read_bytes(), name

@@ -282,6 +282,10 @@ class _AtomicOutput:
                 # instead of 1.25125 s. A multiple of the rate's numerator keeps it exact.
                 "movie_timescale": str(math.lcm(spec.fps.numerator, 1000)),
             }
+        elif muxer == "matroska":
+            # Matroska writes a random segment UID into every file unless told to be bit-exact:
+            # the same frames would give other bytes on every run (and another manifest hash).
+            container_options = {"fflags": "+bitexact"}
         try:
             self._container = av.open(
                 str(self.temp), "w", format=muxer, container_options=container_options
