@@ -455,8 +455,8 @@ def _uses_fa4(speed: Any) -> bool:
     return resolve_attention(config).attention == "fa4"
 
 
-def ablations(device: str, mode: str) -> dict[str, Any]:
-    """Single-lever configs measured for ``mode`` (kernel levers only on CUDA)."""
+def ablations(device: str, mode: str, family: str = "wan") -> dict[str, Any]:
+    """Single-lever configs measured for ``mode`` (kernel levers only on CUDA) on a model ``family``."""
     from daotai.render.speed import SpeedConfig, fa4_available, hopper_attention_backend, levers_for
 
     cuda = device.startswith("cuda")
@@ -490,20 +490,18 @@ def ablations(device: str, mode: str) -> dict[str, Any]:
             table["fp8"] = replace(levers_for("exact", "cuda"), mode="fast", fp8=True)
             table["fast-nofp8"] = replace(levers_for("fast", "cuda"), fp8=False)
             table["fast-fused"] = replace(levers_for("fast", "cuda"), fuse_qkv=True)  # wider FP8 GEMMs
-        # the step cache's cadence and its first-order extrapolation of skipped steps
-        fast = levers_for("fast", "cuda" if cuda else "cpu")
+        # the step cache's cadence (1 step computed in every i after the warm-up), its guidance reuse
+        # (the passes after the first on 1 computed step in every g, in between the first pass plus
+        # the last measured difference) and its first-order extrapolation of skipped steps; each
+        # spelled out in full, so a row means the same whatever fast's own cadence for this family is
+        fast = levers_for("fast", "cuda" if cuda else "cpu", family)
+        cadences = {"fast-i2": (2, 1), "fast-i3": (3, 1), "fast-i4": (4, 1), "fast-i3-g2": (3, 2),
+                    "fast-i3-g3": (3, 3), "fast-i4-g2": (4, 2), "fast-i4-g3": (4, 3), "fast-i5-g2": (5, 2),
+                    "fast-i6-g2": (6, 2)}
+        for name, (interval, guidance) in cadences.items():
+            table[name] = replace(fast, cache_interval=interval, guidance_interval=guidance)
         table["fast-x"] = replace(fast, cache_extrapolate=True)
-        table["fast-i2"] = replace(fast, cache_interval=2)  # every other step (the earlier default)
-        table["fast-i2-x"] = replace(fast, cache_interval=2, cache_extrapolate=True)
-        # the unconditional pass on every other computed step after the warm-up (the cond pass plus
-        # the last measured cond/uncond difference in between), alone and with a sparser step cadence
-        table["fast-g2"] = replace(fast, guidance_interval=2)
-        table["fast-i4"] = replace(fast, cache_interval=4)
-        table["fast-i4-g2"] = replace(fast, cache_interval=4, guidance_interval=2)
-        table["fast-g3"] = replace(fast, guidance_interval=3)
-        table["fast-i5-g2"] = replace(fast, cache_interval=5, guidance_interval=2)
-        table["fast-i4-g3"] = replace(fast, cache_interval=4, guidance_interval=3)
-        table["fast-i6-g2"] = replace(fast, cache_interval=6, guidance_interval=2)
+        table["fast-i2-x"] = replace(fast, cache_interval=2, guidance_interval=1, cache_extrapolate=True)
         table["vae-bf16"] = SpeedConfig(mode="fast", vae_bf16=True)
         table["cache-interval"] = SpeedConfig(mode="fast", cache="interval")
         table["cache-interval3"] = SpeedConfig(mode="fast", cache="interval", cache_interval=3)
@@ -1128,7 +1126,7 @@ def main() -> None:
         if args.mode in ("fast", "all"):
             contenders.append(("fast", "fast"))
         if not args.no_ablate:
-            contenders += list(ablations(device, args.mode).items())
+            contenders += list(ablations(device, args.mode, args.model).items())
         if args.only:
             wanted = {name.strip() for name in args.only.split(",")} | {"exact"}  # exact: the PSNR reference
             contenders = [(name, speed) for name, speed in contenders if name in wanted]

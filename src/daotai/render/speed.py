@@ -30,7 +30,15 @@ CACHE_KINDS = ("interval", "fbc")
 # No "reduce-overhead": CUDA graphs per compiled block fail in the pipeline (measured on an H200 with
 # LTX: a block's graph output is overwritten by the next block's replay before it is read).
 COMPILE_MODES = (None, "max-autotune-no-cudagraphs")
-FAST_CACHE_INTERVAL = 3  # fast mode's step cache computes 1 step in this many after the warm-up
+# Fast mode's step cache, per model family: (compute 1 step in this many after the warm-up, run the
+# guidance passes after the first on 1 computed step in this many). Measured on one H100 with Wan2.1
+# 1.3B (480x832x81, CFG 5, 50 steps, random weights), against plain stock per step: every 3rd step
+# alone 2.57x at 43.5 dB from exact; every 4th with guidance every 2nd 3.34x at 41.6 dB; every 5th
+# 3.63x at 40.1 dB and every 6th 3.74x at 40.3 dB, too close to the 40 dB bound to keep for real
+# weights. Families not named keep every 3rd step and every guidance pass: LTX runs its guidance in
+# one batched pass (nothing to reuse) and was at 39.8 dB with every 3rd step already; H3 is
+# guidance-distilled; VACE and the camera-control Wan were not measured.
+FAST_STEP_CACHE: dict[str | None, tuple[int, int]] = {None: (3, 1), "wan": (4, 2)}
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
@@ -115,8 +123,9 @@ def parse_speed(value: str | None) -> str:
     return mode
 
 
-def levers_for(mode: str | None, device_kind: str) -> SpeedConfig:
-    """The levers a mode selects on a device kind (cuda | mps | cpu); kernel levers are CUDA-only."""
+def levers_for(mode: str | None, device_kind: str, family: str | None = None) -> SpeedConfig:
+    """The levers a mode selects on a device kind (cuda | mps | cpu) for a model ``family`` (a catalog
+    family name; None: any); kernel levers are CUDA-only."""
     mode = parse_speed(mode)
     config = SpeedConfig(mode=mode)
     if mode == "off":
@@ -127,10 +136,8 @@ def levers_for(mode: str | None, device_kind: str) -> SpeedConfig:
         config = replace(config, sdpa="cudnn", attention="auto", compile_blocks=True, lean_attention=True,
                          cross_attention="cudnn", gelu_epilogue=True)
     if mode == "fast":
-        # One step in three after the warm-up: 48% of the passes at 50 steps. Measured on the H200
-        # (Wan 1.3B, 50 steps): 2.81x stock per step at 43.5 dB from exact, against 2.17x / 45.2 dB
-        # for every other step.
-        config = replace(config, cache="interval", cache_interval=FAST_CACHE_INTERVAL)
+        interval, guidance = FAST_STEP_CACHE.get(family, FAST_STEP_CACHE[None])
+        config = replace(config, cache="interval", cache_interval=interval, guidance_interval=guidance)
         if device_kind == "cuda":
             # fp8 is asked for here and dropped by resolve_levers where the GPU cannot run it.
             config = replace(config, vae_bf16=True, vae_channels_last=True, fp8=True)

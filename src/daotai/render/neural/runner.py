@@ -174,7 +174,7 @@ class DiffusersShotRunner:
         """Select and apply the speed levers for this device (kernel levers only when nothing is offloaded)."""
         from daotai.render.speed import apply_levers, cache_only, levers_for, resolve_levers
 
-        config = resolve_levers(levers_for(self.speed, self.runtime.kind), self.runtime.device)
+        config = resolve_levers(levers_for(self.speed, self.runtime.kind, self.family), self.runtime.device)
         if self.tier != "none":
             # Offload hooks move weights during the forward; compiled graphs and layout changes
             # would fight them, so only the device-agnostic step cache is kept.
