@@ -142,7 +142,7 @@ def test_keyframes_sit_on_the_first_middle_and_last_latent():
 
 def test_segment_sounds_join_with_a_crossfade_over_the_shared_frame():
     from daotai.plan.timing import Segment
-    from daotai.render.ltx2 import Result, join_segments
+    from daotai.render.av_segments import Result, join_segments
 
     rate, fps = 240, 24.0  # 10 samples a frame
     first = Result(np.zeros((17, 4, 4, 3), np.uint8), np.ones((2, 170), np.float32), rate)

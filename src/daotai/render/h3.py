@@ -36,7 +36,7 @@ A speaking character's ``voice`` recording is an audio reference of the ref2va s
 This module is the backend (one shot from the plan to frames and sound); beside it: its options and
 licence check (:mod:`~daotai.render.h3_options`), what each generation is conditioned on and its prompt
 (:mod:`~daotai.render.h3_references`), the pipeline loaded and placed (:mod:`~daotai.render.h3_runner`)
-and a long shot's segments joined (:mod:`~daotai.render.h3_segments`).
+and a long shot's segments joined (:mod:`~daotai.render.av_segments`).
 """
 
 from __future__ import annotations
@@ -47,17 +47,16 @@ from typing import Any, Iterator
 import numpy as np
 
 from daotai import catalog
-from daotai.events import Audio, Event, Frame, Notice, Progress
+from daotai.events import Event, Frame, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import h3_workflow
 from daotai.plan.timing import Segment, frames_for, plan_segments
+from daotai.render.av_segments import Result, deliver, join_segments, shared_frame
 from daotai.render.base import RenderJob, RunContext
 from daotai.render.carry_looks import LookBook, best_looks, sample_indexes
 from daotai.render.h3_options import DEFAULT_MODEL, FAMILY, H3Options, check_licence, lora_files
 from daotai.render.h3_references import H3Conditioning
-from daotai.render.h3_runner import H3Runner, Result, may_carry_looks
-from daotai.render.h3_segments import join_segments
-from daotai.render.neural.retime import INTERPOLATION_METHOD, interpolator_available, resize_rgb, retime_frames
+from daotai.render.h3_runner import H3Runner, may_carry_looks
 from daotai.render.spec import BackendEnv, BackendSpec
 
 
@@ -145,7 +144,7 @@ class H3Backend(H3Conditioning):
             ctx.check()
             step_workflow = workflow if segment.index == 0 else "fl2va"
             if segment.index > 0:
-                keyframe, keyframe_kind = self._shared_frame(results[-1], segments[segment.index - 1]), "previous"
+                keyframe, keyframe_kind = shared_frame(results[-1].frames, segments[segment.index - 1]), "previous"
             generation = self._generation(job, ctx, step_workflow, segment, canvas, keyframe, keyframe_kind)
             label = f"segment {segment.index + 1}/{len(segments)} " if len(segments) > 1 else ""
             yield Notice("info", f"h3: {label}{step_workflow} references: {generation.order}", shot.shot_id)
@@ -195,11 +194,6 @@ class H3Backend(H3Conditioning):
             yield Notice("info", "h3: carry_looks: kept " + "; ".join(look.describe() for look in kept),
                          shot.shot_id)
 
-    def _shared_frame(self, result: Result, segment: Segment) -> np.ndarray:
-        """The last frame a segment supplies: where the next segment starts."""
-        skip = 0 if segment.index == 0 else 1
-        return result.frames[skip + segment.keep - 1].copy()
-
     def _segments(self, shot: ShotPlan) -> list[Segment]:
         """The generations that make the shot under MiniMax-H3's frame and duration rules (and ``segment_seconds``)."""
         snap = catalog.family(FAMILY).snap
@@ -221,25 +215,10 @@ class H3Backend(H3Conditioning):
     def _deliver(self, plan: Plan, shot: ShotPlan, native: np.ndarray, sound: np.ndarray, rate: int,
                  canvas: tuple[int, int]) -> Iterator[Event]:
         """The shot's sound (cut to its duration) and its frames on the plan's grid at the delivery size."""
-        samples = int(round(shot.frames / plan.fps * rate))
-        sound = sound[:, :samples]
-        if sound.shape[1] < samples:  # the generation always covers the shot; guard against rounding
-            sound = np.pad(sound, ((0, 0), (0, samples - sound.shape[1])))
-        layout = "stereo" if sound.shape[0] == 2 else "mono"
-        yield Audio(shot.shot_id, np.ascontiguousarray(np.clip(sound.T, -1.0, 1.0), dtype=np.float32), rate, layout)
-        parts = []
-        if abs(plan.fps - 24.0) > 1e-6:
-            how = (f"motion interpolation ({INTERPOLATION_METHOD})" if interpolator_available() else
-                   ("repeating" if plan.fps > 24.0 else "dropping") + " frames (no interpolator: OpenCV is missing)")
-            parts.append(f"retimed from {len(native)} frames at 24 fps to {shot.frames} at {plan.fps:g} fps by {how}")
+        notes = []
         if canvas != (plan.width, plan.height):
-            parts.append(f"generated at {canvas[0]}x{canvas[1]}, resized to {plan.width}x{plan.height}")
-        parts.append(f"sound: {sound.shape[0]} channels at {rate} Hz, {samples} samples")
-        yield Notice("info", "h3: " + "; ".join(parts), shot.shot_id)
-        yield Progress("render", shot.shot_id, 0, shot.frames, "retiming")
-        for index, rgb in enumerate(retime_frames(native, 24.0, shot.frames, plan.fps)):
-            yield Frame(shot_id=shot.shot_id, index=index, rgb=resize_rgb(rgb, plan.width, plan.height))
-        yield Progress("render", shot.shot_id, shot.frames, shot.frames)
+            notes.append(f"generated at {canvas[0]}x{canvas[1]}, resized to {plan.width}x{plan.height}")
+        yield from deliver("h3", plan, shot, native, sound, rate, notes)
 
     def close(self) -> None:
         """Release the pipeline and the previz GL context."""

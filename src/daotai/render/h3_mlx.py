@@ -42,10 +42,11 @@ from daotai.errors import BackendError
 from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan
 from daotai.plan.prompt import h3_pictures, h3_workflow
+from daotai.render.av_segments import Result
 from daotai.render.base import RunContext
 from daotai.render.h3 import H3Backend
 from daotai.render.h3_options import FAMILY
-from daotai.render.h3_runner import Generation, Result, canvas_for
+from daotai.render.h3_runner import Generation, canvas_for
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
 
 # What the conditioning stage loads: everything but the transformer partitions.

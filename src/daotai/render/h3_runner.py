@@ -11,13 +11,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator
 
-import numpy as np
-
 from daotai import catalog
 from daotai.errors import BackendError
 from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import H3_MAX_PICTURES, h3_pictures, h3_workflow
+from daotai.render.av_segments import Result
 from daotai.render.base import RunContext
 from daotai.render.h3_options import FAMILY, H3Options
 from daotai.render.neural.request import NativeRequest
@@ -43,15 +42,6 @@ class Generation:
     seed: int
     inputs: dict  # references / image for the pipeline
     order: str  # the references in order, as recorded
-
-
-@dataclass(frozen=True)
-class Result:
-    """One generation's output: (F, H, W, 3) uint8 frames at 24 fps and (C, N) float32 sound."""
-
-    frames: np.ndarray
-    audio: np.ndarray
-    rate: int
 
 
 def canvas_for(width: int, height: int, short_edge: int, max_pixels: int, multiple: int) -> tuple[int, int]:

@@ -37,7 +37,6 @@ recorded under the user's config folder) before the model is pulled or run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
@@ -46,18 +45,16 @@ from pydantic import Field, field_validator
 
 from daotai import catalog
 from daotai.errors import BackendError, OptionError
-from daotai.events import Audio, Event, Frame, Notice, Progress
+from daotai.events import Event, Frame, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import ltx2_prompt_for
 from daotai.plan.timing import Segment, frames_for, plan_segments, round_size
+from daotai.render.av_segments import Result, deliver, join_segments, shared_frame
 from daotai.render.base import RenderJob, RunContext
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import (
-    INTERPOLATION_METHOD,
-    interpolator_available,
     plan_to_native_indexes,
     resize_rgb,
-    retime_frames,
     to_uint8,
 )
 from daotai.render.neural.runner import DiffusersShotRunner
@@ -69,7 +66,6 @@ FAMILY = "ltx2"
 DISTILLED_STEPS = 8
 # Components kept on the device under group offload (small next to the transformer: ~1 B together).
 GROUP_RESIDENT = ("connectors", "audio_vae", "vocoder")
-AUDIO_CROSSFADE_FRAMES = 1  # the frame two segments share: their sounds overlap (and are crossfaded) over it
 Condition = Literal["none", "first_frame", "keyframes", "video"]
 
 
@@ -98,15 +94,6 @@ class LTX2Options(DiffusersOptions):
         if value is not None and not 1.0 <= value <= longest:
             raise ValueError(f"must lie within 1-{longest:g} s (LTX-2's longest generation)")
         return value
-
-
-@dataclass(frozen=True)
-class Result:
-    """One generation's output: (F, H, W, 3) uint8 frames at 24 fps and (C, N) float32 sound at ``rate``."""
-
-    frames: np.ndarray
-    audio: np.ndarray
-    rate: int
 
 
 # ------------------------------------------------------------------ small pure helpers
@@ -156,50 +143,6 @@ def keyframe_latents(frames: int, temporal: int) -> list[int]:
 def latent_to_frame(latent: int, frames: int, temporal: int) -> int:
     """The generated frame a latent index stands for: 0 for the first latent, else the last frame it covers."""
     return min(frames - 1, latent * temporal)
-
-
-def join_audio(parts: list[tuple[int, np.ndarray]], total: int, fade: int) -> np.ndarray:
-    """Segments' sounds on one timeline: (start sample, (C, n) samples) each; ``fade`` samples crossfaded at joins."""
-    channels = parts[0][1].shape[0]
-    out = np.zeros((channels, total), np.float32)  # (C, total)
-    for index, (start, samples) in enumerate(parts):
-        end = min(total, start + samples.shape[1])
-        if end <= start:
-            continue
-        piece = samples[:, : end - start].astype(np.float32)
-        n = min(fade, end - start) if index > 0 else 0
-        if n > 0:
-            ramp = np.linspace(0.0, 1.0, n, endpoint=False, dtype=np.float32)
-            out[:, start:start + n] = out[:, start:start + n] * (1.0 - ramp) + piece[:, :n] * ramp
-        out[:, start + n:end] = piece[:, n:]
-    return out
-
-
-def join_segments(results: list[Result], segments: list[Segment], fps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Segments' frames (F, H, W, 3) and sound (C, N) joined: each later segment's first frame (the shared one)
-    is dropped and its sound starts on it, crossfaded with the previous segment's."""
-    rate = results[0].rate
-    frames, parts = [], []
-    for result, segment in zip(results, segments, strict=True):
-        skip = 0 if segment.index == 0 else 1
-        frames.append(result.frames[skip:skip + segment.keep])
-        parts.append((int(round((segment.start - skip) / fps * rate)), result.audio))
-    joined = np.concatenate(frames)
-    total = int(round(len(joined) / fps * rate))
-    return joined, join_audio(parts, total, int(round(AUDIO_CROSSFADE_FRAMES / fps * rate)))
-
-
-def shared_frame(frames: np.ndarray, segment: Segment) -> np.ndarray:
-    """The last frame a segment supplies (H, W, 3) uint8: where the next segment starts."""
-    skip = 0 if segment.index == 0 else 1
-    return frames[skip + segment.keep - 1].copy()
-
-
-def fit_sound(sound: np.ndarray, samples: int) -> np.ndarray:
-    """(C, n) sound cut or zero-padded to ``samples`` (the vocoder's causal edge can end a few ms short)."""
-    if sound.shape[1] >= samples:
-        return sound[:, :samples]
-    return np.pad(sound, ((0, 0), (0, samples - sound.shape[1])))
 
 
 def sampling_kwargs(schedule: str, steps: int, guidance: float) -> dict[str, Any]:
@@ -539,28 +482,15 @@ class LTX2Backend:
     def _deliver(self, plan: Plan, shot: ShotPlan, native: np.ndarray, sound: np.ndarray, rate: int,
                  size: tuple[int, int], final: tuple[int, int]) -> Iterator[Event]:
         """The shot's sound (cut to its duration) and its frames on the plan's grid at the delivery size."""
-        samples = int(round(shot.frames / plan.fps * rate))
-        sound = fit_sound(sound, samples)
-        layout = "stereo" if sound.shape[0] == 2 else "mono"
-        yield Audio(shot.shot_id, np.ascontiguousarray(np.clip(sound.T, -1.0, 1.0), dtype=np.float32), rate, layout)
-        parts = []
-        if abs(plan.fps - 24.0) > 1e-6:
-            how = (f"motion interpolation ({INTERPOLATION_METHOD})" if interpolator_available() else
-                   ("repeating" if plan.fps > 24.0 else "dropping") + " frames (no interpolator: OpenCV is missing)")
-            parts.append(f"retimed from {len(native)} frames at 24 fps to {shot.frames} at {plan.fps:g} fps by {how}")
+        notes = []
         if final != size:
-            parts.append(f"generated at {size[0]}x{size[1]} and doubled to {final[0]}x{final[1]} by the latent "
+            notes.append(f"generated at {size[0]}x{size[1]} and doubled to {final[0]}x{final[1]} by the latent "
                          "upsampler")
         if final != (plan.width, plan.height):
             grid = "" if final != size else " (LTX-2 needs sides that are multiples of 32)"
-            parts.append(f"{'made' if final != size else 'generated'} at {final[0]}x{final[1]}{grid}, resized to "
+            notes.append(f"{'made' if final != size else 'generated'} at {final[0]}x{final[1]}{grid}, resized to "
                          f"{plan.width}x{plan.height}")
-        parts.append(f"sound: {sound.shape[0]} channels at {rate} Hz, {samples} samples")
-        yield Notice("info", "ltx2: " + "; ".join(parts), shot.shot_id)
-        yield Progress("render", shot.shot_id, 0, shot.frames, "retiming")
-        for index, rgb in enumerate(retime_frames(native, 24.0, shot.frames, plan.fps)):
-            yield Frame(shot_id=shot.shot_id, index=index, rgb=resize_rgb(rgb, plan.width, plan.height))
-        yield Progress("render", shot.shot_id, shot.frames, shot.frames)
+        yield from deliver("ltx2", plan, shot, native, sound, rate, notes)
 
     def close(self) -> None:
         """Release the pipeline and the previz GL context."""
