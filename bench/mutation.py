@@ -168,7 +168,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m("plan.push_lands", SHOT_CAMERA,
        "placement = landed if landed is not None else placement", "landed = None",
        T_HEADROOM, "a push-in starts on the named framing and runs past the head"),
-    _m("plan.ecu_eye_line", "plan/staging.py",
+    _m("plan.ecu_eye_line", "plan/framing.py",
        '"extreme_close_up": FramingRule(0.22, 0.913)', '"extreme_close_up": FramingRule(0.22, 0.93)',
        T_HEADROOM, "an extreme close-up centres the eyes instead of keeping them at the upper third"),
     _m("plan.lead_room_side", "plan/headroom.py",

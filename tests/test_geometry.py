@@ -13,7 +13,7 @@ from daotai.plan import geometry as g
 from daotai.plan.camera import intrinsics as plan_intrinsics
 from daotai.plan.camera import look_at, make_pose, rot_x, rot_y, rot_z
 from daotai.qc import camera as qc_camera
-from daotai.render.previz import gl as previz_gl
+from daotai.render.previz import projection as previz_projection
 from daotai.render.previz.scene import RenderSettings
 
 W, H = 640, 360
@@ -57,7 +57,7 @@ def test_intrinsics_follow_the_conventions():
     assert g.intrinsics_from_matrix(K) == (fx, fy, cx, cy)
     # the planner's K and the previz renderer's tuple are this one
     assert np.array_equal(plan_intrinsics(47.0, W, H), g.intrinsics_matrix(g.intrinsics_from_fov(47.0, W, H)))
-    assert previz_gl.intrinsics(47.0, W, H) == g.intrinsics_from_fov(47.0, W, H)
+    assert previz_projection.intrinsics(47.0, W, H) == g.intrinsics_from_fov(47.0, W, H)
     assert qc_camera.focal_px(47.0, H) == g.focal_from_fov(47.0, H)
 
 
@@ -190,7 +190,7 @@ def test_gl_projection_agrees_with_project_and_depth_linearisation():
     assert g.window_depth(g.FAR_M) == pytest.approx(1.0, abs=1e-12)
     # without the flip the picture is upright in GL's bottom-up window rows
     assert np.array_equal(g.gl_projection(fov, W / H)[1], -proj[1])
-    assert np.array_equal(previz_gl.projection_matrix(fov, W / H, g.NEAR_M, g.FAR_M), proj)
+    assert np.array_equal(previz_projection.projection_matrix(fov, W / H, g.NEAR_M, g.FAR_M), proj)
 
 
 @settings(max_examples=100, deadline=None)
@@ -246,11 +246,11 @@ def test_plucker_properties(pose, fov, size):
 
 
 def test_previz_project_wrapper_keeps_its_sign():
-    # previz.gl.project returns camera-space z (negative in front), geometry positive depth
+    # previz.projection.project returns camera-space z (negative in front), geometry positive depth
     eye = np.array([0.0, 1.5, 5.0])
     pose = make_pose(look_at(eye, (0.0, 1.0, 0.0)), eye)
     pts = np.array([[0.0, 1.0, 0.0], [1.0, 2.0, -3.0]])
-    uv, z = previz_gl.project(pose, 45.0, W, H, pts)
+    uv, z = previz_projection.project(pose, 45.0, W, H, pts)
     uv2, depth = g.project(pts, pose, g.intrinsics_from_fov(45.0, W, H))
     assert np.array_equal(uv, uv2) and np.array_equal(z, -depth)
 

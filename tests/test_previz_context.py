@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from daotai.errors import BackendError
-from daotai.render.previz.gl import context_backend
+from daotai.render.previz.gl_context import context_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = {"fps": 24, "size": "320x180", "characters": [{"id": "ana", "colour": "#3366cc"}],
@@ -40,9 +40,9 @@ def test_unknown_context_choice_is_refused():
 
 
 def test_shaders_declare_glsl_330():
-    from daotai.render.previz import gl
+    from daotai.render.previz import shaders
 
-    sources = [v for k, v in vars(gl).items() if k.endswith(("_VS", "_FS")) and isinstance(v, str)]
+    sources = [v for k, v in vars(shaders).items() if k.endswith(("_VS", "_FS")) and isinstance(v, str)]
     assert sources and all(s.lstrip().startswith("#version 330") for s in sources)
 
 

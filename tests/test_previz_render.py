@@ -25,8 +25,9 @@ from daotai.render.previz import (
     environment_for,
     intrinsics,
     project,
+    projection_matrix,
 )
-from daotai.render.previz import gl as previz_gl
+from daotai.render.previz.gl_context import RASTERISER_THREADS
 from daotai.render.previz.labels import LabelPainter, covers, find_label_font, load_font
 from daotai.render.previz.meshes import EYE_X, EYE_Y, HEAD_C, HEAD_R, figure_instances, primitive_meshes
 from daotai.render.previz.scene import Look
@@ -337,7 +338,7 @@ def _probe_threads(lp_threads: str | None) -> tuple[str, str]:
 
 def test_rasteriser_threads_default_to_one_and_a_preset_value_wins():
     default_threads, default_hash = _probe_threads(None)
-    assert default_threads == previz_gl.RASTERISER_THREADS == "1"  # the same bytes on any machine
+    assert default_threads == RASTERISER_THREADS == "1"  # the same bytes on any machine
     assert _probe_threads("3")[0] == "3"  # a value already set wins
     assert _probe_threads("1")[1] == default_hash
 
@@ -583,7 +584,7 @@ def test_projection_helpers_agree_with_the_gl_matrix():
     c2w = camera((1.0, 2.0, 3.0), 20.0, -10.0, 5.0)
     pts = np.array([[0.0, 1.0, -2.0], [2.0, 0.5, -4.0]])
     uv, z = project(c2w, 50.0, 400, 300, pts)
-    clip = previz_gl.projection_matrix(50.0, 400 / 300, 0.05, 500.0) @ np.linalg.inv(c2w) @ np.c_[pts, np.ones(2)].T
+    clip = projection_matrix(50.0, 400 / 300, 0.05, 500.0) @ np.linalg.inv(c2w) @ np.c_[pts, np.ones(2)].T
     ndc = clip[:2] / clip[3]
     # mirrored y: window y (row from the top) = (ndc_y + 1) / 2 * H
     assert np.allclose(np.c_[(ndc[0] + 1) / 2 * 400, (ndc[1] + 1) / 2 * 300], uv)

@@ -16,10 +16,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from daotai.plan import geometry
+from daotai.plan.framing import FRAMING_RULES, REFERENCE_HEIGHT_M
 from daotai.plan.staging import (
     AUDIENCE,
-    FRAMING_RULES,
-    REFERENCE_HEIGHT_M,
     Body,
     CameraPlace,
     hidden_by,

@@ -7,7 +7,8 @@ import pytest
 
 from daotai.plan import geometry
 from daotai.plan.planner import plan_script
-from daotai.plan.staging import KITS, PieceSpec, _inside, kit_for_scene
+from daotai.plan.set_pieces import PieceSpec, _inside
+from daotai.plan.sets import KITS, kit_for_scene
 from daotai.plan.surround import build_surround
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states, set_pieces_for_plan

@@ -172,7 +172,7 @@ def collect() -> list[Check]:
     checks.append(Check("video encoders", _encoders(), True))
     checks.append(_hardware_encoders(accel))
     try:
-        from daotai.render.previz.gl import context_backend, create_context, describe_context
+        from daotai.render.previz.gl_context import context_backend, create_context, describe_context
 
         ctx = create_context()  # the renderer's own settings: the first context fixes llvmpipe's threads
         renderer = f"{describe_context(ctx)} ({context_backend() or 'platform default'} context)"

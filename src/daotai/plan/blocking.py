@@ -22,7 +22,8 @@ from typing import Mapping
 import numpy as np
 
 from daotai.plan.camera import look_at, make_pose
-from daotai.plan.staging import DUTCH_ROLL_DEG, MIN_CAMERA_HEIGHT_M, Placement
+from daotai.plan.framing import DUTCH_ROLL_DEG, MIN_CAMERA_HEIGHT_M
+from daotai.plan.staging import Placement
 from daotai.script.vocab import (
     ACTION_POSE_WORDS,
     HAND_PROPS,

@@ -10,10 +10,11 @@ import numpy as np
 from daotai.plan import blocking
 from daotai.plan import props as prop_words
 from daotai.plan.model import PlanSetPiece, ShotPlan
+from daotai.plan.set_pieces import PieceSpec, Sightline, dress_set
 from daotai.plan.sets import choose_kit
 from daotai.plan.shot_camera import head_share
 from daotai.plan.stable import derive_seed, rounded_all
-from daotai.plan.staging import Body, PieceSpec, Sightline, dress_set
+from daotai.plan.staging import Body
 from daotai.script.schema import Script
 
 

@@ -26,7 +26,8 @@ from types import MappingProxyType
 import numpy as np
 
 from daotai.plan.camera import look_at, make_pose
-from daotai.plan.staging import FRAMING_RULES, MIN_CAMERA_HEIGHT_M, Placement
+from daotai.plan.framing import FRAMING_RULES, MIN_CAMERA_HEIGHT_M
+from daotai.plan.staging import Placement
 from daotai.script.vocab import CAMERA_MOVES
 
 # The previz mannequin's head, as a share of its standing height (daotai.render.previz.meshes):

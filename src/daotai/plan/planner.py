@@ -18,6 +18,7 @@ from daotai.plan import dressing
 from daotai.plan import prompt as prompts
 from daotai.plan import props as prop_words
 from daotai.plan.continuity import Stage, all_bodies, arrivals, character_frames, held_pose_sentence, walks_from_words
+from daotai.plan.framing import FRAMING_SIZE
 from daotai.plan.model import (
     DialoguePlan,
     FootagePlan,
@@ -34,11 +35,12 @@ from daotai.plan.model import (
 )
 from daotai.plan.motion_code import encode_motion
 from daotai.plan.reading import dialogue_warning
+from daotai.plan.scene_words import character_kind, time_of_day_from_words
 from daotai.plan.shot_camera import shot_camera
 from daotai.plan.stable import derive_seed, rounded, rounded_all, script_hash
-from daotai.plan.staging import FRAMING_SIZE, character_kind, time_of_day_from_words, wardrobe_from_appearance
 from daotai.plan.timing import fps_fraction, frames_for, snap_for
 from daotai.plan.transitions import CUT, closing_fade, transition_in
+from daotai.plan.wardrobe import wardrobe_from_appearance
 from daotai.script.schema import DEFAULT_CHARACTER_COLOURS, Character, Script, Shot
 from daotai.script.vocab import OVERLAPPING_TRANSITIONS
 

@@ -41,7 +41,8 @@ from daotai.plan.blocking import (
     postures_said,
     sentences,
 )
-from daotai.plan.staging import AUDIENCE, Body, PieceSpec, line_of_action, yaw_toward
+from daotai.plan.set_pieces import PieceSpec
+from daotai.plan.staging import AUDIENCE, Body, line_of_action, yaw_toward
 from daotai.script.vocab import PROP_ALIASES, SEATING_PROPS
 
 BEHIND_M = 0.9

@@ -6,7 +6,7 @@ box around every place a character stands during the script), and a surround tha
 set beyond the rows and beyond every camera (walls and a ceiling, or dressing and a horizon
 all round: ``daotai.plan.surround``). Colours are roles the kit's palette names; counts and
 some colours are drawn from the script's seed, so the same script always gets the same set.
-``daotai.plan.staging.dress_set`` lays a kit out; a prop of a row is left out when it stands
+``daotai.plan.set_pieces.dress_set`` lays a kit out; a prop of a row is left out when it stands
 where a character walks, where a camera is, or between a camera and its subject.
 
 The scene's ``set`` (alias ``kit``) names a kit; without it the scene's name, then its

@@ -12,13 +12,11 @@ from daotai.errors import PlanError
 from daotai.plan import blocking, headroom, steadicam, viewpoint
 from daotai.plan import camera as cam
 from daotai.plan import props as prop_words
+from daotai.plan.framing import ANIMAL_FRAMING_SCALE, DUTCH_ROLL_DEG, FRAMING_RULES, size_at
 from daotai.plan.model import CameraFrame, CharacterFrame, ResolvedMove
 from daotai.plan.moves import TOO_CLOSE_M, resolve_move
 from daotai.plan.stable import derive_seed, rounded, rounded_all
 from daotai.plan.staging import (
-    ANIMAL_FRAMING_SCALE,
-    DUTCH_ROLL_DEG,
-    FRAMING_RULES,
     Body,
     CameraPlace,
     Placement,
@@ -28,7 +26,6 @@ from daotai.plan.staging import (
     inside_figure,
     place_camera,
     place_explicitly,
-    size_at,
     stage_camera,
 )
 from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS

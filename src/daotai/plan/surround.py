@@ -1,6 +1,6 @@
 """Sets that surround the action: walls and a ceiling round an interior, dressing all round an exterior.
 
-A kit's furniture stands in rows beside the action (``daotai.plan.staging``); the surround closes
+A kit's furniture stands in rows beside the action (``daotai.plan.set_pieces``); the surround closes
 the set beyond it and beyond every camera the plan places, so a reverse over-the-shoulder, a
 camera the script puts behind the actors or one that pans all the way round looks at set, never
 at the grid and the sky. Interiors get four walls (with windows, doors, boards on their inner

@@ -18,7 +18,8 @@ import math
 import numpy as np
 
 from daotai.plan.camera import look_at, make_pose
-from daotai.plan.staging import ANGLE_ELEVATION, DUTCH_ROLL_DEG, MIN_CAMERA_HEIGHT_M, Body, Placement, partner_of
+from daotai.plan.framing import ANGLE_ELEVATION, DUTCH_ROLL_DEG, MIN_CAMERA_HEIGHT_M
+from daotai.plan.staging import Body, Placement, partner_of
 
 VIEWPOINT_FRAMINGS = ("pov", "insert")
 # Eye height as a share of a figure's height: standing, and seated on a chair (0.45 m seat).

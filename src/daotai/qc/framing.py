@@ -14,7 +14,7 @@ control (metres along the view axis):
   down (the body lies across the picture, its mask's height says nothing of the size). The share must lie in
   the band of the asked framing: bands meet halfway (geometric mean) between the nominal shares
   of neighbouring sizes, the nominal share being height / the metres the framing shows
-  (``daotai.plan.staging.FRAMING_RULES``; tight sizes scale with the person, wide sizes with the
+  (``daotai.plan.framing.FRAMING_RULES``; tight sizes scale with the person, wide sizes with the
   set). Two-person shot types have bands of ×/÷ ``SHOT_TYPE_TOLERANCE`` around their own nominal
   share. Table for a 1.75 m person in docs/conventions.md.
 * **characters**: every character the framing names is visible (at least ``MIN_VISIBLE_PX``
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from daotai.plan.framing import ANIMAL_FRAMING_SCALE, FRAMING_RULES, REFERENCE_HEIGHT_M
 from daotai.plan.model import Plan, ShotPlan
-from daotai.plan.staging import ANIMAL_FRAMING_SCALE, FRAMING_RULES, REFERENCE_HEIGHT_M
 from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
 
 # Sizes from tightest to widest; bands meet between neighbours.

@@ -254,7 +254,7 @@ def read_size(value: Any, presets: Mapping[str, tuple[int, int]]) -> Any:
 def shade(colour: tuple[float, float, float], modifier: str | None) -> tuple[float, float, float]:
     """A colour lightened ('light'), darkened ('dark') or made more vivid ('bright').
 
-    The same rule as the previz wardrobe's colour words (daotai.plan.staging), so "dark blue"
+    The same rule as the previz wardrobe's colour words (daotai.plan.wardrobe), so "dark blue"
     means one colour wherever it is written.
     """
     r, g, b = colour

@@ -108,7 +108,7 @@ class SetPieceKind(str, Enum):
 
 
 class SetKit(str, Enum):
-    """A dressed set the previz builds all round the action (``scene.set``; daotai.plan.staging.KITS)."""
+    """A dressed set the previz builds all round the action (``scene.set``; daotai.plan.sets.KITS)."""
 
     office = "office"
     living_room = "living_room"

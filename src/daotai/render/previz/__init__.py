@@ -1,7 +1,8 @@
 """Previz rasteriser: animatic frames with depth and character masks, on the CPU via OpenGL."""
 
 from daotai.render.previz.control import depth_to_preview, depth_to_uint16_mm
-from daotai.render.previz.gl import PrevizRenderer, RenderedFrame, intrinsics, project, projection_matrix
+from daotai.render.previz.gl import PrevizRenderer, RenderedFrame
+from daotai.render.previz.projection import intrinsics, project, projection_matrix
 from daotai.render.previz.scene import (
     TIMES_OF_DAY,
     Environment,

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from daotai.events import Event, Frame, Notice, Progress
 from daotai.plan.model import Plan, PlanCharacter, ShotPlan
-from daotai.plan.staging import wardrobe_from_appearance
+from daotai.plan.wardrobe import wardrobe_from_appearance
 from daotai.render.base import RenderJob, RunContext
 from daotai.render.previz.gl import PrevizRenderer
 from daotai.render.previz.scene import (

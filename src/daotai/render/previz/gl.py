@@ -31,12 +31,15 @@ would add ~1 ms more, and a separate depth-only pass (geometry rasterised twice)
 * Meshes (set pieces, figure parts) are a handful of unit primitives, drawn instanced with
   per-instance model matrices, one call per primitive for the set pieces (uploaded once)
   and one per primitive for the figures; nothing else is rebuilt per frame.
+
+The pieces it draws with are modules beside this one: the GL context (``gl_context``), the shader
+sources (``shaders``), the projection and the sky's region (``projection``), buffer and mask
+helpers (``gl_buffers``) and which figures a frame shows (``figure_visibility``).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,239 +48,26 @@ import numpy as np
 
 from daotai.errors import BackendError
 from daotai.plan import geometry
+from daotai.render.previz.figure_visibility import face_box, figures_visible, heads_hidden
+from daotai.render.previz.gl_buffers import (
+    INSTANCE_FLOATS,
+    Instanced,
+    colour_mask,
+    gl_mat,
+    instance_rows,
+    use_with_masks,
+)
+from daotai.render.previz.gl_context import context_backend, create_context, describe_context
 from daotai.render.previz.labels import LabelPainter, find_label_font, place_label
-from daotai.render.previz.meshes import (
-    HEAD_C,
-    PRIMITIVES,
-    face_points,
-    figure_head_top,
-    figure_instances,
-    head_drop,
-    primitive_meshes,
-    set_piece_parts,
-)
+from daotai.render.previz.meshes import PRIMITIVES, figure_head_top, figure_instances, primitive_meshes, set_piece_parts
+from daotai.render.previz.projection import intrinsics, projection_matrix, sky_polygon
 from daotai.render.previz.scene import Environment, FrameState, RenderSettings, SetPiece
+from daotai.render.previz.shaders import DECAL_FS, DECAL_VS, GROUND_FS, GROUND_VS, MESH_FS, MESH_VS, SKY_FS, SKY_VS
 
-EGL_HINT = (
-    "OpenGL via EGL is unavailable: install Mesa's EGL driver "
-    "(Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri; "
-    "Fedora: dnf install mesa-libEGL mesa-dri-drivers)"
-)
 CONTACT_SHADOW_MAX_M = 5.0  # set pieces wider than this (walls, facades, the sea) cast no contact shadow
 PRACTICAL_GAIN = 2.5  # a glowing piece's colour is multiplied by 1 + this x the environment's practicals
 PRACTICAL_POOL_M = 2.2  # radius of the light pool under a practical (a lamp 2 m up or higher)
 PRACTICAL_POOL_STRENGTH = 0.35  # its opacity at the centre, at full night
-_INSTANCE_FLOATS = 29  # model 4x4 + normal 3x3 (column-major) + rgb + id
-
-_MESH_VS = """
-#version 330
-uniform mat4 u_view;  // world -> camera
-uniform mat4 u_proj;  // camera -> clip, y negated (top row first)
-in vec3 in_pos;
-in vec3 in_normal;
-in vec4 i_m0; in vec4 i_m1; in vec4 i_m2; in vec4 i_m3;  // model matrix columns
-in vec3 i_n0; in vec3 i_n1; in vec3 i_n2;                 // normal matrix columns
-in vec3 i_colour;
-in float i_id;
-out vec3 v_normal;
-out vec3 v_colour;
-out float v_depth;
-flat out uint v_id;
-void main() {
-    vec4 eye = u_view * (mat4(i_m0, i_m1, i_m2, i_m3) * vec4(in_pos, 1.0));
-    v_depth = -eye.z;  // linear metres along the view axis; interpolates exactly
-    v_normal = mat3(i_n0, i_n1, i_n2) * in_normal;
-    v_colour = i_colour;
-    v_id = uint(i_id + 0.5);
-    gl_Position = u_proj * eye;
-}
-"""
-
-_MESH_FS = """
-#version 330
-uniform vec3 u_sun;       // unit vector toward the light, world
-uniform float u_ambient;
-in vec3 v_normal;
-in vec3 v_colour;
-in float v_depth;
-flat in uint v_id;
-layout(location = 0) out vec4 f_colour;
-layout(location = 1) out float f_depth;
-void main() {
-    vec3 n = normalize(v_normal);
-    float lambert = max(dot(n, u_sun), 0.0);
-    // Lambert + ambient, plus a little sky fill from above so the side away from the sun
-    // still shows its form; figures end up slightly brighter than the unlit ground palette.
-    float light = u_ambient + (1.0 - u_ambient) * lambert + 0.12 * (0.5 + 0.5 * n.y);
-    // alpha carries the figure index (unorm8: id / 255 reads back as the byte id), so the
-    // masks need no attachment of their own (see PrevizRenderer.render)
-    f_colour = vec4(min(v_colour * light, vec3(1.0)), float(v_id) / 255.0);
-    f_depth = v_depth;
-}
-"""
-
-_GROUND_VS = """
-#version 330
-uniform mat4 u_view;
-uniform mat4 u_proj;
-uniform vec3 u_eye;      // camera position, world
-uniform float u_extent;  // half-size of the ground square, metres
-in vec2 in_corner;       // unit square corner in [-1, 1]^2
-out vec2 v_xz;           // world x, z
-out float v_depth;
-void main() {
-    // a square under the camera, wide enough to reach the far plane in every direction
-    vec2 xz = u_eye.xz + in_corner * u_extent;
-    vec4 eye = u_view * vec4(xz.x, 0.0, xz.y, 1.0);
-    v_xz = xz;
-    v_depth = -eye.z;
-    gl_Position = u_proj * eye;
-}
-"""
-
-_GROUND_FS = """
-#version 330
-uniform vec3 u_ground;
-uniform vec3 u_grid;
-uniform vec3 u_haze;
-uniform float u_inv_spacing;  // grid cells per metre
-uniform vec2 u_fog;           // fog distance (m), (far + fog distance) / far
-in vec2 v_xz;
-in float v_depth;
-layout(location = 0) out vec4 f_colour;
-layout(location = 1) out float f_depth;
-void main() {
-    vec2 cell = v_xz * u_inv_spacing;
-    vec2 w = max(fwidth(cell), vec2(1e-6));  // cells per pixel
-    vec2 iw = 1.0 / w;
-    // Box-filtered lines: coverage of a line of half-width hw (cells) over the pixel footprint;
-    // a line thinner than a pixel is widened to one pixel and dimmed to keep its ink. Minor
-    // lines fade out as cells shrink below ~3 px and major lines (every 5th) below ~15 px,
-    // so distant ground never shimmers into moire. One reciprocal and no other division:
-    // llvmpipe runs this for most pixels of every frame.
-    vec2 g = abs(fract(cell - 0.5) - 0.5);
-    vec2 c = clamp((max(vec2(0.02), 0.5 * w) - g) * iw + 0.5, 0.0, 1.0) * min(vec2(1.0), 0.04 * iw);
-    float minor = max(c.x, c.y) * clamp(2.0 - 6.0 * max(w.x, w.y), 0.0, 1.0);
-    vec2 g5 = abs(fract(0.2 * cell - 0.5) - 0.5);
-    vec2 c5 = clamp((max(vec2(0.006), 0.1 * w) - g5) * (5.0 * iw) + 0.5, 0.0, 1.0) * min(vec2(1.0), 0.06 * iw);
-    float major = max(c5.x, c5.y) * clamp(2.0 - 1.2 * max(w.x, w.y), 0.0, 1.0);
-    vec3 ground = mix(u_ground, u_grid, max(0.7 * minor, major));
-    // haze grows with depth and reaches the sky pass's below-horizon colour exactly at the
-    // far plane, so the ground meets the sliver beyond it without a seam
-    float fog = min(1.0, v_depth * u_fog.y / (v_depth + u_fog.x));
-    f_colour = vec4(mix(ground, u_haze, fog), 0.0);  // alpha = figure index 0
-    f_depth = v_depth;
-}
-"""
-
-_SKY_VS = """
-#version 330
-uniform mat3 u_rot;     // camera axes in world coordinates (columns x, y, z)
-uniform vec4 u_intr;    // fx, fy, cx, cy in pixels of this framebuffer
-uniform vec2 u_size;    // framebuffer width, height in pixels
-in vec2 in_px;          // polygon corner in pixels (u, v)
-noperspective out vec3 v_dir;
-void main() {
-    // the world ray through pixel (u, v); affine in the pixel, so interpolation is exact
-    v_dir = u_rot * vec3((in_px.x - u_intr.z) / u_intr.x, -(in_px.y - u_intr.w) / u_intr.y, -1.0);
-    // window row 0 is the image's top row (see the mirrored projection): v maps straight to y
-    gl_Position = vec4(2.0 * in_px / u_size - 1.0, 0.0, 1.0);
-}
-"""
-
-_SKY_FS = """
-#version 330
-uniform vec3 u_zenith;
-uniform vec3 u_horizon;
-uniform vec3 u_haze;
-noperspective in vec3 v_dir;
-layout(location = 0) out vec4 f_colour;
-layout(location = 1) out float f_depth;
-void main() {
-    float s = 1.0 - v_dir.y * inversesqrt(dot(v_dir, v_dir));  // 0 at the zenith, 1 at the horizon
-    // above the horizon a gradient; below it (ground past the far plane) the distant haze
-    f_colour = vec4(s > 1.0 ? u_haze : mix(u_horizon, u_zenith, 1.0 - s * s * s), 0.0);  // alpha: no figure
-    f_depth = uintBitsToFloat(0x7F800000u);  // +inf
-}
-"""
-
-_DECAL_VS = """
-#version 330
-uniform mat4 u_view;
-uniform mat4 u_proj;
-in vec2 in_corner;      // unit quad corner in [-1, 1]^2
-in vec4 i_blob;         // x, z, radius, strength
-out vec2 v_local;
-flat out float v_strength;
-void main() {
-    v_local = in_corner * 2.0;  // the quad spans two radii; the shadow is ~gone by then
-    v_strength = i_blob.w;
-    vec3 world = vec3(i_blob.x + v_local.x * i_blob.z, 0.0, i_blob.y + v_local.y * i_blob.z);
-    gl_Position = u_proj * (u_view * vec4(world, 1.0));
-}
-"""
-
-_DECAL_FS = """
-#version 330
-in vec2 v_local;
-flat in float v_strength;
-layout(location = 0) out vec4 f_colour;
-void main() {
-    // soft contact shadow: black with a gaussian alpha, blended over the ground colour only;
-    // a negative strength is a practical light's warm pool on the ground instead
-    float falloff = exp(-2.5 * dot(v_local, v_local));
-    f_colour = v_strength >= 0.0 ? vec4(0.0, 0.0, 0.0, v_strength * falloff)
-                                 : vec4(1.0, 0.82, 0.52, -v_strength * falloff);
-}
-"""
-
-
-def projection_matrix(fov_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
-    """OpenGL perspective matrix from a vertical fov, with y negated so row 0 is the image top."""
-    return geometry.gl_projection(fov_deg, aspect, near, far, flip_y=True)
-
-
-def intrinsics(fov_deg: float, width: int, height: int) -> tuple[float, float, float, float]:
-    """(fx, fy, cx, cy) in pixels for a vertical fov, as docs/conventions.md defines them."""
-    return geometry.intrinsics_from_fov(fov_deg, width, height)
-
-
-def project(cam_to_world: np.ndarray, fov_deg: float, width: int, height: int,
-            points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pixel (u, v) of world points (N, 3) and their camera-space z (N,) (negative = in front; uv NaN behind)."""
-    uv, depth = geometry.project(points, cam_to_world, geometry.intrinsics_from_fov(fov_deg, width, height))
-    return uv, -depth
-
-
-def sky_polygon(cam_to_world: np.ndarray, fov_deg: float, width: int, height: int,
-                far: float) -> np.ndarray:
-    """Pixel corners (K, 2), K <= 5, of the frame region the ground cannot cover.
-
-    That is where the pixel's ray rises, or falls so gently that it meets the ground beyond
-    the far plane: ``dir_y >= -eye_y / far`` with ``dir`` scaled to camera z = -1. ``dir_y``
-    is affine in (u, v), so the region is the frame clipped by one straight line.
-    """
-    r = cam_to_world[:3, :3]
-    eye_y = float(cam_to_world[1, 3])
-    fx, fy, cx, cy = intrinsics(fov_deg, width, height)
-    frame = np.array([[0.0, 0.0], [width, 0.0], [width, height], [0.0, height]])
-    if eye_y <= 0.0:  # at or under the ground: draw the sky everywhere, the ground still wins
-        return frame
-    # dir_y(u, v) = a u + b v + c
-    a = r[1, 0] / fx
-    b = -r[1, 1] / fy
-    c = -r[1, 0] * cx / fx + r[1, 1] * cy / fy - r[1, 2]
-    # 1 % margin below the far-plane line so no sliver is left unpainted; the ground overdraws it
-    level = a * frame[:, 0] + b * frame[:, 1] + c + 1.01 * eye_y / far
-    out: list[np.ndarray] = []
-    for i in range(4):
-        j = (i + 1) % 4
-        if level[i] >= 0.0:
-            out.append(frame[i])
-        if (level[i] >= 0.0) != (level[j] >= 0.0):
-            k = level[i] / (level[i] - level[j])
-            out.append(frame[i] + k * (frame[j] - frame[i]))
-    return np.array(out).reshape(-1, 2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -291,23 +81,6 @@ class RenderedFrame:
     def character_mask(self, index: int) -> np.ndarray:
         """Mask of ``figures[index]`` per conventions: (H, W) uint8, 255 where visible."""
         return np.where(self.masks == index + 1, np.uint8(255), np.uint8(0))
-
-
-def _instance_rows(models: np.ndarray, colours: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Pack instances into rows for the mesh shader: (N, 29) float32."""
-    # models (N, 4, 4), colours (N, 3), ids (N,); normals transform by the inverse transpose
-    normal = np.linalg.inv(models[:, :3, :3]).transpose(0, 2, 1)  # (N, 3, 3)
-    rows = np.empty((len(models), _INSTANCE_FLOATS), np.float32)
-    rows[:, 0:16] = models.transpose(0, 2, 1).reshape(-1, 16)  # column-major for GLSL
-    rows[:, 16:25] = normal.transpose(0, 2, 1).reshape(-1, 9)
-    rows[:, 25:28] = colours
-    rows[:, 28] = ids
-    return rows
-
-
-def _gl_mat(m: np.ndarray) -> bytes:
-    """A numpy matrix as column-major float32 bytes for a GLSL uniform."""
-    return np.ascontiguousarray(m.T, dtype=np.float32).tobytes()
 
 
 class PrevizRenderer:
@@ -349,10 +122,10 @@ class PrevizRenderer:
         k = s.supersample
         self._size = (s.width * k, s.height * k)
         try:
-            self._mesh_prog = self._own(ctx.program(vertex_shader=_MESH_VS, fragment_shader=_MESH_FS))
-            self._ground_prog = self._own(ctx.program(vertex_shader=_GROUND_VS, fragment_shader=_GROUND_FS))
-            self._decal_prog = self._own(ctx.program(vertex_shader=_DECAL_VS, fragment_shader=_DECAL_FS))
-            self._sky_prog = self._own(ctx.program(vertex_shader=_SKY_VS, fragment_shader=_SKY_FS))
+            self._mesh_prog = self._own(ctx.program(vertex_shader=MESH_VS, fragment_shader=MESH_FS))
+            self._ground_prog = self._own(ctx.program(vertex_shader=GROUND_VS, fragment_shader=GROUND_FS))
+            self._decal_prog = self._own(ctx.program(vertex_shader=DECAL_VS, fragment_shader=DECAL_FS))
+            self._sky_prog = self._own(ctx.program(vertex_shader=SKY_VS, fragment_shader=SKY_FS))
         except Exception as exc:  # moderngl raises plain Exception on compile/link errors
             raise BackendError(f"previz shaders failed to compile on this OpenGL driver: {exc}") from exc
 
@@ -361,7 +134,7 @@ class PrevizRenderer:
         self._ground_vao = self._own(ctx.vertex_array(self._ground_prog, [(square_vbo, "2f", "in_corner")]))
         # one instance buffer per layer (background, figures): a buffer rewritten while an
         # earlier draw from it is queued makes llvmpipe finish that draw first
-        self._decals = {layer: _Instanced(self._own(ctx.buffer(reserve=16 * 16, dynamic=True)), 16)
+        self._decals = {layer: Instanced(self._own(ctx.buffer(reserve=16 * 16, dynamic=True)), 16)
                         for layer in _LAYERS}
         self._decal_vaos = {layer: self._own(ctx.vertex_array(
             self._decal_prog, [(square_vbo, "2f", "in_corner"), (self._decals[layer].buffer, "4f/i", "i_blob")]
@@ -369,12 +142,12 @@ class PrevizRenderer:
         self._sky_vbo = self._own(ctx.buffer(reserve=9 * 2 * 4, dynamic=True))  # <= 3 triangles (u, v)
         self._sky_vao = self._own(ctx.vertex_array(self._sky_prog, [(self._sky_vbo, "2f", "in_px")]))
 
-        self._meshes: dict[tuple[str, str], _Instanced] = {}
+        self._meshes: dict[tuple[str, str], Instanced] = {}
         self._vaos: dict[tuple[str, str], Any] = {}
         for name, mesh in primitive_meshes().items():
             vbo = self._own(ctx.buffer(mesh.tobytes()))
             for layer in _LAYERS:
-                inst = _Instanced(self._own(ctx.buffer(reserve=64 * _INSTANCE_FLOATS * 4, dynamic=True)), 64)
+                inst = Instanced(self._own(ctx.buffer(reserve=64 * INSTANCE_FLOATS * 4, dynamic=True)), 64)
                 self._meshes[layer, name] = inst
                 self._vaos[layer, name] = self._own(ctx.vertex_array(
                     self._mesh_prog,
@@ -435,7 +208,7 @@ class PrevizRenderer:
         self._static_colours = np.array([p.colour for p in pieces]).reshape(-1, 3) * gain.reshape(-1, 1)  # (S, 3)
         self._static_prims = np.array([PRIMITIVES.index(p.primitive) for p in pieces], np.int64)
         # set pieces never move: their instances are uploaded once, here
-        static_rows = _instance_rows(self._static_models, self._static_colours,
+        static_rows = instance_rows(self._static_models, self._static_colours,
                                      np.zeros(len(self._static_prims)))  # (S, 29), id 0
         self._static_draws = self._upload_meshes("background", static_rows, self._static_prims)
         # soft contact shadows (x, z, radius, strength) under set pieces standing on the ground; not
@@ -543,7 +316,7 @@ class PrevizRenderer:
             colours.append(c)
             ids.append(np.full(len(m), i + 1.0))
             prims.append(p)
-        rows = _instance_rows(np.concatenate(models), np.concatenate(colours), np.concatenate(ids))
+        rows = instance_rows(np.concatenate(models), np.concatenate(colours), np.concatenate(ids))
         return rows, np.concatenate(prims)
 
     def _draw(self, state: FrameState, fbo: Any) -> None:
@@ -555,8 +328,8 @@ class PrevizRenderer:
         s = self.settings
         w, h = self._size
         c2w = state.cam_to_world
-        view_b = _gl_mat(geometry.world_to_camera(c2w))
-        proj_b = _gl_mat(projection_matrix(state.fov_deg, w / h, s.near, s.far))
+        view_b = gl_mat(geometry.world_to_camera(c2w))
+        proj_b = gl_mat(projection_matrix(state.fov_deg, w / h, s.near, s.far))
         ctx.viewport = (0, 0, w, h)
         ctx.front_face = "cw"  # the mirrored projection flips on-screen winding
 
@@ -573,9 +346,9 @@ class PrevizRenderer:
                 self._draw_background(state, bg, view_b, proj_b)
                 self._bg_key = key
             # every attachment and the depth buffer is copied, write masks wide open
-            _use_with_masks(fbo, _masks(n_attach, (True,) * 4))
+            use_with_masks(fbo, colour_mask(n_attach, (True,) * 4))
             ctx.copy_framebuffer(fbo, bg)
-            _use_with_masks(fbo, _masks(n_attach, (True,) * 4))
+            use_with_masks(fbo, colour_mask(n_attach, (True,) * 4))
         else:
             self._draw_background(state, fbo, view_b, proj_b)
         self._last_key = key
@@ -601,9 +374,9 @@ class PrevizRenderer:
 
         # Only depth needs clearing: the sky covers the part of the frame the ground cannot
         # reach and the ground the rest, so every colour and linear-depth pixel gets written.
-        _use_with_masks(fbo, _masks(n_attach, (False,) * 4))
+        use_with_masks(fbo, colour_mask(n_attach, (False,) * 4))
         fbo.clear(depth=1.0)
-        _use_with_masks(fbo, _masks(n_attach, (True,) * 4))
+        use_with_masks(fbo, colour_mask(n_attach, (True,) * 4))
         ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
 
         # Sky first, without a depth test and only over its own polygon: llvmpipe pays per
@@ -613,7 +386,7 @@ class PrevizRenderer:
             fan = poly[[i for t in range(1, len(poly) - 1) for i in (0, t, t + 1)]].astype(np.float32)
             self._sky_vbo.write(fan.tobytes())
             sp = self._sky_prog
-            sp["u_rot"].write(_gl_mat(c2w[:3, :3]))
+            sp["u_rot"].write(gl_mat(c2w[:3, :3]))
             sp["u_intr"].value = intrinsics(state.fov_deg, w, h)
             ctx.disable(moderngl.DEPTH_TEST)
             self._sky_vao.render(moderngl.TRIANGLES, vertices=len(fan))
@@ -681,9 +454,9 @@ class PrevizRenderer:
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         ctx.polygon_offset = (-1.0, -4.0)
         # RGB only: the alpha holds the figure index and the control attachments stay as drawn
-        _use_with_masks(fbo, _masks(n_attach, (True, True, True, False), (False,) * 4), depth=False)
+        use_with_masks(fbo, colour_mask(n_attach, (True, True, True, False), (False,) * 4), depth=False)
         self._decal_vaos[layer].render(moderngl.TRIANGLES, instances=n)
-        _use_with_masks(fbo, _masks(n_attach, (True,) * 4))
+        use_with_masks(fbo, colour_mask(n_attach, (True,) * 4))
         ctx.polygon_offset = (0.0, 0.0)
         ctx.disable(moderngl.BLEND)
 
@@ -696,8 +469,8 @@ class PrevizRenderer:
         uv, depth = geometry.project(tops, state.cam_to_world, intr)  # (N, 2) px, (N,) m
         fy = intr[1]
         # a label needs its figure on screen, and its head not hidden behind someone or something
-        visible = [v and not h for v, h in zip(_visible(state, masks), _head_hidden(state, masks), strict=True)]
-        heads = [_face_box(f, state, intr, s.near) for f in state.figures]  # screen boxes, None behind the lens
+        visible = [v and not h for v, h in zip(figures_visible(state, masks), heads_hidden(state, masks), strict=True)]
+        heads = [face_box(f, state, intr, s.near) for f in state.figures]  # screen boxes, None behind the lens
         faces = [box for box, v in zip(heads, visible, strict=True) if box is not None and v]
         order = np.argsort(-depth, kind="stable")  # farthest drawn first
         for i in order:
@@ -721,168 +494,9 @@ class PrevizRenderer:
 _LAYERS = ("background", "figures")
 
 
-class _Instanced:
-    """A per-instance vertex buffer that grows (doubling) when a draw needs more rows."""
-
-    def __init__(self, buffer: Any, capacity: int):
-        self.buffer = buffer
-        self.capacity = capacity  # rows
-
-    def write(self, rows: np.ndarray) -> None:
-        """Upload ``rows`` (N, K) float32 to the start of the buffer."""
-        if len(rows) > self.capacity:
-            self.capacity = 2 * len(rows)
-            self.buffer.orphan(self.capacity * rows.shape[1] * 4)
-        self.buffer.write(np.ascontiguousarray(rows, np.float32).tobytes())
-
-
-def _use_with_masks(fbo: Any, colour: Any, depth: bool = True) -> None:
-    """Set a framebuffer's colour and depth write masks and bind it, so they take effect.
-
-    moderngl (5.13) hands a single-attachment framebuffer's masks to GL only when it is bound
-    (and on clear): setting them on the bound framebuffer alone left the colour-only pass masked
-    off after the depth clear, so a renderer that never drew with controls gave black frames.
-    """
-    fbo.color_mask = colour
-    fbo.depth_mask = depth
-    fbo.use()
-
-
-def _masks(n: int, first: tuple[bool, ...], rest: tuple[bool, ...] | None = None) -> Any:
-    """A colour mask for a framebuffer of ``n`` attachments (moderngl takes a bare tuple for one)."""
-    if n == 1:
-        return first
-    return (first,) + ((rest if rest is not None else first),) * (n - 1)
-
-
-def _visible(state: FrameState, masks: np.ndarray) -> list[bool]:
-    """Per figure, whether any of its pixels made it into ``masks`` (searched in its screen box)."""
-    h, w = masks.shape
-    # a generous box around each figure, walking limbs included: (N * 8, 3) world corners
-    corners = np.array([
-        [f.position[0] + dx * f.height_m, y * f.height_m, f.position[1] + dz * f.height_m]
-        for f in state.figures for dx in (-0.5, 0.5) for dz in (-0.5, 0.5) for y in (0.0, 1.1)
-    ])
-    uv, depth = geometry.project(corners, state.cam_to_world, geometry.intrinsics_from_fov(state.fov_deg, w, h))
-    out = []
-    for i in range(len(state.figures)):
-        box_uv, box_depth = uv[8 * i : 8 * i + 8], depth[8 * i : 8 * i + 8]
-        if np.all(box_depth > 0.0):
-            x0, y0 = np.floor(box_uv.min(axis=0)).astype(int)
-            x1, y1 = np.ceil(box_uv.max(axis=0)).astype(int) + 1
-            x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
-            region = masks[y0:y1, x0:x1] if x0 < x1 and y0 < y1 else masks[:0, :0]
-        else:  # the box straddles the camera plane: its projection is unbounded, search everything
-            region = masks
-        out.append(bool((region == i + 1).any()))
-    return out
-
-
-def _face_box(fig: Any, state: FrameState, intr: Any, near: float) -> tuple[float, float, float, float] | None:
-    """Screen box (x0, y0, x1, y1) px of a figure's head (it may reach past the frame); None when
-    part of it is behind the near plane."""
-    uv, depth = geometry.project(face_points(fig), state.cam_to_world, intr)  # (N, 2) px, (N,) m
-    if not np.all(depth > near):
-        return None
-    x0, y0 = np.floor(uv.min(axis=0))
-    x1, y1 = np.ceil(uv.max(axis=0)) + 1.0
-    return float(x0), float(y0), float(x1), float(y1)
-
-
-def _head_hidden(state: FrameState, masks: np.ndarray) -> list[bool]:
-    """Per figure, whether its head is inside the frame yet none of its pixels show (something covers it)."""
-    h, w = masks.shape
-    intr = geometry.intrinsics_from_fov(state.fov_deg, w, h)
-    out = []
-    for i, f in enumerate(state.figures):
-        # the head from the chin to the top of the hair, as wide as the hair, in a plane through its centre
-        if f.kind != "person":  # an animal's head is ahead of its feet: its body test decides
-            out.append(False)
-            continue
-        centre = np.array([f.position[0], (HEAD_C[1] - head_drop(f)) * f.height_m, f.position[1]])
-        lo, hi, side = -0.055 * f.height_m, 0.075 * f.height_m, 0.052 * f.height_m
-        right = state.cam_to_world[:3, 0]  # the box faces the camera
-        corners = centre + np.array([s * side * right + [0.0, dy, 0.0] for s in (-1, 1) for dy in (lo, hi)])
-        uv, depth = geometry.project(corners, state.cam_to_world, intr)
-        if not np.all(depth > 0.0):
-            out.append(False)  # the head straddles the camera plane: leave it to the body test
-            continue
-        x0, y0 = np.maximum(np.floor(uv.min(axis=0)).astype(int), 0)
-        x1, y1 = np.ceil(uv.max(axis=0)).astype(int) + 1
-        x1, y1 = min(x1, w), min(y1, h)
-        if x0 >= x1 or y0 >= y1:
-            out.append(False)  # off-frame, not covered: the label still says who this is
-            continue
-        out.append(not bool((masks[y0:y1, x0:x1] == i + 1).any()))
-    return out
-
-
 def _area_downsample(rgb: np.ndarray, k: int) -> np.ndarray:
     """Average k x k blocks: (kH, kW, 3) uint8 -> (H, W, 3) uint8."""
     import cv2
 
     h, w = rgb.shape[0] // k, rgb.shape[1] // k
     return cv2.resize(rgb, (w, h), interpolation=cv2.INTER_AREA)
-
-
-RASTERISER_THREADS = "1"  # llvmpipe threads unless LP_NUM_THREADS is set (see create_context)
-GL_BACKENDS = ("egl", "glx", "default")  # DAOTAI_GL: egl (Linux default), glx (an X display), default
-GL_HINTS = {
-    "egl": EGL_HINT,
-    "glx": "OpenGL via GLX needs an X display (DISPLAY, e.g. under Xvfb) and Mesa's GL driver",
-    "Darwin": "macOS did not give an OpenGL 3.3 core context (CGL); previz needs a Mac with OpenGL 4.1",
-    "Windows": "Windows did not give an OpenGL 3.3 context (WGL); update the graphics driver",
-}
-
-
-def context_backend(system: str | None = None, choice: str | None = None) -> str | None:
-    """The moderngl context backend: EGL on Linux (headless), else the platform's own (CGL, WGL).
-
-    ``choice`` (default: $DAOTAI_GL) forces one: ``egl``, ``glx`` (an X display, as CI uses to run
-    the non-EGL path a Mac runs) or ``default`` (moderngl's choice for the platform).
-    """
-    import platform
-
-    system = system or platform.system()
-    choice = (os.environ.get("DAOTAI_GL", "") if choice is None else choice).strip().lower()
-    if choice and choice not in GL_BACKENDS:
-        raise BackendError(f"DAOTAI_GL: {choice!r} must be one of {', '.join(GL_BACKENDS)}")
-    if choice == "default" or (not choice and system != "Linux"):
-        return None  # macOS: a CGL core-profile context (OpenGL 4.1); Windows: WGL
-    if choice == "glx":
-        return None  # on Linux moderngl's default standalone context is GLX
-    return "egl"
-
-
-def create_context() -> Any:
-    """A standalone headless OpenGL 3.3 core context for this platform, or BackendError saying what to install."""
-    import platform
-
-    try:
-        import moderngl
-    except ImportError as exc:  # a base dependency; only a broken install gets here
-        raise BackendError("the previz renderer needs the 'moderngl' package: pip install moderngl") from exc
-    # Mesa's llvmpipe reads its rasteriser thread count once, when the first context of the
-    # process opens; by default it takes one thread per core. One thread is the default here:
-    # (1) a run keeps the main thread and the encoder processes busy on the other cores, and on
-    # 2 cores one rasteriser thread spent ~20 % less CPU per 1080p frame than two (bench/previz.py);
-    # (2) llvmpipe's pixels can depend on its thread count (an orbit shot differed between 1 and 2
-    # threads), so a fixed count keeps renders byte-identical across machines with different core
-    # counts and across processes (cluster workers, the server's workers). An LP_NUM_THREADS
-    # already set wins: a many-core machine may trade that reproducibility for speed.
-    os.environ.setdefault("LP_NUM_THREADS", RASTERISER_THREADS)
-    backend = context_backend()
-    try:
-        if backend is None:
-            return moderngl.create_standalone_context(require=330)
-        return moderngl.create_standalone_context(backend=backend, require=330)
-    except Exception as exc:  # noqa: BLE001  (glcontext raises plain Exception when a library or driver is missing)
-        system = platform.system()
-        hint = GL_HINTS.get(backend or "", GL_HINTS.get(system, GL_HINTS["glx"] if system == "Linux" else ""))
-        raise BackendError(f"{hint} ({exc})") from exc
-
-
-def describe_context(ctx: Any) -> str:
-    """One line naming the OpenGL renderer and version of a context (manifests and doctor show it)."""
-    info = ctx.info
-    return f"{info.get('GL_RENDERER', '?')}; OpenGL {info.get('GL_VERSION', '?')}"
