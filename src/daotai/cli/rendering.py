@@ -165,9 +165,24 @@ def render(
     Shots whose inputs did not change since an earlier render (same shot plan, characters,
     backend, options, model files, encode settings and library versions) are reused from the
     shot cache; the manifest says which shots were rendered and which reused."""
-    from daotai.cli.progress import run_with_progress
-    from daotai.errors import BackendError
-    from daotai.pipeline import PipelineSettings, load_plan_or_script, require_models, resolved_options
+    plan_obj = _load_plan(script, preset, resolution)
+    settings = _pipeline_settings(
+        backend=backend, codec=codec, encoder=encoder, preset=preset, controls=controls, usd_cameras=usd_cameras,
+        shots=shots, strict=strict, enhance_spec=enhance_spec, backend_opts=backend_opts, model=model, device=device,
+        steps=steps, speed=speed, adaptive=adaptive, gpus=gpus, carry_looks=carry_looks, cluster=cluster,
+        cache_dir=cache_dir, no_cache=no_cache, cache_gb=cache_gb, force=force, takes=takes, take_budget=take_budget,
+        retake_on=retake_on, keep_takes=keep_takes, boards=boards,
+    )
+    if not _preflight(plan_obj, settings, script, output, dry_run):
+        return
+    result = _run_render(plan_obj, output, settings, script)
+    _report_done(result, open_when_done, strict)
+
+
+def _load_plan(script: Path, preset: Optional[str], resolution: Optional[str]):
+    """The plan to render: a plan .json as written, or a script (file or stdin) planned at --preset and
+    --resolution. A plan's size is fixed, so --resolution with a plan is refused."""
+    from daotai.pipeline import load_plan_or_script
 
     scripts_read: list[Path] = []
 
@@ -181,7 +196,20 @@ def render(
 
         raise PlanError(f"--resolution: {resolution!r} cannot resize an existing plan; plan the script again "
                         "with --resolution")
+    return plan_obj
+
+
+def _pipeline_settings(*, backend: str, codec: str, encoder: str, preset: Optional[str], controls: bool,
+                       usd_cameras: bool, shots: Optional[str], strict: bool, enhance_spec: Optional[str],
+                       backend_opts: list[str], model: Optional[str], device: Optional[str], steps: Optional[int],
+                       speed: Optional[str], adaptive: bool, gpus: Optional[int], carry_looks: bool,
+                       cluster: Optional[str], cache_dir: Optional[Path], no_cache: bool, cache_gb: float, force: bool,
+                       takes: int, take_budget: Optional[str], retake_on: str, keep_takes: bool,
+                       boards: Optional[str]):
+    """The render command's options as PipelineSettings, each checked as it is read (in the order the
+    options' errors are reported: the first wrong one is named)."""
     from daotai.encode.hardware import check_mode
+    from daotai.pipeline import PipelineSettings
     from daotai.retakes import TakePolicy, parse_budget
 
     retakes = TakePolicy(takes, parse_budget(take_budget), tuple(c.strip() for c in retake_on.split(",") if c.strip()),
@@ -190,7 +218,7 @@ def render(
         from daotai.errors import OptionError
 
         raise OptionError.at("--takes", takes, "retakes run on this machine only; leave out --cluster to use them")
-    settings = PipelineSettings(
+    return PipelineSettings(
         backend=backend,
         codec=codec,
         encoder=check_mode(encoder),
@@ -209,6 +237,14 @@ def render(
         retakes=retakes,
         boards=boards_format(boards, "--boards"),
     )
+
+
+def _preflight(plan_obj, settings, script: Path, output: Path, dry_run: bool) -> bool:
+    """The checks before any work: backend options, then model files, then the estimate (a dry run's
+    report, or a warning for a long render). False when it was a dry run: nothing more to do."""
+    from daotai.errors import BackendError
+    from daotai.pipeline import require_models, resolved_options
+
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
     try:  # so is a model that is not downloaded, before the estimate and any warning
         require_models(settings)
@@ -218,12 +254,18 @@ def render(
         err.print(f"[yellow]warning[/yellow] {escape(str(exc))}")  # a dry run still says what the render would take
     if dry_run or not settings.cluster:  # a cluster's machines are not this one: no estimate there
         _announce_cost(plan_obj, settings, output, dry_run, None if str(script) == STDIN else script)
-        if dry_run:
-            return
+    return not dry_run
+
+
+def _run_render(plan_obj, output: Path, settings, script: Path):
+    """Render with a progress bar. A stopped render (Ctrl-C, or any failure the pipeline explained)
+    gains notes saying the output folder is untouched and which command resumes it."""
+    from daotai.cli.progress import run_with_progress
+
     try:
         # a script read from stdin has no file: its sound and images are found from here (as read_script checked them)
         source = None if str(script) == STDIN else script
-        result = run_with_progress(plan_obj, output, settings, source=source, console=err)
+        return run_with_progress(plan_obj, output, settings, source=source, console=err)
     except BaseException as exc:
         interrupted = interrupted_inside(exc)  # a Ctrl-C a library wrapped counts too
         if interrupted and not getattr(exc, "__notes__", None):  # Ctrl-C landed outside the pipeline's frames
@@ -238,6 +280,10 @@ def render(
                 stopped.add_note(note)
             raise stopped from None
         raise
+
+
+def _report_done(result, open_when_done: bool, strict: bool) -> None:
+    """After the render: where the sequence is, --open it, and with --strict fail on failed checks."""
     out.print(f"[green]done[/green] {result.sequence} ({result.summary})")
     if open_when_done:
         problem = open_with_system(Path(result.sequence))
