@@ -250,7 +250,7 @@ def require_models(settings: PipelineSettings, options=None) -> None:
     Control-Camera checkpoint) that is not downloaded here; the error names the command that pulls it.
     A cluster's workers load their own copies, so a cluster run is not checked here."""
     from daotai.render.registry import spec_for
-    from daotai.runtime.models import require_pulled
+    from daotai.runtime.model_lookup import require_pulled
 
     spec = spec_for(settings.backend)
     if spec.family is None or settings.cluster:
