@@ -628,7 +628,7 @@ MAX_SOUNDTRACK_READ_S = 6 * 3600.0  # a soundtrack is decoded only as far as the
 
 def soundtrack_file(plan: Plan, source: Path | None) -> Path | None:
     """The soundtrack's file: relative paths resolve against the script's (or plan's) folder."""
-    from daotai.script.schema import UPLOAD_PREFIX
+    from daotai.script.sound_and_footage import UPLOAD_PREFIX
 
     track = plan.soundtrack
     if track is None:
