@@ -135,7 +135,7 @@ def key_aliases(field: str) -> AliasChoices:
 
 
 def omit_unused(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Drop sound keys left empty (None, "", no items), so scripts without sound dump (and hash) as before."""
+    """Drop ``keys`` left empty (None, "", no items), so scripts that do not use them dump (and hash) as before."""
     return {k: v for k, v in data.items() if not (k in keys and (v is None or (isinstance(v, (str, list, tuple)) and not v)))}
 
 

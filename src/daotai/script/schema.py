@@ -9,6 +9,10 @@ Shorthand that people write is accepted and normalised here (``"scene": "office"
 ``"brown"``, ``"duration": "2.5 s"``, ``"framing": "中景"``, ``color`` for ``colour``; the readers
 are in :mod:`daotai.script.spellings`); nothing is silently *fixed*: a value that breaks a rule
 is an error, and numbers are JSON numbers (``true`` or ``"24"`` is not a number).
+
+The models that make up a script are here; the field types they are built from are in
+:mod:`daotai.script.fields`, the camera in :mod:`daotai.script.camera_spec`, and the sound and
+footage a script refers to in :mod:`daotai.script.sound_and_footage`.
 """
 
 from __future__ import annotations
