@@ -335,13 +335,13 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
     ``turbo``: a turbo LoRA file (its own steps replace ``steps``)."""
     import numpy as np
 
-    import daotai.runtime.models as models
+    import daotai.runtime.model_loading as model_loading
     from daotai.events import Frame, Notice
     from daotai.render.base import RenderJob, RunContext
     from daotai.render.h3 import H3Backend
 
     sync, reset, peak = _device_tools(device)
-    original = models.load_components
+    original = model_loading.load_components
     timer = ForwardTimer(sync)
 
     def load_with_bench_partition(pipe: Any, resolved: Any, family: str, runtime: Any, names: Any) -> Any:
@@ -351,7 +351,7 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
             timer.attach(pipe.transformer)
         return loaded
 
-    models.load_components = load_with_bench_partition
+    model_loading.load_components = load_with_bench_partition
     try:
         options = {"turbo": str(turbo)} if turbo is not None else {"steps": steps}
         backend = H3Backend(model=str(folder), device=device, speed=speed, accept_licence=True, workflow="t2va",
@@ -375,7 +375,7 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
         sync()
         total = time.perf_counter() - started
     finally:
-        models.load_components = original
+        model_loading.load_components = original
     notices = [e.text for e in events if isinstance(e, Notice)]
     frames = np.stack([e.rgb for e in events if isinstance(e, Frame)])
     cache = getattr(backend.runner.pipe.transformer, "_daotai_interval_cache", None)

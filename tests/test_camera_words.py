@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from daotai.plan import camera as cam
 from daotai.plan.moves import resolve_move
 from daotai.script import vocab
+from daotai.script.camera_spec import CameraSpec
 from daotai.script.load import validate_script
 from daotai.script.prompt_reader import read_prompt
-from daotai.script.schema import CameraSpec
 from daotai.script.spellings import read_camera, read_camera_phrase
 
 # Every spelling of the camera table: (move, direction or None, pan follow). A word added to the

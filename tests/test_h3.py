@@ -366,11 +366,11 @@ def damaged(source: Path, folder: Path, how: str) -> Path:
     ("custom code", "carries its own pipeline code"),
 ])
 def test_a_damaged_folder_is_refused_before_anything_loads(tiny_h3, script, tmp_path, monkeypatch, how, message):
-    from daotai.runtime import models
+    from daotai.runtime import model_loading
 
     folder = damaged(tiny_h3, tmp_path / "broken", how)
     loads = []
-    monkeypatch.setattr(models, "load_components", lambda *a, **k: loads.append(a) or [])
+    monkeypatch.setattr(model_loading, "load_components", lambda *a, **k: loads.append(a) or [])
     plan = plan_of(script)
     backend = backend_for(folder, script.parent)
     try:

@@ -255,7 +255,7 @@ def test_a_failed_conversion_leaves_nothing_and_bad_settings_are_refused(tiny_h3
 
 def test_free_space_is_checked_before_converting(tiny_h3, tmp_path):
     from daotai.mlx.h3_convert import converted_bytes
-    from daotai.runtime.models import check_free_space
+    from daotai.runtime.model_space import check_free_space
 
     need = converted_bytes(tiny_h3, 4, 64)
     with pytest.raises(BackendError, match=r"needs .* free in .* but .* is free"):

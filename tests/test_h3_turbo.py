@@ -109,7 +109,7 @@ def test_turbo_steps_shift_and_alpha_come_from_the_file_and_are_applied(tiny_h3,
     from diffusers import MiniMaxH3Transformer3DModel
     from safetensors.torch import load_file
 
-    from daotai.runtime.models import sha256_of
+    from daotai.runtime.model_checks import sha256_of
 
     path = turbo_file(tmp_path / "turbo.safetensors", {"steps": "3", "shift": "5.0", "alpha": "0.5"})
     frames, notices = render(tiny_h3, plan, turbo=str(path))

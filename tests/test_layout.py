@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daotai.plan.layout import CONTAINERS, RUN_KINDS, SHOT_KINDS, RenderLayout, public_name
-from daotai.script.schema import ID_PATTERN
+from daotai.script.fields import ID_PATTERN
 
 # Shot ids the script schema allows, plus ones built from the control files' endings.
 TRICKY = ["a_depth", "x_depth_preview", "m_mask", "depth", "mask", "index", "sequence", "s_depth_preview_mask",

@@ -477,7 +477,7 @@ def test_the_condition_pipeline_keeps_the_dtypes_each_component_was_loaded_in(ti
 def test_a_pipeline_missing_a_component_the_condition_pipeline_needs_is_refused(tiny_ltx2):
     from daotai.render.ltx2 import as_condition_pipeline
     from daotai.runtime.device import resolve_runtime
-    from daotai.runtime.models import load_pipeline
+    from daotai.runtime.model_loading import load_pipeline
 
     pipe, _ = load_pipeline(str(tiny_ltx2), "ltx2", resolve_runtime("cpu"))
     pipe.vocoder = None

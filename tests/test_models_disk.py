@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from daotai import catalog
 from daotai.errors import BackendError
-from daotai.runtime import models
+from daotai.runtime import model_checks, model_downloads, model_lookup, model_space
 
 NAME = "wan2.1-t2v-1.3b"
 GIB = 1 << 30
@@ -49,7 +49,7 @@ def model_files(variant: int = 0) -> dict[str, bytes]:
 
 
 class FakeHub:
-    """The parts of huggingface_hub that daotai.runtime.models uses, over the cache's real layout."""
+    """The parts of huggingface_hub that daotai.runtime.model_downloads uses, over the cache's real layout."""
 
     def __init__(self, cache: Path, commits: dict[str, dict[str, bytes]], head: str,
                  claimed_sizes: dict[str, int] | None = None):
@@ -96,7 +96,7 @@ class FakeHub:
         class Strategy:
             def __init__(self, commits):
                 self.commits = commits
-                self.expected_freed_size = sum(models.folder_bytes(hub._snapshot(c)) for c in commits)
+                self.expected_freed_size = sum(model_space.folder_bytes(hub._snapshot(c)) for c in commits)
 
             def execute(self):
                 import shutil
@@ -124,13 +124,13 @@ def env(tmp_path, monkeypatch):
 
 
 def use(monkeypatch, hub: FakeHub) -> FakeHub:
-    monkeypatch.setattr(models, "_hub", lambda: hub)
+    monkeypatch.setattr(model_downloads, "hub_library", lambda: hub)
     return hub
 
 
 def plenty(monkeypatch) -> None:
     """Free space that is never the limit (the success paths do not depend on this machine's disk)."""
-    monkeypatch.setattr(models, "free_bytes", lambda path: 10**13)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 10**13)
 
 
 # ------------------------------------------------------------------ the nearly full filesystem
@@ -155,34 +155,34 @@ def _pull_into_full_disk(cache: Path, monkeypatch) -> tuple[BackendError, FakeHu
     big = "transformer/diffusion_pytorch_model.safetensors"
     hub = use(monkeypatch, FakeHub(cache / "hub", {A: model_files()}, A, claimed_sizes={big: 50_000_000}))
     with pytest.raises(BackendError) as info:
-        models.pull(NAME)
+        model_downloads.pull(NAME)
     needed = 50_000_000 + sum(len(v) for k, v in model_files().items() if k != big)
     return info.value, hub, needed
 
 
 def test_a_pull_into_a_nearly_full_tmpfs_fails_before_downloading(small_tmpfs, env, monkeypatch):
-    free = models.free_bytes(small_tmpfs / "hub")
+    free = model_space.free_bytes(small_tmpfs / "hub")
     assert free <= 4 * 1024 * 1024
     error, hub, needed = _pull_into_full_disk(small_tmpfs, monkeypatch)
-    shortfall = needed + models.space_margin(needed) - free
+    shortfall = needed + model_space.space_margin(needed) - free
     message = str(error)
-    assert message.startswith(f"models pull {NAME}: needs ") and f"{models._gb(shortfall)} missing" in message
+    assert message.startswith(f"models pull {NAME}: needs ") and f"{model_space._gb(shortfall)} missing" in message
     assert str(small_tmpfs / "hub") in message
     assert hub.downloads == [] and not (small_tmpfs / "hub").exists()  # nothing written
-    assert models.pulled_record(catalog.model_row(NAME)) is None
+    assert model_lookup.pulled_record(catalog.model_row(NAME)) is None
 
 
 def test_a_pull_with_too_little_space_fails_before_downloading_injected_probe(env, monkeypatch):
-    monkeypatch.setattr(models, "free_bytes", lambda path: 300 * 1024 * 1024)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 300 * 1024 * 1024)
     error, hub, needed = _pull_into_full_disk(env, monkeypatch)
-    shortfall = needed + models.space_margin(needed) - 300 * 1024 * 1024
-    assert f"{models._gb(shortfall)} missing" in str(error) and hub.downloads == []
+    shortfall = needed + model_space.space_margin(needed) - 300 * 1024 * 1024
+    assert f"{model_space._gb(shortfall)} missing" in str(error) and hub.downloads == []
 
 
 def test_the_cli_says_the_shortfall_in_one_line(env, monkeypatch):
     from daotai import cli
 
-    monkeypatch.setattr(models, "free_bytes", lambda path: 10 * 1024 * 1024)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 10 * 1024 * 1024)
     _, hub, _ = (None, use(monkeypatch, FakeHub(env / "hub", {A: model_files()}, A)), None)
     result = CliRunner().invoke(cli.app, ["models", "pull", NAME])
     assert isinstance(result.exception, BackendError) and "missing" in str(result.exception)
@@ -192,27 +192,27 @@ def test_the_cli_says_the_shortfall_in_one_line(env, monkeypatch):
 def test_space_needed_counts_only_what_the_cache_lacks(env, monkeypatch):
     spec = catalog.model_row(NAME)
     files = model_files()
-    snapshot = models.HubSnapshot(A, {k: hashlib.sha256(v).hexdigest() for k, v in files.items()},
+    snapshot = model_downloads.HubSnapshot(A, {k: hashlib.sha256(v).hexdigest() for k, v in files.items()},
                                   {k: len(v) for k, v in files.items()},
                                   {k: hashlib.sha256(v).hexdigest() for k, v in files.items()})
     total = sum(len(v) for v in files.values())
-    assert models.download_bytes(spec, snapshot, None, []) == total
-    blobs = models.hub_cache_dir() / ("models--" + spec.repo_id.replace("/", "--")) / "blobs"
+    assert model_downloads.download_bytes(spec, snapshot, None, []) == total
+    blobs = model_lookup.hub_cache_dir() / ("models--" + spec.repo_id.replace("/", "--")) / "blobs"
     blobs.mkdir(parents=True)
     done = "model_index.json"
     (blobs / snapshot.blobs[done]).write_bytes(files[done])  # already downloaded: costs nothing
     half = "transformer/diffusion_pytorch_model.safetensors"
     (blobs / f"{snapshot.blobs[half]}.incomplete").write_bytes(files[half][:10])  # resumes: costs the rest
-    assert models.download_bytes(spec, snapshot, None, []) == total - len(files[done]) - 10
-    assert models.download_bytes(spec, snapshot, ["scheduler/*"], []) == len(files["scheduler/scheduler_config.json"])
-    assert models.download_bytes(spec, snapshot, None, ["*.safetensors", "*.json"]) == 0
+    assert model_downloads.download_bytes(spec, snapshot, None, []) == total - len(files[done]) - 10
+    assert model_downloads.download_bytes(spec, snapshot, ["scheduler/*"], []) == len(files["scheduler/scheduler_config.json"])
+    assert model_downloads.download_bytes(spec, snapshot, None, ["*.safetensors", "*.json"]) == 0
     # no sizes from the hub: the catalog's size stands in
-    assert models.download_bytes(spec, models.HubSnapshot(A), None, []) == int(spec.size_gb * 1e9)
+    assert model_downloads.download_bytes(spec, model_downloads.HubSnapshot(A), None, []) == int(spec.size_gb * 1e9)
 
 
 def test_the_margin_is_a_share_with_a_floor():
-    assert models.space_margin(1000) == models.SPACE_MARGIN_MIN_BYTES == GIB
-    assert models.space_margin(100 * 10**9) == 5 * 10**9
+    assert model_space.space_margin(1000) == model_space.SPACE_MARGIN_MIN_BYTES == GIB
+    assert model_space.space_margin(100 * 10**9) == 5 * 10**9
 
 
 # ------------------------------------------------------------------ list, update
@@ -223,12 +223,12 @@ def test_a_pull_records_its_commit_and_list_shows_size_and_commit(env, monkeypat
 
     plenty(monkeypatch)
     hub = use(monkeypatch, FakeHub(env / "hub", {A: model_files()}, A))
-    folder = models.pull(NAME)
+    folder = model_downloads.pull(NAME)
     assert hub.downloads == [A] and folder.name == A
     spec = catalog.model_row(NAME)
-    assert models.cached_path(spec) == folder  # found by the recorded commit (the hub wrote no refs/main)
-    pulled = models.pulled_model(spec)
-    assert pulled.commit == A and pulled.bytes == models.folder_bytes(folder)  # the files and their manifest
+    assert model_lookup.cached_path(spec) == folder  # found by the recorded commit (the hub wrote no refs/main)
+    pulled = model_lookup.pulled_model(spec)
+    assert pulled.commit == A and pulled.bytes == model_space.folder_bytes(folder)  # the files and their manifest
     assert pulled.bytes > sum(len(v) for v in model_files().values())
     result = CliRunner().invoke(cli.app, ["models", "list"])
     line = next(line for line in result.stdout.splitlines() if line.startswith(NAME))
@@ -241,17 +241,17 @@ def test_update_fetches_a_newer_commit_only_when_asked(env, monkeypatch):
     plenty(monkeypatch)
     hub = use(monkeypatch, FakeHub(env / "hub", {A: model_files(0), B: model_files(1)}, A))
     spec = catalog.model_row(NAME)
-    models.pull(NAME)
+    model_downloads.pull(NAME)
     hub.head = B  # upstream moves on
-    assert models.cached_path(spec).name == A  # nothing changes until asked
-    assert models.pulled_model(spec).commit == A and hub.downloads == [A]
-    result = models.update(NAME)
+    assert model_lookup.cached_path(spec).name == A  # nothing changes until asked
+    assert model_lookup.pulled_model(spec).commit == A and hub.downloads == [A]
+    result = model_downloads.update(NAME)
     assert (result.before, result.after) == (A, B) and hub.downloads == [A, B]
-    assert models.cached_path(spec).name == B
-    record = models.pulled_record(spec)
+    assert model_lookup.cached_path(spec).name == B
+    record = model_lookup.pulled_record(spec)
     assert record["commit"] == B and record["previous"] == A and record["how"] == "update"
-    assert models.read_manifest(result.path)["source"]["commit"] == B  # verified and recorded
-    again = models.update(NAME)
+    assert model_checks.read_manifest(result.path)["source"]["commit"] == B  # verified and recorded
+    again = model_downloads.update(NAME)
     assert again.before == again.after == B and hub.downloads == [A, B]  # up to date: nothing fetched
 
 
@@ -259,12 +259,12 @@ def test_an_update_that_fails_verification_keeps_the_previous_commit(env, monkey
     plenty(monkeypatch)
     hub = use(monkeypatch, FakeHub(env / "hub", {A: model_files(0), B: model_files(1)}, A))
     spec = catalog.model_row(NAME)
-    models.pull(NAME)
+    model_downloads.pull(NAME)
     hub.head = B
     hub.corrupt.add("transformer/diffusion_pytorch_model.safetensors")
     with pytest.raises(BackendError, match="does not match the hub's"):
-        models.update(NAME)
-    assert models.pulled_record(spec)["commit"] == A and models.cached_path(spec).name == A
+        model_downloads.update(NAME)
+    assert model_lookup.pulled_record(spec)["commit"] == A and model_lookup.cached_path(spec).name == A
 
 
 def test_update_prune_frees_the_previous_snapshot(env, monkeypatch):
@@ -272,7 +272,7 @@ def test_update_prune_frees_the_previous_snapshot(env, monkeypatch):
 
     plenty(monkeypatch)
     hub = use(monkeypatch, FakeHub(env / "hub", {A: model_files(0), B: model_files(1)}, A))
-    models.pull(NAME)
+    model_downloads.pull(NAME)
     hub.head = B
     result = CliRunner().invoke(cli.app, ["models", "update", NAME, "--prune"])
     assert result.exit_code == 0, result.output
@@ -283,22 +283,22 @@ def test_update_prune_frees_the_previous_snapshot(env, monkeypatch):
 def test_update_checks_space_before_downloading(env, monkeypatch):
     plenty(monkeypatch)
     hub = use(monkeypatch, FakeHub(env / "hub", {A: model_files(0), B: model_files(1)}, A))
-    models.pull(NAME)
+    model_downloads.pull(NAME)
     hub.head = B
-    monkeypatch.setattr(models, "free_bytes", lambda path: 1024)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 1024)
     with pytest.raises(BackendError, match=f"models update {NAME}: needs .* missing"):
-        models.update(NAME)
+        model_downloads.update(NAME)
     assert hub.downloads == [A]
 
 
 def test_update_refuses_what_it_cannot_do(env, monkeypatch):
     use(monkeypatch, FakeHub(env / "hub", {A: model_files()}, A))
     with pytest.raises(BackendError, match=f"not downloaded; run: daotai models pull {NAME}"):
-        models.update(NAME)
+        model_downloads.update(NAME)
     pinned = catalog.model_row(NAME).__class__(**{**catalog.model_row(NAME).__dict__, "revision": A})
-    monkeypatch.setattr(models, "spec_for", lambda name: pinned)
+    monkeypatch.setattr(model_downloads, "spec_for", lambda name: pinned)
     with pytest.raises(BackendError, match=f"pins it to commit {A[:12]}"):
-        models.update(NAME)
+        model_downloads.update(NAME)
 
 
 # ------------------------------------------------------------------ convert
@@ -313,11 +313,11 @@ def test_convert_space_is_estimated_and_checked_first(tmp_path, monkeypatch):
         struct.pack("<Q", len(header)) + header + b"\0" * 66560)
     (source / "vae").mkdir()
     (source / "vae" / "w.safetensors").write_bytes(b"\0" * 1000)
-    estimate = models.convert_bytes(source, 4, 64, ["vae", "model_index.json"])
+    estimate = model_space.convert_bytes(source, 4, 64, ["vae", "model_index.json"])
     assert estimate == int(128 * 256 * (4 + 32 / 64) / 8) + 1024 + 1000
-    monkeypatch.setattr(models, "free_bytes", lambda path: 5000)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 5000)
     with pytest.raises(BackendError, match="models convert wan: needs .* missing"):
-        models.check_free_space(tmp_path / "out", estimate, "models convert wan")
+        model_space.check_free_space(tmp_path / "out", estimate, "models convert wan")
 
 
 def test_the_convert_command_refuses_before_converting(tmp_path, monkeypatch):
@@ -328,7 +328,7 @@ def test_the_convert_command_refuses_before_converting(tmp_path, monkeypatch):
     source = tmp_path / "wan"
     (source / "transformer").mkdir(parents=True)
     (source / "transformer" / "model.safetensors").write_bytes(safetensors_bytes(64))
-    monkeypatch.setattr(models, "free_bytes", lambda path: 1024)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 1024)
     monkeypatch.setattr(mlx_convert, "convert", lambda *a, **k: pytest.fail("converted without the space"))
     result = CliRunner().invoke(cli.app, ["models", "convert", str(source), "-o", str(tmp_path / "out")])
     assert isinstance(result.exception, BackendError) and "missing" in str(result.exception)
@@ -337,7 +337,7 @@ def test_the_convert_command_refuses_before_converting(tmp_path, monkeypatch):
 
 def test_the_default_hub_cache_folder_is_found_without_hf_environment(monkeypatch):
     """With neither HF_HUB_CACHE nor HF_HOME set, the hub's own default is used (models list, /v1/models)."""
-    from daotai.runtime.models import hub_cache_dir
+    from daotai.runtime.model_lookup import hub_cache_dir
 
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HF_HOME", raising=False)

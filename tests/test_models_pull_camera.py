@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from daotai.errors import BackendError
-from daotai.runtime import models
+from daotai.runtime import model_checks, model_downloads, model_lookup, model_space
 from test_models_disk import FakeHub, safetensors_bytes
 
 NAME = "wan2.1-fun-1.3b-control-camera"
@@ -55,9 +55,9 @@ class PatternHub(FakeHub):
 def hub(tmp_path, monkeypatch) -> PatternHub:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr(models, "free_bytes", lambda path: 10**13)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 10**13)
     fake = PatternHub(tmp_path / "hub", {COMMIT: fun_files()}, COMMIT)
-    monkeypatch.setattr(models, "_hub", lambda: fake)
+    monkeypatch.setattr(model_downloads, "hub_library", lambda: fake)
     return fake
 
 
@@ -66,15 +66,15 @@ def test_pull_fetches_only_the_transformer_and_its_config_hashed(hub):
 
     result = CliRunner().invoke(cli.app, ["models", "pull", NAME])
     assert result.exit_code == 0, result.output
-    folder = models.cached_path(models.spec_for(NAME))
+    folder = model_lookup.cached_path(model_lookup.spec_for(NAME))
     assert folder is not None
     got = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    assert got == sorted(["README.md", "config.json", "diffusion_pytorch_model.safetensors", models.MANIFEST_NAME])
-    manifest = models.read_manifest(folder)
+    assert got == sorted(["README.md", "config.json", "diffusion_pytorch_model.safetensors", model_checks.MANIFEST_NAME])
+    manifest = model_checks.read_manifest(folder)
     weights = fun_files()["diffusion_pytorch_model.safetensors"]
     assert manifest["files"]["diffusion_pytorch_model.safetensors"]["sha256"] == hashlib.sha256(weights).hexdigest()
-    assert manifest["source"] == {"kind": "hub", "repo_id": models.spec_for(NAME).repo_id, "commit": COMMIT}
-    assert models.checkpoint_folder(NAME) == folder  # what -O checkpoint=<name> reads
+    assert manifest["source"] == {"kind": "hub", "repo_id": model_lookup.spec_for(NAME).repo_id, "commit": COMMIT}
+    assert model_lookup.checkpoint_folder(NAME) == folder  # what -O checkpoint=<name> reads
 
 
 def test_the_backend_finds_the_pulled_checkpoint_by_name(hub):
@@ -82,17 +82,17 @@ def test_the_backend_finds_the_pulled_checkpoint_by_name(hub):
 
     with pytest.raises(BackendError, match=f"models pull {NAME}"):
         checkpoint_files(NAME)
-    folder = models.pull(NAME)
+    folder = model_downloads.pull(NAME)
     assert checkpoint_files(NAME) == [folder / "diffusion_pytorch_model.safetensors"]
 
 
 def test_a_corrupt_download_is_refused(hub):
     hub.corrupt.add("diffusion_pytorch_model.safetensors")
     with pytest.raises(BackendError, match="does not match the hub"):
-        models.pull(NAME)
+        model_downloads.pull(NAME)
 
 
 def test_a_repository_without_safetensors_is_refused(hub):
     hub.commits[COMMIT] = {k: v for k, v in fun_files().items() if not k.endswith(".safetensors")}
     with pytest.raises(BackendError, match="no .safetensors"):
-        models.pull(NAME)
+        model_downloads.pull(NAME)

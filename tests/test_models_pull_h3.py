@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from daotai.errors import OptionError
-from daotai.runtime import models
+from daotai.runtime import licences, model_downloads, model_lookup, model_space
 from test_models_disk import FakeHub, safetensors_bytes
 
 H3 = "minimax-h3"
@@ -60,9 +60,9 @@ class SelectiveHub(FakeHub):
 def hub(tmp_path, monkeypatch) -> SelectiveHub:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr(models, "free_bytes", lambda path: 10**13)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 10**13)
     fake = SelectiveHub(tmp_path / "hub", {COMMIT: h3_files()}, COMMIT)
-    monkeypatch.setattr(models, "_hub", lambda: fake)
+    monkeypatch.setattr(model_downloads, "hub_library", lambda: fake)
     return fake
 
 
@@ -79,7 +79,7 @@ def test_the_cli_refuses_until_the_licence_is_accepted_then_pulls_one_workflow(h
     assert (folder / "transformer" / "diffusion_pytorch_model.safetensors").is_file()
     assert not (folder / "transformer_ref").exists()  # ref2va's partition was not pulled
     assert (folder / "text_encoder" / "config.json").is_file() and (folder / "LICENSE").is_file()
-    assert models.pulled_record(models.spec_for(H3))["workflow"] == "t2va"
+    assert model_lookup.pulled_record(model_lookup.spec_for(H3))["workflow"] == "t2va"
 
 
 def test_an_unknown_workflow_is_refused_with_the_choices(hub):
@@ -109,5 +109,5 @@ def test_the_command_a_render_names_for_a_missing_model_is_the_one_that_pulls_it
     result = CliRunner().invoke(cli.app, words[1:])
     assert result.exit_code == 0, result.output
     require_models(settings)  # downloaded now: nothing to refuse
-    assert models.licence_acceptance(models.spec_for(H3)) is not None
-    assert models.pull_command(models.spec_for(H3)) == f"daotai models pull {H3}"  # accepted once, not asked again
+    assert licences.licence_acceptance(model_lookup.spec_for(H3)) is not None
+    assert model_lookup.pull_command(model_lookup.spec_for(H3)) == f"daotai models pull {H3}"  # accepted once, not asked again

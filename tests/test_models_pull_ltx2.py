@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from daotai.errors import BackendError, OptionError
-from daotai.runtime import models
+from daotai.runtime import model_checks, model_downloads, model_lookup, model_space
 from test_models_disk import safetensors_bytes
 from test_models_pull_h3 import SelectiveHub
 
@@ -45,9 +45,9 @@ def ltx2_files(connectors_library: str = "ltx2") -> dict[str, bytes]:
 def hub(tmp_path, monkeypatch) -> SelectiveHub:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr(models, "free_bytes", lambda path: 10**13)
+    monkeypatch.setattr(model_space, "free_bytes", lambda path: 10**13)
     fake = SelectiveHub(tmp_path / "hub", {COMMIT: ltx2_files()}, COMMIT)
-    monkeypatch.setattr(models, "_hub", lambda: fake)
+    monkeypatch.setattr(model_downloads, "hub_library", lambda: fake)
     return fake
 
 
@@ -60,32 +60,32 @@ def test_the_pull_waits_for_the_licence_then_fetches_the_folders_not_the_single_
 
     result = CliRunner().invoke(cli.app, ["models", "pull", LTX2, "--accept-licence"])
     assert result.exit_code == 0, result.output
-    folder = models.cached_path(models.spec_for(LTX2))
+    folder = model_lookup.cached_path(model_lookup.spec_for(LTX2))
     assert folder is not None and (folder / "model_index.json").is_file() and (folder / "LICENSE").is_file()
     assert (folder / "connectors" / "diffusion_pytorch_model.safetensors").is_file()
     assert (folder / "vocoder" / "config.json").is_file() and (folder / "tokenizer" / "config.json").is_file()
     assert not (folder / CHECKPOINT).exists()  # tens of GB the folder loader never reads
-    assert CHECKPOINT not in models.read_manifest(folder)["files"]
+    assert CHECKPOINT not in model_checks.read_manifest(folder)["files"]
 
 
 def test_the_download_size_leaves_the_single_files_out(hub):
-    spec = models.spec_for(LTX2)
-    snapshot = models.hub_snapshot(spec)
+    spec = model_lookup.spec_for(LTX2)
+    snapshot = model_downloads.hub_snapshot(spec)
     folders = sum(size for name, size in snapshot.sizes.items() if "/" in name)
-    allow = [models.INDEX_NAME, models.MODULAR_INDEX_NAME, "README.md", "LICENSE*", "LICENCE*", "*/*"]
-    tops = sum(len(data) for name, data in ltx2_files().items() if name in (models.INDEX_NAME, "LICENSE"))
-    assert models.download_bytes(spec, snapshot, allow, []) == folders + tops
+    allow = [model_checks.INDEX_NAME, model_checks.MODULAR_INDEX_NAME, "README.md", "LICENSE*", "LICENCE*", "*/*"]
+    tops = sum(len(data) for name, data in ltx2_files().items() if name in (model_checks.INDEX_NAME, "LICENSE"))
+    assert model_downloads.download_bytes(spec, snapshot, allow, []) == folders + tops
 
 
 def test_only_diffusers_own_pipeline_packages_pass_as_component_libraries(tmp_path):
     for name, data in ltx2_files().items():
         (tmp_path / "good" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "good" / name).write_bytes(data)
-    assert models.check_model_folder(tmp_path / "good", "ltx2")["connectors"] == ["ltx2", "LTX2TextConnectors"]
+    assert model_checks.check_model_folder(tmp_path / "good", "ltx2")["connectors"] == ["ltx2", "LTX2TextConnectors"]
     for library in ("evil_pkg", "wan", "os.path"):  # not a package, one without the class, not a name
         bad = tmp_path / library
         for name, data in ltx2_files(library).items():
             (bad / name).parent.mkdir(parents=True, exist_ok=True)
             (bad / name).write_bytes(data)
         with pytest.raises(BackendError, match=f"component 'connectors' comes from '{library}'"):
-            models.check_model_folder(bad, "ltx2")
+            model_checks.check_model_folder(bad, "ltx2")

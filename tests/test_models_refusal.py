@@ -16,14 +16,14 @@ pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
 from daotai.errors import BackendError  # noqa: E402
-from daotai.runtime.models import (  # noqa: E402
+from daotai.runtime.model_checks import (  # noqa: E402
     MANIFEST_NAME,
     check_manifest,
     check_model_folder,
     read_safetensors_header,
-    resolve_model,
     write_folder_manifest,
 )
+from daotai.runtime.model_lookup import resolve_model  # noqa: E402
 
 
 @pytest.fixture()

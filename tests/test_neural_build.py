@@ -17,7 +17,7 @@ FIXTURES = {"wan": "tiny_wan", "wan-vace": "tiny_vace", "ltx": "tiny_ltx"}  # co
 @pytest.mark.parametrize("family", sorted(BUILDERS))
 def test_tiny_folder_loads_through_the_user_loader(family, request):
     from daotai.runtime.device import resolve_runtime
-    from daotai.runtime.models import load_pipeline
+    from daotai.runtime.model_loading import load_pipeline
 
     folder = request.getfixturevalue(FIXTURES[family])
     pipe, model = load_pipeline(str(folder), family, resolve_runtime("cpu"))
@@ -29,7 +29,7 @@ def test_tiny_folder_loads_through_the_user_loader(family, request):
 def test_footprint_measured_from_a_folder_counts_every_parameter(tiny_wan):
     from daotai.runtime.device import resolve_runtime
     from daotai.runtime.memory import footprint_from_folder, plan_placement
-    from daotai.runtime.models import load_pipeline
+    from daotai.runtime.model_loading import load_pipeline
 
     folder = tiny_wan
     footprint = footprint_from_folder(folder, "wan")
@@ -44,7 +44,7 @@ def test_footprint_measured_from_a_folder_counts_every_parameter(tiny_wan):
 def test_accelerator_dtype_rules_reach_each_component(tiny_wan):
     """The CUDA rule (bf16 transformer and text encoder, float32 VAE) applied at load time, checked on CPU."""
     from daotai.runtime.device import Runtime, dtype_rule
-    from daotai.runtime.models import load_pipeline
+    from daotai.runtime.model_loading import load_pipeline
 
     runtime = Runtime("cpu", "cpu", *dtype_rule("cuda"), memory_bytes=0)
     pipe, _ = load_pipeline(str(tiny_wan), "wan", runtime)

@@ -298,7 +298,7 @@ def test_seeds_are_the_same_in_every_process():
 ], ids=lambda v: "-".join(str(x) for x in v.values()) if isinstance(v, dict) else None)
 def test_default_moves_go_the_way_their_names_say(camera, motion, rotate, fov_end):
     from daotai.plan.moves import resolve_move
-    from daotai.script.schema import CameraSpec
+    from daotai.script.camera_spec import CameraSpec
 
     move = resolve_move(CameraSpec.model_validate(camera), 3.0)  # subject 3 m away
     assert move.motion == pytest.approx(motion)

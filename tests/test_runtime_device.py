@@ -23,7 +23,9 @@ def test_dtype_rules_per_device():
 
 def test_importing_the_neural_modules_probes_nothing():
     code = (
-        "import sys; import daotai.runtime.device, daotai.runtime.models, daotai.runtime.memory, "
+        "import sys; import daotai.runtime.device, daotai.runtime.model_lookup, daotai.runtime.model_checks, "
+        "daotai.runtime.model_downloads, daotai.runtime.model_loading, daotai.runtime.model_space, "
+        "daotai.runtime.licences, daotai.runtime.memory, "
         "daotai.render.wan, daotai.render.wan_vace, daotai.render.ltx, daotai.render.neural.runner, "
         "daotai.render.wan_mlx; "
         "print(sorted(m for m in ('torch', 'diffusers', 'transformers', 'huggingface_hub') if m in sys.modules))"

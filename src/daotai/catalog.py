@@ -305,7 +305,7 @@ _MODELS = (
     ModelRow("ltx-video-0.9.7-distilled", "Lightricks/LTX-Video-0.9.7-distilled", None, "ltx", "LTXConditionPipeline",
              _LTX13B, 60.0, LTX_LICENCE, MappingProxyType({"steps": 8, "guidance": 1.0})),
     # The diffusers folders of Lightricks/LTX-2 (transformer ~38 GB, Gemma 3 ~24 GB, VAEs and vocoder ~2 GB at bf16);
-    # the single-file checkpoints beside them are not pulled (see runtime.models._fetch).
+    # the single-file checkpoints beside them are not pulled (see runtime.model_downloads._fetch).
     ModelRow("ltx-2", "Lightricks/LTX-2", None, "ltx2", "LTX2Pipeline", _LTX2, 65.0, LTX2_LICENCE,
              licence_summary=LTX2_LICENCE_SUMMARY, licence_url="https://huggingface.co/Lightricks/LTX-2"),
     # Sizes in GB at bf16: conditioner 66.6, each transformer partition 66.2, VAEs 5.5.

@@ -459,7 +459,7 @@ def _model_folder(config: CheckConfig) -> Path | None:
     if path.is_dir():
         return path.resolve()
     from daotai import catalog
-    from daotai.runtime.models import pulled_model, resolve_model
+    from daotai.runtime.model_lookup import pulled_model, resolve_model
 
     if config.model is None:  # the default model only when it is already here: the check downloads nothing
         spec = catalog.models().get(name)

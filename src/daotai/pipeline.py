@@ -250,7 +250,7 @@ def require_models(settings: PipelineSettings, options=None) -> None:
     Control-Camera checkpoint) that is not downloaded here; the error names the command that pulls it.
     A cluster's workers load their own copies, so a cluster run is not checked here."""
     from daotai.render.registry import spec_for
-    from daotai.runtime.models import require_pulled
+    from daotai.runtime.model_lookup import require_pulled
 
     spec = spec_for(settings.backend)
     if spec.family is None or settings.cluster:
@@ -628,7 +628,7 @@ MAX_SOUNDTRACK_READ_S = 6 * 3600.0  # a soundtrack is decoded only as far as the
 
 def soundtrack_file(plan: Plan, source: Path | None) -> Path | None:
     """The soundtrack's file: relative paths resolve against the script's (or plan's) folder."""
-    from daotai.script.schema import UPLOAD_PREFIX
+    from daotai.script.sound_and_footage import UPLOAD_PREFIX
 
     track = plan.soundtrack
     if track is None:

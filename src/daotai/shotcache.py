@@ -101,7 +101,7 @@ def model_fingerprint(folder: Path) -> str:
     """What identifies a model folder's weights: its sha256 manifest (written by `models pull` or
     `verify --record`), else every file's size and modification time (hashing gigabytes on each
     render would cost more than the render)."""
-    from daotai.runtime.models import MANIFEST_NAME
+    from daotai.runtime.model_checks import MANIFEST_NAME
 
     manifest = folder / MANIFEST_NAME
     if manifest.is_file():
@@ -118,7 +118,7 @@ def resolve_model_folder(model: str) -> Path:
     path = Path(model).expanduser()
     if path.is_dir():
         return path.resolve()
-    from daotai.runtime.models import resolve_model
+    from daotai.runtime.model_lookup import resolve_model
 
     return resolve_model(model).path
 

@@ -16,7 +16,7 @@ from daotai.cli.common import out
 def models_list() -> None:
     """Known models, their hub repos and whether they are downloaded (size on disk, upstream commit)."""
     from daotai import catalog
-    from daotai.runtime.models import pulled_model
+    from daotai.runtime.model_lookup import pulled_model
 
     for spec in catalog.models().values():
         pulled = pulled_model(spec)
@@ -35,7 +35,7 @@ def models_pull(
                                                                         "refused); recorded once"),
 ) -> None:
     """Download a model (resumable), check every file's sha256 against the hub and record a manifest."""
-    from daotai.runtime.models import pull
+    from daotai.runtime.model_downloads import pull
 
     out.print(f"[green]pulled[/green] {name} → {pull(name, workflow=workflow, accept_licence=accept_licence)}")
 
@@ -45,7 +45,7 @@ def models_update(
     prune: bool = typer.Option(False, "--prune", help="delete the previous snapshot once the new one is verified"),
 ) -> None:
     """Fetch the newest upstream commit of a pulled model, verify it and use it from now on."""
-    from daotai.runtime.models import update
+    from daotai.runtime.model_downloads import update
 
     result = update(name, prune=prune)
     if result.before == result.after:
@@ -62,7 +62,8 @@ def models_verify(
     record: bool = typer.Option(False, "--record", help="hash the files now and record them as the manifest"),
 ) -> None:
     """Check a model's files: formats, safetensors headers and every sha256 against its manifest."""
-    from daotai.runtime.models import check_manifest, check_model_folder, resolve_model, write_folder_manifest
+    from daotai.runtime.model_checks import check_manifest, check_model_folder, write_folder_manifest
+    from daotai.runtime.model_lookup import resolve_model
 
     resolved = resolve_model(model)
     if record:
@@ -74,14 +75,14 @@ def models_verify(
 
 def models_path(model: str = typer.Argument(..., help="registry name or diffusers folder")) -> None:
     """Print the folder a model loads from."""
-    from daotai.runtime.models import resolve_model
+    from daotai.runtime.model_lookup import resolve_model
 
     sys.stdout.write(f"{resolve_model(model).path}\n")
 
 
 def models_rm(name: str = typer.Argument(..., help="registry name")) -> None:
     """Delete a downloaded model from the cache."""
-    from daotai.runtime.models import remove
+    from daotai.runtime.model_downloads import remove
 
     freed = remove(name)
     out.print(f"removed {name} ({freed / 1e9:.1f} GB freed)" if freed else f"{name} was not downloaded")
@@ -106,7 +107,7 @@ def models_convert(
     from daotai.mlx.h3_convert import convert_h3, converted_bytes, is_h3_folder
     from daotai.mlx.quantize import QuantSpec
     from daotai.render.wan_mlx import _resolve
-    from daotai.runtime.models import check_free_space, convert_bytes
+    from daotai.runtime.model_space import check_free_space, convert_bytes
 
     source = _resolve(model)
     dest = output or Path(f"{source.name}-mlx-{bits}bit-g{group_size}")

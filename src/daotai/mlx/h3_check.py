@@ -61,7 +61,7 @@ def find_h3_weights(model: str | None) -> Path:
     """The MiniMax-H3 folder to time: ``model`` (a folder, converted or not, or a registry name), else the pulled
     minimax-h3; WeightsMissing naming the commands that would provide it."""
     from daotai import catalog
-    from daotai.runtime.models import pulled_model
+    from daotai.runtime.model_lookup import pulled_model
 
     if model is not None:
         path = Path(model).expanduser()

@@ -32,7 +32,7 @@ H3_PIPELINE = "MiniMaxH3ModularPipeline"
 
 def is_h3_folder(folder: Path) -> bool:
     """Whether ``folder`` is a MiniMax-H3 diffusers folder (its modular index names the H3 pipeline)."""
-    from daotai.runtime.models import MODULAR_INDEX_NAME
+    from daotai.runtime.model_checks import MODULAR_INDEX_NAME
 
     index = Path(folder) / MODULAR_INDEX_NAME
     if not index.is_file():
@@ -50,7 +50,7 @@ def _safetensors_files(folder: Path) -> list[Path]:
 def converted_bytes(source: Path, bits: int, group_size: int, partitions: Iterable[str] = PARTITIONS) -> int:
     """Bytes a conversion writes (an upper estimate, from the safetensors headers alone): each 2-D weight
     at ``bits`` plus a 16-bit scale and bias per group, every other tensor at its stored size."""
-    from daotai.runtime.models import read_safetensors_header
+    from daotai.runtime.model_checks import read_safetensors_header
 
     total = 0
     for part in partitions:

@@ -48,7 +48,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from daotai.script.schema import ID_PATTERN
+from daotai.script.fields import ID_PATTERN
 
 SHOTS_DIR = "shots"
 CONTROL_DIR = "control"

@@ -9,7 +9,7 @@ from daotai.errors import PlanError
 from daotai.plan import camera as cam
 from daotai.plan.model import ResolvedMove
 from daotai.plan.stable import rounded
-from daotai.script.schema import CameraSpec
+from daotai.script.camera_spec import CameraSpec
 from daotai.script.vocab import CAMERA_MOVES
 
 ZOOM_IN_RATIO = 0.6

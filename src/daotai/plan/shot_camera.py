@@ -29,7 +29,8 @@ from daotai.plan.staging import (
     stage_camera,
 )
 from daotai.plan.viewpoint import VIEWPOINT_FRAMINGS
-from daotai.script.schema import CameraSpec, Shot
+from daotai.script.camera_spec import CameraSpec
+from daotai.script.schema import Shot
 from daotai.script.vocab import CAMERA_MOVES, CAMERA_SIDE_DEG, SENSOR_WIDTH_MM
 
 DEFAULT_SENSOR = "super35"

@@ -17,7 +17,7 @@ Shapes the model needs, and how they are met without resampling the picture:
   Every window starts from the same seed, so the noise pattern does not change at an edge.
 
 The model is a registry name or a local diffusers folder of a Wan 2.1 text-to-video model,
-resolved, checked and loaded through :mod:`daotai.runtime.models` (safetensors only, folder
+resolved, checked and loaded through :mod:`daotai.runtime.model_loading` (safetensors only, folder
 checks, sha256 manifest; nothing is downloaded), on the device and dtypes of
 :mod:`daotai.runtime.device` and at the memory tier the planner picks for the window size
 — exactly as a ``wan`` render loads it. The video-to-video pipeline shares the loaded
@@ -114,7 +114,9 @@ class _Model:
         from daotai.render.neural.request import NativeRequest
         from daotai.render.neural.runner import DiffusersShotRunner
         from daotai.render.spec import DiffusersOptions
-        from daotai.runtime.models import load_pipeline, read_model_index, resolve_model
+        from daotai.runtime.model_checks import read_model_index
+        from daotai.runtime.model_loading import load_pipeline
+        from daotai.runtime.model_lookup import resolve_model
 
         name = self.config.model
         _check_supported(name, read_model_index(resolve_model(name).path))

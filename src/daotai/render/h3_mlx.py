@@ -185,7 +185,7 @@ class H3MLXRunner:
     def _resolve(self) -> H3Source:
         """The model folder (a registry name through the store, a diffusers folder, or a converted one)."""
         from daotai.mlx.h3_convert import h3_source
-        from daotai.runtime.models import resolve_model
+        from daotai.runtime.model_lookup import resolve_model
 
         path = Path(self.model).expanduser()
         if path.is_dir():
@@ -197,7 +197,7 @@ class H3MLXRunner:
 
     def check(self, workflows: set[str]) -> None:
         """Refuse before loading when a folder lacks what the plan's workflows need."""
-        from daotai.runtime.models import check_model_folder
+        from daotai.runtime.model_checks import check_model_folder
 
         assert self.source is not None
         spec = self.resolved.spec if self.resolved is not None else None
@@ -218,7 +218,7 @@ class H3MLXRunner:
 
     def canvas(self, plan: Plan) -> tuple[int, int]:
         """The canvas the model generates the plan's shots at (the folder's canvas settings, the VAE's multiple)."""
-        from daotai.runtime.models import config_of, read_model_index
+        from daotai.runtime.model_checks import config_of, read_model_index
 
         canvas = catalog.family(FAMILY).canvas
         assert canvas is not None and self.source is not None
@@ -287,7 +287,7 @@ class H3MLXRunner:
     def load_conditioner(self, shot_id: str | None = None) -> Iterator[Event]:
         """Load the torch conditioning components (conditioner, tokenizer, processor, VAEs, schedulers)."""
         from daotai.runtime.device import resolve_runtime
-        from daotai.runtime.models import load_components, modular_pipeline
+        from daotai.runtime.model_loading import load_components, modular_pipeline
 
         assert self.source is not None
         started = time.perf_counter()
@@ -387,7 +387,7 @@ class H3MLXRunner:
     def _prepare(self, generation: Generation) -> Any:
         """Run diffusers' blocks up to the denoising loop for one generation: the packed request."""
         from daotai.runtime.device import generator_for
-        from daotai.runtime.models import config_of, read_model_index
+        from daotai.runtime.model_checks import config_of, read_model_index
 
         self.ensure_conditioner()
         blocks = self._prepared.get(generation.workflow)

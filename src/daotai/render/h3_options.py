@@ -91,7 +91,7 @@ class H3Options(DiffusersOptions):
 def check_licence(model: str, accepted: bool, option: str, how: str) -> str | None:
     """Refuse (OptionError at ``option``, saying ``how`` to accept) unless MiniMax-H3's licence was accepted, now
     or before; the acceptance as a manifest line (None for a model that needs none)."""
-    from daotai.runtime.models import require_licence
+    from daotai.runtime.licences import require_licence
 
     row = catalog.model_row(model)
     if row is None:

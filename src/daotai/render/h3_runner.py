@@ -117,7 +117,8 @@ class H3Runner(DiffusersShotRunner):
 
     def check(self, workflows: set[str]) -> None:
         """Refuse before loading when the folder lacks what the plan's workflows need, or is damaged."""
-        from daotai.runtime.models import check_model_folder, resolve_model
+        from daotai.runtime.model_checks import check_model_folder
+        from daotai.runtime.model_lookup import resolve_model
 
         if self.resolved is None:
             self.resolved = resolve_model(self.model)
@@ -131,7 +132,7 @@ class H3Runner(DiffusersShotRunner):
 
     def canvas_settings(self) -> tuple[int, int]:
         """(short edge, max pixels) from the model folder's settings, else the family's canvas."""
-        from daotai.runtime.models import config_of, read_model_index
+        from daotai.runtime.model_checks import config_of, read_model_index
 
         canvas = catalog.family(FAMILY).canvas
         assert canvas is not None
@@ -196,7 +197,7 @@ class H3Runner(DiffusersShotRunner):
 
     def load_for(self, request: NativeRequest, shot_id: str | None) -> Iterator[Event]:
         """Choose a memory tier for ``request``, make the (empty) pipeline; components load per workflow."""
-        from daotai.runtime.models import modular_pipeline
+        from daotai.runtime.model_loading import modular_pipeline
 
         yield Progress("load", shot_id, 0, 1, f"loading {self.model}")
         self.tier = self._tier_for(request)
@@ -281,7 +282,7 @@ class H3Runner(DiffusersShotRunner):
 
     def _load_workflows(self, workflows: set[str], shot_id: str) -> Iterator[Event]:
         """Load the components ``workflows`` add (off the device), then place the whole pipeline again."""
-        from daotai.runtime.models import load_components
+        from daotai.runtime.model_loading import load_components
 
         for workflow in sorted(workflows):
             if workflow not in self.planned_workflows:  # forced later (a long shot's continuation): check it too
@@ -488,7 +489,7 @@ class H3Runner(DiffusersShotRunner):
         workflows = set(self.loaded_workflows)
         self._drop_pipeline()
         self.offload, self.release_conditioner = lower, False
-        from daotai.runtime.models import load_components, modular_pipeline
+        from daotai.runtime.model_loading import load_components, modular_pipeline
 
         self.pipe = modular_pipeline(self.resolved, FAMILY, self.components_for(workflows),
                                      self.blocks() if self.blocks is not None else None)

@@ -119,7 +119,7 @@ def upsampled_sizes(width: int, height: int, multiple: int) -> tuple[tuple[int, 
 
 def check_upsampler_folder(folder: Path, hint: str) -> None:
     """The latent upsampler's folder: a config and safetensors weights only, every header readable."""
-    from daotai.runtime.models import PICKLE_SUFFIXES, read_safetensors_header
+    from daotai.runtime.model_checks import PICKLE_SUFFIXES, read_safetensors_header
 
     if not (folder / "config.json").is_file():
         raise BackendError(f"upsample: {folder} holds no latent upsampler (config.json); {hint}")
@@ -185,7 +185,7 @@ def as_condition_pipeline(pipe: Any) -> Any:
 
 def _load_condition_pipeline(model: str, family: str, runtime: Any) -> tuple[Any, Any]:
     """daotai's checked loader, then the same components as an ``LTX2ConditionPipeline``."""
-    from daotai.runtime.models import load_pipeline
+    from daotai.runtime.model_loading import load_pipeline
 
     pipe, resolved = load_pipeline(model, family, runtime)
     return as_condition_pipeline(pipe), resolved
@@ -326,7 +326,7 @@ class LTX2Backend:
 
     def _check_licence(self) -> str | None:
         """Refuse before any work unless the model's licence was accepted; the acceptance as a manifest line."""
-        from daotai.runtime.models import require_licence
+        from daotai.runtime.licences import require_licence
 
         # A local folder of LTX-2 weights is under the released model's licence too.
         row = catalog.model_row(self.runner.model) or catalog.model_row(SPEC.default_model or "")

@@ -417,7 +417,7 @@ def read_adapter_tensors(path: Path) -> dict[str, Any]:
     """The ``control_adapter.*`` tensors of one safetensors file (its header checked first; nothing else read)."""
     from safetensors import safe_open
 
-    from daotai.runtime.models import read_safetensors_header
+    from daotai.runtime.model_checks import read_safetensors_header
 
     if path.suffix != ".safetensors":
         raise BackendError(f"adapter: {path} is not a .safetensors file; pickle checkpoints are refused "
@@ -458,7 +458,7 @@ def find_adapter(folder: Path, component: str, explicit: Sequence[Path] = ()) ->
 def checkpoint_files(location: str) -> list[Path]:
     """The safetensors shards of a published checkpoint (a folder, one file, or the catalog name of one
     pulled with ``daotai models pull``); pickles are refused."""
-    from daotai.runtime.models import checkpoint_folder
+    from daotai.runtime.model_lookup import checkpoint_folder
 
     path = Path(location).expanduser()
     pulled = checkpoint_folder(location) if not path.exists() else None
@@ -488,7 +488,7 @@ def transformer_from_checkpoint(files: Sequence[Path], base_config: Mapping[str,
     from diffusers.loaders.single_file_utils import convert_wan_transformer_to_diffusers
     from safetensors import safe_open
 
-    from daotai.runtime.models import read_safetensors_header
+    from daotai.runtime.model_checks import read_safetensors_header
 
     state: dict[str, Any] = {}
     for path in files:
@@ -586,7 +586,7 @@ class WanCameraBackend:
     def _build(self, model: str, family: str, runtime: Any) -> tuple[Any, Any]:
         """daotai's checked loader, then the camera adapters hooked onto the transformers."""
         from daotai.files import sha256_file
-        from daotai.runtime.models import load_pipeline
+        from daotai.runtime.model_loading import load_pipeline
 
         dtype = runtime.dtype("transformer")
         pipe, resolved = load_pipeline(model, family, runtime)

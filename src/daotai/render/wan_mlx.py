@@ -37,7 +37,7 @@ def _resolve(model: str) -> Path:
     path = Path(model).expanduser()
     if path.is_dir():
         return path.resolve()
-    from daotai.runtime.models import resolve_model
+    from daotai.runtime.model_lookup import resolve_model
 
     return resolve_model(model).path
 

@@ -104,7 +104,7 @@ def footprint_from_folder(folder, family: str) -> ModelFootprint:
     import math
     from pathlib import Path
 
-    from daotai.runtime.models import read_safetensors_header
+    from daotai.runtime.model_checks import read_safetensors_header
 
     folder = Path(folder)
 

@@ -31,8 +31,11 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 
 from daotai.script import aspect, spellings, vocab
+from daotai.script import fields as script_fields
 from daotai.script import schema as script_schema
-from daotai.script.schema import SIZE_PRESETS, SOUNDTRACK_SUFFIXES, CameraSpec, Script
+from daotai.script.camera_spec import CameraSpec
+from daotai.script.schema import SIZE_PRESETS, Script
+from daotai.script.sound_and_footage import SOUNDTRACK_SUFFIXES
 
 SCHEMA_ID = "https://daotai.invalid/schema/script-v1.json"
 ACCEPTED_SCHEMA_ID = "https://daotai.invalid/schema/script-v1-accepted.json"
@@ -185,7 +188,7 @@ def _accept_spellings(schema: dict[str, Any], defs: dict[str, Any]) -> None:
     readers: dict[Any, list[dict[str, Any]]] = {
         spellings.read_seconds: [{"type": "string", "pattern": seconds_pattern(),
                                   "description": "seconds as text: " + spellings.SECONDS_EXAMPLES}],
-        script_schema._parse_colour: [
+        script_fields._parse_colour: [
             {"type": "string", "pattern": hex_colour_pattern()},
             {"type": "string", "pattern": colour_name_pattern(), "description": "a colour name: brown, dark blue, 深蓝"},
         ],
@@ -338,5 +341,5 @@ def colour_name_pattern() -> str:
 def soundtrack_path_pattern() -> str:
     """'upload:<id>' or a file name ending in a sound suffix, without leading whitespace."""
     suffixes = "|".join(_case_blind(re.escape(s[1:])) for s in SOUNDTRACK_SUFFIXES)
-    upload_id = script_schema.ID_PATTERN.removeprefix("^").removesuffix("$")
+    upload_id = script_fields.ID_PATTERN.removeprefix("^").removesuffix("$")
     return f"^(?:upload:{upload_id}|(?:[^{_whitespace()[1:-1]}][\\s\\S]*)?\\.(?:{suffixes}))$"

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from daotai.errors import NO_VALUE, Issue, ScriptError
 from daotai.script import spellings
-from daotai.script.schema import LANGUAGE_PATTERN, UPLOAD_PREFIX, Script
+from daotai.script.schema import Script
+from daotai.script.sound_and_footage import LANGUAGE_PATTERN, UPLOAD_PREFIX
 from daotai.script.vocab import KEY_ALIASES
 
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024

@@ -35,7 +35,7 @@ BuildPipeline = Callable[[str, str, Any], tuple[Any, Any]]  # (model, family, ru
 
 def _load_checked(model: str, family: str, runtime: Any) -> tuple[Any, Any]:
     """The default build hook: daotai's safetensors-only, hashed loader."""
-    from daotai.runtime.models import load_pipeline
+    from daotai.runtime.model_loading import load_pipeline
 
     return load_pipeline(model, family, runtime)
 
@@ -150,7 +150,7 @@ class DiffusersShotRunner:
     def _check_group_fits(self, request: NativeRequest, gpus: int) -> None:
         """Refuse before spawning when the planner says the model and 1/gpus of the activations miss each GPU."""
         from daotai.runtime.memory import estimate, footprint_from_folder, gpus_that_fit
-        from daotai.runtime.models import resolve_model
+        from daotai.runtime.model_lookup import resolve_model
 
         row = catalog.model_row(self.model)
         footprint = row.footprint if row is not None else footprint_from_folder(resolve_model(self.model).path, self.family)
@@ -194,7 +194,7 @@ class DiffusersShotRunner:
             self.tier_reason = "cpu: weights already live in host memory"
             return "none"  # weights already live in the memory the CPU computes from
         from daotai.runtime.memory import footprint_from_folder
-        from daotai.runtime.models import resolve_model
+        from daotai.runtime.model_lookup import resolve_model
 
         row = catalog.model_row(self.model)
         # Catalog models use their documented footprint; local folders are measured from their headers.

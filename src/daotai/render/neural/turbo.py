@@ -94,7 +94,7 @@ METADATA_RULES: dict[str, tuple[Callable[[str], Any], str]] = {
 
 def read_turbo_metadata(path: Path, option: str) -> dict[str, Any]:
     """The turbo settings in a safetensors file's ``__metadata__`` (only the keys of METADATA_RULES), checked."""
-    from daotai.runtime.models import read_safetensors_header
+    from daotai.runtime.model_checks import read_safetensors_header
 
     metadata = read_safetensors_header(path).get("__metadata__") or {}
     found: dict[str, Any] = {}
@@ -115,7 +115,7 @@ def read_turbo_metadata(path: Path, option: str) -> dict[str, Any]:
 def find_turbo_file(row: catalog.TurboRow) -> Path:
     """The downloaded file of a catalog turbo in the Hugging Face cache (newest snapshot first), or a refusal
     that says where to get it."""
-    from daotai.runtime.models import hub_cache_dir
+    from daotai.runtime.model_lookup import hub_cache_dir
 
     storage = hub_cache_dir() / ("models--" + row.repo_id.replace("/", "--")) / "snapshots"
     snapshots = sorted(storage.glob("*"), key=os.path.getmtime, reverse=True) if storage.is_dir() else []

@@ -30,7 +30,7 @@ def pulled_models() -> list[dict[str, Any]]:
     from daotai.render.registry import specs
 
     try:
-        from daotai.runtime.models import cached_path
+        from daotai.runtime.model_lookup import cached_path
     except ImportError:
         return []
     found = []
