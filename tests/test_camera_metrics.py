@@ -15,16 +15,9 @@ import pytest
 cv2 = pytest.importorskip("cv2")
 
 from daotai.plan import geometry  # noqa: E402
-from daotai.qc.camera_metrics import (  # noqa: E402
-    camera_errors,
-    check_camera_path,
-    check_shot_camera,
-    geodesic_deg,
-    recover_path,
-    relative_cv,
-    rotation_with_zoom,
-    triangulate,
-)
+from daotai.qc.camera_path import recover_path  # noqa: E402
+from daotai.qc.camera_path_check import camera_errors, check_camera_path, check_shot_camera, relative_cv  # noqa: E402
+from daotai.qc.camera_two_view import geodesic_deg, rotation_with_zoom, triangulate  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -14,7 +14,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from daotai.qc.camera_metrics import JERK_BOUND, judder  # noqa: E402
+from daotai.qc.judder import JERK_BOUND, judder  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -101,7 +101,8 @@ def test_the_jerk_ignores_easing_and_reads_a_roll():
 
 
 def test_timing_alone_is_a_warning_unless_the_flow_check_agrees_and_a_wrong_direction_fails():
-    from daotai.qc.camera_metrics import CameraPathCheck, camera_errors, path_verdict
+    from daotai.qc.camera_metrics import path_verdict
+    from daotai.qc.camera_path_check import CameraPathCheck, camera_errors
 
     poses = np.repeat(np.eye(4)[None], 3, axis=0)
     errors = camera_errors(poses, poses)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from daotai.plan import geometry as g
 from daotai.plan.camera import intrinsics as plan_intrinsics
 from daotai.plan.camera import look_at, make_pose, rot_x, rot_y, rot_z
-from daotai.qc import camera as qc_camera
+from daotai.qc import camera_planned
 from daotai.render.previz import projection as previz_projection
 from daotai.render.previz.scene import RenderSettings
 
@@ -58,7 +58,7 @@ def test_intrinsics_follow_the_conventions():
     # the planner's K and the previz renderer's tuple are this one
     assert np.array_equal(plan_intrinsics(47.0, W, H), g.intrinsics_matrix(g.intrinsics_from_fov(47.0, W, H)))
     assert previz_projection.intrinsics(47.0, W, H) == g.intrinsics_from_fov(47.0, W, H)
-    assert qc_camera.focal_px(47.0, H) == g.focal_from_fov(47.0, H)
+    assert camera_planned.focal_px(47.0, H) == g.focal_from_fov(47.0, H)
 
 
 @settings(max_examples=200, deadline=None)
@@ -258,7 +258,7 @@ def test_previz_project_wrapper_keeps_its_sign():
 @settings(max_examples=150, deadline=None)
 @given(pose=poses(), fov=fovs, size=sizes, seed=st.integers(0, 2**32 - 1))
 def test_qc_homogeneous_project_agrees_with_geometry(pose, fov, size, seed):
-    # qc.camera._project: world points with w = 1 are geometry.project; w = 0 (directions)
+    # qc.camera_planned.project_homogeneous: world points with w = 1 are geometry.project; w = 0 (directions)
     # project where a point one unit along the direction from the camera centre does.
     width, height = size
     intr = g.intrinsics_from_fov(fov, width, height)
@@ -266,27 +266,27 @@ def test_qc_homogeneous_project_agrees_with_geometry(pose, fov, size, seed):
     points = g.unproject(uv, depth, pose, intr)
     tol = 1e-6 * max(width, height)
     expected, _ = g.project(points, pose, intr)
-    got = qc_camera._project(pose, fov, points, np.ones(len(points)), width, height)
+    got = camera_planned.project_homogeneous(pose, fov, points, np.ones(len(points)), width, height)
     assert np.allclose(got, expected, atol=tol)
     directions = points - pose[:3, 3]
-    got_dirs = qc_camera._project(pose, fov, directions, np.zeros(len(points)), width, height)
+    got_dirs = camera_planned.project_homogeneous(pose, fov, directions, np.zeros(len(points)), width, height)
     assert np.allclose(got_dirs, expected, atol=tol)
     # behind the camera: NaN, like geometry
     behind = pose[:3, 3] + pose[:3, 2] * 2.0  # 2 m behind, along +z
-    assert np.all(np.isnan(qc_camera._project(pose, fov, behind[None], np.ones(1), width, height)))
+    assert np.all(np.isnan(camera_planned.project_homogeneous(pose, fov, behind[None], np.ones(1), width, height)))
 
 
 @settings(max_examples=150, deadline=None)
 @given(pose=poses(), fov=fovs, size=sizes, seed=st.integers(0, 2**32 - 1))
 def test_qc_inverse_depth_unproject_agrees_with_geometry(pose, fov, size, seed):
-    # qc.camera._unproject gives homogeneous (X, w = 1 / depth); X / w is geometry.unproject
+    # qc.camera_planned.unproject_homogeneous gives homogeneous (X, w = 1 / depth); X / w is geometry.unproject
     width, height = size
     intr = g.intrinsics_from_fov(fov, width, height)
     uv, depth = pixels_and_depths(32, width, height, seed)
-    world, w = qc_camera._unproject(pose, fov, uv, 1.0 / depth, width, height)
+    world, w = camera_planned.unproject_homogeneous(pose, fov, uv, 1.0 / depth, width, height)
     assert np.allclose(world / w[:, None], g.unproject(uv, depth, pose, intr), rtol=1e-9, atol=1e-9)
     # the sky (inverse depth 0) is the ray's direction, scaled to camera z = -1
-    sky, w0 = qc_camera._unproject(pose, fov, uv, np.zeros(len(uv)), width, height)
+    sky, w0 = camera_planned.unproject_homogeneous(pose, fov, uv, np.zeros(len(uv)), width, height)
     assert np.all(w0 == 0.0)
     rays = g.camera_rays(uv, intr) @ pose[:3, :3].T
     assert np.allclose(sky / np.linalg.norm(sky, axis=1, keepdims=True), rays, atol=1e-12)

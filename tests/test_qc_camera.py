@@ -14,19 +14,11 @@ import numpy as np
 import pytest
 
 from daotai.errors import EncodeError, PlanError
-from daotai.qc.camera import (
-    DEPTH_MAP_CONFIG,
-    CameraAdherence,
-    Cylinder,
-    DepthMap,
-    DepthModel,
-    cast_rays,
-    check_camera,
-    expected_flow,
-    fit_similarity,
-    focal_px,
-    track_pairs,
-)
+from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraAdherence, check_camera
+from daotai.qc.camera_planned import expected_flow, focal_px
+from daotai.qc.camera_scene import Cylinder, DepthMap, DepthModel, cast_rays
+from daotai.qc.camera_similarity import fit_similarity
+from daotai.qc.camera_tracking import track_pairs
 
 W, H = 320, 180
 FOV = 50.0  # degrees, vertical

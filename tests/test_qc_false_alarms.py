@@ -170,7 +170,7 @@ def test_tracks_on_a_straight_edge_are_not_used():
     Lucas-Kanade slides there (the aperture problem). Its corners are kept, its middle is not."""
     import cv2
 
-    from daotai.qc.camera import TrackerConfig, _corner_ratio, _track
+    from daotai.qc.camera_tracking import TrackerConfig, _corner_ratio, _track
 
     grey = np.full((180, 320), 40, np.uint8)
     cv2.fillPoly(grey, [np.array([[60, 179], [140, 0], [319, 0], [319, 179]], np.int32)], 200)  # one long edge

@@ -15,8 +15,11 @@ from daotai.encode.video import VideoWriter
 from daotai.errors import OptionError
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
-from daotai.qc.camera import COMPONENTS, DEPTH_MAP_CONFIG, CameraAdherence, ComponentCheck
-from daotai.qc.camera_metrics import JERK_BOUND, Judder, uneven_steps
+from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraAdherence
+from daotai.qc.camera_metrics import uneven_steps
+from daotai.qc.camera_similarity import COMPONENTS
+from daotai.qc.camera_verdict import ComponentCheck
+from daotai.qc.judder import JERK_BOUND, Judder
 from daotai.qc.report import check_shot
 from daotai.qc.sampling import (
     DENSE,

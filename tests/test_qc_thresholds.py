@@ -18,11 +18,8 @@ from daotai.qc.audio import (
     silence_runs,
     start_failure,
 )
-from daotai.qc.camera_metrics import (
-    CameraPath,
-    camera_errors,
-    check_camera_path,
-)
+from daotai.qc.camera_path import CameraPath
+from daotai.qc.camera_path_check import camera_errors, check_camera_path
 from daotai.qc.metrics import (
     frozen_runs,
     is_black,

@@ -7,7 +7,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from daotai.qc.camera_metrics import JUDDER_BOUND, judder  # noqa: E402
+from daotai.qc.judder import JUDDER_BOUND, judder  # noqa: E402
 from daotai.render.neural.retime import (  # noqa: E402
     interpolator_available,
     retime_frames,

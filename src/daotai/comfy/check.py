@@ -31,16 +31,8 @@ import numpy as np
 from daotai.errors import Issue, OptionError
 from daotai.events import Event
 from daotai.plan.model import Plan, ShotPlan
-from daotai.qc.camera import (
-    DEPTH_MAP_CONFIG,
-    CameraAdherence,
-    CameraCheckConfig,
-    Cylinder,
-    DepthMap,
-    DepthModel,
-    Solid,
-    check_camera,
-)
+from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraAdherence, CameraCheckConfig, check_camera
+from daotai.qc.camera_scene import Cylinder, DepthMap, DepthModel, Solid
 from daotai.render.base import RunContext
 
 SCENE_DEPTH = "previz_depth"  # CameraCheck.scene: the previz's exact depth of every frame

@@ -153,7 +153,7 @@ def _camera_flow(plan: Plan, shot: ShotPlan, first: int, last: int,
     """The plan's camera motion between two frames over a grid of the frame ``columns`` across:
     (grid (N, 2) px, flow (N, 2) px, non-finite where a point goes behind the camera); on the
     frame's rendered ``depth`` (a camera.DepthMap) when given, else on the plan's scene model."""
-    from daotai.qc.camera import expected_flow
+    from daotai.qc.camera_planned import expected_flow
 
     a, b = shot.cameras[first], shot.cameras[last]
     cam_a = np.array(a.cam_to_world, dtype=np.float64).reshape(4, 4)
@@ -201,7 +201,7 @@ def freeze_is_fault(plan: Plan, shot: ShotPlan, start: int, length: int,
 
 def _depth_frame(path: Path, index: int):
     """Frame ``index`` of a depth control file as a camera.DepthMap (None past its end)."""
-    from daotai.qc.camera import DepthMap
+    from daotai.qc.camera_scene import DepthMap
 
     for i, depth_mm in enumerate(_decode_gray(path)):
         if i == index:
@@ -224,7 +224,7 @@ def shot_expects_motion(shot: ShotPlan) -> bool:
 
 def _body(position: tuple[float, float], facing: float, height: float):
     """The torso as a Solid: an elliptic cylinder turned the way the character faces."""
-    from daotai.qc.camera import Solid
+    from daotai.qc.camera_scene import Solid
 
     size = (2 * BODY_HALF_WIDTH * height, height, 2 * BODY_HALF_DEPTH * height)
     return Solid.placed("cylinder", (position[0], 0.0, position[1]), size, facing)
@@ -235,7 +235,7 @@ def _figure_solids(position: tuple[float, float], facing: float, height: float, 
     turned the way it faces, up to the shoulders) and its head above them, ``drop`` metres lower when
     seated. Shares of the height from the previz rig (daotai.render.previz.meshes: shoulder joints at
     0.104 out and 0.805 up, the arm's own half-thickness beyond; the head with its hair 0.06 round)."""
-    from daotai.qc.camera import Solid
+    from daotai.qc.camera_scene import Solid
 
     x, z = position
     shoulders = FIGURE_SHOULDER_TOP * height - drop
@@ -248,7 +248,7 @@ def _figure_solids(position: tuple[float, float], facing: float, height: float, 
 
 def _depth_models(plan: Plan, shot: ShotPlan, frames: tuple[int, ...] | None = None):
     """The geometric scene model of every frame (or of ``frames``): ground, set pieces, people."""
-    from daotai.qc.camera import Cylinder, DepthModel, Solid
+    from daotai.qc.camera_scene import Cylinder, DepthModel, Solid
 
     heights = {c.id: c.height for c in plan.characters}
     pieces = tuple(Solid.placed(p.kind, p.position, p.size, p.yaw) for p in plan.scene.set_pieces)
@@ -308,7 +308,7 @@ class _ControlStream:
 
     def depth_map(self, index: int):
         """Frame ``index`` as a camera.DepthMap; QualityError when the controls end before it."""
-        from daotai.qc.camera import DepthMap
+        from daotai.qc.camera_scene import DepthMap
 
         if index < self.index:
             raise QualityError(f"{self._shot.shot_id}: depth frame {index} asked for after "
@@ -323,7 +323,7 @@ class _ControlStream:
     def replay(self) -> Callable[[int], Any]:
         """A fresh in-order ``index -> camera.DepthMap`` over the depth file, with the excludes this
         stream found (call it once the stream was read to the end: the dense camera pass's models)."""
-        from daotai.qc.camera import DepthMap
+        from daotai.qc.camera_scene import DepthMap
 
         frames = iter(enumerate(_decode_gray(self._depth_path)))
 
@@ -369,7 +369,7 @@ SUBJECT_CHECK_FRAMES = 48  # frames sampled per shot (evenly), first and last in
 
 def _set_pieces(plan: Plan) -> list[tuple[str, object]]:
     """The scene's set pieces as occluders ("scenery", Solid): the same in every frame."""
-    from daotai.qc.camera import Solid
+    from daotai.qc.camera_scene import Solid
 
     return [("scenery", Solid.placed(p.kind, p.position, p.size, p.yaw)) for p in plan.scene.set_pieces]
 
@@ -383,7 +383,7 @@ def _occluders(plan: Plan, shot: ShotPlan, frame: int,
     their swinging arms may sweep: an over-the-shoulder lens stands within that cylinder's reach of
     the near shoulder and would find the whole frame hidden. Seated people are as tall as they sit."""
     from daotai.plan.blocking import head_drop_share, seated_drop_m
-    from daotai.qc.camera import Cylinder
+    from daotai.qc.camera_scene import Cylinder
 
     heights = {c.id: c.height for c in plan.characters}
     subject = None
@@ -441,7 +441,7 @@ class SubjectCheck:
     def add(self, index: int, depth_mm: np.ndarray | None, mask: np.ndarray | None) -> bool:
         """Take frame ``index`` (in order; its controls when the check reads them); False once
         every sampled frame was seen."""
-        from daotai.qc.camera import subject_visibility
+        from daotai.qc.visibility import subject_visibility
 
         if self._target is None:
             return False

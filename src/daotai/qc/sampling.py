@@ -93,7 +93,7 @@ def densify_reason(sparse, config, clear_share: float, half_diag: float) -> str 
     None when it passes every rule of ``config`` (a camera.CameraCheckConfig) with room to spare.
 
     ``half_diag``: half the frame's diagonal, px (roll and zoom totals as pixels at the corner)."""
-    from daotai.qc.camera import component_px
+    from daotai.qc.camera_verdict import component_px
 
     stride = sparse.stride
     if not sparse.ok:
