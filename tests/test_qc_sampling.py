@@ -17,7 +17,6 @@ from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.camera import COMPONENTS, DEPTH_MAP_CONFIG, CameraAdherence, ComponentCheck
 from daotai.qc.camera_metrics import JERK_BOUND, Judder, uneven_steps
-from daotai.qc.report import check_shot
 from daotai.qc.sampling import (
     DENSE,
     DEVIATION_SHARE,
@@ -27,6 +26,7 @@ from daotai.qc.sampling import (
     densify_reason,
     sampling_from_env,
 )
+from daotai.qc.shot import check_shot
 from daotai.script.load import validate_script
 
 WIDTH, HEIGHT = 640, 360
