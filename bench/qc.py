@@ -4,7 +4,7 @@ The correct corpus is rendered by the previz backend, whose cameras are exact: e
 x framings (extreme close-up … extreme wide) x angles (low, eye level, high, bird's eye, dutch) x
 lenses (18–135 mm full-frame equivalents, as vertical fields of view) x with and without walking
 figures, sampled so every move, framing, angle and lens appears. Every shot is checked the way a
-render checks it (``daotai.qc.report.check_shot`` with its depth and mask controls and the
+render checks it (``daotai.qc.shot.check_shot`` with its depth and mask controls and the
 rendered frames kept for encode fidelity); a failing verdict there is a false alarm of its check.
 
 The faulted corpus is made from the same files, never from the plan: the frames reversed, a run of
@@ -41,7 +41,8 @@ from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.planner import plan_script
 from daotai.qc.metrics import thumbnail
-from daotai.qc.report import check_shot, planned_motion
+from daotai.qc.motion import planned_motion
+from daotai.qc.shot import check_shot
 from daotai.script.load import validate_script
 from daotai.script.vocab import DIRECTION_SIGNS
 

@@ -12,7 +12,8 @@ from daotai.encode.audio import mux_audio
 from daotai.encode.video import VideoWriter
 from daotai.plan.planner import plan_script
 from daotai.qc.audio import check_audio, clipping_runs, loudness, silence_runs
-from daotai.qc.report import check_sequence, check_shot
+from daotai.qc.report import check_sequence
+from daotai.qc.shot import check_shot
 from daotai.script.load import validate_script
 
 RATE = 48000

@@ -42,7 +42,7 @@ def pan():
 def checked(plan, shot, frames, folder: Path) -> dict:
     """check_shot's qc.json entry for ``frames`` written as the shot's file."""
     from daotai.encode.video import VideoWriter
-    from daotai.qc.report import check_shot
+    from daotai.qc.shot import check_shot
 
     path = folder / f"{shot.shot_id}.mp4"
     with VideoWriter(path, plan.width, plan.height, Fraction(*plan.fps_fraction)) as writer:

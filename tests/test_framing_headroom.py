@@ -243,7 +243,8 @@ def test_headroom_holds_from_every_angle(angle):
 @pytest.mark.parametrize("framing", ["close_up", "medium_close_up", "medium", "full"])
 def test_the_camera_check_leaves_out_every_label_pixel(renderers, framing):
     """QC's camera check ignores the pixels previz may have labelled, beside a head near the top edge too."""
-    from daotai.qc.report import label_names, moving_on_their_own
+    from daotai.qc.controls import moving_on_their_own
+    from daotai.qc.labels import label_names
 
     off, on = renderers
     for move in ("static", "push_in"):

@@ -11,7 +11,7 @@ import pytest
 
 from daotai.encode.read import decode_frames
 from daotai.plan.layout import RenderLayout
-from daotai.qc.report import check_shot
+from daotai.qc.shot import check_shot
 
 ROOT = Path(__file__).resolve().parent.parent
 

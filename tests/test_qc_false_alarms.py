@@ -19,7 +19,7 @@ from daotai.encode.read import decode_frames
 from daotai.encode.video import VideoWriter
 from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
-from daotai.qc.report import check_shot
+from daotai.qc.shot import check_shot
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,7 +231,7 @@ def test_zoom_where_a_dolly_was_asked_fails(moves, controls):
 def test_fidelity_spread_is_a_warning_and_bad_frames_fail():
     """PSNR's spread follows content (a push-in ending on a plain shirt), so it only warns; a low
     mean or one starved frame fails with what to do; near-flat frames are left out."""
-    from daotai.qc.report import _fidelity
+    from daotai.qc.fidelity import check_fidelity
 
     rng = np.random.default_rng(3)
     busy = rng.integers(0, 256, (90, 160, 3), dtype=np.uint8)
@@ -243,21 +243,21 @@ def test_fidelity_spread_is_a_warning_and_bad_frames_fail():
     # every frame fine (38.9 to 43 dB), spread 1.5 dB: a warning, not a failure
     samples = {i: busy for i in range(8)}
     decoded = {i: noisy(busy, 1.8 if i % 2 else 2.9) for i in range(8)}
-    entry, failures, warnings = _fidelity(samples, decoded)
+    entry, failures, warnings = check_fidelity(samples, decoded)
     assert failures == [] and entry["psnr_std_db"] > 1.2
     assert len(warnings) == 1 and "nothing to fix" in warnings[0]
     # a flat frame's PSNR says nothing: left out, named in the entry
     samples[8], decoded[8] = flat, noisy(flat, 0.3)
-    entry, failures, _ = _fidelity(samples, decoded)
+    entry, failures, _ = check_fidelity(samples, decoded)
     assert entry["frames_flat_excluded"] == [8] and failures == []
     # one starved frame fails, with the frame and the remedy
     decoded[3] = noisy(busy, 6.0)
-    entry, failures, _ = _fidelity(samples, decoded)
+    entry, failures, _ = check_fidelity(samples, decoded)
     assert entry["psnr_min_frame"] == 3
     assert len(failures) == 1 and "frame 3" in failures[0] and "--codec prores" in failures[0]
     # a low mean fails
     decoded = {i: noisy(busy, 4.0) for i in range(8)}
-    _, failures, _ = _fidelity({i: busy for i in range(8)}, decoded)
+    _, failures, _ = check_fidelity({i: busy for i in range(8)}, decoded)
     assert len(failures) == 1 and "on average" in failures[0]
 
 
@@ -442,7 +442,7 @@ def test_the_fidelity_verdict_says_near_flat_frames_were_left_out(moves):
 @pytest.mark.parametrize("share, ok", [(0.0, True), (0.2, True), (0.5, False), (1.0, False)])
 def test_a_subject_hidden_for_more_than_a_quarter_of_the_shot_fails(share, ok):
     """b stands on the line from the lens to a for the first ``share`` of the shot (scene model)."""
-    from daotai.qc.report import check_subject
+    from daotai.qc.subject import check_subject
 
     data = {"size": "preview", "characters": [{"id": "a", "position": [0, 0]}, {"id": "b", "position": [4, 4]}],
             "shots": [{"shot_id": "s", "duration": 2, "subject": "a", "framing": "medium", "camera": "static"}]}

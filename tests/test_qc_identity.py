@@ -25,7 +25,7 @@ from daotai.qc.identity import (
     sampled_frames,
     shot_looks,
 )
-from daotai.qc.report import _finish_shot, check_shot
+from daotai.qc.shot import check_shot, finish_shot
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states
 from daotai.script.load import validate_script
@@ -133,7 +133,7 @@ def test_an_unchanged_script_passes_across_framings(unchanged):
 def test_clothes_swapped_in_one_shot_are_caught_naming_character_and_shots(unchanged, swapped_shot):
     _, qc, _ = unchanged
     entries = [swapped_shot if e["shot_id"] == "back" else copy.deepcopy(e) for e in qc["shots"]]
-    section = apply_identity(entries, _finish_shot)
+    section = apply_identity(entries, finish_shot)
     lin = section["characters"]["lin"]
     assert not lin["ok"] and lin["score"] > 2 * LOOK_DISTANCE_MAX
     assert list(lin["changed_in"]) == ["back"]  # it differs from both other shots; they agree
@@ -147,7 +147,7 @@ def test_clothes_swapped_in_one_shot_are_caught_naming_character_and_shots(uncha
     for other in (e for e in entries if e["shot_id"] != "back"):
         assert other["ok"], other["failures"]
     # again on the same entries: one identity verdict each, the same result
-    again = apply_identity(entries, _finish_shot)
+    again = apply_identity(entries, finish_shot)
     assert again == section
     assert sum(v["check"] == "identity" for v in back["verdicts"]) == 1
 

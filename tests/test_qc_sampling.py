@@ -20,7 +20,6 @@ from daotai.qc.camera_metrics import uneven_steps
 from daotai.qc.camera_similarity import COMPONENTS
 from daotai.qc.camera_verdict import ComponentCheck
 from daotai.qc.judder import JERK_BOUND, Judder
-from daotai.qc.report import check_shot
 from daotai.qc.sampling import (
     DENSE,
     DEVIATION_SHARE,
@@ -30,6 +29,7 @@ from daotai.qc.sampling import (
     densify_reason,
     sampling_from_env,
 )
+from daotai.qc.shot import check_shot
 from daotai.script.load import validate_script
 
 WIDTH, HEIGHT = 640, 360

@@ -20,12 +20,13 @@ from daotai.qc.audio import (
 )
 from daotai.qc.camera_path import CameraPath
 from daotai.qc.camera_path_check import camera_errors, check_camera_path
+from daotai.qc.fidelity import check_fidelity
 from daotai.qc.metrics import (
     frozen_runs,
     is_black,
     is_green,
 )
-from daotai.qc.report import _fidelity, check_subject
+from daotai.qc.subject import check_subject
 from daotai.script.load import validate_script
 
 RATE = 48000
@@ -244,7 +245,7 @@ def test_encode_fidelity_mean_just_above_and_below_its_floor(mean_db, fails):
     busy = rng.integers(8, 248, (90, 160, 3), dtype=np.uint8)
     samples = {i: busy for i in range(6)}
     decoded = {i: _offset(busy, _mse_at(mean_db), rng) for i in range(6)}
-    entry, failures, _ = _fidelity(samples, decoded)
+    entry, failures, _ = check_fidelity(samples, decoded)
     assert entry["psnr_mean_db"] == pytest.approx(mean_db, abs=0.03)
     assert any("on average" in f for f in failures) is fails, failures
 
@@ -258,6 +259,6 @@ def test_one_frame_just_above_and_below_the_starved_frame_floor(frame_db, fails)
     share = (_mse_at(frame_db) - 16.0) / 9.0  # samples moved by 5 (25) rather than 4 (16)
     step = np.where(rng.random(busy.shape) < share, 5, 4) * rng.choice([-1, 1], busy.shape)
     decoded[5] = (busy.astype(np.int16) + step).astype(np.uint8)
-    entry, failures, _ = _fidelity(samples, decoded)
+    entry, failures, _ = check_fidelity(samples, decoded)
     assert not any("on average" in f for f in failures)
     assert any("frame 5" in f for f in failures) is fails, (entry, failures)

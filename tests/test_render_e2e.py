@@ -181,7 +181,7 @@ def test_keyboard_interrupt_leaves_no_partial_files(tmp_path):
 
 def test_qc_flags_black_and_frozen_clips(tmp_path):
     from daotai.encode.video import VideoWriter
-    from daotai.qc.report import check_shot
+    from daotai.qc.shot import check_shot
 
     data = dict(SMALL, characters=[{"id": "a"}], shots=[{"shot_id": "p", "duration": 2.0, "camera": "pan_right"}])
     plan = plan_script(validate_script(data))

@@ -14,7 +14,7 @@ from daotai.plan.planner import plan_script
 from daotai.plan.props import PlacedProp, footprint_overlaps
 from daotai.plan.set_pieces import PieceSpec
 from daotai.qc.continuity import continuity_report
-from daotai.qc.report import check_subject
+from daotai.qc.subject import check_subject
 from daotai.script.load import load_script, validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ safe to use:
 1. Before any shot renders, the chosen hardware encoder encodes a short synthetic clip at the
    plan's size and rate (a sky gradient, a gridded ground, hard-edged moving figures and small
    text: what previz frames are made of); its decoded frames must meet the gate, PSNR mean
-   ≥ ``PSNR_MEAN_MIN_DB`` and spread ≤ ``PSNR_STD_MAX_DB`` (``daotai.qc.report``). The clip's
+   ≥ ``PSNR_MEAN_MIN_DB`` and spread ≤ ``PSNR_STD_MAX_DB`` (``daotai.qc.fidelity``). The clip's
    detail is even from frame to frame (x264 at CRF 18, 12 and 48 frames: 40.7 dB ± 0.04 at
    640x360, 45.5 dB ± 0.07 at 1080p), so there the spread measures the encoder alone. A miss, or an encoder that fails to
    open or errors, means software for the whole run.
@@ -80,7 +80,7 @@ def judge(values: Iterable[float], *, spread: bool = True) -> GateResult:
 
     ``spread``: the test clip's rule, mean and std; else a shot's, mean and the worst frame.
     """
-    from daotai.qc.report import PSNR_FRAME_MIN_DB, PSNR_MEAN_MIN_DB, PSNR_STD_MAX_DB
+    from daotai.qc.fidelity import PSNR_FRAME_MIN_DB, PSNR_MEAN_MIN_DB, PSNR_STD_MAX_DB
 
     values = list(values)
     finite = np.array([v for v in values if math.isfinite(v)], dtype=np.float64)
@@ -195,8 +195,8 @@ def shot_gate(path: Path, samples: Mapping[int, np.ndarray]) -> GateResult:
     """A shot's gate over the file's kept samples (frame index → rendered (H, W, 3) uint8), near-flat
     frames left out as QC leaves them out (their PSNR is the encoder's noise floor)."""
     from daotai.encode.read import decode_frames
+    from daotai.qc.fidelity import FLAT_LUMA_STD
     from daotai.qc.metrics import frame_stats, psnr
-    from daotai.qc.report import FLAT_LUMA_STD
 
     values, seen = [], 0
     for index, frame in enumerate(decode_frames(path)):

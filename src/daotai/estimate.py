@@ -171,7 +171,7 @@ def usable_cores() -> int:
 def busiest_shot(plan: Plan) -> ShotPlan:
     """The shot most expensive to draw and check: a moving camera (its checks track the motion),
     then the most characters, then the longest."""
-    from daotai.qc.report import shot_expects_motion
+    from daotai.qc.motion import shot_expects_motion
 
     return max(plan.shots, key=lambda s: (shot_expects_motion(s), len(s.characters), s.frames))
 
@@ -319,7 +319,8 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
     """Time each stage of a previz render here on samples of ``plan``'s busiest shot (module doc)."""
     from daotai.pipeline import PipelineSettings, ShotRecord, encode_settings_for, layout_for, render_shot
     from daotai.post.assemble import ClipSpec, assemble
-    from daotai.qc.report import check_sequence, check_shot
+    from daotai.qc.report import check_sequence
+    from daotai.qc.shot import check_shot
     from daotai.render.base import RunContext
     from daotai.render.registry import create_backend
 
@@ -573,7 +574,7 @@ def machine_identity() -> dict[str, Any]:
 def calibration_key(plan: Plan, backend_name: str, options: Mapping[str, Any] | None, controls: bool) -> str:
     """What a calibration measured: the backend and its options, the frame size, the control
     channels and whether the sampled shot's camera moves (its checks then track the motion)."""
-    from daotai.qc.report import shot_expects_motion
+    from daotai.qc.motion import shot_expects_motion
 
     moving = shot_expects_motion(busiest_shot(plan))
     return json.dumps([backend_name, dict(options or {}), plan.width, plan.height, controls, moving],

@@ -2,7 +2,7 @@
 
 A neural model follows the plan's camera (or keeps the subject in view) on some seeds and not on
 others. With ``--takes N`` each shot is rendered up to N times: after every take its file is
-checked (:func:`daotai.qc.report.check_shot`), and the first take that passes every check named
+checked (:func:`daotai.qc.shot.check_shot`), and the first take that passes every check named
 by ``--retake-on`` is kept. When none passes, the best take is kept (fewest failing chosen
 checks, then the smallest camera error) and a notice says so.
 
@@ -232,8 +232,8 @@ def _discard(root: Path, kept: tuple[Any, dict[str, str] | None, int], policy: T
 
 
 def judge_with_qc(plan: Plan, out_dir: Path, camera: bool = True) -> JudgeTake:
-    """A take's qc.json entry from :func:`daotai.qc.report.check_shot` (the run's own QC, per take)."""
-    from daotai.qc.report import check_shot
+    """A take's qc.json entry from :func:`daotai.qc.shot.check_shot` (the run's own QC, per take)."""
+    from daotai.qc.shot import check_shot
 
     def judge(shot: ShotPlan, record: Any) -> dict[str, Any]:
         controls = {k: Path(out_dir) / record.files[k] for k in ("depth", "mask") if k in record.files}

@@ -79,7 +79,7 @@ class CameraCheck:
 
 def scene_models(plan: Plan, shot: ShotPlan) -> list[DepthModel]:
     """Per frame, the plan's geometric scene: set pieces as solids, characters as cylinders their height."""
-    from daotai.qc.report import FIGURE_RADIUS_M
+    from daotai.qc.scene_model import FIGURE_RADIUS_M
 
     heights = {c.id: c.height for c in plan.characters}
     pieces = tuple(Solid.placed(p.kind, p.position, p.size, p.yaw) for p in plan.scene.set_pieces)
@@ -91,7 +91,8 @@ def scene_models(plan: Plan, shot: ShotPlan) -> list[DepthModel]:
 def previz_depth_maps(plan: Plan, shot: ShotPlan, depth: np.ndarray, mask: np.ndarray) -> list[DepthMap]:
     """Per frame, the previz's depth ((F, H, W) metres) as a DepthMap; walking characters (``mask``,
     (F, H, W) character index map) and the name labels previz may draw above people excluded."""
-    from daotai.qc.report import label_names, moving_on_their_own
+    from daotai.qc.controls import moving_on_their_own
+    from daotai.qc.labels import label_names
 
     names = label_names(plan, shot)
     return [DepthMap(depth[i], moving_on_their_own(shot, i, mask[i], names)) for i in range(len(depth))]

@@ -200,3 +200,11 @@ def check_audio(path: Path, picture_s: float, planned: bool) -> tuple[dict[str, 
         "ok": not failures,
     }
     return entry, failures
+
+
+def add_audio_entry(entry: dict[str, Any], path: Path, picture_s: float, planned: bool) -> list[str]:
+    """Add the file's "audio" entry (only when it has sound or should have) and return its failures."""
+    sound, failures = check_audio(path, picture_s, planned)
+    if sound is not None:
+        entry["audio"] = sound
+    return failures

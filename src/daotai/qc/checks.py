@@ -8,7 +8,8 @@ thumbnail decode of the picture), "tracking" (a full decode of the picture and o
 "controls" (the depth and mask control files), "samples" (frames kept while rendering), "audio",
 "plan" (the plan alone: nothing of the file is read).
 check_shot gives only verdicts named here (a verdict under another name is a bug it raises),
-and daotai.retakes takes its check names and groups from here.
+each in the pass that pays its cost (:class:`Verdicts`), and daotai.retakes takes its check names
+and groups from here.
 
 Checks that share a decode (the camera, camera path and judder read the same decoded frames; the
 camera, subject and framing the same control frames) run in one pass inside check_shot; a check
@@ -20,6 +21,7 @@ shot is in (daotai.qc.identity), giving the shots that show a character seen els
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 COSTS = ("probe", "scan", "tracking", "controls", "samples", "audio", "plan")
 
@@ -41,7 +43,7 @@ class Check:
 
 CHECKS: tuple[Check, ...] = (
     Check("file", None, "probe", "the file opens as a video", "daotai.encode.video:probe"),
-    Check("format", None, "probe", "size, frame rate and frame count against the plan", "daotai.qc.report:_check_format"),
+    Check("format", None, "probe", "size, frame rate and frame count against the plan", "daotai.qc.shot:_check_format"),
     Check("frames", "motion", "scan", "black, green and frozen frames where the plan moves",
           "daotai.qc.metrics:scan_video"),
     Check("camera", "camera", "tracking", "the picture's motion against the planned camera (sparse flow)",
@@ -50,11 +52,11 @@ CHECKS: tuple[Check, ...] = (
           "daotai.qc.camera_metrics:assess_frames"),
     Check("judder", "motion", "tracking", "even frame-to-frame motion (no repeated or dropped frames)",
           "daotai.qc.camera_metrics:assess_frames"),
-    Check("subject", "subject", "controls", "the subject in view and not hidden", "daotai.qc.report:SubjectCheck"),
+    Check("subject", "subject", "controls", "the subject in view and not hidden", "daotai.qc.subject:SubjectCheck"),
     Check("framing", "framing", "controls", "the first frame's framing as the script asks",
           "daotai.qc.framing:framing_of_frame"),
     Check("fidelity", None, "samples", "encode PSNR of rendered frames against their decoded copies",
-          "daotai.qc.report:_fidelity"),
+          "daotai.qc.fidelity:check_fidelity"),
     Check("audio", None, "audio", "the file's sound: present when planned, its length and level",
           "daotai.qc.audio:check_audio"),
     Check("identity", None, "controls", "each character looks the same in every shot that shows them",
@@ -77,3 +79,32 @@ def check_named(name: str) -> Check:
         return BY_NAME[name]
     except KeyError:
         raise KeyError(f"check {name!r} is not in the registry (daotai.qc.checks): {', '.join(NAMES)}") from None
+
+
+class Verdicts:
+    """One shot's verdicts and warnings as check_shot's passes give them, each read against the
+    registry: a verdict under a name it does not list, or given in a pass that pays another cost
+    than the registry's row says, is a bug and raises (a check's cost is what a caller asking for
+    it relies on)."""
+
+    def __init__(self) -> None:
+        self.given: list[dict[str, Any]] = []  # one per check: {"check", "ok", "text"}
+        self.warnings: list[str] = []  # what a user should know but need not act on
+        self._cost: str | None = None
+
+    def pass_of(self, cost: str) -> Verdicts:
+        """These verdicts, now taken in the pass that pays ``cost`` (one of COSTS)."""
+        if cost not in COSTS:
+            raise ValueError(f"pass cost {cost!r} must be one of {', '.join(COSTS)}")
+        self._cost = cost
+        return self
+
+    def __call__(self, check: str, problems: list[str], fine: str | None = None) -> None:
+        """Give check ``check``'s verdict: failing with ``problems``, else passing with ``fine``
+        (no verdict when both are empty: the check had nothing to say)."""
+        row = check_named(check)
+        if row.cost != self._cost:
+            raise ValueError(f"check {check!r} costs {row.cost!r} in the registry (daotai.qc.checks), "
+                             f"but was given in the {self._cost!r} pass")
+        if problems or fine:
+            self.given.append({"check": check, "ok": not problems, "text": "; ".join(problems) or fine})
