@@ -117,3 +117,22 @@ def _first_shot(plan: Plan, times: int) -> str:
 def _double(plan, value):
     assert plan.shots[0].shot_id == "s1"
     return 2 * value
+
+
+def test_a_shots_camera_path_checked_as_a_job_of_its_own_gives_the_same_entry(tmp_path):
+    from daotai.qc.report import hand_in_file, shot_result
+    from daotai.qc.shot import PartialShot, check_shot
+
+    plan, _ = _render(tmp_path / "out", 0)
+    files = {s.shot_id: tmp_path / "out" / "shots" / f"{s.shot_id}.mp4" for s in plan.shots}
+    with ShotChecks(plan, workers=3) as pool:
+        assert pool.split_paths  # three workers and more: the camera path goes apart
+        for shot in plan.shots:
+            hand_in_file(pool, shot.shot_id, files[shot.shot_id], None)
+        apart = [shot_result(pool, shot.shot_id) for shot in plan.shots]
+        assert {key for key in pool.spans if key.startswith("path:")} == {"path:s1", "path:s2", "path:s3"}
+    whole = [check_shot(plan, shot, files[shot.shot_id], None) for shot in plan.shots]
+    assert json.dumps(apart) == json.dumps(whole)  # the same entry, key order included
+    assert all("camera_path" in entry and "judder" in entry for entry in apart)
+    assert isinstance(check_shot(plan, plan.shots[0], files["s1"], None, path_apart=True), PartialShot)
+    assert not ShotChecks(plan, workers=2).split_paths

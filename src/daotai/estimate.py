@@ -396,12 +396,12 @@ def worker_check_cpu_s(plan: Plan, shot: ShotPlan, record: Any, out: Path) -> fl
     except ImportError:  # Windows
         return None
     from daotai.qc.parallel import ShotChecks
-    from daotai.qc.report import hand_in_shot
+    from daotai.qc.report import hand_in_shot, shot_result
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with ShotChecks(plan, 1) as checks:
         hand_in_shot(checks, plan, shot, record, out, True)
-        checks.result(f"shot:{shot.shot_id}")
+        shot_result(checks, shot.shot_id)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 

@@ -1302,7 +1302,7 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
     report = yield from check_render_reusing(plan, out_dir, records, cache, settings.camera_qc, layout, checks)
     timings["qc_s"] = time.perf_counter() - tick
     # shot checking the render hid: done by the workers while later shots still rendered
-    timings["qc_beside_render_s"] = seconds_before(checks.spans, render_ended, "shot:")
+    timings["qc_beside_render_s"] = seconds_before(checks.spans, render_ended, ("shot:", "path:"))
 
     trace.stage = "deliver"
     tick = time.perf_counter()

@@ -127,7 +127,7 @@ def check_folder(folder: Path, console: Any = None) -> QcReport:
     options = settings.get("options") or {}
     labels = bool(options.get("labels", spec.reproducible))  # name labels drawn over the figures
     from daotai.qc.parallel import ShotChecks
-    from daotai.qc.report import hand_in_file, hand_in_sequence
+    from daotai.qc.report import hand_in_file, hand_in_sequence, shot_result
 
     backend = None
     missing: dict[str, dict[str, Any]] = {}
@@ -158,7 +158,7 @@ def check_folder(folder: Path, console: Any = None) -> QcReport:
         for number, shot in enumerate(plan.shots, start=1):
             if console is not None:
                 console.print(f"[dim]qc: checking shot {number} of {len(plan.shots)} ({shot.shot_id})…[/dim]")
-            shots.append(missing.get(shot.shot_id) or checks.result(f"shot:{shot.shot_id}"))
+            shots.append(missing.get(shot.shot_id) or shot_result(checks, shot.shot_id))
         if console is not None and layout.sequence.is_file():
             console.print("[dim]qc: checking the sequence…[/dim]")
         sequence = checks.result("sequence") if layout.sequence.is_file() else None

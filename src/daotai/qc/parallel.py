@@ -37,6 +37,11 @@ from daotai.plan.model import Plan
 # Workers beyond the cores only queue for them; more than this many rarely help a single render
 # (each holds a shot's shrunk frames and its decoders) and cost ~0.5 s of CPU each to start.
 MAX_QC_WORKERS = 4
+# From this many workers on, a shot's camera path is checked as a job of its own beside the shot's
+# other checks (daotai.qc.shot.measure_camera_path): the wait for the last shot, which nothing
+# overlaps, is then about halved. With fewer, a shot's checks already keep the workers busy while
+# the render goes on, and the path job's own decode of the shot would cost more than it saves.
+SPLIT_PATH_MIN_WORKERS = 3
 
 _PLAN: Plan | None = None  # the run's plan, inside a worker process only
 
@@ -163,6 +168,7 @@ class ShotChecks:
     def __init__(self, plan: Plan, workers: int | None = None, preload: tuple[str, ...] = ("daotai.qc.report",)):
         self.plan = plan
         self.workers = default_workers(len(plan.shots)) if workers is None else max(0, workers)
+        self.split_paths = self.workers >= SPLIT_PATH_MIN_WORKERS  # read by daotai.qc.report.hand_in_file
         self._preload = preload
         self._jobs: dict[str, tuple[Future | None, Any, tuple[Any, ...]]] = {}
         self._queue: queue.Queue = queue.Queue()
@@ -238,7 +244,7 @@ class ShotChecks:
                 worker.process.wait()
 
 
-def seconds_before(spans: dict[str, tuple[float, float]], until: float, prefix: str = "") -> float:
-    """Seconds of the jobs keyed ``prefix``... in ``spans`` ((began, ended) on time.monotonic())
+def seconds_before(spans: dict[str, tuple[float, float]], until: float, prefix: str | tuple[str, ...] = "") -> float:
+    """Seconds of the jobs keyed ``prefix``... (or any of several prefixes) in ``spans`` ((began, ended) on time.monotonic())
     that ran before ``until`` (on the same clock): checking done while the render still ran."""
     return sum(max(0.0, min(ended, until) - began) for key, (began, ended) in spans.items() if key.startswith(prefix))

@@ -156,7 +156,7 @@ def check_render(plan: Plan, out_dir: Path, records, camera: bool = True,
                 shots.append(known[shot.shot_id])
                 continue
             yield Progress("qc", shot.shot_id, i, len(plan.shots), f"checking shot {i + 1} of {len(plan.shots)}")
-            shots.append(checks.result(f"shot:{shot.shot_id}"))
+            shots.append(shot_result(checks, shot.shot_id))
         yield Progress("qc", None, len(plan.shots), len(plan.shots), "checking the sequence")
         sequence = checks.result("sequence") if layout.sequence.is_file() else None
     except BaseException:
@@ -179,10 +179,22 @@ def hand_in_shot(checks: Any, plan: Plan, shot: ShotPlan, record: Any, out_dir: 
 
 def hand_in_file(checks: Any, shot_id: str, path: Path, samples: dict[int, np.ndarray] | None, camera: bool = True,
                  controls: dict[str, Path] | None = None, labels: bool = True, audio: bool | None = None) -> None:
-    """Hand a shot file to a ShotChecks for :func:`daotai.qc.shot.check_shot` (key ``shot:<id>``)."""
-    checks.submit(f"shot:{shot_id}", _shot_entry,
-                  (shot_id, str(path), samples, camera,
-                   {k: str(v) for k, v in controls.items()} if controls is not None else None, labels, audio))
+    """Hand a shot file to a ShotChecks for :func:`daotai.qc.shot.check_shot` (key ``shot:<id>``; and
+    where the ShotChecks has workers to spare, its camera path apart, key ``path:<id>``)."""
+    apart = camera and bool(getattr(checks, "split_paths", False))
+    files = {k: str(v) for k, v in controls.items()} if controls is not None else None
+    checks.submit(f"shot:{shot_id}", _shot_entry, (shot_id, str(path), samples, camera, files, labels, audio, apart))
+    if apart:
+        checks.submit(f"path:{shot_id}", _path_measure, (shot_id, str(path), files, labels))
+
+
+def shot_result(checks: Any, shot_id: str) -> dict[str, Any]:
+    """The qc.json entry of a shot handed in with :func:`hand_in_file` (waits for its jobs)."""
+    from daotai.qc.shot import complete_shot
+
+    entry = checks.result(f"shot:{shot_id}")
+    measured = checks.result(f"path:{shot_id}") if checks.has(f"path:{shot_id}") else None
+    return complete_shot(entry, measured)
 
 
 def hand_in_sequence(checks: Any, path: Path, audio: bool | None = None) -> None:
@@ -191,10 +203,17 @@ def hand_in_sequence(checks: Any, path: Path, audio: bool | None = None) -> None
 
 
 def _shot_entry(plan: Plan, shot_id: str, path: str, samples: dict[int, np.ndarray] | None, camera: bool,
-                controls: dict[str, str] | None, labels: bool, audio: bool | None) -> dict[str, Any]:
+                controls: dict[str, str] | None, labels: bool, audio: bool | None, apart: bool = False) -> Any:
     return check_shot(plan, plan.shot(shot_id), Path(path), samples, camera,
                       controls={k: Path(v) for k, v in controls.items()} if controls is not None else None,
-                      labels=labels, audio=audio)
+                      labels=labels, audio=audio, path_apart=apart)
+
+
+def _path_measure(plan: Plan, shot_id: str, path: str, controls: dict[str, str] | None, labels: bool) -> Any:
+    from daotai.qc.shot import measure_camera_path
+
+    return measure_camera_path(plan, plan.shot(shot_id), Path(path),
+                               {k: Path(v) for k, v in controls.items()} if controls is not None else None, labels)
 
 
 def _sequence_entry(plan: Plan, path: str, audio: bool | None) -> dict[str, Any]:

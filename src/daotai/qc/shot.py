@@ -36,7 +36,8 @@ from daotai.qc.subject import SubjectCheck, check_subject, subject_failure, subj
 
 def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.ndarray] | None,
                camera: bool = True, controls: dict[str, Path] | None = None,
-               labels: bool = True, audio: bool | None = None, sampling: Any = None) -> dict[str, Any]:
+               labels: bool = True, audio: bool | None = None, sampling: Any = None,
+               path_apart: bool = False) -> dict[str, Any] | PartialShot:
     """Every check of one shot file; returns its qc.json entry (``ok`` and ``failures`` included).
 
     Camera adherence predicts image motion from the shot's rendered depth when its depth
@@ -49,12 +50,15 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     file should carry sound (default: when the plan has a soundtrack); sound that is there is
     checked either way (:func:`daotai.qc.audio.check_audio`). ``sampling``: a
     :class:`daotai.qc.sampling.QcSampling` (default: the one ``DAOTAI_QC_SAMPLING`` names, else
-    sparse camera tracking made dense where the verdict is close).
+    sparse camera tracking made dense where the verdict is close). ``path_apart``: the camera
+    path is measured by another job (:func:`measure_camera_path`, the costliest check, run beside
+    this one): then a :class:`PartialShot` comes back, which :func:`complete_shot` makes the same
+    entry as without it.
     """
     from daotai.qc.sampling import sampling_from_env
 
     sampling = sampling_from_env() if sampling is None else sampling
-    run = _ShotFile(plan, shot, path, {"shot_id": shot.shot_id, "file": path.name})
+    run = _ShotFile(plan, shot, path, {"shot_id": shot.shot_id, "file": path.name}, path_apart=path_apart)
     verdict = Verdicts()
     if not _probe_pass(run, verdict.pass_of("probe")):
         return finish_shot(run.entry, verdict.given, [])
@@ -67,6 +71,8 @@ def check_shot(plan: Plan, shot: ShotPlan, path: Path, samples: dict[int, np.nda
     _controls_pass(run, verdict.pass_of("controls"), readers)
     _samples_pass(run, verdict.pass_of("samples"), samples, picture.decoded)
     _audio_pass(run, verdict.pass_of("audio"), plan.soundtrack is not None if audio is None else audio)
+    if run.path_left_open:
+        return PartialShot(run.entry, verdict.given, verdict.warnings)
     return finish_shot(run.entry, verdict.given, verdict.warnings)
 
 
@@ -81,6 +87,8 @@ class _ShotFile:
     size: tuple[int, int] = (0, 0)  # the file's frame size, from the probe
     depth_path: Path | None = None  # the shot's control files, where they exist
     mask_path: Path | None = None
+    path_apart: bool = False  # the camera path is measured by another job (measure_camera_path)
+    path_left_open: bool = False  # its entries, verdicts and warning are left as slots to fill
 
 
 def _probe_pass(run: _ShotFile, verdict: Verdicts) -> bool:
@@ -236,6 +244,9 @@ def _tracking_pass(run: _ShotFile, verdict: Verdicts, picture: _Picture, stream:
     run.entry["camera"] = camera_entry
     verdict("camera", [f"camera: {camera_entry['summary']}"] if camera_entry["ok"] is False else [],
             f"camera: {camera_entry['summary']}")
+    if run.path_apart:
+        _leave_camera_path_open(run, verdict, len(picture.metric_frames))
+        return
     excludes = [stream.excludes.get(i) if stream is not None and run.mask_path is not None else None
                 for i in range(len(picture.metric_frames))]
     _camera_path_verdicts(run, verdict, cams, picture.metric_frames, excludes, judder)
@@ -327,6 +338,92 @@ def _camera_path_verdicts(run: _ShotFile, verdict: Verdicts, cams: np.ndarray, f
         verdict.warnings.append(note)
     entry["judder"], problems, fine = judder_verdict(measured)
     verdict("judder", problems, fine)
+
+
+# ------------------------------------------------------------------ the camera path as a job of its own
+#
+# Recovering the camera path is the costliest check of a shot (about a third of its time). With
+# workers to spare, it runs as a job beside the shot's other checks, so the wait for the last
+# shot of a render, which nothing else overlaps, is about halved. The shot's entry keeps a slot
+# where the path's entries, verdicts and warning go, so the completed entry is the one check_shot
+# gives in one piece, byte for byte.
+
+_SLOT = "\0camera path: measured apart\0"  # a verdict's or warning's place, filled by complete_shot
+
+
+@dataclass(frozen=True)
+class PartialShot:
+    """A shot's entry with the camera path's places left open (check_shot with ``path_apart``)."""
+
+    entry: dict[str, Any]
+    verdicts: list[dict[str, Any]]
+    warnings: list[str]
+
+
+def _leave_camera_path_open(run: _ShotFile, verdict: Verdicts, frames: int) -> None:
+    if frames < 2:  # too short to recover a path: no entries, as check_shot alone gives none
+        return
+    run.entry["camera_path"] = run.entry["judder"] = None  # their places in the entry's order
+    verdict.given.append({"check": _SLOT})
+    verdict.warnings.append(_SLOT)
+    run.path_left_open = True
+
+
+def measure_camera_path(plan: Plan, shot: ShotPlan, path: Path, controls: dict[str, Path] | None = None,
+                        labels: bool = True) -> tuple[Any, str, Any] | None:
+    """The camera path and judder of a shot file, as check_shot measures them: (CameraPathCheck or
+    None, why not, Judder), or None where check_shot measures none (an unreadable or too short file)."""
+    from daotai.encode.read import decode_gray
+    from daotai.encode.video import decode_frames, probe
+    from daotai.qc.camera_metrics import assess_frames, shrink
+    from daotai.qc.controls import moving_on_their_own
+
+    try:
+        info = probe(path)
+    except EncodeError:
+        return None
+    if shot.frames < 2:
+        return None
+    frames = [shrink(frame) for frame in itertools.islice(decode_frames(path), shot.frames)]
+    if len(frames) < 2:
+        return None
+    excludes: list[np.ndarray | None] = [None] * len(frames)
+    depth_path, mask_path = control_paths(path, shot, controls)
+    if depth_path is not None and mask_path is not None:  # as the shot's control stream marks them
+        names = label_names(plan, shot) if labels else None
+        for index, mask in enumerate(itertools.islice(decode_gray(mask_path), len(frames))):
+            excludes[index] = moving_on_their_own(shot, index, mask, names)
+    cams = np.array([c.cam_to_world for c in shot.cameras], dtype=np.float64).reshape(-1, 4, 4)
+    intrinsics = [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in shot.cameras[:len(frames)]]
+    return assess_frames(frames, (info.width, info.height), cams[:len(frames)], intrinsics,
+                         excludes if any(e is not None for e in excludes) else None)
+
+
+def complete_shot(partial: dict[str, Any] | PartialShot, measured: tuple[Any, str, Any] | None) -> dict[str, Any]:
+    """The shot's entry from check_shot's part and measure_camera_path's (an entry that left nothing
+    open is returned as it is)."""
+    from daotai.qc.camera_metrics import judder_verdict, path_verdict
+
+    if not isinstance(partial, PartialShot):
+        return partial
+    entry, given, warnings = dict(partial.entry), list(partial.verdicts), list(partial.warnings)
+    path = Verdicts().pass_of("tracking")
+    if measured is None:  # both jobs read the same file: only a file changed in between gets here
+        del entry["camera_path"], entry["judder"]
+    else:
+        check, why_not, judder = measured
+        entry["camera_path"], problems, fine, note = path_verdict(check, why_not,
+                                                                  (entry.get("camera") or {}).get("ok") is False)
+        path("camera_path", problems, fine)
+        if note:
+            path.warnings.append(note)
+        entry["judder"], problems, fine = judder_verdict(judder)
+        path("judder", problems, fine)
+    at = next(i for i, v in enumerate(given) if v["check"] == _SLOT)
+    given[at:at + 1] = path.given
+    at = warnings.index(_SLOT)
+    warnings[at:at + 1] = path.warnings
+    return finish_shot(entry, given, warnings)
 
 
 def _controls_pass(run: _ShotFile, verdict: Verdicts, readers: _ControlReaders) -> None:
