@@ -37,10 +37,10 @@ from pathlib import Path
 
 from daotai.encode.procsink import EncoderPool
 from daotai.encode.video import VideoWriter
-from daotai.pipeline import PipelineSettings, ShotRecord, encode_settings_for, render_shot
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
 from daotai.render.previz.backend import PrevizBackend, frame_states
+from daotai.run.pipeline import PipelineSettings, ShotRecord, encode_settings_for, render_shot
 from daotai.script.load import load_script
 from daotai.script.schema import Size
 

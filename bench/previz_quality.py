@@ -16,8 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import Finished, PipelineSettings, run
 from daotai.script.load import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -36,12 +36,12 @@ import numpy as np
 
 from daotai.encode.read import decode_frames, decode_gray
 from daotai.encode.video import EncodeSettings, VideoWriter, write_gray8, write_gray16
-from daotai.pipeline import Finished, PipelineSettings, fidelity_sample_indexes, run
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.planner import plan_script
 from daotai.qc.metrics import thumbnail
 from daotai.qc.report import check_shot, planned_motion
+from daotai.run.pipeline import Finished, PipelineSettings, fidelity_sample_indexes, run
 from daotai.script.load import validate_script
 from daotai.script.vocab import DIRECTION_SIGNS
 

@@ -16,14 +16,14 @@ import pytest
 
 import daotai.deliver.manifest
 import daotai.files
-import daotai.pipeline as pipeline
 import daotai.qc.report
+import daotai.run.pipeline as pipeline
 from daotai.errors import OptionError
 from daotai.events import Progress
 from daotai.files import STAGING_MARK, sha256_file, staging_folder, swap_folder
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
-from daotai.recheck import check_files, check_folder
+from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.recheck import check_files, check_folder
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -65,7 +65,7 @@ def plan_of(script: Path):
 
 def run_pipeline(plan, out: Path, backend: str, model: Path, source: Path, steps: int = 2):
     """Drive the real pipeline in-process; returns (events, result)."""
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import Finished, PipelineSettings, run
 
     settings = PipelineSettings(backend=backend, options={"model": str(model), "device": "cpu", "steps": steps},
                                 camera_qc=True)

@@ -21,9 +21,9 @@ from daotai.encode.read import decode_frames, decode_gray
 from daotai.encode.video import EncodeSettings
 from daotai.errors import EncodeError
 from daotai.events import Frame, Progress
-from daotai.pipeline import PipelineSettings, ShotRecord, render_shot, shot_files
 from daotai.plan.planner import plan_script
 from daotai.render.base import RenderJob, RunContext
+from daotai.run.pipeline import PipelineSettings, ShotRecord, render_shot, shot_files
 from daotai.script.load import validate_script
 
 SCRIPT = {
@@ -258,7 +258,7 @@ def test_close_stops_every_process_and_frees_memory(tmp_path):
 
 
 def test_long_runs_choose_processes(plan):
-    from daotai import pipeline
+    from daotai.run import pipeline
 
     assert not pipeline.use_encoder_processes(plan)  # 36 frames at 320x180: threads start faster
     long = plan.model_copy(update={"width": 1920, "height": 1080, "shots": plan.shots * 5})
@@ -267,7 +267,7 @@ def test_long_runs_choose_processes(plan):
 
 def test_whole_run_through_processes_matches_threads(plan, tmp_path, monkeypatch):
     """run() with encoder processes: same shot bytes as with threads, and no process left behind."""
-    from daotai import pipeline
+    from daotai.run import pipeline
 
     def shots(out: Path) -> dict[str, str]:
         settings = PipelineSettings(controls=False, camera_qc=False)

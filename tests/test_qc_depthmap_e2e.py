@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import Finished, PipelineSettings, run
 from daotai.script.load import validate_script
 
 SCRIPT = {

@@ -17,9 +17,9 @@ import pytest
 
 from daotai.encode.read import decode_frames
 from daotai.encode.video import VideoWriter
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.report import check_shot
+from daotai.run.pipeline import Finished, PipelineSettings, run
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

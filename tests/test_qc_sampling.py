@@ -13,7 +13,6 @@ import pytest
 from daotai.encode.read import decode_frames
 from daotai.encode.video import VideoWriter
 from daotai.errors import OptionError
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.camera import COMPONENTS, DEPTH_MAP_CONFIG, CameraAdherence, ComponentCheck
 from daotai.qc.camera_metrics import JERK_BOUND, Judder, uneven_steps
@@ -27,6 +26,7 @@ from daotai.qc.sampling import (
     densify_reason,
     sampling_from_env,
 )
+from daotai.run.pipeline import Finished, PipelineSettings, run
 from daotai.script.load import validate_script
 
 WIDTH, HEIGHT = 640, 360

@@ -18,8 +18,8 @@ from daotai.deliver.timeline import (
     focal_length_mm,
     write_timeline,
 )
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import Finished, PipelineSettings, run
 from daotai.script.load import load_script, validate_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -51,7 +51,7 @@ def _cache_folder(folder: Optional[Path], off: bool) -> Optional[str]:
     """The shot cache of a render: --cache, else the default one; none with --no-cache or DAOTAI_NO_CACHE=1."""
     if off or os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0"):
         return None
-    from daotai.shotcache import default_cache_dir
+    from daotai.run.cache import default_cache_dir
 
     return str(folder if folder is not None else default_cache_dir())
 
@@ -167,7 +167,7 @@ def render(
     shot cache; the manifest says which shots were rendered and which reused."""
     from daotai.cli.progress import run_with_progress
     from daotai.errors import BackendError
-    from daotai.pipeline import PipelineSettings, load_plan_or_script, require_models, resolved_options
+    from daotai.run.pipeline import PipelineSettings, load_plan_or_script, require_models, resolved_options
 
     scripts_read: list[Path] = []
 
@@ -182,7 +182,7 @@ def render(
         raise PlanError(f"--resolution: {resolution!r} cannot resize an existing plan; plan the script again "
                         "with --resolution")
     from daotai.encode.hardware import check_mode
-    from daotai.retakes import TakePolicy, parse_budget
+    from daotai.run.retakes import TakePolicy, parse_budget
 
     retakes = TakePolicy(takes, parse_budget(take_budget), tuple(c.strip() for c in retake_on.split(",") if c.strip()),
                          keep_takes)
@@ -254,7 +254,7 @@ def qc(
     strict: bool = typer.Option(False, "--strict", help="exit non-zero when any check fails"),
 ) -> None:
     """Re-run the quality checks on a render folder and rewrite qc.json."""
-    from daotai.recheck import check_folder
+    from daotai.run.recheck import check_folder
 
     report = check_folder(folder, console=err)
     out.print(report.summary_text())
@@ -267,10 +267,10 @@ def qc(
 def _announce_cost(plan_obj, settings, output: Path, dry_run: bool, source: Optional[Path] = None) -> None:
     """Before rendering: with --dry-run the plan and its estimated time (nothing is written); otherwise a
     warning when the render would run longer than LONG_RENDER_S here. Small previz plans are not timed."""
-    from daotai.estimate import estimate_render
-    from daotai.pipeline import reusable_shots
     from daotai.plan.planner import select_shots
     from daotai.render.cost import LONG_RENDER_S, format_duration
+    from daotai.run.estimate import estimate_render
+    from daotai.run.pipeline import reusable_shots
 
     chosen = select_shots(plan_obj, list(settings.shots)) if settings.shots else plan_obj
     reused = reusable_shots(chosen, settings, source)  # a shot the cache gives back costs only its copy

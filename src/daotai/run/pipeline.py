@@ -41,7 +41,7 @@ from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Audio, Event, Frame, Notice, Output, Progress, RenderJob, RunContext
-from daotai.retakes import TakePolicy
+from daotai.run.retakes import TakePolicy
 
 if TYPE_CHECKING:
     from daotai.encode.hardware import HardwareEncoder
@@ -68,7 +68,7 @@ class PipelineSettings:
     camera_qc: bool = True
     # --encoder auto | software | hardware (daotai.encode.hardware). run() decides hardware_encoder
     # (None: the software encoder) after the fidelity gate, and notes why hardware, when wanted, is
-    # not used (daotai.encoder_choice); the manifest records all three.
+    # not used (daotai.run.encoder_choice); the manifest records all three.
     encoder: str = "software"
     hardware_encoder: HardwareEncoder | None = None
     encoder_notes: tuple[str, ...] = ()
@@ -80,11 +80,11 @@ class PipelineSettings:
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
     enhance: str = ""  # e.g. "upscale=2,interpolate=60": restored copies beside the planned shots
     cluster: str | None = None  # None: render here; else a Ray address (local | auto | ray://host:port)
-    # A folder of finished shots by key (daotai.shotcache): an unchanged shot is reused, not
+    # A folder of finished shots by key (daotai.run.cache): an unchanged shot is reused, not
     # rendered again. None: no cache (the library's default; the CLI and the server set one).
     cache: str | None = None
     cache_bytes: int = 20 * 1024**3  # the cache's cap; least recently used shots go first
-    # Takes per shot, the checks that call for another one and the time they may take (daotai.retakes)
+    # Takes per shot, the checks that call for another one and the time they may take (daotai.run.retakes)
     retakes: TakePolicy = field(default_factory=TakePolicy)
     # Render into a folder that is not a render of this script (check_output_folder): the folder
     # is replaced whole; one that held files daotai did not write is kept aside, never deleted.
@@ -131,10 +131,10 @@ class ShotRecord:
     wall_s: float = 0.0
     files: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # what the backend decided (retiming, memory tier, retries)
-    key: str | None = None  # what determines the shot's files (daotai.shotcache), when a cache is used
+    key: str | None = None  # what determines the shot's files (daotai.run.cache), when a cache is used
     reused: bool = False  # True: the files came from the cache, unchanged since an earlier render
     audio: dict[str, Any] = field(default_factory=dict)  # the shot file's sound: source, rate, channels…; {} = none
-    takes: list[dict[str, Any]] = field(default_factory=list)  # every take when there were retakes (daotai.retakes)
+    takes: list[dict[str, Any]] = field(default_factory=list)  # every take when there were retakes (daotai.run.retakes)
 
 
 def load_plan_or_script(path: Path, preset: str | None, loader: Callable[..., Any]) -> Plan:
@@ -661,15 +661,15 @@ def load_soundtrack(plan: Plan, source: Path | None) -> np.ndarray | None:
 
 
 def shot_keys(plan: Plan, settings: PipelineSettings, encode: Any, source: Path | None) -> dict[str, str]:
-    """Each shot's cache key (daotai.shotcache): what determines its files."""
+    """Each shot's cache key (daotai.run.cache): what determines its files."""
     from daotai.render.registry import spec_for
-    from daotai.shotcache import key_fields, shot_key
+    from daotai.run.cache import key_fields, shot_key
 
     spec = spec_for(settings.backend)
     model = (settings.options.get("model") or spec.default_model) if spec.family is not None else None
     memo: dict[Path, str] = {}
     # With retakes the kept take depends on how many takes a shot may have and which checks judge
-    # them, so a shot rendered once is not reused for a run asking for takes (daotai.retakes)
+    # them, so a shot rendered once is not reused for a run asking for takes (daotai.run.retakes)
     takes = {"retakes": {"takes": settings.retakes.takes, "retake_on": sorted(settings.retakes.retake_on)}} \
         if settings.retakes.takes > 1 else {}
     options = dict(settings.options)
@@ -705,7 +705,7 @@ def reusable_shots(plan: Plan, settings: PipelineSettings, source: Path | None =
     as a copy, not a render. Empty without a cache."""
     if not settings.cache:
         return frozenset()
-    from daotai.shotcache import ShotCache
+    from daotai.run.cache import ShotCache
 
     options = resolved_options(settings)  # the keys hold the options as run() resolves them
     if options.shots_depend_on_earlier():
@@ -841,10 +841,10 @@ def render_shot(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settings: Pi
                 ctx: RunContext, record: ShotRecord, encoders: Any = None) -> Iterator[Event]:
     """Render one shot through the backend into its encoded files; yields progress. With a hardware
     encoder the shot file is held to the fidelity gate and rendered again in software when it misses
-    (daotai.encoder_choice)."""
+    (daotai.run.encoder_choice)."""
     if settings.hardware_encoder is None:
         return (yield from _render_shot_once(backend, plan, shot, out_dir, settings, ctx, record, encoders))
-    from daotai.encoder_choice import render_shot_gated
+    from daotai.run.encoder_choice import render_shot_gated
 
     shot_path = layout_for(out_dir, settings).shot(shot.shot_id)
     yield from render_shot_gated(_render_shot_once, shot_path, backend, plan, shot, out_dir, settings, ctx, record,
@@ -933,7 +933,7 @@ class ShotExecutor(Protocol):
 
 def _take_renderer(backend, plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext,
                    encoders: Any) -> Callable[[ShotPlan], Generator[Event, None, ShotRecord]]:
-    """One take of a shot (daotai.retakes): rendered into the shot's files; returns its record."""
+    """One take of a shot (daotai.run.retakes): rendered into the shot's files; returns its record."""
 
     def render_take(shot: ShotPlan) -> Generator[Event, None, ShotRecord]:
         record = ShotRecord(shot.shot_id)
@@ -956,7 +956,7 @@ class LocalExecutor:
 
         from daotai.encode.procsink import EncoderPool
         from daotai.render.registry import create_backend
-        from daotai.retakes import TakeBudget, judge_with_qc, render_with_takes
+        from daotai.run.retakes import TakeBudget, judge_with_qc, render_with_takes
 
         records: list[ShotRecord] = []
         self.finished = records
@@ -1094,7 +1094,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
             yield Notice("warning", f"{skipped['output']} will not be written: {skipped['reason']}; "
                                     f"install it with: {skipped['install']}")
     enc = encode_settings_for(settings, plan.width, plan.height)  # codec/crf/preset checked before any work
-    from daotai.encoder_choice import resolve_encoder
+    from daotai.run.encoder_choice import resolve_encoder
 
     settings = yield from resolve_encoder(settings, plan.width, plan.height, Fraction(*plan.fps_fraction), enc.codec)
     enc = encode_settings_for(settings, plan.width, plan.height)
@@ -1103,7 +1103,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
     folder = check_output_folder(out_dir, plan, source, settings.force)  # refused here, before any work
     cache, keys = None, {}
     if settings.cache:
-        from daotai.shotcache import ShotCache
+        from daotai.run.cache import ShotCache
 
         cache = ShotCache(settings.cache, settings.cache_bytes)
         keys = shot_keys(plan, settings, enc, source)
@@ -1296,7 +1296,7 @@ def _after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Ru
     ctx.check()
     trace.stage = "qc"
     tick = time.perf_counter()
-    from daotai.shotcache import check_render_reusing
+    from daotai.run.cache import check_render_reusing
 
     # shots reused from the cache keep their stored qc entries: only the rest (and the sequence) are checked
     report = yield from check_render_reusing(plan, out_dir, records, cache, settings.camera_qc, layout, checks)
