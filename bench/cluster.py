@@ -37,7 +37,9 @@ def _local(plan, out: Path) -> float:
     """Seconds to render every shot in this process, the way a run without --cluster does."""
     from daotai.render.base import RunContext
     from daotai.render.registry import create_backend
-    from daotai.run.pipeline import PipelineSettings, ShotRecord, render_shot
+    from daotai.run.records import ShotRecord
+    from daotai.run.settings import PipelineSettings
+    from daotai.run.shots import render_shot
 
     settings = PipelineSettings()
     for sub in ("shots", "control"):
@@ -57,7 +59,7 @@ def _cluster(plan, out: Path, workers: int) -> float:
     """Seconds to render every shot with ``workers`` Ray actors (dispatch to placed files)."""
     from daotai.cluster.runner import ClusterConfig, render_shots
     from daotai.render.base import RunContext
-    from daotai.run.pipeline import PipelineSettings
+    from daotai.run.settings import PipelineSettings
 
     settings = PipelineSettings(cluster="local")
     for sub in ("shots", "control"):

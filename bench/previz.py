@@ -40,7 +40,9 @@ from daotai.encode.video import VideoWriter
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
 from daotai.render.previz.backend import PrevizBackend, frame_states
-from daotai.run.pipeline import PipelineSettings, ShotRecord, encode_settings_for, render_shot
+from daotai.run.records import ShotRecord
+from daotai.run.settings import PipelineSettings, encode_settings_for
+from daotai.run.shots import render_shot
 from daotai.script.load import load_script
 from daotai.script.schema import Size
 

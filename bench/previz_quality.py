@@ -17,7 +17,9 @@ import tempfile
 from pathlib import Path
 
 from daotai.plan.planner import plan_script
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

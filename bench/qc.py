@@ -41,7 +41,10 @@ from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.planner import plan_script
 from daotai.qc.metrics import thumbnail
 from daotai.qc.report import check_shot, planned_motion
-from daotai.run.pipeline import Finished, PipelineSettings, fidelity_sample_indexes, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import fidelity_sample_indexes
 from daotai.script.load import validate_script
 from daotai.script.vocab import DIRECTION_SIGNS
 

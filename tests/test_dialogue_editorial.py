@@ -19,7 +19,9 @@ from daotai.deliver.subtitles import frame_ms, sequence_cues, split_frames, to_s
 from daotai.plan.layout import RenderLayout
 from daotai.plan.planner import plan_script
 from daotai.plan.reading import needed_seconds
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,7 +23,9 @@ from daotai.errors import DiskFull
 from daotai.events import Output
 from daotai.files import STAGING_MARK, TEMP_MARK
 from daotai.plan.planner import plan_script
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 MiB = 1024**2

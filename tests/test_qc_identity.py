@@ -27,7 +27,9 @@ from daotai.qc.identity import (
 from daotai.qc.report import _finish_shot, check_shot
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 W, H = 320, 180

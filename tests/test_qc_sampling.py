@@ -26,7 +26,9 @@ from daotai.qc.sampling import (
     densify_reason,
     sampling_from_env,
 )
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 WIDTH, HEIGHT = 640, 360

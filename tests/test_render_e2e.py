@@ -17,7 +17,9 @@ from daotai.plan.camera import project
 from daotai.plan.layout import IN_PROGRESS
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 SMALL = {"fps": 24, "size": "480x270", "scene": {"name": "test stage", "set_pieces": []}}

@@ -133,7 +133,9 @@ def test_a_held_backend_renders_each_job_as_a_fresh_one_would(tmp_path):
     import hashlib
 
     from daotai.plan.planner import plan_script
-    from daotai.run.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import validate_script
     from daotai.server.worker import HeldBackendExecutor
 

@@ -14,7 +14,9 @@ import pytest
 
 from daotai.plan.planner import plan_script
 from daotai.run.cache import ShotCache, key_fields, shot_key
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 MOVES = ["static", "pan_left", "pan_right", "push_in", "pull_back", "tilt_up", "orbit_left", "crane_up"]
@@ -265,7 +267,7 @@ def test_the_server_keeps_its_cache_under_serve_cache_size(tmp_path, monkeypatch
 
 
 def test_the_estimate_is_told_the_shots_a_render_will_reuse(tmp_path):
-    from daotai.run.pipeline import reusable_shots
+    from daotai.run.reuse import reusable_shots
 
     cache = tmp_path / "cache"
     settings = PipelineSettings(cache=str(cache))

@@ -19,7 +19,9 @@ from daotai.deliver.timeline import (
     write_timeline,
 )
 from daotai.plan.planner import plan_script
-from daotai.run.pipeline import Finished, PipelineSettings, run
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import load_script, validate_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

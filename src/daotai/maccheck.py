@@ -189,7 +189,8 @@ class Rendered:
 def _render(plan: Any, out: Path, settings: Any, health: Callable[[Any], dict] | None = None) -> Rendered:
     """Run the pipeline to its end, keeping what the report needs."""
     from daotai.events import Notice, Progress
-    from daotai.run.pipeline import Finished, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
 
     notices: list[str] = []
     steps: list[float] = []
@@ -209,7 +210,7 @@ def _render(plan: Any, out: Path, settings: Any, health: Callable[[Any], dict] |
 def previz(config: CheckConfig, work: Path) -> list[dict[str, Any]]:
     """Every example rendered with previz and QC (quick: minimal.json's first shot at 320x180)."""
     from daotai.plan.planner import plan_script
-    from daotai.run.pipeline import PipelineSettings
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import load_script
     from daotai.script.presets import apply_preset, apply_size
 
@@ -395,7 +396,7 @@ def _timed_render(backend: str, folder: Path, precision: str, script: Path, step
     from daotai.mlx.memory import folder_footprint, footprint_peak, memory_budget
     from daotai.plan.planner import plan_script
     from daotai.render.neural.request import native_request
-    from daotai.run.pipeline import PipelineSettings
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import load_script
 
     plan = plan_script(load_script(script))
@@ -530,7 +531,7 @@ def _h3_mlx(config: CheckConfig, work: Path) -> dict[str, Any]:
     import mlx.core as mx
 
     from daotai.plan.planner import plan_script
-    from daotai.run.pipeline import PipelineSettings
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import load_script
 
     path = work / "scripts" / "h3-mlx.json"

@@ -27,7 +27,8 @@ def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, 
     """Run the pipeline, drawing progress; returns its RunResult."""
     from daotai.cluster import executor_for
     from daotai.plan.planner import select_shots
-    from daotai.run.pipeline import Finished, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
 
     shown = select_shots(plan, list(settings.shots)) if settings.shots else plan
     total_frames = sum(s.frames for s in shown.shots)

@@ -167,7 +167,7 @@ def render(
     shot cache; the manifest says which shots were rendered and which reused."""
     from daotai.cli.progress import run_with_progress
     from daotai.errors import BackendError
-    from daotai.run.pipeline import PipelineSettings, load_plan_or_script, require_models, resolved_options
+    from daotai.run.settings import PipelineSettings, load_plan_or_script, require_models, resolved_options
 
     scripts_read: list[Path] = []
 
@@ -270,7 +270,7 @@ def _announce_cost(plan_obj, settings, output: Path, dry_run: bool, source: Opti
     from daotai.plan.planner import select_shots
     from daotai.render.cost import LONG_RENDER_S, format_duration
     from daotai.run.estimate import estimate_render
-    from daotai.run.pipeline import reusable_shots
+    from daotai.run.reuse import reusable_shots
 
     chosen = select_shots(plan_obj, list(settings.shots)) if settings.shots else plan_obj
     reused = reusable_shots(chosen, settings, source)  # a shot the cache gives back costs only its copy

@@ -248,7 +248,7 @@ def write_shot_file(plan: Plan, result: H3Shot, folder: Path, codec: str = "h264
     from daotai.encode.audio import mux_audio
     from daotai.encode.video import VideoWriter
     from daotai.plan.layout import RenderLayout
-    from daotai.run.pipeline import PipelineSettings, encode_settings_for
+    from daotai.run.settings import PipelineSettings, encode_settings_for
 
     enc = encode_settings_for(PipelineSettings(backend="h3", codec=codec), plan.width, plan.height)
     layout = RenderLayout(Path(folder), enc.container)

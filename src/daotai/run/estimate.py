@@ -321,7 +321,9 @@ def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, An
     from daotai.qc.report import check_sequence, check_shot
     from daotai.render.base import RunContext
     from daotai.render.registry import create_backend
-    from daotai.run.pipeline import PipelineSettings, ShotRecord, encode_settings_for, layout_for, render_shot
+    from daotai.run.records import ShotRecord
+    from daotai.run.settings import PipelineSettings, encode_settings_for, layout_for
+    from daotai.run.shots import render_shot
 
     source = busiest_shot(plan)
     shots = [sample_shot(source, n, f"calibration_{n}") for n in (max(2, sample // 2), max(4, sample))]
@@ -659,7 +661,7 @@ def estimate_render(plan: Plan, backend_name: str, options: Mapping[str, Any] | 
     """The render's cost here: previz by its stages (this module), neural backends by their rule
     (daotai.render.cost.estimate_cost); None when it cannot be told, or with ``quick`` for a
     previz plan too small to be worth timing before a render. ``reused``: the shots the shot
-    cache will give back (daotai.run.pipeline.reusable_shots)."""
+    cache will give back (daotai.run.reuse.reusable_shots)."""
     from daotai.render.cost import PREVIZ_QUICK_PIXEL_FRAMES, estimate_cost
     from daotai.render.registry import spec_for
 

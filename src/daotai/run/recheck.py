@@ -21,7 +21,8 @@ from daotai.errors import DaotaiError
 from daotai.files import sha256_file
 from daotai.plan.layout import RenderLayout
 from daotai.qc.report import QcReport, finish_report
-from daotai.run.pipeline import PipelineSettings, fidelity_sample_indexes
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import fidelity_sample_indexes
 
 # Files a render lists in its manifest that change afterwards by design: qc.json (``daotai qc``
 # rewrites it), the server's previews of the sequence (made after the manifest) and the storyboard
@@ -93,7 +94,8 @@ def planned_reuse(plan: Any, settings: PipelineSettings, source: Path | None = N
     from daotai.plan.planner import select_shots
     from daotai.render.registry import spec_for
     from daotai.run.cache import ShotCache
-    from daotai.run.pipeline import chain_cache_misses, encode_settings_for, resolved_options, shot_keys
+    from daotai.run.reuse import chain_cache_misses, shot_keys
+    from daotai.run.settings import encode_settings_for, resolved_options
 
     if settings.shots:
         plan = select_shots(plan, list(settings.shots))

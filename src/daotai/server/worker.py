@@ -426,7 +426,7 @@ class HeldBackendExecutor:
     def backend_for(self, settings):
         """The held backend when it suits ``settings``, else a new one (the old one closed)."""
         from daotai.render.registry import create_backend
-        from daotai.run.pipeline import backend_env
+        from daotai.run.settings import backend_env
 
         identity = self.identity(settings)
         if self._held is None or self._held[0] != identity:
@@ -445,7 +445,9 @@ class HeldBackendExecutor:
         from contextlib import nullcontext
 
         from daotai.encode.procsink import EncoderPool
-        from daotai.run.pipeline import ShotRecord, render_shot, use_encoder_processes
+        from daotai.run.encoders import use_encoder_processes
+        from daotai.run.records import ShotRecord
+        from daotai.run.shots import render_shot
 
         records: list = []
         self.finished = records
@@ -475,7 +477,8 @@ def warm_up(data_dir: str | Path, spec: str, executor: HeldBackendExecutor, spee
 
     from daotai.files import atomic_write_text
     from daotai.plan.planner import plan_script
-    from daotai.run.pipeline import Finished, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
     from daotai.script.load import validate_script
 
     state = Path(data_dir) / WARM_FOLDER / f"{os.getpid()}.json"
@@ -507,7 +510,7 @@ def job_settings(data_dir: str | Path, backend: str, kind: str, options: dict | 
                  speed: str | None = None, cache_bytes: int | None = None):
     """The pipeline settings a job renders with (and the console's render plan predicts with)."""
     from daotai.run.cache import DEFAULT_CAP_BYTES
-    from daotai.run.pipeline import PipelineSettings
+    from daotai.run.settings import PipelineSettings
 
     return PipelineSettings(backend=backend, controls=kind == "script", cluster=cluster, options=options or {},
                             option_defaults={"speed": speed},
@@ -545,8 +548,10 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     from daotai.errors import Cancelled, DaotaiError, DiskFull, disk_full_cause
     from daotai.events import Notice, Output, Progress
     from daotai.render.base import RunContext
-    from daotai.run.pipeline import Finished, layout_for, run
+    from daotai.run.pipeline import run
     from daotai.run.progress_labels import ShotOrder
+    from daotai.run.records import Finished
+    from daotai.run.settings import layout_for
     from daotai.server.references import record_references
 
     store = JobStore(data_dir)
