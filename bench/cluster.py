@@ -35,9 +35,11 @@ def _script(shots: int, seconds: float, size: str) -> dict:
 
 def _local(plan, out: Path) -> float:
     """Seconds to render every shot in this process, the way a run without --cluster does."""
-    from daotai.pipeline import PipelineSettings, ShotRecord, render_shot
     from daotai.render.base import RunContext
     from daotai.render.registry import create_backend
+    from daotai.run.records import ShotRecord
+    from daotai.run.settings import PipelineSettings
+    from daotai.run.shots import render_shot
 
     settings = PipelineSettings()
     for sub in ("shots", "control"):
@@ -56,8 +58,8 @@ def _local(plan, out: Path) -> float:
 def _cluster(plan, out: Path, workers: int) -> float:
     """Seconds to render every shot with ``workers`` Ray actors (dispatch to placed files)."""
     from daotai.cluster.runner import ClusterConfig, render_shots
-    from daotai.pipeline import PipelineSettings
     from daotai.render.base import RunContext
+    from daotai.run.settings import PipelineSettings
 
     settings = PipelineSettings(cluster="local")
     for sub in ("shots", "control"):

@@ -27,9 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from daotai.estimate import stored_calibration, whole_render_s
-from daotai.pipeline import PipelineSettings, reusable_shots
 from daotai.plan.planner import plan_script
+from daotai.run.estimate import stored_calibration, whole_render_s
+from daotai.run.reuse import reusable_shots
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import load_script
 from daotai.script.presets import apply_preset
 

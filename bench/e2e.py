@@ -32,8 +32,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 SIZES = {"preview": "640x360", "1080p": "1920x1080"}

@@ -29,8 +29,10 @@ from pathlib import Path
 import daotai.encode.policy as policy
 import daotai.post.assemble as assembly
 from daotai.encode.read import probe
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -73,8 +75,8 @@ def renders(size: str, root: Path) -> tuple[dict[str, float], dict[str, float]]:
 def assembly_seconds(run_dir: Path, size: str, new: bool, repeat: int) -> tuple[float, int]:
     """Best-of-``repeat`` seconds to assemble a render's shots again (as the pipeline joins them),
     and the frames copied."""
-    from daotai.pipeline import encode_settings_for
     from daotai.plan.layout import RenderLayout
+    from daotai.run.settings import encode_settings_for
 
     plan = plan_script(validate_script(script(size)))
     fps = Fraction(*plan.fps_fraction)

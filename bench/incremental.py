@@ -16,8 +16,10 @@ import hashlib
 import tempfile
 from pathlib import Path
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 MOVES = ("static", "pan_left", "pan_right", "push_in", "pull_back", "tilt_up", "orbit_left", "crane_up")

@@ -37,10 +37,12 @@ from pathlib import Path
 
 from daotai.encode.procsink import EncoderPool
 from daotai.encode.video import VideoWriter
-from daotai.pipeline import PipelineSettings, ShotRecord, encode_settings_for, render_shot
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
 from daotai.render.previz.backend import PrevizBackend, frame_states
+from daotai.run.records import ShotRecord
+from daotai.run.settings import PipelineSettings, encode_settings_for
+from daotai.run.shots import render_shot
 from daotai.script.load import load_script
 from daotai.script.schema import Size
 

@@ -16,8 +16,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import load_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

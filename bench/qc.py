@@ -36,13 +36,16 @@ import numpy as np
 
 from daotai.encode.read import decode_frames, decode_gray
 from daotai.encode.video import EncodeSettings, VideoWriter, write_gray8, write_gray16
-from daotai.pipeline import Finished, PipelineSettings, fidelity_sample_indexes, run
 from daotai.plan.layout import RenderLayout
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.planner import plan_script
 from daotai.qc.metrics import thumbnail
 from daotai.qc.motion import planned_motion
 from daotai.qc.shot import check_shot
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import fidelity_sample_indexes
 from daotai.script.load import validate_script
 from daotai.script.vocab import DIRECTION_SIGNS
 

@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.sampling import ENV_VAR, SAMPLINGS
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

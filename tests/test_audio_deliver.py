@@ -14,8 +14,11 @@ from PIL import Image
 
 from daotai.deliver.contact_sheet import SPEECH_BG, speech_tag_text
 from daotai.events import Audio, Frame
-from daotai.pipeline import Finished, PipelineSettings, ShotRecord, render_shot, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished, ShotRecord
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import render_shot
 from daotai.script.load import validate_script
 
 FPS = 24

@@ -15,8 +15,11 @@ from daotai.encode.audio import ROLE_MIX, ROLE_SHOT, ROLE_SOUNDTRACK, decode_aud
 from daotai.encode.read import probe
 from daotai.errors import EncodeError, ScriptError
 from daotai.events import Audio, Frame, Notice, Progress
-from daotai.pipeline import Finished, PipelineSettings, ShotRecord, render_shot, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished, ShotRecord
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import render_shot
 from daotai.script.load import validate_script
 
 FPS = 24
@@ -253,7 +256,7 @@ def test_audio_within_half_a_frame_is_accepted_and_fitted(tmp_path):
     shot = plan.shots[2]
     record = ShotRecord(shot.shot_id)
     backend = SoundBackend(seconds_error=0.4 / FPS)
-    from daotai.pipeline import RunContext
+    from daotai.render.base import RunContext
 
     (tmp_path / "shots").mkdir()
     list(render_shot(backend, plan, shot, tmp_path, PipelineSettings(controls=False), RunContext(), record))
@@ -265,7 +268,7 @@ def test_audio_within_half_a_frame_is_accepted_and_fitted(tmp_path):
 def test_encoder_processes_and_audio_together(tmp_path):
     """Shots encoded by the encoder-process pool get their sound muxed after the picture, unshifted."""
     from daotai.encode.procsink import EncoderPool
-    from daotai.pipeline import RunContext
+    from daotai.render.base import RunContext
 
     plan = plan_script(validate_script(script_data()))
     (tmp_path / "shots").mkdir()

@@ -77,7 +77,7 @@ def test_render_writes_a_pdf_a_reader_opens(rendered):
 
 def test_boards_command_writes_png_pages_into_a_render(rendered):
     from daotai.plan.layout import RenderLayout
-    from daotai.recheck import check_files
+    from daotai.run.recheck import check_files
 
     result = daotai("boards", str(rendered), "--format", "png", "--per-page", "4")
     assert result.returncode == 0, result.stderr

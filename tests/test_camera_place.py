@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from daotai.errors import PlanError, ScriptError
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan import geometry
 from daotai.plan.planner import plan_script
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 W, H = 320, 180

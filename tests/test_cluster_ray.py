@@ -19,9 +19,11 @@ from daotai.cluster.runner import ActorResources, actor_resources, check_address
 from daotai.cluster.worker import TEMP_ROOT, sweep_stale
 from daotai.errors import BackendError, Cancelled
 from daotai.events import Notice, Progress
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 SMALL = {"fps": 24, "size": "320x180", "scene": {"name": "test stage", "set_pieces": []}}
@@ -143,7 +145,7 @@ def test_worker_count_caps():
 
 
 def test_importing_the_cluster_package_does_not_import_ray():
-    code = "import sys, daotai.cluster.runner, daotai.cluster.worker, daotai.pipeline; print('ray' in sys.modules)"
+    code = "import sys, daotai.cluster.runner, daotai.cluster.worker, daotai.run.pipeline; print('ray' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 

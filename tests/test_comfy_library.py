@@ -213,7 +213,9 @@ def test_check_puts_a_clip_at_another_rate_on_the_plan_grid(director, pan_frames
 
 @pytest.fixture(scope="module")
 def rendered(director, tmp_path_factory):
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     out = tmp_path_factory.mktemp("render")
     for event in run(director.plan, out, PipelineSettings(camera_qc=False)):

@@ -16,10 +16,12 @@ import opentimelineio as otio
 import pytest
 
 from daotai.deliver.subtitles import frame_ms, sequence_cues, split_frames, to_srt, to_vtt, write_subtitles
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.layout import RenderLayout
 from daotai.plan.planner import plan_script
 from daotai.plan.reading import needed_seconds
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +97,7 @@ def test_shot_subtitles_count_from_the_shot_file_start(render):
 
 
 def test_subtitles_are_published_deliverables(render):
-    from daotai.recheck import check_files
+    from daotai.run.recheck import check_files
     from daotai.server.schemas import MEDIA_TYPES
     from daotai.server.worker import collect_outputs
 

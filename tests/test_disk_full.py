@@ -22,8 +22,10 @@ from builders import wait_for
 from daotai.errors import DiskFull
 from daotai.events import Output
 from daotai.files import STAGING_MARK, TEMP_MARK
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 MiB = 1024**2
@@ -180,7 +182,7 @@ def test_render_into_a_nearly_full_folder_exits_8_with_the_reason_and_no_traceba
 
 
 def test_a_cache_on_another_file_system_is_copied_from_and_kept_to_a_quarter_of_its_disk(small_disk, tmp_path):
-    from daotai.shotcache import ShotCache
+    from daotai.run.cache import ShotCache
 
     disk = small_disk(2)  # the cache's own small file system; the renders go to another one
     settings = PipelineSettings(cache=str(disk / "cache"))

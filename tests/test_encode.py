@@ -409,7 +409,7 @@ def test_colour_encodes_default_to_a_fixed_number_of_frame_threads_and_one_secon
     # the default and the pipeline's shots use FRAME_THREADS frame threads (no slices), never
     # "auto", and a keyframe every second; an explicit count is kept
     from daotai.encode.video import FRAME_THREADS
-    from daotai.pipeline import PipelineSettings, encode_settings_for
+    from daotai.run.settings import PipelineSettings, encode_settings_for
 
     frames = [np.full((64, 96, 3), v, np.uint8) for v in (10, 120, 230)]
     for name, settings in (("default", None), ("shot", encode_settings_for(PipelineSettings(), 96, 64)),

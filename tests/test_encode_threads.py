@@ -16,8 +16,8 @@ import pytest
 from daotai.encode.remux import keyframes, stream_format
 from daotai.encode.video import FRAME_THREADS, EncodeSettings, VideoWriter
 from daotai.plan.planner import plan_script
+from daotai.run.cache import key_fields, shot_key
 from daotai.script.load import validate_script
-from daotai.shotcache import key_fields, shot_key
 
 # Encodes 40 textured, moving 192x108 frames with the default settings and prints the file's sha256
 # and the CPUs it was allowed to use; argv[2] is a comma-separated CPU list for sched_setaffinity.

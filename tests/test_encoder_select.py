@@ -23,13 +23,16 @@ from daotai.encode.hardware import (
     probe_platform,
 )
 from daotai.encode.video import EncodeSettings, VideoWriter
-from daotai.encoder_choice import gate_frames, judge, measure_encoder
 from daotai.errors import EncodeError, OptionError
 from daotai.events import Notice
-from daotai.pipeline import Finished, PipelineSettings, ShotRecord, render_shot, run
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
 from daotai.render.registry import create_backend
+from daotai.run.encoder_choice import gate_frames, judge, measure_encoder
+from daotai.run.pipeline import run
+from daotai.run.records import Finished, ShotRecord
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import render_shot
 from daotai.script.load import validate_script
 
 # A stand-in "hardware" encoder that opens everywhere: libx264 at CRF 51 misses the gate (27.8 dB on

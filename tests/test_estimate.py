@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from daotai.estimate import (
+from daotai.plan.planner import plan_script
+from daotai.run.estimate import (
     PROCESS_START_S,
     Calibration,
     MachineLoad,
@@ -22,7 +23,6 @@ from daotai.estimate import (
     two_point_growing,
     whole_render_s,
 )
-from daotai.plan.planner import plan_script
 from daotai.script.load import validate_script
 
 SCRIPT = {

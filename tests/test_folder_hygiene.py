@@ -16,14 +16,17 @@ import pytest
 
 import daotai.deliver.manifest
 import daotai.files
-import daotai.pipeline as pipeline
 import daotai.qc.report
+import daotai.run.executors as executors
+import daotai.run.finish as finish
 from daotai.errors import OptionError
 from daotai.events import Progress
 from daotai.files import STAGING_MARK, sha256_file, staging_folder, swap_folder
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
-from daotai.recheck import check_files, check_folder
+from daotai.run.pipeline import run
+from daotai.run.recheck import check_files, check_folder
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +72,7 @@ def old_render(tmp_path_factory) -> Path:
 
 def _stop_in_shot(monkeypatch, shot_id: str) -> None:
     """Raise inside the render of ``shot_id``, after its first frames were encoded."""
-    original = pipeline.render_shot
+    original = executors.render_shot
 
     def failing(backend, plan, shot, *args, **kwargs):
         for event in original(backend, plan, shot, *args, **kwargs):
@@ -77,7 +80,7 @@ def _stop_in_shot(monkeypatch, shot_id: str) -> None:
             if shot.shot_id == shot_id and isinstance(event, Progress) and event.done >= 3:
                 raise KeyboardInterrupt
 
-    monkeypatch.setattr(pipeline, "render_shot", failing)
+    monkeypatch.setattr(executors, "render_shot", failing)  # where LocalExecutor looks it up
 
 
 def _stop_at(monkeypatch, stage: str) -> None:
@@ -86,13 +89,13 @@ def _stop_at(monkeypatch, stage: str) -> None:
         raise KeyboardInterrupt
 
     if stage == "plan":  # plan.json written into the staging folder, no shot started
-        monkeypatch.setattr(pipeline.LocalExecutor, "render_shots", boom)
+        monkeypatch.setattr(executors.LocalExecutor, "render_shots", boom)
     elif stage == "first shot":
         _stop_in_shot(monkeypatch, "s1")
     elif stage == "middle shot":
         _stop_in_shot(monkeypatch, "s2")
     elif stage == "assembly":
-        monkeypatch.setattr(pipeline, "_assemble", boom)
+        monkeypatch.setattr(finish, "assemble_sequence", boom)
     elif stage == "qc":
         monkeypatch.setattr(daotai.qc.report, "check_render", boom)
     elif stage == "manifest":  # the manifest is written whole, then the run dies before the swap
@@ -148,7 +151,7 @@ def test_an_error_before_any_shot_ran_says_nothing_about_resuming(tmp_path, monk
     def refuses(*args, **kwargs):
         raise BackendError("the backend refused before its first shot")
 
-    monkeypatch.setattr(pipeline.LocalExecutor, "render_shots", refuses)
+    monkeypatch.setattr(executors.LocalExecutor, "render_shots", refuses)
     with pytest.raises(BackendError) as failed:
         render(script("s1", "s2"), tmp_path / "out")
     assert not getattr(failed.value, "__notes__", None) and list(tmp_path.iterdir()) == []
@@ -179,7 +182,7 @@ def _wrapped_ctrl_c(*args, **kwargs):
 def test_a_ctrl_c_wrapped_by_a_library_still_says_what_stopped_and_how_to_resume(tmp_path, monkeypatch, capsys):
     from daotai import cli
 
-    monkeypatch.setattr(pipeline.LocalExecutor, "render_shots", _wrapped_ctrl_c)
+    monkeypatch.setattr(executors.LocalExecutor, "render_shots", _wrapped_ctrl_c)
     (tmp_path / "film.json").write_text(json.dumps(script("s1", "s2")))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["daotai", "render", "film.json", "-o", "out", "--no-cache"])

@@ -262,8 +262,10 @@ def test_h3_render_with_footage_through_the_command_line_and_a_bad_clip_refused(
 def test_wan_vace_takes_the_footage_as_its_control_video(tiny_vace, script, clip, tmp_path, monkeypatch):
     from diffusers import WanVACEPipeline
 
-    from daotai.pipeline import Finished, PipelineSettings, run
     from daotai.render.neural.request import family_defaults, native_request
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     calls: list[list[np.ndarray]] = []
     original = WanVACEPipeline.__call__
@@ -291,7 +293,9 @@ def test_wan_vace_takes_the_footage_as_its_control_video(tiny_vace, script, clip
 
 def test_previz_says_it_does_not_follow_footage_and_validate_lists_a_missing_file(script, tmp_path):
     from daotai.events import Notice
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import check_reference_files, load_script
 
     events = list(run(plan_of(script), tmp_path / "out", PipelineSettings(controls=False, camera_qc=False),

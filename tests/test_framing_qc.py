@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.framing import SIZES, band, measure_framing, nominal_share
 from daotai.qc.shot import check_shot
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -315,7 +315,7 @@ def test_the_fast_modes_step_cache_is_off_under_a_turbo(tmp_path):
 
 def test_a_lora_edited_in_place_changes_the_shot_key_and_other_backends_keys_stay(tmp_path, plan):
     from daotai.encode.video import EncodeSettings
-    from daotai.shotcache import key_fields, shot_key
+    from daotai.run.cache import key_fields, shot_key
 
     path = turbo_file(tmp_path / "t.safetensors", {"steps": "4", "shift": "5"})
 

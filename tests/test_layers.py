@@ -4,8 +4,11 @@ The direction (README, "Layers"), lowest first — a module may import its own l
 layer before it:
 
     errors, events, catalog, files, diskspace, plugins  ←  script  ←  plan  ←  render  ←  encode  ←  post  ←  qc
-      ←  deliver  ←  pipeline (+ recheck, shotcache, encoder_choice, retakes, estimate, progress_labels)  ←  front ends (cli, doctor,
-      maccheck, server, cluster, draft, comfy)
+      ←  deliver  ←  run  ←  front ends (cli, doctor, maccheck, server, cluster, draft, comfy)
+
+``run`` is the pipeline: one render from plan to delivered folder, and what sits beside it at
+that level (the shot cache, retakes, the fidelity-gated encoder, ``daotai qc DIR``'s recheck,
+--dry-run's estimate, the stages' progress labels).
 
 ``runtime`` and ``mlx`` are side layers: they may import the bottom layers, ``script`` and
 ``plan`` (and ``mlx`` may import ``runtime``); ``render`` and everything after it may import them.
@@ -20,10 +23,9 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "daotai"
-ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "pipeline", "front")
+ORDER = ("bottom", "script", "plan", "render", "encode", "post", "qc", "deliver", "run", "front")
 BOTTOM = {"errors", "events", "catalog", "files", "diskspace", "plugins", "__init__"}
 FRONT = {"cli", "doctor", "maccheck", "server", "cluster", "draft", "comfy"}
-PIPELINE = {"pipeline", "recheck", "shotcache", "encoder_choice", "retakes", "estimate", "progress_labels"}  # estimate: --dry-run times the pipeline's own stages; progress_labels: what each stage is called; recheck: `daotai qc DIR` (may render again); shotcache: reused shots; encoder_choice: the fidelity-gated encoder; retakes: takes per shot
 SIDE = {"runtime": {"bottom", "script", "plan"}, "mlx": {"bottom", "script", "plan", "runtime"}}
 
 
@@ -34,8 +36,6 @@ def layer_of(module: str) -> str:
         return "bottom"
     if top in FRONT:
         return "front"
-    if top in PIPELINE:
-        return "pipeline"
     if top in SIDE or top in ORDER:
         return top
     raise AssertionError(f"{module}: its package {top!r} has no documented layer; add it to the README and here")
@@ -137,21 +137,21 @@ def test_no_import_loops():
 
 
 def test_the_check_catches_an_upward_import(tmp_path):
-    """A deliberate upward import (plan importing the pipeline) is reported, with its line."""
+    """A deliberate upward import (plan importing the pipeline, daotai.run) is reported, with its line."""
     import shutil
 
     copy = tmp_path / "daotai"
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
     timing = copy / "plan" / "timing.py"
-    timing.write_text(timing.read_text(encoding="utf-8") + "\n\ndef _bad():\n    from daotai.pipeline import run\n",
+    timing.write_text(timing.read_text(encoding="utf-8") + "\n\ndef _bad():\n    from daotai.run.pipeline import run\n",
                       encoding="utf-8")
     found = upward_imports(graph(copy))
-    assert len(found) == 1 and found[0].startswith("daotai.plan.timing:") and "(plan -> pipeline)" in found[0]
+    assert len(found) == 1 and found[0].startswith("daotai.plan.timing:") and "(plan -> run)" in found[0]
 
 
 @pytest.mark.parametrize("importer, imported, ok", [
     ("plan", "script", True), ("script", "plan", False), ("render", "runtime", True), ("runtime", "render", False),
-    ("mlx", "runtime", True), ("plan", "runtime", False), ("front", "pipeline", True), ("qc", "deliver", False),
+    ("mlx", "runtime", True), ("plan", "runtime", False), ("front", "run", True), ("run", "front", False), ("qc", "deliver", False),
 ])
 def test_the_direction_itself(importer, imported, ok):
     assert allowed(importer, imported) is ok

@@ -123,7 +123,8 @@ def test_make_folders(tmp_path):
 
 
 def test_pipeline_shot_files_follow_the_layout():
-    from daotai.pipeline import PipelineSettings, layout_for, shot_files
+    from daotai.run.settings import PipelineSettings, layout_for
+    from daotai.run.shots import shot_files
 
     for codec, controls in (("h264", True), ("prores", False)):
         settings = PipelineSettings(codec=codec, controls=controls)

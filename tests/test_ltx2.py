@@ -223,7 +223,9 @@ def test_a_render_through_the_command_line_writes_picture_and_sound_in_sync(tiny
 
 
 def test_the_seed_reproduces_the_shot_files_byte_for_byte(tiny_ltx2, script, tmp_path):
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     def shot_hashes(plan, out: Path) -> dict[str, str]:
         settings = PipelineSettings(backend="ltx2", camera_qc=False, options={

@@ -97,7 +97,7 @@ def test_the_command_a_render_names_for_a_missing_model_is_the_one_that_pulls_it
 
     from daotai import cli
     from daotai.errors import BackendError
-    from daotai.pipeline import PipelineSettings, require_models
+    from daotai.run.settings import PipelineSettings, require_models
 
     settings = PipelineSettings(backend="h3")
     with pytest.raises(BackendError) as missing:

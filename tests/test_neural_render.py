@@ -65,7 +65,9 @@ def plan_of(script: Path):
 
 def run_pipeline(plan, out: Path, backend: str, model: Path, source: Path, steps: int = 2):
     """Drive the real pipeline in-process; returns (events, result)."""
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     settings = PipelineSettings(backend=backend, options={"model": str(model), "device": "cpu", "steps": steps},
                                 camera_qc=True)

@@ -71,7 +71,8 @@ def test_two_processes_render_the_frames_one_process_renders(backend_name, fixtu
 
 @pytest.mark.slow
 def test_a_killed_rank_fails_the_shot_clearly_and_leaves_no_file(tiny_wan, tmp_path):
-    from daotai.pipeline import PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.settings import PipelineSettings
 
     plan, source = plan_at(tmp_path)
     out = tmp_path / "out"
@@ -287,7 +288,9 @@ def test_a_cluster_renders_a_split_shot_in_its_placement_group(tiny_wan, tmp_pat
     ray = pytest.importorskip("ray")
     from daotai.cluster import executor_for
     from daotai.encode.read import probe
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     plan, source = plan_at(tmp_path)
     # Two GPUs declared to Ray: the actor's placement group and its 2 ranks are real; with

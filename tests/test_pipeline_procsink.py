@@ -21,9 +21,11 @@ from daotai.encode.read import decode_frames, decode_gray
 from daotai.encode.video import EncodeSettings
 from daotai.errors import EncodeError
 from daotai.events import Frame, Progress
-from daotai.pipeline import PipelineSettings, ShotRecord, render_shot, shot_files
 from daotai.plan.planner import plan_script
 from daotai.render.base import RenderJob, RunContext
+from daotai.run.records import ShotRecord
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import render_shot, shot_files
 from daotai.script.load import validate_script
 
 SCRIPT = {
@@ -258,25 +260,27 @@ def test_close_stops_every_process_and_frees_memory(tmp_path):
 
 
 def test_long_runs_choose_processes(plan):
-    from daotai import pipeline
+    from daotai.run import encoders
 
-    assert not pipeline.use_encoder_processes(plan)  # 36 frames at 320x180: threads start faster
+    assert not encoders.use_encoder_processes(plan)  # 36 frames at 320x180: threads start faster
     long = plan.model_copy(update={"width": 1920, "height": 1080, "shots": plan.shots * 5})
-    assert sum(s.frames for s in long.shots) == 180 and pipeline.use_encoder_processes(long)
+    assert sum(s.frames for s in long.shots) == 180 and encoders.use_encoder_processes(long)
 
 
 def test_whole_run_through_processes_matches_threads(plan, tmp_path, monkeypatch):
     """run() with encoder processes: same shot bytes as with threads, and no process left behind."""
-    from daotai import pipeline
+    from daotai.run import encoders, pipeline
+    from daotai.run.records import Finished
 
     def shots(out: Path) -> dict[str, str]:
         settings = PipelineSettings(controls=False, camera_qc=False)
         events = list(pipeline.run(plan, out, settings))
-        assert isinstance(events[-1], pipeline.Finished)
+        assert isinstance(events[-1], Finished)
         return {p.name: _sha(p) for p in sorted((out / "shots").iterdir())}
 
     threads = shots(tmp_path / "threads")
-    monkeypatch.setattr(pipeline, "ENCODER_PROCESS_MIN_PIXELS", 0)
+    monkeypatch.setattr(encoders, "ENCODER_PROCESS_MIN_PIXELS", 0)
+    assert encoders.use_encoder_processes(plan)  # the patch reaches the run's choice
     before = set(multiprocessing.active_children())
     assert shots(tmp_path / "procs") == threads
     assert set(multiprocessing.active_children()) <= before

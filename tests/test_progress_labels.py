@@ -13,7 +13,7 @@ import pytest
 
 from daotai.events import Progress
 from daotai.plan.planner import plan_script
-from daotai.progress_labels import ShotOrder
+from daotai.run.progress_labels import ShotOrder
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 SCRIPT = {

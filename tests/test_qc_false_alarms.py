@@ -17,9 +17,11 @@ import pytest
 
 from daotai.encode.read import decode_frames
 from daotai.encode.video import VideoWriter
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.shot import check_shot
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 ROOT = Path(__file__).resolve().parent.parent

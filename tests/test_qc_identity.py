@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.layout import RenderLayout
 from daotai.plan.planner import plan_script
 from daotai.qc import checks
@@ -28,6 +27,9 @@ from daotai.qc.identity import (
 from daotai.qc.shot import check_shot, finish_shot
 from daotai.render.previz import PrevizRenderer, RenderSettings
 from daotai.render.previz.backend import environment_for_plan, frame_states
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 W, H = 320, 180

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from daotai.events import Progress
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.model import Plan
 from daotai.plan.planner import plan_script
 from daotai.qc import checks
 from daotai.qc.parallel import ShotChecks, seconds_before
-from daotai.retakes import TakePolicy
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.retakes import TakePolicy
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 SCRIPT = {"fps": 24, "size": "320x180", "seed": 5,

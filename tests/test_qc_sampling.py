@@ -13,7 +13,6 @@ import pytest
 from daotai.encode.read import decode_frames
 from daotai.encode.video import VideoWriter
 from daotai.errors import OptionError
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
 from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraAdherence
 from daotai.qc.camera_metrics import uneven_steps
@@ -30,6 +29,9 @@ from daotai.qc.sampling import (
     sampling_from_env,
 )
 from daotai.qc.shot import check_shot
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 WIDTH, HEIGHT = 640, 360

@@ -13,11 +13,13 @@ import pytest
 from daotai.encode.read import decode_frames, decode_gray, probe
 from daotai.errors import Cancelled
 from daotai.events import Progress
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.camera import project
 from daotai.plan.layout import IN_PROGRESS
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 SMALL = {"fps": 24, "size": "480x270", "scene": {"name": "test stage", "set_pieces": []}}
@@ -232,7 +234,7 @@ def test_rendering_over_an_earlier_render_replaces_it_whole(tmp_path):
     assert set(manifest["files"]) | {"manifest.json"} == {p.relative_to(out).as_posix() for p in out.rglob("*")
                                                           if p.is_file()}
     assert not (out / IN_PROGRESS).exists() and [p.name for p in tmp_path.iterdir()] == ["out"]
-    from daotai.recheck import check_folder
+    from daotai.run.recheck import check_folder
 
     report = check_folder(out)
     assert report.ok, report.failures
@@ -241,7 +243,7 @@ def test_rendering_over_an_earlier_render_replaces_it_whole(tmp_path):
 
 def test_an_interrupted_rerender_leaves_the_earlier_render_whole(tmp_path):
     from daotai.files import sha256_file
-    from daotai.recheck import check_folder
+    from daotai.run.recheck import check_folder
 
     out = tmp_path / "out"
     _render(_tiny("s1", "s2"), out)
@@ -263,7 +265,7 @@ def test_an_interrupted_rerender_leaves_the_earlier_render_whole(tmp_path):
 
 
 def test_qc_flags_a_replaced_shot(tmp_path):
-    from daotai.recheck import check_folder
+    from daotai.run.recheck import check_folder
 
     out = tmp_path / "out"
     _render(_tiny("s1", "s2"), out)

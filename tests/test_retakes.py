@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from daotai.errors import OptionError
-from daotai.retakes import TakePolicy, parse_budget, take_seed
+from daotai.run.retakes import TakePolicy, parse_budget, take_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ROOT / "tests" / "plugins"
@@ -74,8 +74,10 @@ def test_takes_3_keeps_the_first_passing_take_and_records_all_three(installed, t
 
 def test_when_no_take_passes_the_best_is_kept_and_the_others_under_takes(installed, tmp_path):
     from daotai.events import Notice
-    from daotai.pipeline import Finished, PipelineSettings, run
     from daotai.plan.planner import plan_script
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import validate_script
 
     plan = plan_script(validate_script(SCRIPT))
@@ -92,8 +94,9 @@ def test_when_no_take_passes_the_best_is_kept_and_the_others_under_takes(install
 
 def test_the_take_budget_stops_retakes(installed, tmp_path):
     from daotai.events import Notice
-    from daotai.pipeline import PipelineSettings, run
     from daotai.plan.planner import plan_script
+    from daotai.run.pipeline import run
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import validate_script
 
     plan = plan_script(validate_script(SCRIPT))
@@ -132,8 +135,9 @@ def test_takes_with_a_cluster_are_refused_before_any_work(tmp_path):
 
 
 def test_a_shot_rendered_once_is_not_reused_for_a_run_with_takes(installed):
-    from daotai.pipeline import PipelineSettings, encode_settings_for, shot_keys
     from daotai.plan.planner import plan_script
+    from daotai.run.reuse import shot_keys
+    from daotai.run.settings import PipelineSettings, encode_settings_for
     from daotai.script.load import validate_script
 
     plan = plan_script(validate_script(SCRIPT))

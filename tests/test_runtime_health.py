@@ -302,7 +302,9 @@ class Sampler:
 
 def test_adaptive_render_runs_the_shot_after_a_critical_one_a_tier_lower(tiny_wan, plan_and_script, tmp_path):
     from daotai.events import Notice
-    from daotai.pipeline import Finished, PipelineSettings, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     plan, script = plan_and_script
     sampler = Sampler()

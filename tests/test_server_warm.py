@@ -132,8 +132,10 @@ def test_a_held_backend_renders_each_job_as_a_fresh_one_would(tmp_path):
     bytes a fresh backend gives."""
     import hashlib
 
-    from daotai.pipeline import Finished, PipelineSettings, run
     from daotai.plan.planner import plan_script
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import validate_script
     from daotai.server.worker import HeldBackendExecutor
 

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.cache import ShotCache, key_fields, shot_key
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
-from daotai.shotcache import ShotCache, key_fields, shot_key
 
 MOVES = ["static", "pan_left", "pan_right", "push_in", "pull_back", "tilt_up", "orbit_left", "crane_up"]
 SCRIPT = {
@@ -109,7 +111,7 @@ def test_the_key_follows_what_determines_the_files(tmp_path, monkeypatch):
     other["characters"][0]["colour"] = "#00ff00"
     assert fields_for(other) != base  # a character's look
     assert fields_for(changed_script()) == base  # another shot's camera does not touch shot 0
-    import daotai.shotcache as shotcache
+    import daotai.run.cache as shotcache
 
     monkeypatch.setattr(shotcache, "__version__", "99.0")
     assert fields_for(SCRIPT) != base  # daotai's version
@@ -185,7 +187,7 @@ def test_the_server_reuses_unchanged_shots_of_a_resubmitted_script(tmp_path, mon
 
 
 def test_reused_shots_are_checked_again_when_the_qc_code_changes(tmp_path, monkeypatch):
-    import daotai.shotcache as shotcache
+    import daotai.run.cache as shotcache
 
     script = {**SCRIPT, "shots": SCRIPT["shots"][:2]}
     cache = tmp_path / "cache"
@@ -265,7 +267,7 @@ def test_the_server_keeps_its_cache_under_serve_cache_size(tmp_path, monkeypatch
 
 
 def test_the_estimate_is_told_the_shots_a_render_will_reuse(tmp_path):
-    from daotai.pipeline import reusable_shots
+    from daotai.run.reuse import reusable_shots
 
     cache = tmp_path / "cache"
     settings = PipelineSettings(cache=str(cache))

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from daotai.encode.video import EncodeSettings
-from daotai.pipeline import load_soundtrack
 from daotai.plan.planner import plan_script
 from daotai.post.assemble import sample_at
+from daotai.run.cache import key_fields, shot_key
+from daotai.run.sound import load_soundtrack
 from daotai.script.load import validate_script
-from daotai.shotcache import key_fields, shot_key
 
 SCRIPT = {
     "fps": 24, "size": "160x96", "seed": 5,
@@ -171,7 +171,8 @@ def test_the_key_fields_are_plain_json(folder):
 
 
 def chained_keys(folder: Path, script: dict, workflow: str) -> dict[str, str]:
-    from daotai.pipeline import PipelineSettings, shot_keys
+    from daotai.run.reuse import shot_keys
+    from daotai.run.settings import PipelineSettings
 
     model = folder / "model"
     if not model.is_dir():  # written once: the folder's fingerprint is its files' sizes and times
@@ -200,8 +201,9 @@ def test_a_shot_that_starts_on_the_last_frame_before_it_changes_with_that_shot(f
 def test_a_chain_with_a_changed_shot_is_rendered_whole(folder, tmp_path):
     # Reusing the unchanged shots before the change would start the changed one on its previz frame,
     # not on the frame a render without the cache gives it: a chain is reused whole or not at all.
-    from daotai.pipeline import PipelineSettings, chain_cache_misses
-    from daotai.shotcache import ENTRIES, RECORD, ShotCache
+    from daotai.run.cache import ENTRIES, RECORD, ShotCache
+    from daotai.run.reuse import chain_cache_misses
+    from daotai.run.settings import PipelineSettings
 
     keys = chained_keys(folder, SCRIPT, "fl2va")
     plan = plan_script(validate_script(SCRIPT))

@@ -221,7 +221,7 @@ def test_previz_cost_is_timed_here_and_long_renders_are_flagged():
 
 def test_a_4k_120fps_render_is_warned_about_before_it_starts(capsys):
     from daotai.cli.rendering import _announce_cost
-    from daotai.pipeline import PipelineSettings
+    from daotai.run.settings import PipelineSettings
 
     big = validate_script({"size": "4K", "fps": 120, "shots": [{"shot_id": f"s{i}", "duration": 60} for i in range(10)]})
     _announce_cost(plan_script(big), PipelineSettings(), Path("out"), dry_run=False)
@@ -261,8 +261,10 @@ def test_comfy_assembly_of_a_render_with_a_closing_fade_is_the_same_file(tmp_pat
     from daotai.comfy.driver import drive
     from daotai.comfy.script import load_director_script
     from daotai.comfy.sequence import assemble_shots, shots_in_folder
-    from daotai.pipeline import Finished, PipelineSettings, run
     from daotai.render.base import RunContext
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     director = load_director_script(json.dumps(script(fade_out=0.5)))
     out = tmp_path / "render"

@@ -114,7 +114,7 @@ def test_render_rejects_an_unknown_speed_without_a_traceback(tmp_path):
 
 def test_run_wide_speed_reaches_backends_that_have_it_and_explicit_options_are_checked():
     from daotai.errors import OptionError
-    from daotai.pipeline import PipelineSettings, resolved_options
+    from daotai.run.settings import PipelineSettings, resolved_options
 
     assert resolved_options(PipelineSettings(backend="wan", option_defaults={"speed": "fast"})).speed == "fast"
     assert resolved_options(PipelineSettings(backend="wan-vace", options={"speed": "fast"})).speed == "fast"

@@ -18,8 +18,10 @@ from daotai.deliver.timeline import (
     focal_length_mm,
     write_timeline,
 )
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import load_script, validate_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

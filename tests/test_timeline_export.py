@@ -11,8 +11,10 @@ import opentimelineio as otio
 import pytest
 
 from daotai.encode.read import probe
-from daotai.pipeline import Finished, PipelineSettings, run
 from daotai.plan.planner import plan_script
+from daotai.run.pipeline import run
+from daotai.run.records import Finished
+from daotai.run.settings import PipelineSettings
 from daotai.script.load import validate_script
 
 SCRIPT = {

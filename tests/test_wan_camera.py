@@ -333,10 +333,12 @@ def test_an_image_to_video_checkpoint_starts_from_the_first_previz_frame(tmp_pat
 
     from builders import build_wan_camera_i2v
     from daotai.events import Frame
-    from daotai.pipeline import Finished, PipelineSettings, run
     from daotai.render.base import RenderJob, RunContext
     from daotai.render.neural.retime import resize_rgb
     from daotai.render.previz.backend import PrevizBackend
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     model = build_wan_camera_i2v(tmp_path / "i2v")
     images, inputs = [], []
@@ -375,8 +377,10 @@ def test_an_image_to_video_checkpoint_starts_from_the_first_previz_frame(tmp_pat
 def test_the_published_checkpoint_layout_loads_its_transformer_and_adapter(tmp_path, tiny_wan, monkeypatch):
     torch = pytest.importorskip("torch")
     from builders import published_camera_checkpoint
-    from daotai.pipeline import Finished, PipelineSettings, run
     from daotai.render import wan_camera
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
+    from daotai.run.settings import PipelineSettings
 
     checkpoint, source = published_camera_checkpoint(tmp_path / "published", seed=4)
     built = []

@@ -189,7 +189,8 @@ class Rendered:
 def _render(plan: Any, out: Path, settings: Any, health: Callable[[Any], dict] | None = None) -> Rendered:
     """Run the pipeline to its end, keeping what the report needs."""
     from daotai.events import Notice, Progress
-    from daotai.pipeline import Finished, run
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
 
     notices: list[str] = []
     steps: list[float] = []
@@ -208,8 +209,8 @@ def _render(plan: Any, out: Path, settings: Any, health: Callable[[Any], dict] |
 
 def previz(config: CheckConfig, work: Path) -> list[dict[str, Any]]:
     """Every example rendered with previz and QC (quick: minimal.json's first shot at 320x180)."""
-    from daotai.pipeline import PipelineSettings
     from daotai.plan.planner import plan_script
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import load_script
     from daotai.script.presets import apply_preset, apply_size
 
@@ -393,9 +394,9 @@ def _timed_render(backend: str, folder: Path, precision: str, script: Path, step
     import mlx.core as mx
 
     from daotai.mlx.memory import folder_footprint, footprint_peak, memory_budget
-    from daotai.pipeline import PipelineSettings
     from daotai.plan.planner import plan_script
     from daotai.render.neural.request import native_request
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import load_script
 
     plan = plan_script(load_script(script))
@@ -529,8 +530,8 @@ def _h3_mlx(config: CheckConfig, work: Path) -> dict[str, Any]:
         return result
     import mlx.core as mx
 
-    from daotai.pipeline import PipelineSettings
     from daotai.plan.planner import plan_script
+    from daotai.run.settings import PipelineSettings
     from daotai.script.load import load_script
 
     path = work / "scripts" / "h3-mlx.json"
@@ -555,7 +556,7 @@ def _h3_mlx(config: CheckConfig, work: Path) -> dict[str, Any]:
 def encode(quick: bool) -> dict[str, Any]:
     """Speed and PSNR of every hardware encoder that opens here, beside the software encoder."""
     from daotai.encode.hardware import hardware_encoder, probe_platform
-    from daotai.encoder_choice import measure_encoder
+    from daotai.run.encoder_choice import measure_encoder
 
     width, height, frames = (640, 360, 12) if quick else (1920, 1080, 48)
     fps = Fraction(24)

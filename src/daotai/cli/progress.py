@@ -20,14 +20,15 @@ from daotai.errors import DaotaiError
 from daotai.events import Notice, Output
 from daotai.events import Progress as ProgressEvent
 from daotai.plan.model import Plan
-from daotai.progress_labels import ShotOrder
+from daotai.run.progress_labels import ShotOrder
 
 
 def run_with_progress(plan: Plan, out_dir: Path, settings, source: Path | None, console: Console):
     """Run the pipeline, drawing progress; returns its RunResult."""
     from daotai.cluster import executor_for
-    from daotai.pipeline import Finished, run
     from daotai.plan.planner import select_shots
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
 
     shown = select_shots(plan, list(settings.shots)) if settings.shots else plan
     total_frames = sum(s.frames for s in shown.shots)

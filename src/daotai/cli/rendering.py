@@ -51,7 +51,7 @@ def _cache_folder(folder: Optional[Path], off: bool) -> Optional[str]:
     """The shot cache of a render: --cache, else the default one; none with --no-cache or DAOTAI_NO_CACHE=1."""
     if off or os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0"):
         return None
-    from daotai.shotcache import default_cache_dir
+    from daotai.run.cache import default_cache_dir
 
     return str(folder if folder is not None else default_cache_dir())
 
@@ -182,7 +182,7 @@ def render(
 def _load_plan(script: Path, preset: Optional[str], resolution: Optional[str]):
     """The plan to render: a plan .json as written, or a script (file or stdin) planned at --preset and
     --resolution. A plan's size is fixed, so --resolution with a plan is refused."""
-    from daotai.pipeline import load_plan_or_script
+    from daotai.run.settings import load_plan_or_script
 
     scripts_read: list[Path] = []
 
@@ -209,8 +209,8 @@ def _pipeline_settings(*, backend: str, codec: str, encoder: str, preset: Option
     """The render command's options as PipelineSettings, each checked as it is read (in the order the
     options' errors are reported: the first wrong one is named)."""
     from daotai.encode.hardware import check_mode
-    from daotai.pipeline import PipelineSettings
-    from daotai.retakes import TakePolicy, parse_budget
+    from daotai.run.retakes import TakePolicy, parse_budget
+    from daotai.run.settings import PipelineSettings
 
     retakes = TakePolicy(takes, parse_budget(take_budget), tuple(c.strip() for c in retake_on.split(",") if c.strip()),
                          keep_takes)
@@ -243,7 +243,7 @@ def _preflight(plan_obj, settings, script: Path, output: Path, dry_run: bool) ->
     """The checks before any work: backend options, then model files, then the estimate (a dry run's
     report, or a warning for a long render). False when it was a dry run: nothing more to do."""
     from daotai.errors import BackendError
-    from daotai.pipeline import require_models, resolved_options
+    from daotai.run.settings import require_models, resolved_options
 
     resolved_options(settings)  # a wrong option is refused before the progress bar starts
     try:  # so is a model that is not downloaded, before the estimate and any warning
@@ -300,7 +300,7 @@ def qc(
     strict: bool = typer.Option(False, "--strict", help="exit non-zero when any check fails"),
 ) -> None:
     """Re-run the quality checks on a render folder and rewrite qc.json."""
-    from daotai.recheck import check_folder
+    from daotai.run.recheck import check_folder
 
     report = check_folder(folder, console=err)
     out.print(report.summary_text())
@@ -313,10 +313,10 @@ def qc(
 def _announce_cost(plan_obj, settings, output: Path, dry_run: bool, source: Optional[Path] = None) -> None:
     """Before rendering: with --dry-run the plan and its estimated time (nothing is written); otherwise a
     warning when the render would run longer than LONG_RENDER_S here. Small previz plans are not timed."""
-    from daotai.estimate import estimate_render
-    from daotai.pipeline import reusable_shots
     from daotai.plan.planner import select_shots
     from daotai.render.cost import LONG_RENDER_S, format_duration
+    from daotai.run.estimate import estimate_render
+    from daotai.run.reuse import reusable_shots
 
     chosen = select_shots(plan_obj, list(settings.shots)) if settings.shots else plan_obj
     reused = reusable_shots(chosen, settings, source)  # a shot the cache gives back costs only its copy

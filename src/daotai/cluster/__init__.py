@@ -65,5 +65,5 @@ class RayExecutor:
 
 
 def executor_for(settings: Any) -> RayExecutor | None:
-    """The executor a front end passes to ``daotai.pipeline.run``: Ray when ``settings.cluster`` is set."""
+    """The executor a front end passes to ``daotai.run.pipeline.run``: Ray when ``settings.cluster`` is set."""
     return RayExecutor(settings.cluster) if getattr(settings, "cluster", None) else None

@@ -4,7 +4,7 @@
 long-lived actor per CPU slot (previz) or per GPU (neural backends), each holding a warm
 backend, and hands shots to whichever actor is idle, so a long shot list keeps every
 actor busy with no barrier between shots. An actor encodes a whole shot with the same
-``daotai.pipeline.render_shot`` a local run uses, into a temp folder on its own machine,
+``daotai.run.shots.render_shot`` a local run uses, into a temp folder on its own machine,
 and returns the file bytes through Ray's object store; the driver writes them into the
 output folder atomically (temp name + rename), so partial files never appear there and
 remote nodes need no shared filesystem. Everything after rendering (assembly, qc,
@@ -185,7 +185,7 @@ def render_shots(plan, out_dir: Path, settings, ctx: RunContext, source: Path | 
 def _render_on(ray, worker_cls, plan, out_dir: Path, settings, ctx: RunContext, source: Path | None,
                config: ClusterConfig, finished: list) -> Generator[Event, None, list]:
     """The dispatch loop of :func:`render_shots` on a connected cluster."""
-    from daotai.pipeline import layout_for
+    from daotai.run.settings import layout_for
 
     layout = layout_for(out_dir, settings)  # where the finished shots' files are placed
     res = actor_resources(settings.backend, settings.options.get("model"), int(settings.options.get("gpus") or 1))

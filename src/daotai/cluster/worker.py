@@ -4,7 +4,7 @@
 groups of one thread each: ``render`` (the shot being rendered; always the same thread,
 so a backend's GL context or CUDA stream stays on the thread that made it) and ``control``
 (``poll`` and ``cancel``, answered while a shot renders). Files are encoded by the same
-:func:`daotai.pipeline.render_shot` a local run uses, into a private temp folder, and
+:func:`daotai.run.shots.render_shot` a local run uses, into a private temp folder, and
 returned as bytes so the driver can place them atomically on any machine.
 """
 
@@ -51,7 +51,7 @@ def sweep_stale(root: Path) -> list[Path]:
 class ShotResult:
     """One finished shot: its record (samples, timings, relative file names) and file bytes."""
 
-    record: Any  # daotai.pipeline.ShotRecord
+    record: Any  # daotai.run.records.ShotRecord
     blobs: dict[str, bytes]  # relative output path → file contents
     host: str
     pid: int
@@ -81,7 +81,9 @@ class ShotWorker:
 
     def render(self, plan, shot_index: int, settings) -> ShotResult:
         """Render one shot of ``plan`` into a temp folder and return the finished files."""
-        from daotai.pipeline import ShotRecord, layout_for, render_shot
+        from daotai.run.records import ShotRecord
+        from daotai.run.settings import layout_for
+        from daotai.run.shots import render_shot
 
         shot = plan.shots[shot_index]
         ctx = RunContext()

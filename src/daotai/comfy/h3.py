@@ -247,8 +247,8 @@ def write_shot_file(plan: Plan, result: H3Shot, folder: Path, codec: str = "h264
     """``<folder>/shots/<id>.mp4`` with the shot's frames and sound, encoded as ``daotai render --backend h3`` would."""
     from daotai.encode.audio import mux_audio
     from daotai.encode.video import VideoWriter
-    from daotai.pipeline import PipelineSettings, encode_settings_for
     from daotai.plan.layout import RenderLayout
+    from daotai.run.settings import PipelineSettings, encode_settings_for
 
     enc = encode_settings_for(PipelineSettings(backend="h3", codec=codec), plan.width, plan.height)
     layout = RenderLayout(Path(folder), enc.container)

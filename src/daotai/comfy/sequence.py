@@ -119,8 +119,9 @@ def assemble_shots(plan: Plan, shots: Mapping[str, ShotSource], folder: str | Pa
     from daotai.deliver.subtitles import write_subtitles
     from daotai.deliver.timeline import editorial_retime, write_timeline
     from daotai.encode.audio import ROLE_SOUNDTRACK, probe_audio
-    from daotai.pipeline import PipelineSettings, encode_settings_for, load_soundtrack
     from daotai.post.assemble import ClipSpec, Transition, assemble, closing_fade_seconds
+    from daotai.run.settings import PipelineSettings, encode_settings_for
+    from daotai.run.sound import load_soundtrack
 
     ctx = ctx or RunContext()
     missing = [s.shot_id for s in plan.shots if s.shot_id not in shots]

@@ -88,7 +88,7 @@ def write_manifest(plan: Plan, plan_text: str, out_dir: Path, settings, records,
                 "notices": list(r.notices),
                 **({"key": r.key, "render": "reused" if r.reused else "rendered"} if getattr(r, "key", None) else {}),
                 **({"audio": dict(r.audio)} if getattr(r, "audio", None) else {}),
-                # every take when the shot had retakes (daotai.retakes): seed, verdict, kept or not
+                # every take when the shot had retakes (daotai.run.retakes): seed, verdict, kept or not
                 **({"takes": list(r.takes)} if getattr(r, "takes", None) else {}),
             }
             for r in records

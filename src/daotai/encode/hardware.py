@@ -16,7 +16,7 @@ they fail to open without the GPU and driver. :func:`probe_encoder` therefore op
 candidate and encodes a few tiny frames. A hardware encoder's output is not reproducible
 bit for bit and its quality is the encoder's own, so the pipeline measures it against the
 project's encode-fidelity gate before using it and falls back to software, with a notice,
-when it misses (``daotai.encoder_choice``).
+when it misses (``daotai.run.encoder_choice``).
 """
 
 from __future__ import annotations

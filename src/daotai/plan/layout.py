@@ -70,7 +70,7 @@ EDITORIAL_FILES = {"timeline_xml": ".xml", "timeline_edl": ".edl"}
 _AUDIO_EDL = re.compile(rf"^{TIMELINE_STEM}\.a([1-9][0-9]{{0,2}})\.edl$")
 SEQUENCE_CAMERA = "sequence.usda"  # in cameras/: every shot's camera on the sequence's frames
 ENHANCED = "_enhanced"  # the ending of an enhanced copy's stem (daotai.post.enhance)
-TAKES_DIR = "takes"  # takes/<shot_id>/take<n>/: takes not kept, with --keep-takes (daotai.retakes)
+TAKES_DIR = "takes"  # takes/<shot_id>/take<n>/: takes not kept, with --keep-takes (daotai.run.retakes)
 _TAKE = re.compile(r"^take([1-9][0-9]{0,2})$")
 # Kinds with one file per item: a shot's (its id), a board page's (its number, two digits or
 # more) or an audio track's EDL (its number, from 1).
@@ -103,7 +103,7 @@ CONTROL_ENDINGS = {"depth": "_depth.mkv", "depth_preview": "_depth_preview.mp4",
 # kinds published under another name; the rest keep their kind
 PUBLIC_NAMES = {"sequence": "video", "sequence_enhanced": "video_enhanced", "enhance_manifest": "enhance"}
 # Written into a render's staging folder when the render starts and removed once its manifest is
-# written, before the folder is swapped in (daotai.pipeline); a render folder that holds it was
+# written, before the folder is swapped in (daotai.run.pipeline); a render folder that holds it was
 # left by an older daotai that rendered in place, and may mix files of two runs (hidden, so no
 # manifest or listing takes it for a deliverable).
 IN_PROGRESS = ".daotai-render-in-progress.json"

@@ -8,7 +8,7 @@ thumbnail decode of the picture), "tracking" (a full decode of the picture and o
 "controls" (the depth and mask control files), "samples" (frames kept while rendering), "audio",
 "plan" (the plan alone: nothing of the file is read).
 check_shot gives only verdicts named here (a verdict under another name is a bug it raises),
-each in the pass that pays its cost (:class:`Verdicts`), and daotai.retakes takes its check names
+each in the pass that pays its cost (:class:`Verdicts`), and daotai.run.retakes takes its check names
 and groups from here.
 
 Checks that share a decode (the camera, camera path and judder read the same decoded frames; the

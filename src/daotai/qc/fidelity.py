@@ -1,7 +1,7 @@
 """Encode fidelity: do the delivered frames keep what was rendered?
 
 Frames kept while rendering are compared with their decoded copies (PSNR). The thresholds are
-shared with the encoder choice (daotai.encoder_choice gates a codec on the same numbers), so
+shared with the encoder choice (daotai.run.encoder_choice gates a codec on the same numbers), so
 they live here with the one measurement that applies them, not inside the shot report.
 """
 

@@ -1,7 +1,7 @@
 """What a render will cost in time, told before it starts (`render --dry-run`, the long-render
 warning, `daotai doctor`).
 
-* **previz**: (the whole render's estimate, every stage timed, is daotai.estimate's; this is the
+* **previz**: (the whole render's estimate, every stage timed, is daotai.run.estimate's; this is the
   bare drawing time, for callers below the pipeline) a few frames of the plan's longest shot are drawn and timed on this machine (after
   one frame that opens the GL context; one frame and several are timed and differenced, so the
   per-call set-up cancels). A whole render also writes depth and masks, encodes, assembles and

@@ -97,10 +97,10 @@ class BackendSpec:
     default_model: str | None = None
     encode: EncodeDefaults = EncodeDefaults()
     # Whether, with these options, a shot's frames depend on the shot rendered before it (it
-    # starts on that shot's last frame): such shots are cached as a chain (daotai.pipeline.shot_keys).
+    # starts on that shot's last frame): such shots are cached as a chain (daotai.run.reuse.shot_keys).
     continues_across_shots: Callable[[Mapping[str, Any]], bool] = lambda options: False
     # The files, beside the model, whose bytes decide the frames with these options (a LoRA fused into
-    # the weights): their sha256 joins each shot's cache key (daotai.shotcache.key_fields).
+    # the weights): their sha256 joins each shot's cache key (daotai.run.cache.key_fields).
     option_files: Callable[[Mapping[str, Any]], tuple[Path, ...]] = lambda options: ()
 
     def option_names(self) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
                cluster: str | None = None, speed: str | None = None, warm: tuple[str, ...] = (),
                cache_bytes: int | None = None, **options: Any):
     """The FastAPI app serving jobs stored under ``data_dir``; ``cache_bytes`` caps its shot cache
-    (None: daotai.shotcache's default; never more than a quarter of the data folder's disk)."""
+    (None: daotai.run.cache's default; never more than a quarter of the data folder's disk)."""
     from fastapi import FastAPI, Request
     from starlette.exceptions import HTTPException
 
@@ -116,8 +116,8 @@ def create_app(data_dir: str | Path, token: str | None = None, *, host: str = "1
 
 def trim_cache(data_dir: Path, cache_bytes: int | None) -> list[str]:
     """Bring the data folder's shot cache under its cap (the keys of the entries removed)."""
+    from daotai.run.cache import ShotCache
     from daotai.server.worker import job_settings
-    from daotai.shotcache import ShotCache
 
     settings = job_settings(data_dir, "previz", "script", None, cache_bytes=cache_bytes)
     if settings.cache is None or not os.path.isdir(settings.cache):

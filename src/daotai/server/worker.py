@@ -2,7 +2,7 @@
 
 The server's :class:`Dispatcher` thread claims queued jobs from the store and hands them to
 warm worker processes (``python -m daotai.server.worker DATA_DIR``, one job id per line on
-stdin; one per model and concurrency slot). For each job the worker runs :func:`daotai.pipeline.run` into a private ``work-<attempt>`` folder, streams
+stdin; one per model and concurrency slot). For each job the worker runs :func:`daotai.run.pipeline.run` into a private ``work-<attempt>`` folder, streams
 progress into the store, and publishes the folder as ``out/`` in the same transaction
 that marks the job completed. A worker that dies without finishing its job leaves the job
 ``failed`` with code ``worker_lost``; its work folder is removed, so no partial file ever
@@ -51,7 +51,7 @@ class DispatcherConfig:
     # (`daotai serve --warm`); one per concurrency slot at most, kept however long they idle.
     warm: tuple[str, ...] = ()
     rewarm_after_s: float = 60.0  # a --warm worker replaced by another backend's comes back, once idle, after this
-    cache_bytes: int | None = None  # the shot cache's cap (None: the default, daotai.shotcache.DEFAULT_CAP_BYTES)
+    cache_bytes: int | None = None  # the shot cache's cap (None: the default, daotai.run.cache.DEFAULT_CAP_BYTES)
 
 
 # ------------------------------------------------------------------ server side
@@ -425,8 +425,8 @@ class HeldBackendExecutor:
 
     def backend_for(self, settings):
         """The held backend when it suits ``settings``, else a new one (the old one closed)."""
-        from daotai.pipeline import backend_env
         from daotai.render.registry import create_backend
+        from daotai.run.settings import backend_env
 
         identity = self.identity(settings)
         if self._held is None or self._held[0] != identity:
@@ -445,7 +445,9 @@ class HeldBackendExecutor:
         from contextlib import nullcontext
 
         from daotai.encode.procsink import EncoderPool
-        from daotai.pipeline import ShotRecord, render_shot, use_encoder_processes
+        from daotai.run.encoders import use_encoder_processes
+        from daotai.run.records import ShotRecord
+        from daotai.run.shots import render_shot
 
         records: list = []
         self.finished = records
@@ -474,8 +476,9 @@ def warm_up(data_dir: str | Path, spec: str, executor: HeldBackendExecutor, spee
     import tempfile
 
     from daotai.files import atomic_write_text
-    from daotai.pipeline import Finished, run
     from daotai.plan.planner import plan_script
+    from daotai.run.pipeline import run
+    from daotai.run.records import Finished
     from daotai.script.load import validate_script
 
     state = Path(data_dir) / WARM_FOLDER / f"{os.getpid()}.json"
@@ -506,8 +509,8 @@ def warm_up(data_dir: str | Path, spec: str, executor: HeldBackendExecutor, spee
 def job_settings(data_dir: str | Path, backend: str, kind: str, options: dict | None, cluster: str | None = None,
                  speed: str | None = None, cache_bytes: int | None = None):
     """The pipeline settings a job renders with (and the console's render plan predicts with)."""
-    from daotai.pipeline import PipelineSettings
-    from daotai.shotcache import DEFAULT_CAP_BYTES
+    from daotai.run.cache import DEFAULT_CAP_BYTES
+    from daotai.run.settings import PipelineSettings
 
     return PipelineSettings(backend=backend, controls=kind == "script", cluster=cluster, options=options or {},
                             option_defaults={"speed": speed},
@@ -544,9 +547,11 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     from daotai.cluster import executor_for
     from daotai.errors import Cancelled, DaotaiError, DiskFull, disk_full_cause
     from daotai.events import Notice, Output, Progress
-    from daotai.pipeline import Finished, layout_for, run
-    from daotai.progress_labels import ShotOrder
     from daotai.render.base import RunContext
+    from daotai.run.pipeline import run
+    from daotai.run.progress_labels import ShotOrder
+    from daotai.run.records import Finished
+    from daotai.run.settings import layout_for
     from daotai.server.references import record_references
 
     store = JobStore(data_dir)
@@ -657,7 +662,7 @@ def serve_jobs(data_dir: str, lines: Iterator[str], cluster: str | None = None, 
                warm: str | None = None, cache_bytes: int | None = None) -> int:
     """Warm worker loop: run each ``JOB_ID ATTEMPT`` line as a job until the input ends, through
     a backend held between jobs; with ``warm`` (BACKEND[:MODEL]) the backend is loaded first."""
-    import daotai.pipeline  # noqa: F401  (loaded once, kept warm for every job)
+    import daotai.run.pipeline  # noqa: F401  (loaded once, kept warm for every job)
 
     executor = HeldBackendExecutor()
     try:

@@ -89,7 +89,7 @@ def render_plan(state: ServerState, script: Any, backend: str, options: dict[str
     import shutil
     import tempfile
 
-    from daotai.recheck import planned_reuse
+    from daotai.run.recheck import planned_reuse
     from daotai.server.worker import job_plan, job_settings
 
     store = state.store

@@ -68,8 +68,8 @@ PROCESS_START_S = 1.2
 # by :func:`calibrate` like the process start, this where that timing fails.
 QC_WORKER_START_CPU_S = 0.6
 # What `render` imports before its first shot, and what a QC worker imports (daotai.qc.parallel).
-RENDER_IMPORTS = ("import daotai.cli, daotai.pipeline, daotai.render.registry, daotai.post.assemble, "
-                  "daotai.qc.report, daotai.shotcache, daotai.deliver.manifest, daotai.deliver.contact_sheet, "
+RENDER_IMPORTS = ("import daotai.cli, daotai.run.pipeline, daotai.render.registry, daotai.post.assemble, "
+                  "daotai.qc.report, daotai.run.cache, daotai.deliver.manifest, daotai.deliver.contact_sheet, "
                   "daotai.deliver.timeline, daotai.deliver.cameras, daotai.cli.progress, daotai.plan.planner, "
                   "daotai.script.load")
 QC_WORKER_IMPORTS = "import daotai.qc.parallel, daotai.qc.report"
@@ -317,12 +317,14 @@ def cpu_rates(cores: int, seconds: float = CAPACITY_PROBE_S) -> tuple[float, flo
 def calibrate(plan: Plan, backend_name: str = "previz", options: Mapping[str, Any] | None = None,
               controls: bool = True, sample: int = SAMPLE_FRAMES) -> Calibration:
     """Time each stage of a previz render here on samples of ``plan``'s busiest shot (module doc)."""
-    from daotai.pipeline import PipelineSettings, ShotRecord, encode_settings_for, layout_for, render_shot
     from daotai.post.assemble import ClipSpec, assemble
     from daotai.qc.report import check_sequence
     from daotai.qc.shot import check_shot
     from daotai.render.base import RunContext
     from daotai.render.registry import create_backend
+    from daotai.run.records import ShotRecord
+    from daotai.run.settings import PipelineSettings, encode_settings_for, layout_for
+    from daotai.run.shots import render_shot
 
     source = busiest_shot(plan)
     shots = [sample_shot(source, n, f"calibration_{n}") for n in (max(2, sample // 2), max(4, sample))]
@@ -409,7 +411,7 @@ def worker_check_cpu_s(plan: Plan, shot: ShotPlan, record: Any, out: Path) -> fl
 def _time_reuse(clock: _Clock, out: Path, record: Any) -> float:
     """CPU seconds of placing one cached shot in an output folder: stored in a shot cache under
     ``out``, then taken back out into another folder as a render reusing it does."""
-    from daotai.shotcache import ShotCache
+    from daotai.run.cache import ShotCache
 
     cache = ShotCache(out / "cache")
     cache.put("calibration", out, record)
@@ -540,7 +542,7 @@ CALIBRATION_FILE = "calibration.json"
 
 def calibration_path() -> Path:
     """Where the calibrations are kept: the user's daotai cache folder ($DAOTAI_CACHE_DIR included)."""
-    from daotai.shotcache import default_cache_dir
+    from daotai.run.cache import default_cache_dir
 
     return default_cache_dir() / CALIBRATION_FILE
 
@@ -660,7 +662,7 @@ def estimate_render(plan: Plan, backend_name: str, options: Mapping[str, Any] | 
     """The render's cost here: previz by its stages (this module), neural backends by their rule
     (daotai.render.cost.estimate_cost); None when it cannot be told, or with ``quick`` for a
     previz plan too small to be worth timing before a render. ``reused``: the shots the shot
-    cache will give back (daotai.pipeline.reusable_shots)."""
+    cache will give back (daotai.run.reuse.reusable_shots)."""
     from daotai.render.cost import PREVIZ_QUICK_PIXEL_FRAMES, estimate_cost
     from daotai.render.registry import spec_for
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from daotai.errors import DaotaiError
 from daotai.files import sha256_file
-from daotai.pipeline import PipelineSettings, fidelity_sample_indexes
 from daotai.plan.layout import RenderLayout
 from daotai.qc.report import QcReport, finish_report
+from daotai.run.settings import PipelineSettings
+from daotai.run.shots import fidelity_sample_indexes
 
 # Files a render lists in its manifest that change afterwards by design: qc.json (``daotai qc``
 # rewrites it), the server's previews of the sequence (made after the manifest) and the storyboard
@@ -83,17 +84,18 @@ def planned_reuse(plan: Any, settings: PipelineSettings, source: Path | None = N
     """Before a render: which shots it would reuse unchanged from its shot cache and which it
     would render, in plan order: ``[{"shot_id", "key", "render": "reused" | "rendered"}]``.
 
-    The keys are made as :func:`daotai.pipeline.run` makes them (the backend's validated
+    The keys are made as :func:`daotai.run.pipeline.run` makes them (the backend's validated
     options, controls as the backend allows, the run's encode settings), so the answer is
     what the render will do; a cache entry found damaged at render time is rendered again.
     Without a cache every shot renders (key None). Option errors are raised as run raises them.
     """
     from dataclasses import replace
 
-    from daotai.pipeline import chain_cache_misses, encode_settings_for, resolved_options, shot_keys
     from daotai.plan.planner import select_shots
     from daotai.render.registry import spec_for
-    from daotai.shotcache import ShotCache
+    from daotai.run.cache import ShotCache
+    from daotai.run.reuse import chain_cache_misses, shot_keys
+    from daotai.run.settings import encode_settings_for, resolved_options
 
     if settings.shots:
         plan = select_shots(plan, list(settings.shots))
