@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.deliver.cameras import (
+from daotai.deliver.camera_files import (
     c2w_json,
     parse_matrix_string,
     pose_text,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daotai.plan import camera as cam
+from daotai.plan import camera_grammar as cam
 from daotai.plan.moves import resolve_move
 from daotai.script import vocab
 from daotai.script.camera_spec import CameraSpec

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daotai.comfy.camera import (
+from daotai.comfy.camera_node import (
     clip_indexes,
     pack_wan_embedding,
     plucker_rays,
@@ -270,7 +270,7 @@ def test_sequence_of_shots_with_dialogue_gets_subtitles(director, pan_frames, tm
 
 
 def test_the_wan_size_comes_from_the_plan(director):
-    from daotai.comfy.camera import wan_size
+    from daotai.comfy.camera_node import wan_size
 
     width, height = wan_size(director.plan, director.shot("pan"))
     assert width % 16 == 0 and height % 16 == 0 and math.isclose(width / height, 320 / 180, rel_tol=0.1)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daotai.plan import geometry as g
-from daotai.plan.camera import intrinsics as plan_intrinsics
-from daotai.plan.camera import look_at, make_pose, rot_x, rot_y, rot_z
+from daotai.plan.camera_grammar import intrinsics as plan_intrinsics
+from daotai.plan.camera_grammar import look_at, make_pose, rot_x, rot_y, rot_z
 from daotai.qc import camera_planned
 from daotai.render.previz import projection as previz_projection
 from daotai.render.previz.scene import RenderSettings

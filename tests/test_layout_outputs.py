@@ -76,7 +76,7 @@ def test_every_file_of_a_render_has_a_name_in_the_layout(rendered):
     assert layout.foreign_files() == []
     expected = {*RUN_KINDS, *ITEM_KINDS} - NOT_WRITTEN_HERE
     manifest = json.loads((rendered / "manifest.json").read_text())
-    from daotai.deliver.cameras import usd_available
+    from daotai.deliver.camera_files import usd_available
 
     if not usd_available():  # asked for, skipped with a warning, and said so in the manifest
         expected -= {"camera_usd", "sequence_camera_usd"}

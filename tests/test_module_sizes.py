@@ -37,6 +37,12 @@ def test_no_module_or_function_is_past_its_size():
     assert oversized() == []
 
 
+def test_no_module_is_named_only_camera():
+    # Four modules were once called camera/cameras (the plan's grammar, QC's adherence check, the
+    # camera files, the ComfyUI node): each name now says which camera it is about.
+    assert sorted(str(p.relative_to(SRC)) for p in SRC.rglob("camera*.py") if p.stem in ("camera", "cameras")) == []
+
+
 def test_the_check_finds_a_long_module_and_a_long_function(tmp_path):
     package = tmp_path / "daotai"
     package.mkdir()

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daotai.errors import PlanError
-from daotai.plan.camera import (
+from daotai.plan.camera_grammar import (
     EASE_MAX_SLOPE,
     EASINGS,
     Move,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from daotai.errors import PlanError
-from daotai.plan.camera import project
+from daotai.plan.camera_grammar import project
 from daotai.plan.planner import plan_from_json, plan_script, plan_to_json, select_shots
 from daotai.plan.timing import fps_fraction
 from daotai.script.load import load_script, validate_script

@@ -1,6 +1,6 @@
 """Camera-adherence QC on synthetic shots rendered by a tiny test-only ray caster.
 
-The ray caster below is deliberately independent of daotai.qc.camera: it builds its own rays,
+The ray caster below is deliberately independent of daotai.qc.camera_adherence: it builds its own rays,
 intersects its own ground plane and cylinders and never calls the code under test, so a sign
 or axis mistake in the module cannot be mirrored here.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from daotai.errors import EncodeError, PlanError
-from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraAdherence, check_camera
+from daotai.qc.camera_adherence import DEPTH_MAP_CONFIG, CameraAdherence, check_camera
 from daotai.qc.camera_planned import expected_flow, focal_px
 from daotai.qc.camera_scene import Cylinder, DepthMap, DepthModel, cast_rays
 from daotai.qc.camera_similarity import fit_similarity
@@ -415,7 +415,7 @@ def test_bad_inputs_raise_daotai_errors():
 
 def test_planner_trajectories_pass():
     """Cross-check with the planner's own trajectories."""
-    from daotai.plan.camera import Move, trajectory
+    from daotai.plan.camera_grammar import Move, trajectory
     start = cam_matrix(rot_x(PITCH), (0.0, EYE_M, 0.0))
     moves = {
         "pan": Move(rotate=(12.0, 0.0, 0.0), fov=FOV),

@@ -14,7 +14,7 @@ from daotai.encode.read import decode_frames
 from daotai.encode.video import VideoWriter
 from daotai.errors import OptionError
 from daotai.plan.planner import plan_script
-from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraAdherence
+from daotai.qc.camera_adherence import DEPTH_MAP_CONFIG, CameraAdherence
 from daotai.qc.camera_metrics import uneven_steps
 from daotai.qc.camera_similarity import COMPONENTS
 from daotai.qc.camera_verdict import ComponentCheck

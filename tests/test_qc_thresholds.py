@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from daotai.plan.camera import rot_x, rot_y
+from daotai.plan.camera_grammar import rot_x, rot_y
 from daotai.plan.planner import plan_script
 from daotai.qc.audio import (
     clipping_runs,

@@ -13,7 +13,7 @@ import pytest
 from daotai.encode.read import decode_frames, decode_gray, probe
 from daotai.errors import Cancelled
 from daotai.events import Progress
-from daotai.plan.camera import project
+from daotai.plan.camera_grammar import project
 from daotai.plan.layout import IN_PROGRESS
 from daotai.plan.planner import plan_script
 from daotai.render.base import RunContext

@@ -14,7 +14,7 @@ import pytest
 
 from daotai.errors import ScriptError
 from daotai.plan import geometry
-from daotai.plan.camera import look_at, make_pose
+from daotai.plan.camera_grammar import look_at, make_pose
 from daotai.plan.planner import plan_script
 from daotai.plan.sets import KITS, choose_kit
 from daotai.render.previz import FrameState, PrevizRenderer, RenderSettings

@@ -115,7 +115,7 @@ def cameras(
                              "'daotai[usd]'); default: pose files and camera-to-world JSON only"),
 ) -> None:
     """Write every shot's planned camera for other tools: pose files, camera-to-world JSON, USD (--usd); no render."""
-    from daotai.deliver.cameras import write_cameras
+    from daotai.deliver.camera_files import write_cameras
     from daotai.plan.planner import plan_script
 
     result = plan_script(read_script(script, preset))

@@ -6,7 +6,7 @@ Two halves, in the direction of the layers (README, "Layers"): the modules here 
 ``comfyui/__init__.py`` at the repository root, which ComfyUI's ``custom_nodes`` scanner finds.
 
 - :mod:`daotai.comfy.script`: read and validate a script (text or file), plan it once.
-- :mod:`daotai.comfy.camera`: one shot's exact cameras, Plücker rays, and the Wan-Fun camera embedding.
+- :mod:`daotai.comfy.camera_node`: one shot's exact cameras, Plücker rays, and the Wan-Fun camera embedding.
 - :mod:`daotai.comfy.previz`: one shot's previz frames, depth and character masks.
 - :mod:`daotai.comfy.check`: camera adherence of any frames against the shot's plan.
 - :mod:`daotai.comfy.sequence`: shot videos joined with the script's transitions, plus the timeline files.

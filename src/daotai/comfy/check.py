@@ -2,7 +2,7 @@
 
 Any frames will do (a neural model's output, a previz, a phone clip): they are put on the plan's
 frame grid by time (a clip at another frame rate is sampled at the plan's frame times; a
-shorter clip is checked over the frames it has), and :func:`daotai.qc.camera.check_camera`
+shorter clip is checked over the frames it has), and :func:`daotai.qc.camera_adherence.check_camera`
 compares the motion tracked in them with the motion the planned cameras imply for the shot's
 scene. The scene is the previz's exact depth of every frame (:func:`previz_depth_maps`, walking
 characters and name labels marked as moving on their own), as ``daotai qc`` checks a render
@@ -31,7 +31,7 @@ import numpy as np
 from daotai.errors import Issue, OptionError
 from daotai.events import Event
 from daotai.plan.model import Plan, ShotPlan
-from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraAdherence, CameraCheckConfig, check_camera
+from daotai.qc.camera_adherence import DEPTH_MAP_CONFIG, CameraAdherence, CameraCheckConfig, check_camera
 from daotai.qc.camera_scene import Cylinder, DepthMap, DepthModel, Solid
 from daotai.render.base import RunContext
 

@@ -46,7 +46,7 @@ MAX_SHOT_INPUTS = 8  # VIDEO sockets on Assemble Sequence; more shots come from 
 MAX_SIZE = 16384  # ComfyUI's MAX_RESOLUTION
 
 Script = io.Custom("DAOTAI_SCRIPT")  # a daotai.comfy.script.DirectorScript
-Trajectory = io.Custom("DAOTAI_CAMERA")  # a daotai.comfy.camera.ShotCameras
+Trajectory = io.Custom("DAOTAI_CAMERA")  # a daotai.comfy.camera_node.ShotCameras
 Plucker = io.Custom("DAOTAI_PLUCKER")  # torch (L, H, W, 6) float32 Plücker rays
 Looks = io.Custom("DAOTAI_H3_LOOKS")  # tuple of daotai.comfy.h3.CharacterLook, one per character
 
@@ -313,7 +313,7 @@ class ShotCameraNode(io.ComfyNode):
     @classmethod
     def execute(cls, script: DirectorScript, shot_id: str = "", width: int = 0, height: int = 0, length: int = 0,
                 fps: float = 0.0) -> io.NodeOutput:
-        from daotai.comfy.camera import shot_cameras, wan_camera_embedding, wan_size
+        from daotai.comfy.camera_node import shot_cameras, wan_camera_embedding, wan_size
 
         shot = script.shot(shot_id)
         cams = shot_cameras(script.plan, shot)

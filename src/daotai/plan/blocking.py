@@ -21,7 +21,7 @@ from typing import Mapping
 
 import numpy as np
 
-from daotai.plan.camera import look_at, make_pose
+from daotai.plan.camera_grammar import look_at, make_pose
 from daotai.plan.framing import DUTCH_ROLL_DEG, MIN_CAMERA_HEIGHT_M
 from daotai.plan.staging import Placement
 from daotai.script.vocab import (

@@ -25,7 +25,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from daotai.plan.camera import look_at, make_pose
+from daotai.plan.camera_grammar import look_at, make_pose
 from daotai.plan.framing import FRAMING_RULES, MIN_CAMERA_HEIGHT_M
 from daotai.plan.staging import Placement
 from daotai.script.vocab import CAMERA_MOVES

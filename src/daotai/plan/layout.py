@@ -60,8 +60,8 @@ SHOT_KINDS = ("shot", "depth", "depth_preview", "mask")  # one file per shot eac
 # A shot's subtitles, beside its video in shots/ (written only for shots with dialogue).
 SUBTITLE_ENDINGS = {"shot_srt": ".srt", "shot_vtt": ".vtt"}
 BOARDS_DIR = "boards"
-CAMERAS_DIR = "cameras"  # every shot's camera for other tools (daotai.deliver.cameras)
-# A shot's camera files in cameras/: the ending after the shot id (daotai.deliver.cameras writes them).
+CAMERAS_DIR = "cameras"  # every shot's camera for other tools (daotai.deliver.camera_files)
+# A shot's camera files in cameras/: the ending after the shot id (daotai.deliver.camera_files writes them).
 CAMERA_ENDINGS = {"camera_pose": ".pose.txt", "camera_json": ".c2w.json", "camera_usd": ".usda"}
 # The timeline's editorial exchange files beside timeline.otio (daotai.deliver.timeline), by the
 # suffix its adapters write; an EDL holds one track, so each audio track gets timeline.a<n>.edl.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from daotai.errors import PlanError
-from daotai.plan import camera as cam
+from daotai.plan import camera_grammar as cam
 from daotai.plan.model import ResolvedMove
 from daotai.plan.stable import rounded
 from daotai.script.camera_spec import CameraSpec

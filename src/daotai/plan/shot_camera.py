@@ -10,7 +10,7 @@ import numpy as np
 
 from daotai.errors import PlanError
 from daotai.plan import blocking, headroom, steadicam, viewpoint
-from daotai.plan import camera as cam
+from daotai.plan import camera_grammar as cam
 from daotai.plan import props as prop_words
 from daotai.plan.framing import ANIMAL_FRAMING_SCALE, DUTCH_ROLL_DEG, FRAMING_RULES, size_at
 from daotai.plan.model import CameraFrame, CharacterFrame, ResolvedMove

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daotai.plan.camera import look_at, make_pose
+from daotai.plan.camera_grammar import look_at, make_pose
 from daotai.plan.framing import (
     ANGLE_ELEVATION,
     DUTCH_ROLL_DEG,

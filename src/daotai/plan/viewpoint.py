@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from daotai.plan.camera import look_at, make_pose
+from daotai.plan.camera_grammar import look_at, make_pose
 from daotai.plan.framing import ANGLE_ELEVATION, DUTCH_ROLL_DEG, MIN_CAMERA_HEIGHT_M
 from daotai.plan.staging import Body, Placement, partner_of
 

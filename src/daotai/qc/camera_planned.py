@@ -1,6 +1,6 @@
 """Planned image motion: where the plan's cameras move each pixel of a frame, given the scene.
 
-The camera check compares this with the motion measured in the video (daotai.qc.camera). A
+The camera check compares this with the motion measured in the video (daotai.qc.camera_adherence). A
 pixel of frame a is cast into the scene (daotai.qc.camera_scene) or placed at a depth map's
 depth, then projected with camera b; what misses everything is a direction at infinity that
 only rotation and zoom move. Besides the flow itself: the depth-edge screen of a depth map, the

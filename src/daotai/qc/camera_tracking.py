@@ -4,7 +4,7 @@ Shi-Tomasi corners of each frame pair, minus those on a single straight edge (mo
 edge cannot be measured: the aperture problem), followed by Lucas-Kanade and kept when the
 backward track returns to the start. Positions are in the conventions' pixels (pixel centres at
 +0.5), at full resolution even when the frames are tracked downscaled. Separate from the check
-(daotai.qc.camera) because it knows nothing of the plan.
+(daotai.qc.camera_adherence) because it knows nothing of the plan.
 """
 
 from __future__ import annotations

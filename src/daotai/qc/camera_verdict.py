@@ -4,7 +4,7 @@ A shot's planned and measured totals per component (daotai.qc.camera_similarity.
 become ``ComponentCheck``s: significant or not, direction right or wrong, unplanned motion; the
 planned move is named after what drives it (a pan or a truck, a tilt or a pedestal, a zoom or a
 dolly), and the shot's outcome becomes one line in camera language. The measuring is in
-daotai.qc.camera; this is the reading of its numbers.
+daotai.qc.camera_adherence; this is the reading of its numbers.
 """
 
 from __future__ import annotations

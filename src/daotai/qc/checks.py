@@ -47,7 +47,7 @@ CHECKS: tuple[Check, ...] = (
     Check("frames", "motion", "scan", "black, green and frozen frames where the plan moves",
           "daotai.qc.metrics:scan_video"),
     Check("camera", "camera", "tracking", "the picture's motion against the planned camera (sparse flow)",
-          "daotai.qc.camera:check_camera"),
+          "daotai.qc.camera_adherence:check_camera"),
     Check("camera_path", "camera", "tracking", "the camera path recovered from the frames against the plan",
           "daotai.qc.camera_metrics:assess_frames"),
     Check("judder", "motion", "tracking", "even frame-to-frame motion (no repeated or dropped frames)",

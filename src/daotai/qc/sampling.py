@@ -1,6 +1,6 @@
 """How densely QC samples a shot's frames: sparse first, dense only where the verdict is close.
 
-The camera-adherence check (daotai.qc.camera.check_camera) used to track every neighbouring
+The camera-adherence check (daotai.qc.camera_adherence.check_camera) used to track every neighbouring
 frame pair; it was most of a previz render's QC time. Tracking every third frame (pairs (0, 3),
 (3, 6), ...) costs about a third as much and sees the same move. A sparse result decides the
 shot only when at least two thirds of its pairs were tracked and it passes with room to spare on
@@ -128,7 +128,7 @@ def check_camera_sampled(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: n
     ``frames`` and ``models`` are read once by the first pass; ``again()`` gives a fresh
     (frames, models) for the dense one, called only then; ``size``: (w, h) of the frames, px.
     Returns (CameraAdherence, why it was made dense or None)."""
-    from daotai.qc.camera import check_camera
+    from daotai.qc.camera_adherence import check_camera
 
     first = check_camera(frames, cams, fovs, models, stride=sampling.camera_stride, config=config)
     if sampling.camera_stride == 1:

@@ -257,7 +257,7 @@ def _track_camera(run: _ShotFile, picture: _Picture, stream: ControlStream | Non
     """Camera adherence (sparse tracking made dense where the verdict is close, daotai.qc.sampling)
     on the rendered depth when there is a depth control, else on the plan's scene model: (adherence,
     why it was densified or None, the depth source, the judder of every frame step or None)."""
-    from daotai.qc.camera import DEPTH_MAP_CONFIG, CameraCheckConfig
+    from daotai.qc.camera_adherence import DEPTH_MAP_CONFIG, CameraCheckConfig
     from daotai.qc.sampling import check_camera_sampled
 
     plan, shot = run.plan, run.shot

@@ -70,7 +70,7 @@ QC_WORKER_START_CPU_S = 0.6
 # What `render` imports before its first shot, and what a QC worker imports (daotai.qc.parallel).
 RENDER_IMPORTS = ("import daotai.cli, daotai.run.pipeline, daotai.render.registry, daotai.post.assemble, "
                   "daotai.qc.report, daotai.run.cache, daotai.deliver.manifest, daotai.deliver.contact_sheet, "
-                  "daotai.deliver.timeline, daotai.deliver.cameras, daotai.cli.progress, daotai.plan.planner, "
+                  "daotai.deliver.timeline, daotai.deliver.camera_files, daotai.cli.progress, daotai.plan.planner, "
                   "daotai.script.load")
 QC_WORKER_IMPORTS = "import daotai.qc.parallel, daotai.qc.report"
 # Writing the contact sheet, cameras, timeline, subtitles and manifest, per shot: 0.05-0.09 s a

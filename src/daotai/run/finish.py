@@ -117,7 +117,7 @@ def after_render(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: Run
     trace.stage = "deliver"
     tick = time.perf_counter()
     yield Progress("deliver", None, 0, 3, "contact sheet, cameras and timeline")
-    from daotai.deliver.cameras import write_cameras
+    from daotai.deliver.camera_files import write_cameras
     from daotai.deliver.contact_sheet import write_contact_sheet
     from daotai.deliver.manifest import write_manifest
     from daotai.deliver.timeline import camera_files_by_shot, write_timeline

@@ -103,7 +103,7 @@ def run(plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext |
         settings = replace(settings, controls=False)
         yield Notice("info", f"backend {settings.backend!r} makes no control channels: rendering without controls")
     if settings.usd_cameras:
-        from daotai.deliver.cameras import usd_skipped
+        from daotai.deliver.camera_files import usd_skipped
 
         skipped = usd_skipped()
         if skipped is not None:  # said now, before any work, and kept in the manifest
