@@ -155,3 +155,14 @@ def test_the_check_catches_an_upward_import(tmp_path):
 ])
 def test_the_direction_itself(importer, imported, ok):
     assert allowed(importer, imported) is ok
+
+
+def test_no_code_outside_the_backends_compares_a_backend_name():
+    """Backend-specific behaviour is a hook on the backend's spec (render/spec.py), not a name compared elsewhere."""
+    import re
+
+    pattern = re.compile(r"""(?<![.\w])backend\s*(?:==|!=)\s*["']|["']\s*(?:==|!=)\s*backend\b""")
+    found = [f"{path.relative_to(SRC)}:{number}" for path in sorted(SRC.rglob("*.py"))
+             if path.relative_to(SRC).parts[0] != "render"
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert found == []

@@ -49,7 +49,7 @@ import numpy as np
 from daotai import catalog
 from daotai.events import Event, Frame, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
-from daotai.plan.prompt import h3_workflow
+from daotai.plan.prompt import h3_outline, h3_workflow
 from daotai.plan.timing import Segment, frames_for, plan_segments
 from daotai.render.av_segments import Result, deliver, join_segments, shared_frame
 from daotai.render.base import RenderJob, RunContext
@@ -241,4 +241,7 @@ SPEC = BackendSpec(
     # A forced fl2va starts each shot on the last frame of the shot this backend rendered before it
     continues_across_shots=lambda options: str(options.get("workflow", "auto")) == "fl2va",
     option_files=lora_files,
+    shot_outline=lambda plan, shot, options: h3_outline(
+        plan, shot, str(options.get("workflow") or "auto"),
+        float(options["segment_seconds"]) if options.get("segment_seconds") else None),
 )

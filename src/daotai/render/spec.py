@@ -102,6 +102,10 @@ class BackendSpec:
     # The files, beside the model, whose bytes decide the frames with these options (a LoRA fused into
     # the weights): their sha256 joins each shot's cache key (daotai.run.cache.key_fields).
     option_files: Callable[[Mapping[str, Any]], tuple[Path, ...]] = lambda options: ()
+    # What a render plan (the server's render-plan answer, the console) shows of one shot besides its
+    # reuse, for this backend with these options: ``(plan, shot, options) -> dict`` merged into the
+    # shot's entry (H3: its workflow and what it is conditioned on, in order); None: nothing more.
+    shot_outline: Callable[[Any, Any, Mapping[str, Any]], dict] | None = None
 
     def option_names(self) -> tuple[str, ...]:
         """The option names this backend accepts, sorted."""

@@ -89,6 +89,7 @@ def render_plan(state: ServerState, script: Any, backend: str, options: dict[str
     import shutil
     import tempfile
 
+    from daotai.render.registry import spec_for
     from daotai.run.recheck import planned_reuse
     from daotai.server.worker import job_plan, job_settings
 
@@ -103,13 +104,11 @@ def render_plan(state: ServerState, script: Any, backend: str, options: dict[str
             shots = planned_reuse(plan, settings, source=folder / "script.json")
         except BackendError:  # e.g. the model is not downloaded: nothing can be reused, every shot renders
             shots = [{"shot_id": s.shot_id, "key": None, "render": "rendered"} for s in plan.shots]
-        if backend == "h3":  # which workflow each shot will use and what it is conditioned on, in order
-            from daotai.plan.prompt import h3_outline
-
+        outline = spec_for(backend).shot_outline  # e.g. which workflow each H3 shot uses, on what references
+        if outline is not None:
             by_id = {s.shot_id: s for s in plan.shots}
             for entry in shots:
-                entry.update(h3_outline(plan, by_id[entry["shot_id"]], str(options.get("workflow") or "auto"),
-                                        float(options["segment_seconds"]) if options.get("segment_seconds") else None))
+                entry.update(outline(plan, by_id[entry["shot_id"]], options))
         return shots
     finally:
         shutil.rmtree(folder, ignore_errors=True)
