@@ -249,7 +249,7 @@ def _tracking_pass(run: _ShotFile, verdict: Verdicts, picture: _Picture, stream:
         return
     excludes = [stream.excludes.get(i) if stream is not None and run.mask_path is not None else None
                 for i in range(len(picture.metric_frames))]
-    _camera_path_verdicts(run, verdict, cams, picture.metric_frames, excludes, judder)
+    _camera_path_verdicts(run, verdict, picture.metric_frames, excludes, judder)
 
 
 def _track_camera(run: _ShotFile, picture: _Picture, stream: ControlStream | None, cams: np.ndarray,
@@ -317,26 +317,39 @@ def _camera_entry(run: _ShotFile, adherence: Any, densified: Any, source: str,
     return camera_entry
 
 
-def _camera_path_verdicts(run: _ShotFile, verdict: Verdicts, cams: np.ndarray, frames: list[np.ndarray],
+def _camera_path_verdicts(run: _ShotFile, verdict: Verdicts, frames: list[np.ndarray],
                           excludes: list[np.ndarray | None], measured: Any = None) -> None:
     """The standard camera metrics (RotErr / TransErr / CamMC of the recovered path) and the judder
     of a shot's frames (``measured``: when already known), each as its qc.json entry and verdict
     ("camera_path", "judder")."""
-    from daotai.qc.camera_metrics import assess_frames, judder_verdict, path_verdict
+    if len(frames) >= 2:
+        _give_path_verdicts(run.entry, verdict, _assess_path(run.shot, frames, run.size, excludes, measured))
 
-    if len(frames) < 2:
-        return
-    entry = run.entry
-    intrinsics = [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in run.shot.cameras[:len(frames)]]
-    check, why_not, measured = assess_frames(frames, run.size, cams[:len(frames)], intrinsics,
-                                             excludes if any(e is not None for e in excludes) else None,
-                                             measured=measured)
+
+def _assess_path(shot: ShotPlan, frames: list[np.ndarray], size: tuple[int, int],
+                 excludes: list[np.ndarray | None], measured: Any = None) -> tuple[Any, str, Any]:
+    """(CameraPathCheck or None, why not, Judder) of a shot's shrunk ``frames`` (at least 2) against its
+    planned cameras; ``size``: (w, h) of the file's frames; ``excludes``: per frame, what moves on its own."""
+    from daotai.qc.camera_metrics import assess_frames
+
+    cams = np.array([c.cam_to_world for c in shot.cameras], dtype=np.float64).reshape(-1, 4, 4)
+    intrinsics = [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in shot.cameras[:len(frames)]]
+    return assess_frames(frames, size, cams[:len(frames)], intrinsics,
+                         excludes if any(e is not None for e in excludes) else None, measured=measured)
+
+
+def _give_path_verdicts(entry: dict[str, Any], verdict: Verdicts, measured: tuple[Any, str, Any]) -> None:
+    """The "camera_path" and "judder" entries, verdicts and warning from :func:`_assess_path`'s result (the
+    path's verdict knows whether the flow-based camera check already failed)."""
+    from daotai.qc.camera_metrics import judder_verdict, path_verdict
+
+    check, why_not, judder = measured
     entry["camera_path"], problems, fine, note = path_verdict(check, why_not,
                                                               (entry.get("camera") or {}).get("ok") is False)
     verdict("camera_path", problems, fine)
     if note:
         verdict.warnings.append(note)
-    entry["judder"], problems, fine = judder_verdict(measured)
+    entry["judder"], problems, fine = judder_verdict(judder)
     verdict("judder", problems, fine)
 
 
@@ -375,7 +388,7 @@ def measure_camera_path(plan: Plan, shot: ShotPlan, path: Path, controls: dict[s
     None, why not, Judder), or None where check_shot measures none (an unreadable or too short file)."""
     from daotai.encode.read import decode_gray
     from daotai.encode.video import decode_frames, probe
-    from daotai.qc.camera_metrics import assess_frames, shrink
+    from daotai.qc.camera_metrics import shrink
     from daotai.qc.controls import moving_on_their_own
 
     try:
@@ -393,17 +406,12 @@ def measure_camera_path(plan: Plan, shot: ShotPlan, path: Path, controls: dict[s
         names = label_names(plan, shot) if labels else None
         for index, mask in enumerate(itertools.islice(decode_gray(mask_path), len(frames))):
             excludes[index] = moving_on_their_own(shot, index, mask, names)
-    cams = np.array([c.cam_to_world for c in shot.cameras], dtype=np.float64).reshape(-1, 4, 4)
-    intrinsics = [geometry.intrinsics_from_matrix(np.reshape(c.K, (3, 3))) for c in shot.cameras[:len(frames)]]
-    return assess_frames(frames, (info.width, info.height), cams[:len(frames)], intrinsics,
-                         excludes if any(e is not None for e in excludes) else None)
+    return _assess_path(shot, frames, (info.width, info.height), excludes)
 
 
 def complete_shot(partial: dict[str, Any] | PartialShot, measured: tuple[Any, str, Any] | None) -> dict[str, Any]:
     """The shot's entry from check_shot's part and measure_camera_path's (an entry that left nothing
     open is returned as it is)."""
-    from daotai.qc.camera_metrics import judder_verdict, path_verdict
-
     if not isinstance(partial, PartialShot):
         return partial
     entry, given, warnings = dict(partial.entry), list(partial.verdicts), list(partial.warnings)
@@ -411,14 +419,7 @@ def complete_shot(partial: dict[str, Any] | PartialShot, measured: tuple[Any, st
     if measured is None:  # both jobs read the same file: only a file changed in between gets here
         del entry["camera_path"], entry["judder"]
     else:
-        check, why_not, judder = measured
-        entry["camera_path"], problems, fine, note = path_verdict(check, why_not,
-                                                                  (entry.get("camera") or {}).get("ok") is False)
-        path("camera_path", problems, fine)
-        if note:
-            path.warnings.append(note)
-        entry["judder"], problems, fine = judder_verdict(judder)
-        path("judder", problems, fine)
+        _give_path_verdicts(entry, path, measured)
     at = next(i for i, v in enumerate(given) if v["check"] == _SLOT)
     given[at:at + 1] = path.given
     at = warnings.index(_SLOT)
