@@ -196,6 +196,10 @@ def test_doctor_reports_machine():
                 assert lever in words or f"{lever}," in words, (mode, lever)
         if kind == "cpu":  # on a CPU, exact changes nothing and fast caches steps
             assert "no levers" in result.stdout and "cache=interval" in result.stdout
+        # Wan's fast mode has its own cadence (every 4th step, guidance every 2nd): its own row says so
+        wan = resolve_levers(levers_for("fast", kind, "wan"), kind).levers_text()
+        assert "speed fast (wan)" in result.stdout and "guidance every 2" in " ".join(words)
+        assert wan != resolve_levers(levers_for("fast", kind), kind).levers_text()
 
 
 @pytest.mark.slow
