@@ -576,3 +576,50 @@ def test_depth_map_callable_lookup_and_type_errors():
     assert asked == [0, 1, 2, 3] and report.ok, report.summary
     with pytest.raises(PlanError, match="DepthMap"):
         check_camera(render_shot(cams, fovs), cams, fovs, [maps[0]] * 4 + [None])
+
+
+def _one_by_one(origin: np.ndarray, dirs: np.ndarray, model: DepthModel) -> np.ndarray:
+    """cast_rays as it was written before the solids were cast together: one occluder at a time."""
+    from daotai.qc.camera_scene import Solid, cylinder_hits, ground_hits, solid_hits
+
+    t = ground_hits(origin, dirs, model.ground_y)
+    for occluder in model.occluders:
+        solid = occluder.body if isinstance(occluder, Cylinder) and occluder.body is not None else occluder
+        hits = solid_hits(origin, dirs, solid) if isinstance(solid, Solid) else \
+            cylinder_hits(origin, dirs, solid, model.ground_y)
+        t = np.minimum(t, hits)
+    return np.where(t <= model.far_m, t, np.inf)
+
+
+def test_casting_every_solid_of_a_kind_at_once_gives_the_same_distances_as_one_at_a_time(monkeypatch):
+    """A scene's set pieces are intersected together, kind by kind, in blocks; every distance must be
+    the one the solid-by-solid cast gives, to the bit (qc.json stays the same), boxes met by rays in
+    a face's plane included."""
+    import daotai.qc.camera_scene as scene
+    from daotai.qc.camera_scene import Solid, solids_hits, solid_hits
+
+    rng = np.random.default_rng(3)
+    pieces = []
+    for i in range(90):
+        kind = ("box", "cylinder", "sphere")[i % 3]
+        x, z = rng.uniform(-8, 8, 2)
+        pieces.append(Solid.placed(kind, (float(x), 0.0, float(z)), tuple(rng.uniform(0.3, 2.0, 3)),
+                                   float(rng.uniform(0, 360))))
+    pieces.append(Solid.placed("box", (0.0, 0.0, -3.0), (2.0, 1.0, 2.0), 0.0))  # its top face at y = 1
+    people = (Cylinder(1.0, -2.0, 0.3, 1.75), Cylinder(-1.0, -4.0, 0.3, 1.7, body=pieces[1]))
+    model = DepthModel(occluders=tuple(pieces) + people)
+    origin = np.array([0.0, 1.0, 6.0])  # level with the box's top face: rays along it hit its slab plane
+    dirs = rng.normal(size=(400, 3))
+    dirs[:, 1] = np.abs(dirs[:, 1]) * -0.3
+    dirs[:40, 1] = 0.0
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    expected = _one_by_one(origin, dirs, model)
+    assert np.isfinite(expected).sum() > 200 and np.isfinite(expected[:40]).any()
+    monkeypatch.setattr(scene, "_CAST_BLOCK_VALUES", 3 * len(dirs) * 7)  # blocks of 7 solids: the seams too
+    assert np.array_equal(cast_rays(origin, dirs, DepthModel(occluders=model.occluders)), expected)
+    monkeypatch.undo()
+    assert np.array_equal(cast_rays(origin, dirs, model), expected)
+    rows = solids_hits(origin, dirs, pieces)
+    assert rows.shape == (len(pieces), len(dirs))
+    for row, piece in zip(rows, pieces):
+        assert np.array_equal(row, solid_hits(origin, dirs, piece))

@@ -12,7 +12,9 @@ rays (daotai.qc.visibility).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -98,44 +100,91 @@ class Solid:
         model[:3, 3] = (x, y + 0.5 * h, z)
         return Solid(kind, tuple(float(v) for v in model.ravel()))
 
+    @cached_property
+    def world_to_unit(self) -> tuple[np.ndarray, np.ndarray]:
+        """The inverse placement as (3x3 linear part, (3,) translation): world → unit primitive.
+        Worked out once per solid, not once per ray cast (a scene's set pieces meet every cast)."""
+        inverse = np.linalg.inv(np.asarray(self.model, dtype=np.float64).reshape(4, 4))
+        return inverse[:3, :3], inverse[:3, 3]
+
+
+@lru_cache(maxsize=64)
+def _world_to_unit_stack(solids: tuple[Solid, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(linears (K, 3, 3), shifts (K, 3)): each solid's world → unit map, as Solid.world_to_unit
+    gives it (the batched inverse is the same per matrix). Cached: a shot's frames share their
+    set pieces, and the scene model of every frame would otherwise stack them again."""
+    inverse = np.linalg.inv(np.array([solid.model for solid in solids], dtype=np.float64).reshape(-1, 4, 4))
+    return inverse[:, :3, :3], inverse[:, :3, 3]
+
+
+_CAST_BLOCK_VALUES = 1 << 19  # float64 values per (K, N, 3) block of a batched cast: 4 MiB
+
 
 def solid_hits(origin: np.ndarray, dirs: np.ndarray, solid: Solid) -> np.ndarray:
     """Distance along each world ray to the first hit on a placed unit primitive; inf if none."""
-    inverse = np.linalg.inv(np.asarray(solid.model, dtype=np.float64).reshape(4, 4))
-    o = inverse[:3, :3] @ origin + inverse[:3, 3]  # (3,) in primitive space
-    d = dirs @ inverse[:3, :3].T  # (N, 3), same ray parameter t as the world ray
-    n = len(dirs)
+    linear, shift = solid.world_to_unit
+    return _unit_hits(solid.kind, linear[None], shift[None], origin, dirs)[0]
+
+
+def solids_hits(origin: np.ndarray, dirs: np.ndarray, solids: Sequence[Solid]) -> np.ndarray:
+    """(K, N) distances along N world rays to each of K solids (rows in the order given); inf where
+    missed. Solids of one kind are intersected together, the same numbers as :func:`solid_hits`."""
+    hits = np.full((len(solids), len(dirs)), np.inf)
+    rows: dict[str, list[int]] = {}
+    for row, solid in enumerate(solids):
+        rows.setdefault(solid.kind, []).append(row)
+    block = max(1, _CAST_BLOCK_VALUES // max(1, 3 * len(dirs)))
+    for kind, chosen in rows.items():
+        for first in range(0, len(chosen), block):
+            part = chosen[first:first + block]
+            maps = [solids[row].world_to_unit for row in part]
+            hits[part] = _unit_hits(kind, np.stack([m for m, _ in maps]), np.stack([v for _, v in maps]),
+                                    origin, dirs)
+    return hits
+
+
+def _unit_hits(kind: str, linears: np.ndarray, shifts: np.ndarray, origin: np.ndarray,
+               dirs: np.ndarray) -> np.ndarray:
+    """(K, N) distances along N world rays from ``origin`` (3,) with directions ``dirs`` (N, 3) to K
+    unit primitives of one ``kind``, each given by its world → unit map (``linears`` (K, 3, 3),
+    ``shifts`` (K, 3)); inf where a ray misses. An affine map keeps the ray parameter, so the
+    distance found in the primitive's space is the distance along the world ray."""
+    o = linears @ origin + shifts  # (K, 3) the ray origin in each primitive's space
+    d = dirs @ linears.transpose(0, 2, 1)  # (K, N, 3)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if solid.kind == "sphere":
-            a = np.einsum("ij,ij->i", d, d)
-            b = 2.0 * d @ o
-            c = float(o @ o) - 0.25
+        if kind == "sphere":
+            a = np.einsum("kni,kni->kn", d, d)
+            b = ((2.0 * d) @ o[:, :, None])[..., 0]  # matmul, not einsum: the same sums as one solid's
+            c = (o[:, None, :] @ o[:, :, None])[:, :, 0] - 0.25  # (K, 1)
             disc = b * b - 4.0 * a * c
             root = np.sqrt(np.maximum(disc, 0.0))
             t0, t1 = (-b - root) / (2.0 * a), (-b + root) / (2.0 * a)
             t = np.where(t0 > _EPS_T, t0, t1)
             return np.where((disc >= 0) & (t > _EPS_T), t, np.inf)
-        if solid.kind == "box":
-            lo, hi = (-0.5 - o) / d, (0.5 - o) / d  # (N, 3) slab entry/exit per axis
-            near = np.nanmax(np.minimum(lo, hi), axis=1)
-            far = np.nanmin(np.maximum(lo, hi), axis=1)
+        if kind == "box":
+            lo, hi = (-0.5 - o[:, None]) / d, (0.5 - o[:, None]) / d  # (K, N, 3) slab entry/exit per axis
+            # fmax/fmin skip the NaN of a ray in a slab's plane, as nanmax/nanmin do, without their overhead
+            near = np.fmax.reduce(np.minimum(lo, hi), axis=2)
+            far = np.fmin.reduce(np.maximum(lo, hi), axis=2)
             t = np.where(near > _EPS_T, near, far)
             return np.where((far >= near) & (t > _EPS_T), t, np.inf)
         # cylinder: x² + z² ≤ 0.25 and |y| ≤ 0.5
-        best = np.full(n, np.inf)
-        a = d[:, 0] ** 2 + d[:, 2] ** 2
-        b = 2.0 * (o[0] * d[:, 0] + o[2] * d[:, 2])
-        c = o[0] ** 2 + o[2] ** 2 - 0.25
+        ox, oy, oz = o[:, 0:1], o[:, 1:2], o[:, 2:3]  # (K, 1) each
+        dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]  # (K, N) each
+        best = np.full(dx.shape, np.inf)
+        a = dx**2 + dz**2
+        b = 2.0 * (ox * dx + oz * dz)
+        c = ox**2 + oz**2 - 0.25
         disc = b * b - 4.0 * a * c
         root = np.sqrt(np.maximum(disc, 0.0))
         for sign in (-1.0, 1.0):
             t = (-b + sign * root) / (2.0 * a)
-            y = o[1] + t * d[:, 1]
+            y = oy + t * dy
             ok = (disc >= 0) & (a > 0) & (t > _EPS_T) & (np.abs(y) <= 0.5)
             best = np.where(ok & (t < best), t, best)
         for cap in (-0.5, 0.5):
-            t = (cap - o[1]) / d[:, 1]
-            px, pz = o[0] + t * d[:, 0], o[2] + t * d[:, 2]
+            t = (cap - oy) / dy
+            px, pz = ox + t * dx, oz + t * dz
             ok = np.isfinite(t) & (t > _EPS_T) & (px * px + pz * pz <= 0.25)
             best = np.where(ok & (t < best), t, best)
         return best
@@ -159,6 +208,17 @@ class DepthModel:
             if not isinstance(cyl, (Cylinder, Solid)):
                 raise PlanError(f"DepthModel.occluders[{i}]: {cyl!r} must be a Cylinder or a Solid")
         object.__setattr__(self, "occluders", occluders)
+
+    @cached_property
+    def solids_by_kind(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The model's solids (a figure's body standing in for its cylinder) as stacked world → unit
+        maps per kind: {kind: (linears (K, 3, 3), shifts (K, 3))}, for one vectorised cast over all."""
+        groups: dict[str, list[Solid]] = {}
+        for occluder in self.occluders:
+            solid = occluder.body if isinstance(occluder, Cylinder) else occluder
+            if isinstance(solid, Solid):
+                groups.setdefault(solid.kind, []).append(solid)
+        return {kind: _world_to_unit_stack(tuple(solids)) for kind, solids in groups.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,12 +303,14 @@ def cast_rays(origin: np.ndarray, dirs: np.ndarray, model: DepthModel) -> np.nda
     dirs = np.asarray(dirs, dtype=np.float64).reshape(-1, 3)  # (N, 3) unit vectors
     t = ground_hits(origin, dirs, model.ground_y)  # (N,) metres
     for occluder in model.occluders:
-        if isinstance(occluder, Cylinder) and occluder.body is not None:
-            occluder = occluder.body
-        if isinstance(occluder, Solid):
-            t = np.minimum(t, solid_hits(origin, dirs, occluder))
-        else:
+        if isinstance(occluder, Cylinder) and occluder.body is None:
             t = np.minimum(t, cylinder_hits(origin, dirs, occluder, model.ground_y))
+    # every solid of a kind at once, in blocks that keep the (K, N, 3) arrays to a few MB
+    block = max(1, _CAST_BLOCK_VALUES // max(1, 3 * len(dirs)))
+    for kind, (linears, shifts) in model.solids_by_kind.items():
+        for first in range(0, len(linears), block):
+            hits = _unit_hits(kind, linears[first:first + block], shifts[first:first + block], origin, dirs)
+            t = np.minimum(t, hits.min(axis=0, initial=np.inf))
     return np.where(t <= model.far_m, t, np.inf)
 
 

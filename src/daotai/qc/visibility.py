@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from daotai.plan import geometry
-from daotai.qc.camera_scene import Cylinder, Solid, check_cam, cylinder_hits, ground_hits, solid_hits
+from daotai.qc.camera_scene import Cylinder, Solid, check_cam, cylinder_hits, ground_hits, solids_hits
 
 __all__ = ["Visibility", "subject_visibility"]
 
@@ -85,18 +85,21 @@ def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, sub
         blockers = [names[v - 1] if 0 < v <= len(names) else "scenery" for v in labels[covered]]
     else:
         # The ground hides the subject only from below it (a camera that sank under the floor).
-        nearest = ground_hits(origin, dirs, ground_y) if origin[1] < ground_y else np.full(len(dirs), np.inf)
-        who = np.full(len(dirs), len(others))  # index len(others): the ground
-        others = [*others, ("ground", None)]
-        for i, (_, occluder) in enumerate(others[:-1]):
-            if isinstance(occluder, Solid):
-                t = solid_hits(origin, dirs, occluder)
-            else:
-                t = cylinder_hits(origin, dirs, occluder, ground_y)
-            closer = t < nearest
-            nearest, who = np.where(closer, t, nearest), np.where(closer, i, who)
+        ground = ground_hits(origin, dirs, ground_y) if origin[1] < ground_y else np.full(len(dirs), np.inf)
+        hits = np.empty((len(others) + 1, len(dirs)))  # row 0 the ground, row i + 1 others[i]; (M + 1, N) m
+        hits[0] = ground
+        solid_rows = [i for i, (_, occluder) in enumerate(others) if isinstance(occluder, Solid)]
+        if solid_rows:
+            hits[[i + 1 for i in solid_rows]] = solids_hits(origin, dirs, [others[i][1] for i in solid_rows])
+        for i, (_, occluder) in enumerate(others):
+            if not isinstance(occluder, Solid):
+                hits[i + 1] = cylinder_hits(origin, dirs, occluder, ground_y)
+        # the nearest hit names the blocker; on a tie the ground, then the occluder given first
+        who = np.argmin(hits, axis=0)
+        nearest = hits[who, np.arange(len(dirs))]
         covered = nearest < t_subject
         visible = ~covered
-        blockers = [others[i][0] for i in who[covered]]
+        names_by_row = ["ground", *(name for name, _ in others)]
+        blockers = [names_by_row[i] for i in who[covered]]
     blocker = min(set(blockers), key=lambda name: (-blockers.count(name), name)) if blockers else None
     return Visibility(int(region.sum()), int(visible.sum()), int(covered.sum()), blocker)
