@@ -163,9 +163,11 @@ def _unit_hits(kind: str, linears: np.ndarray, shifts: np.ndarray, origin: np.nd
             return np.where((disc >= 0) & (t > _EPS_T), t, np.inf)
         if kind == "box":
             lo, hi = (-0.5 - o[:, None]) / d, (0.5 - o[:, None]) / d  # (K, N, 3) slab entry/exit per axis
-            # fmax/fmin skip the NaN of a ray in a slab's plane, as nanmax/nanmin do, without their overhead
-            near = np.fmax.reduce(np.minimum(lo, hi), axis=2)
-            far = np.fmin.reduce(np.maximum(lo, hi), axis=2)
+            enter, leave = np.minimum(lo, hi), np.maximum(lo, hi)
+            # fmax/fmin skip the NaN of a ray in a slab's plane, as nanmax/nanmin do; pairwise over
+            # the three axes, as a reduction along a length-3 axis is several times slower
+            near = np.fmax(np.fmax(enter[..., 0], enter[..., 1]), enter[..., 2])
+            far = np.fmin(np.fmin(leave[..., 0], leave[..., 1]), leave[..., 2])
             t = np.where(near > _EPS_T, near, far)
             return np.where((far >= near) & (t > _EPS_T), t, np.inf)
         # cylinder: x² + z² ≤ 0.25 and |y| ≤ 0.5
