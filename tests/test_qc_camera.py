@@ -623,3 +623,60 @@ def test_casting_every_solid_of_a_kind_at_once_gives_the_same_distances_as_one_a
     assert rows.shape == (len(pieces), len(dirs))
     for row, piece in zip(rows, pieces):
         assert np.array_equal(row, solid_hits(origin, dirs, piece))
+
+
+def _visibility_one_by_one(cam, fov, width, height, subject, others):
+    """subject_visibility's geometric case as it was written before solids were culled and cast together."""
+    from daotai.plan import geometry
+    from daotai.qc.camera_scene import Solid, cylinder_hits, solid_hits
+    from daotai.qc.visibility import _subject_grid
+
+    uv = _subject_grid(width, height, 4)
+    dirs = geometry.camera_rays(uv, geometry.intrinsics_from_fov(fov, width, height)) @ cam[:3, :3].T
+    origin = cam[:3, 3]
+    t_subject = cylinder_hits(origin, dirs, subject, 0.0)
+    region = np.isfinite(t_subject)
+    dirs, t_subject = dirs[region], t_subject[region]
+    nearest, who = np.full(len(dirs), np.inf), np.full(len(dirs), len(others))
+    for i, (_, occluder) in enumerate(others):
+        t = solid_hits(origin, dirs, occluder) if isinstance(occluder, Solid) else \
+            cylinder_hits(origin, dirs, occluder, 0.0)
+        closer = t < nearest
+        nearest, who = np.where(closer, t, nearest), np.where(closer, i, who)
+    covered = nearest < t_subject
+    blockers = [others[i][0] for i in who[covered]]
+    blocker = min(set(blockers), key=lambda name: (-blockers.count(name), name)) if blockers else None
+    return int(region.sum()), int((~covered).sum()), int(covered.sum()), blocker
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_leaving_out_solids_beyond_the_subject_or_off_its_rays_changes_no_visibility(seed):
+    """The subject check leaves out set pieces that cannot come between the lens and the subject (by
+    their bounding spheres); what it reports must be what testing every piece gives."""
+    from daotai.plan.camera_grammar import look_at
+    from daotai.qc.camera_scene import Solid, solids_within_reach
+    from daotai.qc.visibility import subject_visibility
+
+    rng = np.random.default_rng(seed)
+    subject = Cylinder(0.0, 0.0, 0.35, 1.75)
+    others = []
+    for i in range(120):
+        kind = ("box", "cylinder", "sphere")[i % 3]
+        x, z = rng.uniform(-12, 12, 2)
+        size = tuple(float(v) for v in rng.uniform(0.2, 1.5, 3))
+        others.append((f"piece{i}", Solid.placed(kind, (float(x), 0.0, float(z)), size, float(rng.uniform(0, 360)))))
+    others.append(("bo", Cylinder(float(rng.uniform(-1, 1)), 2.0, 0.3, 1.7)))
+    eye = np.array([rng.uniform(-2, 2), rng.uniform(0.8, 2.5), rng.uniform(4.5, 7.0)])
+    for i in range(4):  # pieces between the lens and the subject, some of them hiding part of it
+        x, z = eye[[0, 2]] * rng.uniform(0.2, 0.8) + rng.uniform(-0.6, 0.6, 2)
+        others.append((f"near{i}", Solid.placed(("box", "sphere")[i % 2], (float(x), 0.0, float(z)),
+                                                (0.4, float(rng.uniform(0.5, 1.4)), 0.4), 0.0)))
+    cam = np.eye(4)
+    cam[:3, :3], cam[:3, 3] = look_at(eye, (0.0, 1.0, 0.0)), eye
+    seen = subject_visibility(cam, 40.0, 320, 180, subject, others)
+    assert (seen.region, seen.visible, seen.covered, seen.blocker) == \
+        _visibility_one_by_one(cam, 40.0, 320, 180, subject, others)
+    assert seen.covered > 0
+    solids = [o for _, o in others if isinstance(o, Solid)]
+    kept = solids_within_reach(cam[:3, 3], np.array([[0.0, 0.0, -1.0]]) @ cam[:3, :3].T, solids, 8.0)
+    assert 0 < kept.sum() < len(solids)  # the culling does leave pieces out here

@@ -143,6 +143,32 @@ def solids_hits(origin: np.ndarray, dirs: np.ndarray, solids: Sequence[Solid]) -
     return hits
 
 
+def solids_within_reach(origin: np.ndarray, dirs: np.ndarray, solids: Sequence[Solid], reach: float) -> np.ndarray:
+    """(K,) bool: False only for a solid that no ray from ``origin`` along the unit ``dirs`` (N, 3) can
+    hit nearer than ``reach`` metres, told from its bounding sphere alone (conservative: True may
+    still miss). A sphere beyond the reach, or off the cone that holds every ray, is out of reach."""
+    keep = np.ones(len(solids), dtype=bool)
+    if not len(solids) or not len(dirs):
+        return keep
+    models = np.array([solid.model for solid in solids], dtype=np.float64).reshape(-1, 4, 4)
+    centre = models[:, :3, 3] - origin  # (K, 3) from the ray origin
+    # the unit primitive lies in the cube of half side 0.5: its corners bound every kind
+    radius = 0.5 * np.linalg.norm(models[:, :3, :3], axis=1).sum(axis=1) * (1 + 1e-9)  # (K,) m
+    distance = np.linalg.norm(centre, axis=1)
+    axis = dirs.mean(axis=0)
+    axis_norm = float(np.linalg.norm(axis))
+    keep &= distance - radius <= reach
+    if axis_norm > 1e-6:
+        axis /= axis_norm
+        cone = float(np.arccos(np.clip((dirs @ axis).min(), -1.0, 1.0)))  # rad: the widest ray off the axis
+        outside = distance > radius
+        with np.errstate(divide="ignore", invalid="ignore"):
+            off_axis = np.arccos(np.clip(centre @ axis / distance, -1.0, 1.0))  # (K,) rad
+            spread = np.arcsin(np.clip(radius / distance, 0.0, 1.0))
+        keep &= ~outside | (off_axis <= cone + spread + 1e-6)
+    return keep
+
+
 def _unit_hits(kind: str, linears: np.ndarray, shifts: np.ndarray, origin: np.ndarray,
                dirs: np.ndarray) -> np.ndarray:
     """(K, N) distances along N world rays from ``origin`` (3,) with directions ``dirs`` (N, 3) to K

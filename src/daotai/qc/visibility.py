@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from daotai.plan import geometry
-from daotai.qc.camera_scene import Cylinder, Solid, check_cam, cylinder_hits, ground_hits, solids_hits
+from daotai.qc.camera_scene import (
+    Cylinder, Solid, check_cam, cylinder_hits, ground_hits, solids_hits, solids_within_reach)
 
 __all__ = ["Visibility", "subject_visibility"]
 
@@ -86,9 +87,13 @@ def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, sub
     else:
         # The ground hides the subject only from below it (a camera that sank under the floor).
         ground = ground_hits(origin, dirs, ground_y) if origin[1] < ground_y else np.full(len(dirs), np.inf)
-        hits = np.empty((len(others) + 1, len(dirs)))  # row 0 the ground, row i + 1 others[i]; (M + 1, N) m
+        hits = np.full((len(others) + 1, len(dirs)), np.inf)  # row 0 the ground, row i + 1 others[i]; (M + 1, N) m
         hits[0] = ground
         solid_rows = [i for i, (_, occluder) in enumerate(others) if isinstance(occluder, Solid)]
+        # only what can come before the subject can cover it: solids out of that reach stay missed
+        reach = solid_rows and solids_within_reach(origin, dirs, [others[i][1] for i in solid_rows],
+                                                   float(t_subject.max()))
+        solid_rows = [i for i, near in zip(solid_rows, reach) if near]
         if solid_rows:
             hits[[i + 1 for i in solid_rows]] = solids_hits(origin, dirs, [others[i][1] for i in solid_rows])
         for i, (_, occluder) in enumerate(others):
