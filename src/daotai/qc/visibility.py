@@ -99,12 +99,11 @@ def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, sub
         for i, (_, occluder) in enumerate(others):
             if not isinstance(occluder, Solid):
                 hits[i + 1] = cylinder_hits(origin, dirs, occluder, ground_y)
-        # the nearest hit names the blocker; on a tie the ground, then the occluder given first
-        who = np.argmin(hits, axis=0)
-        nearest = hits[who, np.arange(len(dirs))]
-        covered = nearest < t_subject
+        covered = hits.min(axis=0) < t_subject
         visible = ~covered
+        # the nearest hit names the blocker; on a tie the ground, then the occluder given first
+        who = np.argmin(hits[:, covered], axis=0)
         names_by_row = ["ground", *(name for name, _ in others)]
-        blockers = [names_by_row[i] for i in who[covered]]
+        blockers = [names_by_row[i] for i in who]
     blocker = min(set(blockers), key=lambda name: (-blockers.count(name), name)) if blockers else None
     return Visibility(int(region.sum()), int(visible.sum()), int(covered.sum()), blocker)
