@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             sides = {f"{args.against}": tree / "src", **sides}
         try:
             seconds: dict[str, list[float]] = {name: [] for name in sides}
-            for round_ in range(args.repeat):
+            for _ in range(args.repeat):
                 for name, src in sides.items():
                     seconds[name].append(run_side(src, args.folder, work / f"{len(seconds[name])}-{hash(name)}.json"))
             texts = {name: (work / f"0-{hash(name)}.json").read_text(encoding="utf-8") for name in sides}

@@ -596,7 +596,7 @@ def test_casting_every_solid_of_a_kind_at_once_gives_the_same_distances_as_one_a
     the one the solid-by-solid cast gives, to the bit (qc.json stays the same), boxes met by rays in
     a face's plane included."""
     import daotai.qc.camera_scene as scene
-    from daotai.qc.camera_scene import Solid, solids_hits, solid_hits
+    from daotai.qc.camera_scene import Solid, solid_hits, solids_hits
 
     rng = np.random.default_rng(3)
     pieces = []
@@ -621,7 +621,7 @@ def test_casting_every_solid_of_a_kind_at_once_gives_the_same_distances_as_one_a
     assert np.array_equal(cast_rays(origin, dirs, model), expected)
     rows = solids_hits(origin, dirs, pieces)
     assert rows.shape == (len(pieces), len(dirs))
-    for row, piece in zip(rows, pieces):
+    for row, piece in zip(rows, pieces, strict=True):
         assert np.array_equal(row, solid_hits(origin, dirs, piece))
 
 

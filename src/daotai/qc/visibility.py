@@ -13,7 +13,14 @@ import numpy as np
 
 from daotai.plan import geometry
 from daotai.qc.camera_scene import (
-    Cylinder, Solid, check_cam, cylinder_hits, ground_hits, solids_hits, solids_within_reach)
+    Cylinder,
+    Solid,
+    check_cam,
+    cylinder_hits,
+    ground_hits,
+    solids_hits,
+    solids_within_reach,
+)
 
 __all__ = ["Visibility", "subject_visibility"]
 
@@ -93,7 +100,7 @@ def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, sub
         # only what can come before the subject can cover it: solids out of that reach stay missed
         reach = solid_rows and solids_within_reach(origin, dirs, [others[i][1] for i in solid_rows],
                                                    float(t_subject.max()))
-        solid_rows = [i for i, near in zip(solid_rows, reach) if near]
+        solid_rows = [i for i, near in zip(solid_rows, reach, strict=True) if near]
         if solid_rows:
             hits[[i + 1 for i in solid_rows]] = solids_hits(origin, dirs, [others[i][1] for i in solid_rows])
         for i, (_, occluder) in enumerate(others):
