@@ -184,3 +184,27 @@ def test_triangulation_recovers_points_seen_from_two_cameras():
     assert recovered.shape == (40, 3)
     assert np.abs(recovered - points).max() < 1e-9
     assert (recovered[:, 2] < 0).all()
+
+
+def test_the_essential_matrix_estimators_side_by_side_give_what_they_give_one_after_another():
+    """The camera path's robust estimators run on threads; their candidates (scores and matrices, in
+    order) must be those of running each in turn, on clean and on outlier-ridden track pairs."""
+    import cv2
+
+    from daotai.qc import camera_two_view as two_view
+
+    rng = np.random.default_rng(1)
+    for case in range(12):
+        n = int(rng.integers(30, 300))
+        points = rng.uniform(-2, 2, (n, 3)) + np.array([0.0, 0.0, 6.0])  # (n, 3) m, in front of camera a
+        rotation, _ = cv2.Rodrigues(rng.normal(scale=0.05, size=3))
+        moved = points @ rotation.T + rng.normal(size=3) * 0.2
+        xa, xb = points[:, :2] / points[:, 2:], moved[:, :2] / moved[:, 2:]
+        xb = xb + rng.normal(scale=0.002, size=xb.shape)
+        xb[: n * case // 30] += rng.uniform(-0.2, 0.2, (n * case // 30, 2))  # up to a third wrong
+        in_turn = sorted((c for name in two_view.ESSENTIAL_METHODS for c in two_view._essential_by(name, xa, xb, 500.0)),
+                         key=lambda c: c[0])
+        together = two_view.essential_candidates(xa, xb, 500.0)
+        assert len(together) == len(in_turn) >= len(two_view.ESSENTIAL_METHODS)
+        for (cost_a, e_a), (cost_b, e_b) in zip(together, in_turn, strict=True):
+            assert cost_a == cost_b and np.array_equal(e_a, e_b)

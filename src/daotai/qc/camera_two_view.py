@@ -92,22 +92,32 @@ def essential_candidates(xa: np.ndarray, xb: np.ndarray, focal: float) -> list[t
     """Essential matrices (3, 3) of normalised track pairs (N, 2) from several robust estimators, best first.
 
     Each is scored by the mean of squared Sampson distances capped at RANSAC_PX (an MSAC score over
-    every track), so a degenerate fit that only some tracks obey scores worse than one most obey."""
+    every track), so a degenerate fit that only some tracks obey scores worse than one most obey.
+    The estimators run side by side on threads (OpenCV lets go of the GIL; each seeds its own
+    sampling, so the answers are those of one after the other): the path's costliest step, and on
+    the last shot of a render nothing else waits for those cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(ESSENTIAL_METHODS), thread_name_prefix="daotai-essential") as pool:
+        found = list(pool.map(lambda name: _essential_by(name, xa, xb, focal), ESSENTIAL_METHODS))
+    return sorted((candidate for each in found for candidate in each), key=lambda c: c[0])
+
+
+def _essential_by(name: str, xa: np.ndarray, xb: np.ndarray, focal: float) -> list[tuple[float, np.ndarray]]:
+    """(MSAC score, E (3, 3)) of every essential matrix OpenCV's estimator ``name`` returns."""
     import cv2
 
-    out: list[tuple[float, np.ndarray]] = []
-    for name in ESSENTIAL_METHODS:
-        try:
-            found, _ = cv2.findEssentialMat(xa, xb, np.eye(3), getattr(cv2, name), 0.999, RANSAC_PX / focal)
-        except cv2.error:
-            continue
-        if found is None or found.ndim != 2 or found.shape[1] != 3:
-            continue
-        for j in range(0, found.shape[0] - 2, 3):
-            e = found[j:j + 3]
-            cost = float(np.mean(np.minimum(sampson_px(e, xa, xb, focal), RANSAC_PX) ** 2))
-            out.append((cost, e))
-    return sorted(out, key=lambda c: c[0])
+    try:
+        found, _ = cv2.findEssentialMat(xa, xb, np.eye(3), getattr(cv2, name), 0.999, RANSAC_PX / focal)
+    except cv2.error:
+        return []
+    if found is None or found.ndim != 2 or found.shape[1] != 3:
+        return []
+    out = []
+    for j in range(0, found.shape[0] - 2, 3):
+        e = found[j:j + 3]
+        out.append((float(np.mean(np.minimum(sampson_px(e, xa, xb, focal), RANSAC_PX) ** 2)), e))
+    return out
 
 
 def geodesic_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
