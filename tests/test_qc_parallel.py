@@ -138,3 +138,24 @@ def test_a_shots_camera_path_checked_as_a_job_of_its_own_gives_the_same_entry(tm
     assert all("camera_path" in entry and "judder" in entry for entry in apart)
     assert isinstance(check_shot(plan, plan.shots[0], files["s1"], None, path_apart=True), PartialShot)
     assert not ShotChecks(plan, workers=2).split_paths
+
+
+def test_a_sequence_checked_alone_starts_no_workers_and_one_after_shots_goes_to_them(tmp_path):
+    """A render whose every shot was reused checks only its sequence: starting the worker
+    interpreters for that one job cost more than the check (1.6 s of QC in a fully cached run on a
+    16-core box); it is checked here. Handed in after shots, it goes to the running workers."""
+    from daotai.qc.report import check_sequence, hand_in_file, hand_in_sequence, shot_result
+
+    plan, _ = _render(tmp_path / "out", 0)
+    sequence = tmp_path / "out" / "sequence.mp4"
+    with ShotChecks(plan, workers=2) as pool:
+        hand_in_sequence(pool, sequence)
+        assert pool._pool == []  # nothing started
+        assert pool.result("sequence") == check_sequence(plan, sequence)
+        assert "sequence" in pool.spans
+    with ShotChecks(plan, workers=2) as pool:
+        hand_in_file(pool, "s1", tmp_path / "out" / "shots" / "s1.mp4", None)
+        hand_in_sequence(pool, sequence)
+        assert len(pool._pool) == 2 and pool._jobs["sequence"][0] is not None  # a worker's job
+        assert shot_result(pool, "s1")["shot_id"] == "s1"
+        assert pool.result("sequence") == check_sequence(plan, sequence)

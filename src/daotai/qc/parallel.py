@@ -197,10 +197,13 @@ class ShotChecks:
     def __exit__(self, kind, value, traceback) -> None:
         self.close(cancel=kind is not None)
 
-    def submit(self, key: str, function, args: tuple[Any, ...]) -> None:
-        """Hand in ``function(plan, *args)`` under ``key`` (its files final: nothing changes them afterwards)."""
+    def submit(self, key: str, function, args: tuple[Any, ...], start: bool = True) -> None:
+        """Hand in ``function(plan, *args)`` under ``key`` (its files final: nothing changes them afterwards).
+        ``start`` False: a worker takes it only when workers are already running; otherwise it runs here
+        when its result is asked for (one short job does not pay for starting interpreters)."""
         future = None
-        self.start()
+        if start:
+            self.start()
         if self._pool:
             future = Future()
             self._queue.put((key, future, function, args))

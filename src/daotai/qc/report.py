@@ -198,8 +198,10 @@ def shot_result(checks: Any, shot_id: str) -> dict[str, Any]:
 
 
 def hand_in_sequence(checks: Any, path: Path, audio: bool | None = None) -> None:
-    """Hand the assembled sequence to a ShotChecks for :func:`check_sequence` (key ``sequence``)."""
-    checks.submit("sequence", _sequence_entry, (str(path), audio))
+    """Hand the assembled sequence to a ShotChecks for :func:`check_sequence` (key ``sequence``): to a
+    worker where the shots' checks started them, else checked here (a render whose every shot was
+    reused checks only the sequence, and starting the workers for it took longer than the check)."""
+    checks.submit("sequence", _sequence_entry, (str(path), audio), start=False)
 
 
 def _shot_entry(plan: Plan, shot_id: str, path: str, samples: dict[int, np.ndarray] | None, camera: bool,
