@@ -64,7 +64,7 @@ def rot_z(deg: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def _rot_batch(axis: int, deg: np.ndarray) -> np.ndarray:
+def axis_rotations(axis: int, deg: np.ndarray) -> np.ndarray:
     """Rotations about world axis 0/1/2 by each angle in ``deg`` (n,), as (n, 3, 3) float64."""
     rad = np.radians(np.asarray(deg, dtype=np.float64))
     c, s = np.cos(rad), np.sin(rad)
@@ -326,19 +326,19 @@ def trajectory(start: np.ndarray, move: Move, n_frames: int, fps: float) -> Traj
     centre = np.asarray(move.orbit_center)
     motion = np.asarray(move.motion)
 
-    orbit = _rot_batch(1, move.orbit * e)  # (n, 3, 3)
+    orbit = axis_rotations(1, move.orbit * e)  # (n, 3, 3)
     offset = p0 + np.outer(e, r0 @ motion) - centre  # (n, 3) metres, from the orbit centre
     positions = centre + np.einsum("nij,nj->ni", orbit, offset)  # (n, 3)
 
     jitter = shake_angles(n_frames, fps, move.shake, move.shake_seed)  # (n, 3) degrees
     local = (  # rotations in the start camera's frame: tilt then roll, then shake
-        _rot_batch(0, tilt * e)
-        @ _rot_batch(2, -roll * e)
-        @ _rot_batch(1, -jitter[:, 0])
-        @ _rot_batch(0, jitter[:, 1])
-        @ _rot_batch(2, -jitter[:, 2])
+        axis_rotations(0, tilt * e)
+        @ axis_rotations(2, -roll * e)
+        @ axis_rotations(1, -jitter[:, 0])
+        @ axis_rotations(0, jitter[:, 1])
+        @ axis_rotations(2, -jitter[:, 2])
     )
-    rotations = _rot_batch(1, -pan * e) @ orbit @ r0 @ local  # (n, 3, 3)
+    rotations = axis_rotations(1, -pan * e) @ orbit @ r0 @ local  # (n, 3, 3)
 
     poses = np.zeros((n_frames, 4, 4))  # (n, 4, 4) float64
     poses[:, :3, :3] = rotations

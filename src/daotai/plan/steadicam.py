@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from daotai.plan.camera_grammar import axis_rotations
+
 FLOAT_HZ = (0.15, 0.45)  # a sway every 2-7 s: the sled's pendulum and the operator's stride
 FLOAT_M = (0.03, 0.02)  # peak sideways (camera x) and vertical (camera y) sway, metres
 FLOAT_DEG = (0.4, 0.3, 0.3)  # peak pan, tilt and roll drift, degrees
@@ -38,20 +40,6 @@ def float_offsets(n_frames: int, fps: float, seed: int) -> np.ndarray:
     return signal * scale[None]
 
 
-def _rotation(axis: int, deg: np.ndarray) -> np.ndarray:
-    """(n, 3, 3) rotations about camera axis 0 (x), 1 (y) or 2 (z) by ``deg`` (n,) degrees."""
-    rad = np.radians(deg)
-    c, s = np.cos(rad), np.sin(rad)
-    out = np.zeros((rad.shape[0], 3, 3))
-    i, j = [(1, 2), (2, 0), (0, 1)][axis]
-    out[:, axis, axis] = 1.0
-    out[:, i, i] = c
-    out[:, j, j] = c
-    out[:, i, j] = -s
-    out[:, j, i] = s
-    return out
-
-
 def add_float(poses: np.ndarray, fps: float, seed: int) -> np.ndarray:
     """(n, 4, 4) cam_to_world ``poses`` with the float applied in each frame's own camera axes
     (+pan turns the view right, +tilt up, +roll clockwise seen from behind: the move grammar's signs)."""
@@ -59,6 +47,6 @@ def add_float(poses: np.ndarray, fps: float, seed: int) -> np.ndarray:
     out = np.array(poses, np.float64)
     rotation = out[:, :3, :3]
     out[:, :3, 3] += rotation[:, :, 0] * drift[:, 0:1] + rotation[:, :, 1] * drift[:, 1:2]
-    local = _rotation(1, -drift[:, 2]) @ _rotation(0, drift[:, 3]) @ _rotation(2, -drift[:, 4])
+    local = axis_rotations(1, -drift[:, 2]) @ axis_rotations(0, drift[:, 3]) @ axis_rotations(2, -drift[:, 4])
     out[:, :3, :3] = rotation @ local
     return out
