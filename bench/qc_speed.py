@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             seconds: dict[str, list[float]] = {name: [] for name in sides}
             for _ in range(args.repeat):
-                for name, src in sides.items():
-                    seconds[name].append(run_side(src, args.folder, work / f"{len(seconds[name])}-{hash(name)}.json"))
-            texts = {name: (work / f"0-{hash(name)}.json").read_text(encoding="utf-8") for name in sides}
+                for side, (name, src) in enumerate(sides.items()):
+                    seconds[name].append(run_side(src, args.folder, work / f"side{side}-{len(seconds[name])}.json"))
+            texts = {name: (work / f"side{side}-0.json").read_text(encoding="utf-8") for side, name in enumerate(sides)}
         finally:
             if args.against:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(work / "against")],

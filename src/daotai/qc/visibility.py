@@ -97,10 +97,9 @@ def subject_visibility(cam: np.ndarray, fov: float, width: int, height: int, sub
         hits = np.full((len(others) + 1, len(dirs)), np.inf)  # row 0 the ground, row i + 1 others[i]; (M + 1, N) m
         hits[0] = ground
         solid_rows = [i for i, (_, occluder) in enumerate(others) if isinstance(occluder, Solid)]
-        # only what can come before the subject can cover it: solids out of that reach stay missed
-        reach = solid_rows and solids_within_reach(origin, dirs, [others[i][1] for i in solid_rows],
-                                                   float(t_subject.max()))
-        solid_rows = [i for i, near in zip(solid_rows, reach, strict=True) if near]
+        if solid_rows:  # only what can come before the subject can cover it: the rest stay missed
+            near = solids_within_reach(origin, dirs, [others[i][1] for i in solid_rows], float(t_subject.max()))
+            solid_rows = [i for i, keep in zip(solid_rows, near, strict=True) if keep]
         if solid_rows:
             hits[[i + 1 for i in solid_rows]] = solids_hits(origin, dirs, [others[i][1] for i in solid_rows])
         for i, (_, occluder) in enumerate(others):
