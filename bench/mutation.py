@@ -159,10 +159,10 @@ MUTATIONS: tuple[Mutation, ...] = (
        "motion = _signed(motion, amount.axis, sign)", "motion = _signed(motion, amount.axis, abs(sign))",
        T_WORDS, "pedestal and crane down go up (a direction no longer signs a move's motion)"),
     _m("plan.orbit_sense", "plan/camera_grammar.py",
-       "orbit = _rot_batch(1, move.orbit * e)  # (n, 3, 3)", "orbit = _rot_batch(1, -move.orbit * e)  # (n, 3, 3)",
+       "orbit = axis_rotations(1, move.orbit * e)  # (n, 3, 3)", "orbit = axis_rotations(1, -move.orbit * e)  # (n, 3, 3)",
        (T_WORDS, T_CAMERA), "a positive orbit carries the camera to its left"),
     _m("plan.roll_sense", "plan/camera_grammar.py",
-       "@ _rot_batch(2, -roll * e)", "@ _rot_batch(2, roll * e)",
+       "@ axis_rotations(2, -roll * e)", "@ axis_rotations(2, roll * e)",
        (T_WORDS, T_CAMERA), "a positive roll turns the body counter-clockwise"),
     # framing that respects the face
     _m("plan.push_lands", SHOT_CAMERA,
