@@ -121,6 +121,51 @@ def _double(plan, value):
     return 2 * value
 
 
+def _pid_after(plan, seconds: float) -> int:
+    import os
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def _until_a_worker_took(pool: ShotChecks, key: str) -> None:
+    import time
+
+    future = pool._jobs[key][0]
+    deadline = time.monotonic() + 30
+    while not future.running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert future.running()
+
+
+def test_waiting_for_a_running_job_runs_the_jobs_no_worker_has_taken_here():
+    """The caller's core would idle while it waits on a worker; the jobs still queued behind
+    that worker (the sequence behind the last shots) run in the caller meanwhile."""
+    import os
+
+    plan = plan_script(validate_script(SCRIPT))
+    with ShotChecks(plan, workers=1, preload=()) as pool:
+        pool.start()
+        pool.submit("shot:s1", _pid_after, (1.0,))
+        _until_a_worker_took(pool, "shot:s1")
+        pool.submit("shot:s2", _pid_after, (0.0,))
+        pool.submit("sequence", _double, (21,))
+        worker = pool.result("shot:s1")
+        assert worker != os.getpid()
+        assert pool.result("shot:s2") == os.getpid()  # taken here while s1 ran
+        assert pool.result("sequence") == 42
+        assert pool.spans["sequence"][1] <= pool.spans["shot:s1"][1]
+    with ShotChecks(plan, workers=1, preload=()) as pool:  # a job that fails here raises from its result
+        pool.start()
+        pool.submit("shot:s1", _pid_after, (0.5,))
+        _until_a_worker_took(pool, "shot:s1")
+        pool.submit("shot:s2", _first_shot, ("twice",))
+        pool.result("shot:s1")
+        with pytest.raises(TypeError):
+            pool.result("shot:s2")
+
+
 def test_a_shots_camera_path_checked_as_a_job_of_its_own_gives_the_same_entry(tmp_path):
     from daotai.qc.report import hand_in_file, shot_result
     from daotai.qc.shot import PartialShot, check_shot

@@ -15,7 +15,8 @@ backend does, and the first shot finds them ready.
 The checks are the same functions either way, so an entry is the same whichever process made
 it: qc.json does not depend on the number of workers, nor on which worker checked which shot.
 With no workers (one core, or ``workers=0``) every check runs in this process when its entry is
-asked for, as before. A worker that fails for any reason (killed, out of memory, an exception
+asked for, as before. A caller waiting on a worker's job runs the jobs no worker has taken yet
+itself meanwhile. A worker that fails for any reason (killed, out of memory, an exception
 that does not survive pickling) costs time, not a verdict: the shot is checked again here.
 """
 
@@ -216,6 +217,7 @@ class ShotChecks:
         """What the work handed in under ``key`` returned (waits for it)."""
         future, function, args = self._jobs.pop(key)
         if future is not None:
+            self._run_waiting_jobs_here(future)
             try:
                 return future.result()
             except Exception:  # noqa: BLE001  (a worker's failure is run again here: its own error, if any, recurs)
@@ -225,6 +227,29 @@ class ShotChecks:
             return function(self.plan, *args)
         finally:
             self.spans[key] = (began, time.monotonic())
+
+    def _run_waiting_jobs_here(self, awaited: Future) -> None:
+        """While ``awaited`` is not done, take the jobs no worker has started yet and run them in
+        this process: the caller would only wait, and its core would idle while the workers are
+        busy with the last shots (the sequence check, handed in last, used to wait behind them)."""
+        while not awaited.done():
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is None:  # the stop for the workers: put it back for them
+                self._queue.put(None)
+                return
+            key, future, function, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            began = time.monotonic()
+            try:
+                future.set_result(function(self.plan, *args))
+            except Exception as exc:  # noqa: BLE001  (its result() raises it, as a worker's failure would)
+                future.set_exception(exc)
+            finally:
+                self.spans[key] = (began, time.monotonic())
 
     def close(self, cancel: bool = False) -> None:
         """Stop the workers once the work handed in is done; ``cancel``: stop them now."""
