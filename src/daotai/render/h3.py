@@ -57,6 +57,7 @@ from daotai.render.carry_looks import LookBook, best_looks, sample_indexes
 from daotai.render.h3_options import DEFAULT_MODEL, FAMILY, H3Options, check_licence, lora_files
 from daotai.render.h3_references import H3Conditioning
 from daotai.render.h3_runner import H3Runner, may_carry_looks
+from daotai.render.previz.guide import PrevizGuide
 from daotai.render.spec import BackendEnv, BackendSpec
 
 
@@ -76,7 +77,7 @@ class H3Backend(H3Conditioning):
         self.runner = runner
         self.reference_root = env.reference_root or Path.cwd()
         self.licence = self._check_licence()
-        self._previz: Any = None
+        self._previz = PrevizGuide()
         self._last_frame: tuple[str, np.ndarray] | None = None  # (shot id, (H, W, 3) uint8 at the canvas) of the last shot
         self._given_previz: dict[str, np.ndarray] = {}  # shot id → (F, H, W, 3) uint8 previz rendered elsewhere
         self.looks = LookBook() if options.carry_looks else None  # the best look of each character so far
@@ -177,16 +178,12 @@ class H3Backend(H3Conditioning):
 
     def _keep_looks(self, job: RenderJob, ctx: RunContext, delivered: dict[int, np.ndarray]) -> Iterator[Event]:
         """Score the characters of a finished shot's sampled frames by the plan's masks; keep the best looks."""
-        from daotai.render.previz.backend import PrevizBackend
-
         assert self.looks is not None
         shot = job.shot
         if shot.reference_video is not None:
             yield Notice("info", "h3: carry_looks: no looks kept from a shot that follows footage (the plan's masks "
                                  "do not say where its people are)", shot.shot_id)
             return
-        if self._previz is None:
-            self._previz = PrevizBackend(labels=False)
         masks = {e.index: e.mask for e in self._previz.render(RenderJob(job.plan, shot, controls=True), ctx)
                  if isinstance(e, Frame) and e.index in delivered}  # (H, W) uint8 each
         kept = self.looks.add(best_looks(shot, delivered, masks).values())
@@ -223,9 +220,7 @@ class H3Backend(H3Conditioning):
     def close(self) -> None:
         """Release the pipeline and the previz GL context."""
         self.runner.close()
-        if self._previz is not None:
-            self._previz.close()
-            self._previz = None
+        self._previz.close()
 
 
 SPEC = BackendSpec(

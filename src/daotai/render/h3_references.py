@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from daotai.errors import BackendError
-from daotai.events import Frame
 from daotai.plan.model import Plan
 from daotai.plan.prompt import H3_MAX_PICTURES, compose_h3_prompt, h3_pictures, h3_voices
 from daotai.plan.timing import Segment, frames_for
@@ -20,6 +19,7 @@ from daotai.render.footage import describe_footage, shot_footage
 from daotai.render.h3_runner import Generation
 from daotai.render.neural.references import CharacterPicture, character_picture
 from daotai.render.neural.retime import resize_rgb
+from daotai.render.previz.guide import PrevizGuide
 
 MIN_REFERENCE_FRAMES = 22  # 17*1+5: the shortest video reference MiniMax-H3's VAE encodes without padding
 VOICE_SECONDS = 20.0  # a voice recording is cut to its first seconds: enough to carry a voice, bounded in tokens
@@ -58,28 +58,20 @@ class H3Conditioning:
     runner: Any
     reference_root: Path
     looks: LookBook | None
-    _previz: Any  # the previz backend, made on first use
+    _previz: PrevizGuide  # the label-free previz, made on first use
     _last_frame: tuple[str, np.ndarray] | None  # (shot id, (H, W, 3) uint8 at the canvas) of the last shot
     _given_previz: dict[str, np.ndarray]  # shot id → (F, H, W, 3) uint8 previz rendered elsewhere
 
     def _previz_frames(self, job: RenderJob, ctx: RunContext, native: int) -> list[np.ndarray]:
         """The shot's previz RGB (no labels) at 24 fps for its first ``native`` frames: (H, W, 3) uint8 each."""
         from daotai.render.neural.retime import plan_to_native_indexes
-        from daotai.render.previz.backend import PrevizBackend
 
         shot = job.shot
         wanted = plan_to_native_indexes(shot.frames, job.plan.fps, native, 24.0)
         given = self._given_previz.get(shot.shot_id)
         if given is not None:
             return [given[i] for i in wanted]
-        if self._previz is None:
-            self._previz = PrevizBackend(labels=False)
-        needed = set(wanted)
-        frames: dict[int, np.ndarray] = {}
-        for event in self._previz.render(RenderJob(job.plan, shot, controls=False), ctx):
-            if isinstance(event, Frame) and event.index in needed:
-                frames[event.index] = event.rgb
-        return [frames[i] for i in wanted]
+        return self._previz.rgb_frames(job, ctx, wanted)
 
     def _voice(self, plan: Plan, character_id: str) -> Any:
         """A character's voice recording as a MiniMax-H3 audio reference (its first VOICE_SECONDS)."""

@@ -45,7 +45,7 @@ from pydantic import Field, field_validator
 
 from daotai import catalog
 from daotai.errors import BackendError, OptionError
-from daotai.events import Event, Frame, Notice, Progress
+from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.plan.prompt import ltx2_prompt_for
 from daotai.plan.timing import Segment, frames_for, plan_segments, round_size
@@ -59,6 +59,7 @@ from daotai.render.neural.retime import (
 )
 from daotai.render.neural.runner import DiffusersShotRunner
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs
+from daotai.render.previz.guide import PrevizGuide
 from daotai.render.spec import BackendEnv, BackendSpec, DiffusersOptions, options_with
 
 FAMILY = "ltx2"
@@ -322,7 +323,7 @@ class LTX2Backend:
         self.options = options
         self.runner = LTX2Runner(options, SPEC.default_model or "", env.health_sampler)
         self.licence = self._check_licence()
-        self._previz: Any = None
+        self._previz = PrevizGuide()
 
     def _check_licence(self) -> str | None:
         """Refuse before any work unless the model's licence was accepted; the acceptance as a manifest line."""
@@ -373,17 +374,8 @@ class LTX2Backend:
 
     def _previz_frames(self, job: RenderJob, ctx: RunContext, native: int) -> list[np.ndarray]:
         """The shot's previz RGB (no labels) for its first ``native`` frames at 24 fps: (H, W, 3) uint8 each."""
-        from daotai.render.previz.backend import PrevizBackend
-
         wanted = plan_to_native_indexes(job.shot.frames, job.plan.fps, native, 24.0)
-        if self._previz is None:
-            self._previz = PrevizBackend(labels=False)
-        needed = set(wanted)
-        frames: dict[int, np.ndarray] = {}
-        for event in self._previz.render(RenderJob(job.plan, job.shot, controls=False), ctx):
-            if isinstance(event, Frame) and event.index in needed:
-                frames[event.index] = event.rgb
-        return [frames[i] for i in wanted]
+        return self._previz.rgb_frames(job, ctx, wanted)
 
     def _previz_conditions(self, job: RenderJob, ctx: RunContext, segment: Segment, size: tuple[int, int]
                            ) -> tuple[list[Any], str]:
@@ -495,9 +487,7 @@ class LTX2Backend:
     def close(self) -> None:
         """Release the pipeline and the previz GL context."""
         self.runner.close()
-        if self._previz is not None:
-            self._previz.close()
-            self._previz = None
+        self._previz.close()
 
 
 SPEC = BackendSpec(
