@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import daotai.deliver.manifest
@@ -425,3 +426,33 @@ def test_the_manifest_names_every_file_by_its_path_in_the_folder(tmp_path):
     (tmp_path / "manifest.json").write_text("{}")
     assert output_files(tmp_path) == {rel: sha256_file(tmp_path / rel)
                                       for rel in ("enhanced/shots/a.mp4", "sequence.mp4", "shots/a.mp4")}
+
+
+def test_glimpses_while_rendering_change_no_output_and_shot_files_are_announced_where_they_are_now(tmp_path):
+    """A live view (the server's console) asks for glimpses and shows each shot's file from the
+    staging folder before the swap; the render's files are the same byte for byte either way."""
+    from daotai.events import GLIMPSE_WIDTH, Glimpse, Output
+    from daotai.render.base import RunContext
+
+    data = script("s1", "s2", "s3")
+    data["size"] = "640x360"
+    plain = tmp_path / "plain"
+    render(data, plain)
+    plan = plan_script(validate_script(data))
+    out = tmp_path / "out"
+    glimpses, announced = [], {}
+    for event in run(plan, out, PipelineSettings(camera_qc=False), RunContext(glimpse_every_s=0.05)):
+        if isinstance(event, Glimpse):
+            glimpses.append(event)
+        elif isinstance(event, Output) and event.kind == "shot":
+            assert Path(event.path) == out / "shots" / f"{event.shot_id}.mp4"
+            assert Path(event.written).parent.parent.name.startswith(".out.")  # the staging sibling
+            announced[event.shot_id] = sha256_file(event.written)  # complete when announced
+    assert {(g.shot_id, g.index) for g in glimpses} >= {("s1", 0), ("s2", 0), ("s3", 0)}
+    assert all(g.rgb.shape == (180, GLIMPSE_WIDTH, 3) and g.rgb.dtype == np.uint8 for g in glimpses)
+    timed = {"manifest.json"}  # its timings_s differ from run to run; every other file is the same
+    assert {k: v for k, v in hashes(out).items() if k not in timed} == \
+        {k: v for k, v in hashes(plain).items() if k not in timed}
+    assert announced == {sid: sha256_file(out / "shots" / f"{sid}.mp4") for sid in ("s1", "s2", "s3")}
+    no_glimpse = [e for e in run(plan, tmp_path / "again", PipelineSettings(camera_qc=False)) if isinstance(e, Glimpse)]
+    assert no_glimpse == []

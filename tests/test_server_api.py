@@ -167,6 +167,49 @@ def test_script_job_streams_events_and_serves_every_deliverable(live):
     assert resumed.status_code == 200 and "event:" not in resumed.text
 
 
+def test_a_running_job_shows_the_frame_being_rendered_and_each_finished_shot(live):
+    """While it renders, a job's preview events point at a small JPEG of the frame being drawn, and
+    each shot's output event names a clip that plays at once; both are gone once it has ended, and
+    the clip was the delivered shot file."""
+    import io
+
+    from PIL import Image
+
+    script = {**SCRIPT, "shots": [{"shot_id": f"s{i}", "duration": 1} for i in range(4)]}
+    job_id = httpx.post(f"{live.url}/v1/jobs", json=script).json()["id"]
+    previews, pictures, clips = [], [], {}
+    with httpx.stream("GET", f"{live.url}/v1/jobs/{job_id}/events", timeout=60) as stream:
+        event = None
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "preview":
+                previews.append(json.loads(line[6:]))
+                if not pictures:  # fetched while the later shots still render
+                    reply = httpx.get(f"{live.url}/v1/jobs/{job_id}/live/preview")
+                    assert reply.status_code == 200 and reply.headers["content-type"] == "image/jpeg"
+                    assert reply.headers["cache-control"] == "no-store"
+                    pictures.append(Image.open(io.BytesIO(reply.content)))
+            elif line.startswith("data: ") and event == "output":
+                data = json.loads(line[6:])
+                if data.get("live") and data["shot_id"] in ("s0", "s1"):
+                    reply = httpx.get(f"{live.url}/v1/jobs/{job_id}/live/{data['live']}")
+                    assert reply.status_code == 200 and reply.headers["content-type"] == "video/mp4", data
+                    clips[data["shot_id"]] = hashlib.sha256(reply.content).hexdigest()
+    # each shot's first frame at least, in order, numbered one after another
+    assert {p["shot_id"] for p in previews if p["index"] == 0} == {"s0", "s1", "s2", "s3"}
+    assert [p["n"] for p in previews] == list(range(1, len(previews) + 1))
+    assert pictures[0].size == (160, 96)  # the script's own size: under the glimpse width, kept
+    assert set(clips) == {"s0", "s1"}
+    job = httpx.get(f"{live.url}/v1/jobs/{job_id}").json()
+    delivered = {o["name"]: o["sha256"] for o in job["outputs"]}
+    assert clips == {"s0": delivered["shot.s0"], "s1": delivered["shot.s1"]}
+    assert httpx.get(f"{live.url}/v1/jobs/{job_id}/live/preview").status_code == 404
+    assert httpx.get(f"{live.url}/v1/jobs/{job_id}/live/shot.s0").status_code == 404
+    assert (live.data_dir / "jobs" / job_id / "out").is_dir() and not (live.data_dir / "jobs" / job_id / "live").exists()
+    assert httpx.get(f"{live.url}/v1/jobs/{job_id}/live/qc").status_code == 422  # not a live name
+
+
 def test_event_stream_keeps_the_final_status_of_a_job_that_ends_between_reads(idle):
     # The job ends right after the stream found no new events: the stream must still send the
     # final status event instead of seeing the ended job and closing before reading it.

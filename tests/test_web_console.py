@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -334,6 +335,26 @@ def test_quick_preview_renders_one_shot_at_the_preview_preset(page, shots_dir):
     assert video.evaluate("v => new Promise(ok => { const size = () => ok([v.videoWidth, v.videoHeight]); "
                           "v.readyState >= 2 ? size() : v.addEventListener('loadeddata', size); })") == [600, 360]
     page.screenshot(path=str(shots_dir / "08_quick_preview.png"), full_page=True)
+
+
+def test_a_running_job_shows_the_frame_being_rendered_and_each_clip_once_encoded(page, shots_dir):
+    load_quick(page)
+    page.select_option("#backend-select", "previz")
+    page.select_option("#preset-select", "preview")  # 640x360: the glimpse comes at most 320 wide
+    page.click("#submit-btn")
+    job = page.locator(".job").first
+    picture = job.locator(".live img.live-preview")
+    picture.wait_for(timeout=60_000)
+    page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=picture.element_handle())
+    assert picture.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [320, 192]  # 5:3, as the frame
+    assert re.fullmatch(r"rendering s0[12], frame \d+", job.locator(".live-frame figcaption").inner_text())
+    clip = job.locator(".live-clips figure[data-shot=s01] video")
+    clip.wait_for(timeout=60_000)  # s01 is encoded while s02 still renders
+    assert clip.get_attribute("src").endswith("/live/shot.s01")
+    page.screenshot(path=str(shots_dir / "09_live_view.png"), full_page=True)
+    job.locator(".job-status[data-status=completed]").wait_for(timeout=90_000)
+    job.locator(".results").wait_for()
+    assert job.locator(".live").count() == 0  # the deliverables take over
 
 
 @pytest.mark.parametrize("width,height", [(1280, 800), (800, 900)])

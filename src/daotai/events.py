@@ -67,6 +67,21 @@ class Output:
     kind: str  # "shot", "depth", "depth_preview", "mask", "sequence", "contact_sheet", ...
     path: str
     shot_id: str | None = None
+    # where the file is right now when that is not ``path`` yet: a render's staging folder, which
+    # is swapped in at the end (a consumer may show the file from here while the run goes on)
+    written: str | None = None
 
 
-Event = Progress | Frame | Audio | Notice | Output
+@dataclass(frozen=True)
+class Glimpse:
+    """A small copy of a frame just rendered, for a live view while a shot renders (only when the
+    run's context asks for glimpses: daotai.render.base.RunContext.glimpse_every_s)."""
+
+    shot_id: str
+    index: int  # the frame's index in the shot
+    rgb: np.ndarray  # (h, w, 3) uint8, at most GLIMPSE_WIDTH wide
+
+
+GLIMPSE_WIDTH = 320  # px: a live view, not a picture to judge
+
+Event = Progress | Frame | Audio | Notice | Output | Glimpse

@@ -35,6 +35,9 @@ class RunContext:
     """Passed down explicitly (no global state): cancellation and run-wide settings."""
 
     cancel: threading.Event = field(default_factory=threading.Event)
+    # a Glimpse of the frame being rendered at each shot's first frame and then at most this often
+    # (seconds); None: no glimpses (the command line draws progress bars, not pictures)
+    glimpse_every_s: float | None = None
 
     def check(self) -> None:
         """Raise Cancelled when the caller asked to stop."""

@@ -206,7 +206,7 @@ class RunTrace:
 def final_paths(events: Generator[Event, None, RunResult], staging: Path, out_dir: Path,
                  trace: RunTrace) -> Generator[Event, None, RunResult]:
     """The run's events with output paths where the files will be once the staging folder is
-    swapped in; follows the shot being rendered and the shots finished into ``trace``."""
+    swapped in (``written``: where each is until then); follows the shot being rendered and the shots finished into ``trace``."""
     prefix = str(staging)
     while True:
         try:
@@ -220,7 +220,7 @@ def final_paths(events: Generator[Event, None, RunResult], staging: Path, out_di
             if event.kind == "shot" and event.shot_id and event.shot_id not in trace.finished:
                 trace.finished.append(event.shot_id)
             if event.path.startswith(prefix):
-                event = replace(event, path=str(out_dir) + event.path[len(prefix):])
+                event = replace(event, path=str(out_dir) + event.path[len(prefix):], written=event.path)
         yield event
     return result
 

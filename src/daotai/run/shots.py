@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from daotai.errors import EncodeError
+from daotai.events import GLIMPSE_WIDTH, Glimpse
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import Audio, Event, Frame, Notice, Output, Progress, RenderJob, RunContext
 from daotai.run.encoders import shot_sinks
@@ -87,6 +88,7 @@ def _render_shot_once(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settin
     render_s = 0.0
     frames_seen = 0
     audio: Audio | None = None
+    glimpsed = -float("inf")  # when the last Glimpse went out (time.monotonic)
     try:
         events = iter(backend.render(RenderJob(plan=plan, shot=shot, controls=settings.controls), ctx))
         while True:
@@ -110,6 +112,10 @@ def _render_shot_once(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settin
                     sinks["depth_preview"].put(event.depth)
                     sinks["mask"].put(event.mask)
                 frames_seen += 1
+                if ctx.glimpse_every_s is not None and (
+                        event.index == 0 or time.monotonic() - glimpsed >= ctx.glimpse_every_s):
+                    glimpsed = time.monotonic()
+                    yield Glimpse(shot.shot_id, event.index, glimpse_of(event.rgb))
             elif isinstance(event, Audio):
                 if audio is not None:
                     raise EncodeError(f"{shot.shot_id}: backend {backend.name!r} sent a second Audio event; one per shot")
@@ -139,3 +145,14 @@ def _render_shot_once(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settin
     record.files = shot_files(shot.shot_id, settings)
     for kind, rel in record.files.items():
         yield Output(kind, str(out_dir / rel), shot.shot_id)
+
+
+def glimpse_of(rgb: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8 → a copy at most GLIMPSE_WIDTH wide, the aspect kept (area-averaged)."""
+    height, width = rgb.shape[:2]
+    if width <= GLIMPSE_WIDTH:
+        return rgb.copy()
+    import cv2
+
+    size = (GLIMPSE_WIDTH, max(1, round(height * GLIMPSE_WIDTH / width)))
+    return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)

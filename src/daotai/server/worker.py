@@ -546,12 +546,13 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     cluster, when set, renders instead. ``cache_bytes``: the shot cache's cap (None: the default)."""
     from daotai.cluster import executor_for
     from daotai.errors import Cancelled, DaotaiError, DiskFull, disk_full_cause
-    from daotai.events import Notice, Output, Progress
+    from daotai.events import Glimpse, Notice, Output, Progress
     from daotai.render.base import RunContext
     from daotai.run.pipeline import run
     from daotai.run.progress_labels import ShotOrder
     from daotai.run.records import Finished
     from daotai.run.settings import layout_for
+    from daotai.server.live import GLIMPSE_EVERY_S, LIVE_FOLDER, LiveView
     from daotai.server.references import record_references
 
     store = JobStore(data_dir)
@@ -560,7 +561,8 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     os.chdir(work.parent)  # the job folder is the script's base folder (reference images live there)
-    ctx = RunContext()
+    live = LiveView(work.parent / LIVE_FOLDER)  # the frame being rendered and the shots done, until the job ends
+    ctx = RunContext(glimpse_every_s=GLIMPSE_EVERY_S)
     done = threading.Event()
     watcher = threading.Thread(
         target=_watch_cancel, args=(store, job_id, os.getppid(), ctx.cancel, done), daemon=True
@@ -603,7 +605,11 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
                 store.add_event(job_id, "notice", {"level": event.level, "text": event.text, "shot_id": event.shot_id})
             elif isinstance(event, Output):
                 rel = Path(event.path).resolve().relative_to(work.resolve()).as_posix()
-                store.add_event(job_id, "output", {"kind": event.kind, "name": output_name(layout, rel), "shot_id": event.shot_id})
+                data = {"kind": event.kind, "name": output_name(layout, rel), "shot_id": event.shot_id}
+                shown = live.clip(event)  # the shot's clip, playable now (GET /v1/jobs/<id>/live/shot.<id>)
+                store.add_event(job_id, "output", {**data, "live": shown} if shown else data)
+            elif isinstance(event, Glimpse):
+                store.add_event(job_id, "preview", live.glimpse(event))  # GET /v1/jobs/<id>/live/preview
             ctx.check()
         if not finished:
             raise Cancelled("the pipeline stopped before finishing")
@@ -644,6 +650,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
         raise
     finally:
         done.set()
+        live.close()
 
 
 def _written(error: OSError, work: Path) -> str:

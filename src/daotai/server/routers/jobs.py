@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from daotai.server.job_request import read_job_request
+from daotai.server.live import LIVE_FOLDER, LIVE_NAME, live_file
 from daotai.server.schemas import (
     MEDIA_TYPES,
     OUTPUT_NAME,
@@ -128,5 +129,19 @@ def build_router(state: ServerState) -> APIRouter:
             raise NotFound(f"name: {name!r} is not a deliverable of {job_id!r}")
         return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
                             filename=path.name)
+
+    @router.get("/v1/jobs/{job_id}/live/{name}", responses={200: {"content": {"image/jpeg": {}, "video/mp4": {}},
+                "description": "the file as it is now"}, **errors})
+    def job_live(job_id: str = PathParam(..., max_length=64),
+                 name: str = PathParam(..., max_length=70, pattern=LIVE_NAME)):
+        """While a job runs: ``preview``, a small JPEG of the frame being rendered (the job's ``preview``
+        events say when it changed), or ``shot.<id>``, a shot's clip as soon as it is encoded (its
+        ``output`` event carries ``live``). Gone once the job has ended: its deliverables take over."""
+        state.visible(job_id)
+        path = live_file(store.job_dir(job_id) / LIVE_FOLDER, name)
+        if path is None:
+            raise NotFound(f"name: {name!r} has nothing to show for {job_id!r} now (only while it runs, once made)")
+        return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
+                            headers={"Cache-Control": "no-store"})
 
     return router

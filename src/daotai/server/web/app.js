@@ -31,6 +31,7 @@ const I18N = {
     downloads: "Downloads", qc_passed: "All checks passed", qc_failed: "Some checks failed",
     cam_ok: "the camera moved as planned", cam_bad: "the camera did not follow the plan",
     cam_error: "off by {e} px per frame on average", preview_running: "Rendering preview… {p}%",
+    live: "So far", live_frame: "the frame being rendered", live_caption: "rendering {s}, frame {f}",
     none: "(none)", default: "default", drag: "Drag to reorder",
     reference_images: "Reference images", upload_image: "Upload image", drop_here: "or drop PNG / JPEG / WebP here",
     remove: "Remove", uploading: "Uploading {name}…", upload_sound: "Upload sound", upload_video: "Upload video", reference_n: "Reference image {n}",
@@ -88,6 +89,7 @@ const I18N = {
     downloads: "下载", qc_passed: "全部检查通过", qc_failed: "部分检查未通过",
     cam_ok: "摄像机按计划运动", cam_bad: "摄像机未按计划运动",
     cam_error: "平均每帧偏差 {e} 像素", preview_running: "正在渲染预览… {p}%",
+    live: "已完成的部分", live_frame: "正在渲染的画面", live_caption: "正在渲染 {s}，第 {f} 帧",
     none: "（无）", default: "默认", drag: "拖动以排序",
     reference_images: "参考图", upload_image: "上传图片", drop_here: "或将 PNG / JPEG / WebP 拖放到此处",
     remove: "移除", uploading: "正在上传 {name}…", upload_sound: "上传音频", upload_video: "上传视频", reference_n: "参考图 {n}",
@@ -1748,7 +1750,8 @@ async function submitRun() {
 
 /** Follow a job: show it now, then refresh it on every server-sent event until it ends. */
 function trackJob(id, initial) {
-  const entry = { id, job: initial || null, node: el("div", { class: "job", dataset: { job: id } }), source: null, qc: null };
+  const entry = { id, job: initial || null, node: el("div", { class: "job", dataset: { job: id } }), source: null, qc: null,
+    live: { preview: null, clips: {}, nodes: {}, img: null } };
   state.jobs[id] = entry;
   document.getElementById("job-list").prepend(entry.node);
   renderJob(entry);
@@ -1760,6 +1763,16 @@ function trackJob(id, initial) {
   // What the job is doing now ("rendering shot 3/7 (s03)", "checking shot 2/7 (s02)"), beside its percentage.
   source.addEventListener("progress", (event) => {
     try { entry.stage = JSON.parse(event.data).label || entry.stage; } catch { /* a malformed event changes nothing */ }
+  });
+  // While it runs: the frame being rendered, and each shot's clip the moment it is encoded.
+  source.addEventListener("preview", (event) => {
+    try { entry.live.preview = JSON.parse(event.data); renderJob(entry); } catch { /* a malformed event changes nothing */ }
+  });
+  source.addEventListener("output", (event) => {
+    try {
+      const data = JSON.parse(event.data);
+      if (data.live && data.shot_id) { entry.live.clips[data.shot_id] = data.live; renderJob(entry); }
+    } catch { /* a malformed event changes nothing */ }
   });
   // The server closes the stream when the job ends; stop the browser from reconnecting then.
   source.onerror = () => { if (entry.job && TERMINAL.has(entry.job.status)) source.close(); else refresh(); };
@@ -1804,7 +1817,37 @@ function renderJob(entry) {
   const parts = [head, shots];
   if (job.error) parts.push(el("p", { class: "error" }, `${job.error.code}: ${job.error.message}`));
   if (job.status === "completed") parts.push(renderResults(entry));
+  else if (!TERMINAL.has(job.status)) parts.push(renderLive(entry, job));
   node.replaceChildren(...parts);
+}
+
+/** A running job's frame being rendered and its shots' clips so far. The nodes are kept between
+ * redraws (a progress event redraws the job several times a second): a clip being watched plays on,
+ * and the picture is fetched again only when a newer one was written. */
+function renderLive(entry, job) {
+  const live = entry.live;
+  const ids = job.shots.map((s) => s.shot_id).filter((id) => live.clips[id]);
+  if (!live.preview && !ids.length) return null;
+  const base = `/v1/jobs/${encodeURIComponent(job.id)}/live/`;
+  let frame = null;
+  if (live.preview) {
+    if (!live.img) live.img = el("img", { class: "live-preview", alt: t("live_frame") });
+    if (live.img.dataset.n !== String(live.preview.n)) {
+      live.img.src = `${base}preview?n=${live.preview.n}`;
+      live.img.dataset.n = String(live.preview.n);
+    }
+    frame = el("figure", { class: "live-frame" }, live.img,
+      el("figcaption", {}, t("live_caption", { s: live.preview.shot_id, f: live.preview.index + 1 })));
+  }
+  const clips = ids.map((id) => {
+    if (!live.nodes[id]) {
+      live.nodes[id] = el("figure", { dataset: { shot: id } },
+        el("video", { controls: true, muted: true, preload: "metadata", src: base + encodeURIComponent(live.clips[id]) }),
+        el("figcaption", {}, id));
+    }
+    return live.nodes[id];
+  });
+  return el("div", { class: "live" }, el("h3", {}, t("live")), frame, ids.length ? el("div", { class: "clips live-clips" }, ...clips) : null);
 }
 
 function fileUrl(job, name) {
