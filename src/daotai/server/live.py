@@ -11,7 +11,6 @@ deliverables take over.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -58,15 +57,11 @@ class LiveView:
         source = Path(event.written or event.path)
         if not source.is_file():
             return None
+        from daotai.files import atomic_path, link_or_copy
+
         name = f"shot.{event.shot_id}"
-        target = self.folder / f"{name}.mp4"
-        temp = self.folder / f".{name}.mp4.tmp"
-        temp.unlink(missing_ok=True)
-        try:
-            os.link(source, temp)
-        except OSError:  # another file system (or one without links): a copy, then the same rename
-            shutil.copyfile(source, temp)
-        os.replace(temp, target)  # a retake's file replaces the earlier take's whole
+        with atomic_path(self.folder / f"{name}.mp4") as temp:  # a retake's file replaces the earlier take's whole
+            link_or_copy(source, temp)
         return name
 
     def close(self) -> None:
