@@ -61,11 +61,22 @@ def script(size: str) -> dict:
 
 def render(data: dict, out: Path, cache: str, backend: str = "previz",
            options: dict | None = None) -> dict[str, float]:
-    """One render through the pipeline; manifest.json's timings."""
+    """One render through the pipeline; manifest.json's timings, and ``cpu_s``: the processor seconds
+    this process and the processes it started (QC workers, encoders) spent on it."""
     settings = PipelineSettings(backend=backend, options=options or {}, cache=cache, force=True)
+    before = _cpu_seconds()
     events = list(run(plan_script(validate_script(data)), out, settings))
     assert isinstance(events[-1], Finished)
-    return json.loads((out / "manifest.json").read_text(encoding="utf-8"))["timings_s"]
+    timings = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["timings_s"]
+    return {**timings, "cpu_s": _cpu_seconds() - before}
+
+
+def _cpu_seconds() -> float:
+    """User + system seconds of this process and of its children that have ended."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def table(name: str, timings: dict[str, float], render_only: float) -> None:
@@ -75,6 +86,8 @@ def table(name: str, timings: dict[str, float], render_only: float) -> None:
     for stage in STAGES:
         seconds = timings.get(stage, 0.0)
         print(f"    {stage[:-2]:<18} {seconds:6.1f} s  {seconds / total:6.1%}")
+    if "cpu_s" in timings:  # how busy the machine was: at the core count, the wait is the work itself
+        print(f"    processor time     {timings['cpu_s']:6.1f} s  = {timings['cpu_s'] / total:.2f} cores busy on average")
 
 
 def neural_row(gpu: bool, root: Path) -> bool:
