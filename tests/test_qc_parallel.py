@@ -166,6 +166,49 @@ def test_waiting_for_a_running_job_runs_the_jobs_no_worker_has_taken_here():
             pool.result("shot:s2")
 
 
+def test_waiting_until_the_workers_took_every_job():
+    import threading
+    import time
+
+    plan = plan_script(validate_script(SCRIPT))
+    with ShotChecks(plan, workers=1, preload=()) as pool:
+        pool.start()
+        pool.submit("shot:s1", _pid_after, (0.6,))
+        _until_a_worker_took(pool, "shot:s1")
+        pool.submit("shot:s2", _pid_after, (0.0,))
+        stop = threading.Event()
+        stop.set()
+        began = time.monotonic()
+        pool.wait_until_taken(stop)  # told to stop: at once
+        pool.wait_until_taken(max_wait_s=0.05)  # given up after its limit
+        assert time.monotonic() - began < 0.4 and not pool._queue.empty()
+        pool.wait_until_taken()
+        taken = pool._jobs["shot:s2"][0]
+        assert pool._queue.empty() and (taken.running() or taken.done())  # s1 done, s2 taken
+        assert time.monotonic() - began > 0.3
+    ShotChecks(plan, workers=0).wait_until_taken()  # no workers: nothing to wait for
+
+
+@pytest.mark.parametrize("on_cpu", [True, False])
+def test_a_render_drawn_by_this_machines_cores_waits_for_each_shot_to_be_taken(tmp_path, monkeypatch, on_cpu):
+    """Render and checks share the cores when the frames are drawn on them: the next shot starts
+    once a worker has taken the last one, so checks do not pile up behind the render. A render
+    drawn elsewhere (a GPU, a cluster) never waits."""
+    from daotai.render.previz.backend import PrevizBackend
+
+    monkeypatch.setattr(PrevizBackend, "renders_on_cpu", lambda self: on_cpu)
+    waits = []
+    plain = ShotChecks.wait_until_taken
+
+    def spy(self, cancel=None, max_wait_s=60.0):
+        plain(self, cancel, max_wait_s)
+        waits.append(self._queue.empty())
+
+    monkeypatch.setattr(ShotChecks, "wait_until_taken", spy)
+    _render(tmp_path / "out", 2)
+    assert waits == ([True, True] if on_cpu else [])  # after s1 and s2, not after the last shot
+
+
 def test_a_shots_camera_path_checked_as_a_job_of_its_own_gives_the_same_entry(tmp_path):
     from daotai.qc.report import hand_in_file, shot_result
     from daotai.qc.shot import PartialShot, check_shot
@@ -204,3 +247,21 @@ def test_a_sequence_checked_alone_starts_no_workers_and_one_after_shots_goes_to_
         assert len(pool._pool) == 2 and pool._jobs["sequence"][0] is not None  # a worker's job
         assert shot_result(pool, "s1")["shot_id"] == "s1"
         assert pool.result("sequence") == check_sequence(plan, sequence)
+
+
+def test_frames_drawn_by_a_software_rasteriser_are_drawn_on_this_machines_cores():
+    from daotai.render.base import renders_on_cpu
+    from daotai.render.previz.backend import PrevizBackend
+    from daotai.render.previz.gl import PrevizRenderer
+
+    renderer = PrevizRenderer.__new__(PrevizRenderer)  # only its description is read
+    renderer._description = "llvmpipe (LLVM 15.0.6, 256 bits); OpenGL 4.5 (Core Profile) Mesa 22.3.6 (egl context)"
+    assert renderer.software
+    renderer._description = "NVIDIA H100 80GB HBM3/PCIe/SSE2; OpenGL 4.6.0 NVIDIA 570.86 (egl context)"
+    assert not renderer.software
+    backend = PrevizBackend()
+    assert not backend.renders_on_cpu()  # nothing known before its first shot made the context
+    backend._renderer = renderer
+    assert not renders_on_cpu(backend)
+    backend._renderer = None
+    assert not renders_on_cpu(object())  # a backend that does not say

@@ -210,6 +210,15 @@ class ShotChecks:
             self._queue.put((key, future, function, args))
         self._jobs[key] = (future, function, args)
 
+    def wait_until_taken(self, cancel: threading.Event | None = None, max_wait_s: float = 60.0) -> None:
+        """Wait until a worker has taken every job handed in (none left queued): at once without
+        workers, when ``cancel`` is set, or after ``max_wait_s`` (a worker stuck in a check must not
+        stop the render too)."""
+        deadline = time.monotonic() + max_wait_s
+        while (self._pool and not self._queue.empty() and time.monotonic() < deadline
+               and not (cancel is not None and cancel.is_set())):
+            time.sleep(0.01)
+
     def has(self, key: str) -> bool:
         return key in self._jobs
 

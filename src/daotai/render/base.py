@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol
+from typing import Any, Iterator, Protocol
 
 from daotai.errors import Cancelled
 from daotai.events import Audio, Event, Frame, Notice, Output, Progress
@@ -45,6 +45,13 @@ class RunContext:
             raise Cancelled("stopped before the work finished")
 
 
+
+
+def renders_on_cpu(backend: Any) -> bool:
+    """Whether ``backend`` draws its frames with this machine's processor cores (a software GL
+    rasteriser, a model on the CPU), per its optional ``renders_on_cpu()``; False when it says nothing."""
+    probe = getattr(backend, "renders_on_cpu", None)
+    return bool(probe()) if callable(probe) else False
 
 
 class Backend(Protocol):

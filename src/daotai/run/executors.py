@@ -44,6 +44,13 @@ class LocalExecutor:
 
     def __init__(self) -> None:
         self.finished: list[ShotRecord] = []  # the shots done so far (kept in the cache if the run stops)
+        self._backend: Any = None  # while rendering
+
+    def renders_on_cpu(self) -> bool:
+        """Whether the shots are being drawn by this machine's processor cores (daotai.render.base.renders_on_cpu)."""
+        from daotai.render.base import renders_on_cpu
+
+        return renders_on_cpu(self._backend)
 
     def render_shots(self, plan: Plan, out_dir: Path, settings: PipelineSettings, ctx: RunContext,
                      source: Path | None, health: Callable[[Any], dict] | None) -> Generator[Event, None, list]:
@@ -61,7 +68,7 @@ class LocalExecutor:
         with EncoderPool() if use_encoder_processes(plan) else nullcontext() as encoders:
             if encoders is not None:
                 encoders.start(*(("shot", "depth", "depth_preview", "mask") if settings.controls else ("shot",)))
-            backend = create_backend(settings.backend, settings.options, backend_env(source, health))
+            backend = self._backend = create_backend(settings.backend, settings.options, backend_env(source, health))
             try:
                 if encoders is not None:
                     encoders.wait_ready()
@@ -74,5 +81,6 @@ class LocalExecutor:
                                                           budget)
                     records.append(record)
             finally:
+                self._backend = None
                 backend.close()
         return records

@@ -434,6 +434,12 @@ class HeldBackendExecutor:
             self._held = (identity, create_backend(settings.backend, settings.options, backend_env(None, None)))
         return self._held[1]
 
+    def renders_on_cpu(self) -> bool:
+        """Whether the held backend draws with this machine's processor cores (daotai.render.base.renders_on_cpu)."""
+        from daotai.render.base import renders_on_cpu
+
+        return self._held is not None and renders_on_cpu(self._held[1])
+
     def close(self) -> None:
         """Release the held backend."""
         held, self._held = self._held, None

@@ -181,6 +181,11 @@ class PrevizBackend:
         renderer = self._renderer_for(plan)
         return {i: renderer.render(state).rgb for i, state in enumerate(frame_states(plan, shot)) if i in indexes}
 
+    def renders_on_cpu(self) -> bool:
+        """Whether this machine's processor cores draw the frames (a software GL rasteriser), so the
+        render competes with the quality checks for them; False until the first shot made the context."""
+        return self._renderer is not None and self._renderer.software
+
     def close(self) -> None:
         """Release the GL context."""
         if self._renderer is not None:

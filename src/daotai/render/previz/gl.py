@@ -69,6 +69,9 @@ PRACTICAL_GAIN = 2.5  # a glowing piece's colour is multiplied by 1 + this x the
 PRACTICAL_POOL_M = 2.2  # radius of the light pool under a practical (a lamp 2 m up or higher)
 PRACTICAL_POOL_STRENGTH = 0.35  # its opacity at the centre, at full night
 
+# GL_RENDERER names of rasterisers that draw on the CPU (lower case)
+SOFTWARE_RASTERISERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
+
 
 @dataclass(frozen=True, eq=False)
 class RenderedFrame:
@@ -243,6 +246,12 @@ class PrevizRenderer:
     def describe(self) -> str:
         """The OpenGL renderer, version and context backend that draw this renderer's frames."""
         return self._description
+
+    @property
+    def software(self) -> bool:
+        """Whether a software rasteriser (Mesa's llvmpipe, softpipe or swrast, SwiftShader) draws the
+        frames: then they are drawn by this machine's processor cores."""
+        return any(name in self._description.lower() for name in SOFTWARE_RASTERISERS)
 
     def close(self) -> None:
         """Release every GL object and the context; safe to call twice."""
