@@ -155,3 +155,24 @@ def test_calibration_times_every_stage_here_and_the_estimate_covers_the_whole_re
     assert estimate is not None and estimate.frames == p.total_frames and all(
         stage in estimate.basis for stage in ("start", "render+encode", "assembly", "QC", "deliver"))
     assert estimate_render(p, "previz", {}, quick=True) is None  # too small to time before a render
+
+
+def test_a_calibration_stands_for_sets_of_about_its_size_and_its_cast():
+    import json
+    from pathlib import Path
+
+    from daotai.run.estimate import calibration_key
+
+    def example(name: str):
+        return plan_script(validate_script(json.loads((Path(__file__).parent.parent / "examples" / f"{name}.json")
+                                                      .read_text(encoding="utf-8"))))
+
+    office = example("office")
+    pieces = list(office.scene.set_pieces)
+    one_more = office.model_copy(update={"scene": office.scene.model_copy(update={"set_pieces": pieces + pieces[:1]})})
+    twice = office.model_copy(update={"scene": office.scene.model_copy(update={"set_pieces": pieces * 2})})
+    fewer_cast = office.model_copy(update={"characters": office.characters[:1]})
+    key = calibration_key(office, "previz", {}, True)
+    assert calibration_key(one_more, "previz", {}, True) == key  # a prop added: the same calibration
+    assert calibration_key(twice, "previz", {}, True) != key  # a set twice the size is measured again
+    assert calibration_key(fewer_cast, "previz", {}, True) != key

@@ -573,14 +573,23 @@ def machine_identity() -> dict[str, Any]:
             "python": platform.python_version(), "gpus": gpu_names()}
 
 
+# Set sizes a calibration stands for: its set-piece count within this factor (a prop or two added
+# keeps the calibration; the street set's 155 pieces are not the studio's 69, whose calibration put
+# the street's checks at 11.7 s where they took 16)
+SET_SIZE_STEP = 1.25
+
+
 def calibration_key(plan: Plan, backend_name: str, options: Mapping[str, Any] | None, controls: bool) -> str:
     """What a calibration measured: the backend and its options, the frame size, the control
-    channels and whether the sampled shot's camera moves (its checks then track the motion)."""
+    channels, whether the sampled shot's camera moves (its checks then track the motion) and the
+    set: its size in steps of SET_SIZE_STEP set pieces and its cast (drawing, ray casting and the
+    per-character checks grow with both)."""
     from daotai.qc.motion import shot_expects_motion
 
     moving = shot_expects_motion(busiest_shot(plan))
-    return json.dumps([backend_name, dict(options or {}), plan.width, plan.height, controls, moving],
-                      sort_keys=True, default=str)
+    set_size = round(math.log1p(len(plan.scene.set_pieces)) / math.log(SET_SIZE_STEP))
+    return json.dumps([backend_name, dict(options or {}), plan.width, plan.height, controls, moving,
+                       set_size, len(plan.characters)], sort_keys=True, default=str)
 
 
 def _to_json(cal: Calibration) -> dict[str, Any]:
