@@ -517,3 +517,34 @@ def test_a_body_without_content_length_is_cut_off_at_the_cap(idle):
     reply = httpx.post(f"{url}/v1/videos", content=chunks(), headers={"content-type": "application/json"})
     assert reply.status_code == 413 and reply.json()["error"]["code"] == "body_too_large"
     assert store.counts() == {}
+
+
+def test_a_live_view_that_cannot_be_written_costs_the_render_nothing(tmp_path, monkeypatch):
+    """The live folder is a courtesy: a full disk there skips the picture or the clip, it does not fail the job."""
+    import errno
+
+    import numpy as np
+
+    import daotai.files
+    from daotai.events import Glimpse, Output
+    from daotai.server.live import LiveView, live_file
+
+    view = LiveView(tmp_path / "live")
+    shot = tmp_path / "s1.mp4"
+    shot.write_bytes(b"frames")
+    picture = Glimpse("s1", 0, np.zeros((4, 6, 3), np.uint8))
+    assert view.glimpse(picture) == {"shot_id": "s1", "index": 0, "n": 1}
+    assert view.clip(Output("shot", str(tmp_path / "out" / "s1.mp4"), "s1", written=str(shot))) == "shot.s1"
+    assert live_file(view.folder, "shot.s1").read_bytes() == b"frames"
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(daotai.files, "atomic_write_bytes", full)
+    monkeypatch.setattr(daotai.files, "link_or_copy", full)
+    assert view.glimpse(picture) is None and view.glimpses == 1
+    assert view.clip(Output("shot", str(shot), "s1")) is None
+    assert view.clip(Output("depth", str(shot), "s1")) is None  # not a shot file
+    assert live_file(view.folder, "../s1") is None and live_file(view.folder, "shot.s2") is None
+    view.close()
+    assert not view.folder.exists()

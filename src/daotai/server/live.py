@@ -35,8 +35,9 @@ class LiveView:
         folder.mkdir(parents=True)
         self.glimpses = 0
 
-    def glimpse(self, event: Glimpse) -> dict[str, Any]:
-        """Write the glimpse as the preview; the event data that tells the console to fetch it again."""
+    def glimpse(self, event: Glimpse) -> dict[str, Any] | None:
+        """Write the glimpse as the preview; the event data that tells the console to fetch it again,
+        or None when it could not be written (a full disk: the render matters, a live view does not)."""
         import io
 
         from PIL import Image
@@ -45,13 +46,17 @@ class LiveView:
 
         buffer = io.BytesIO()
         Image.fromarray(event.rgb).save(buffer, format="JPEG", quality=80)
-        atomic_write_bytes(self.folder / f"{PREVIEW}.jpg", buffer.getvalue())
+        try:
+            atomic_write_bytes(self.folder / f"{PREVIEW}.jpg", buffer.getvalue())
+        except OSError:
+            return None
         self.glimpses += 1
         return {"shot_id": event.shot_id, "index": event.index, "n": self.glimpses}
 
     def clip(self, event: Output) -> str | None:
         """Link a shot's encoded file into the folder; its live name (``shot.<id>``), or None when
-        the event is not a shot file that exists now (other kinds, a render with no staging folder)."""
+        the event is not a shot file that exists now (other kinds, a render with no staging folder)
+        or it could not be linked nor copied (a full disk)."""
         if event.kind != "shot" or event.shot_id is None or not _LIVE_NAME.match(f"shot.{event.shot_id}"):
             return None
         source = Path(event.written or event.path)
@@ -60,8 +65,11 @@ class LiveView:
         from daotai.files import atomic_path, link_or_copy
 
         name = f"shot.{event.shot_id}"
-        with atomic_path(self.folder / f"{name}.mp4") as temp:  # a retake's file replaces the earlier take's whole
-            link_or_copy(source, temp)
+        try:
+            with atomic_path(self.folder / f"{name}.mp4") as temp:  # a retake's file replaces the earlier take's whole
+                link_or_copy(source, temp)
+        except OSError:
+            return None
         return name
 
     def close(self) -> None:

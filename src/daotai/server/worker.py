@@ -615,7 +615,9 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
                 shown = live.clip(event)  # the shot's clip, playable now (GET /v1/jobs/<id>/live/shot.<id>)
                 store.add_event(job_id, "output", {**data, "live": shown} if shown else data)
             elif isinstance(event, Glimpse):
-                store.add_event(job_id, "preview", live.glimpse(event))  # GET /v1/jobs/<id>/live/preview
+                shown = live.glimpse(event)  # GET /v1/jobs/<id>/live/preview
+                if shown is not None:
+                    store.add_event(job_id, "preview", shown)
             ctx.check()
         if not finished:
             raise Cancelled("the pipeline stopped before finishing")
