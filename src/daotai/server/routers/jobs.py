@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi import Path as PathParam
@@ -139,9 +140,24 @@ def build_router(state: ServerState) -> APIRouter:
         ``output`` event carries ``live``). Gone once the job has ended: its deliverables take over."""
         state.visible(job_id)
         path = live_file(store.job_dir(job_id) / LIVE_FOLDER, name)
+        gone = NotFound(f"name: {name!r} has nothing to show for {job_id!r} now (only while it runs, once made)")
         if path is None:
-            raise NotFound(f"name: {name!r} has nothing to show for {job_id!r} now (only while it runs, once made)")
-        return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
-                            headers={"Cache-Control": "no-store"})
+            raise gone
+        # The file is opened before the answer starts and sent from that one open file: the picture
+        # is replaced twice a second and the folder goes when the job ends, so a length read from
+        # the path and bytes read from it later could belong to different files.
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - closed by the stream below
+        except OSError:
+            raise gone from None
+        size = os.fstat(handle.fileno()).st_size
+
+        def chunks():
+            with handle:
+                while block := handle.read(1 << 16):
+                    yield block
+
+        return StreamingResponse(chunks(), media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
+                                 headers={"Cache-Control": "no-store", "Content-Length": str(size)})
 
     return router
