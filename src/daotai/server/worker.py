@@ -629,6 +629,7 @@ def run_job(data_dir: str | Path, job_id: str, attempt: int, cluster: str | None
             "label": "delivering: the sequence's thumbnail and sprite sheet"}))
         if layout.sequence.is_file():
             write_previews(layout.sequence, plan.total_frames, work)
+        live.close()  # gone before the job reads as completed: from then on its deliverables show
         if not store.complete(job_id, attempt, work, collect_outputs(work, layout)):
             shutil.rmtree(work, ignore_errors=True)
         return 0
