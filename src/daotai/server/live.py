@@ -11,10 +11,11 @@ deliverables take over.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 from daotai.events import Glimpse, Output
 
@@ -83,3 +84,25 @@ def live_file(folder: Path, name: str) -> Path | None:
         return None
     path = folder / f"{name}{_SUFFIX[name.split('.', 1)[0]]}"
     return path if path.is_file() and not path.is_symlink() else None
+
+
+def open_live_file(folder: Path, name: str) -> tuple[BinaryIO, int] | None:
+    """A live name's file opened now, with its size read from that open file; None when it is not there.
+    A live file is answered from the file as opened when the request came: the picture is replaced
+    twice a second and the folder goes when the job ends, so a length read from the path and bytes
+    read from it later could belong to different files (a browser then sees a length mismatch)."""
+    path = live_file(folder, name)
+    if path is None:
+        return None
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by read_through
+    except OSError:
+        return None
+    return handle, os.fstat(handle.fileno()).st_size
+
+
+def read_through(handle: BinaryIO, block: int = 1 << 16) -> Iterator[bytes]:
+    """An open file's bytes in blocks, closing it at the end (or when the reader stops)."""
+    with handle:
+        while data := handle.read(block):
+            yield data

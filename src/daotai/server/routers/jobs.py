@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
+from pathlib import Path
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi import Path as PathParam
@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from daotai.server.job_request import read_job_request
-from daotai.server.live import LIVE_FOLDER, LIVE_NAME, live_file
+from daotai.server.live import LIVE_FOLDER, LIVE_NAME, open_live_file, read_through
 from daotai.server.schemas import (
     MEDIA_TYPES,
     OUTPUT_NAME,
@@ -139,25 +139,11 @@ def build_router(state: ServerState) -> APIRouter:
         events say when it changed), or ``shot.<id>``, a shot's clip as soon as it is encoded (its
         ``output`` event carries ``live``). Gone once the job has ended: its deliverables take over."""
         state.visible(job_id)
-        path = live_file(store.job_dir(job_id) / LIVE_FOLDER, name)
-        gone = NotFound(f"name: {name!r} has nothing to show for {job_id!r} now (only while it runs, once made)")
-        if path is None:
-            raise gone
-        # The file is opened before the answer starts and sent from that one open file: the picture
-        # is replaced twice a second and the folder goes when the job ends, so a length read from
-        # the path and bytes read from it later could belong to different files.
-        try:
-            handle = open(path, "rb")  # noqa: SIM115 - closed by the stream below
-        except OSError:
-            raise gone from None
-        size = os.fstat(handle.fileno()).st_size
-
-        def chunks():
-            with handle:
-                while block := handle.read(1 << 16):
-                    yield block
-
-        return StreamingResponse(chunks(), media_type=MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
-                                 headers={"Cache-Control": "no-store", "Content-Length": str(size)})
+        opened = open_live_file(store.job_dir(job_id) / LIVE_FOLDER, name)
+        if opened is None:
+            raise NotFound(f"name: {name!r} has nothing to show for {job_id!r} now (only while it runs, once made)")
+        handle, size = opened
+        return StreamingResponse(read_through(handle), headers={"Cache-Control": "no-store", "Content-Length": str(size)},
+                                 media_type=MEDIA_TYPES.get(Path(handle.name).suffix, "application/octet-stream"))
 
     return router
