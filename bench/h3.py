@@ -389,6 +389,25 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
     return result
 
 
+def keep_row(folder: Path, name: str, row: dict) -> None:
+    """Write one contender's measured row: its frames as .npy, the rest as JSON (written last: it marks it whole)."""
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / f"{name}.npy", row["frames"])
+    rest = {key: value for key, value in row.items() if key != "frames"}
+    (folder / f"{name}.json").write_text(json.dumps(rest, default=str))
+
+
+def load_row(folder: Path, name: str) -> dict | None:
+    """A row `keep_row` wrote for this contender, or None when there is none (or only its frames)."""
+    import numpy as np
+
+    if not (folder / f"{name}.json").is_file():
+        return None
+    return dict(json.loads((folder / f"{name}.json").read_text()), frames=np.load(folder / f"{name}.npy"))
+
+
 def psnr(a: Any, b: Any) -> float:
     import numpy as np
 
@@ -420,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ref2va", action="store_true", help="also a stock ref2va run with a 5 s video reference")
     parser.add_argument("--json", type=Path, help="write the table as JSON here")
     parser.add_argument("--folder", type=Path, help="build the component folder here, or reuse it if it is there")
+    parser.add_argument("--keep", type=Path, help="keep each measured contender's row here and reuse the ones already "
+                        "kept: a run cut short by a time limit goes on where it stopped")
     args = parser.parse_args(argv)
     import torch
 
@@ -443,6 +464,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in [c.strip() for c in args.contenders.split(",") if c.strip()]:
         print(f"-- {name}", flush=True)
+        kept = load_row(args.keep, name) if args.keep else None
+        if kept is not None:
+            print("   kept from an earlier run", flush=True)
+            rows.append(kept)
+            continue
         try:
             if name in ("stock", "strong"):
                 row = run_stock(folder, tiny, device, plan, args.steps, strong=name == "strong")
@@ -456,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
             _free()
             continue
         rows.append(row)
+        if args.keep:
+            keep_row(args.keep, name, row)
         print(f"   forwards {[round(s, 2) for s in row['forwards']]}, total {row['total_s']:.1f} s, "
               f"peak {row['peak_gib']:.1f} GiB", flush=True)
         print("   stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in row.get("stages", {}).items()), flush=True)
