@@ -534,6 +534,8 @@ def test_a_live_view_that_cannot_be_written_costs_the_render_nothing(tmp_path, m
     shot.write_bytes(b"frames")
     picture = Glimpse("s1", 0, np.zeros((4, 6, 3), np.uint8))
     assert view.glimpse(picture) == {"shot_id": "s1", "index": 0, "n": 1}
+    denoising = Glimpse("s2", 6, np.zeros((4, 6, 3), np.uint8), step=3, steps=20)  # a neural shot's latents
+    assert view.glimpse(denoising) == {"shot_id": "s2", "index": 6, "n": 2, "step": 3, "steps": 20}
     assert view.clip(Output("shot", str(tmp_path / "out" / "s1.mp4"), "s1", written=str(shot))) == "shot.s1"
     assert live_file(view.folder, "shot.s1").read_bytes() == b"frames"
 
@@ -542,7 +544,7 @@ def test_a_live_view_that_cannot_be_written_costs_the_render_nothing(tmp_path, m
 
     monkeypatch.setattr(daotai.files, "atomic_write_bytes", full)
     monkeypatch.setattr(daotai.files, "link_or_copy", full)
-    assert view.glimpse(picture) is None and view.glimpses == 1
+    assert view.glimpse(picture) is None and view.glimpses == 2
     assert view.clip(Output("shot", str(shot), "s1")) is None
     assert view.clip(Output("depth", str(shot), "s1")) is None  # not a shot file
     assert live_file(view.folder, "../s1") is None and live_file(view.folder, "shot.s2") is None

@@ -80,6 +80,10 @@ class Glimpse:
     shot_id: str
     index: int  # the frame's index in the shot
     rgb: np.ndarray  # (h, w, 3) uint8, at most GLIMPSE_WIDTH wide
+    # while a neural shot denoises: the step just done and the steps in all; the picture is then
+    # its current latents seen through a learned map, not a decoded frame
+    step: int | None = None
+    steps: int | None = None
 
 
 GLIMPSE_WIDTH = 320  # px: a live view, not a picture to judge

@@ -52,7 +52,10 @@ class LiveView:
         except OSError:
             return None
         self.glimpses += 1
-        return {"shot_id": event.shot_id, "index": event.index, "n": self.glimpses}
+        shown: dict[str, Any] = {"shot_id": event.shot_id, "index": event.index, "n": self.glimpses}
+        if event.step is not None:  # a neural shot still denoising: its latents seen through a learned map
+            shown.update(step=event.step, steps=event.steps)
+        return shown
 
     def clip(self, event: Output) -> str | None:
         """Link a shot's encoded file into the folder; its live name (``shot.<id>``), or None when

@@ -13,6 +13,7 @@ from daotai.errors import BackendError
 from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import RenderJob, RunContext
+from daotai.render.neural.latent_preview import LatentPreview
 from daotai.render.neural.request import ModelDefaults, NativeRequest, effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice, to_uint8
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs
@@ -72,6 +73,10 @@ class DiffusersShotRunner:
         # with ``adaptive`` a critical shot makes the next one run a memory tier lower.
         self.health = health
         self.owed_step: str | None = None  # reason for a step down owed to the next shot
+        # The live view's picture while a shot denoises: a map fitted on the shots this model has
+        # finished (render.neural.latent_preview), and the latest latents of the shot in progress.
+        self.latent_preview = LatentPreview()
+        self.latest_latents: Any = None
 
     def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
         """Load once (first shot), then reuse; yields load progress and the placement notice."""
@@ -263,11 +268,13 @@ class DiffusersShotRunner:
         defaults = self.defaults
         assert defaults is not None
 
+        live = ctx.glimpse_every_s is not None and self.group is None  # a split shot's latents stay in its ranks
+
         def call(callback: Callable) -> Any:
             from daotai.render.speed import SpeedConfig, denoise_context
 
             with denoise_context(self.speed_config or SpeedConfig()):
-                return call_pipe(callback)
+                return call_pipe(self._remembering_latents(callback) if live else callback)
 
         def call_pipe(callback: Callable) -> Any:
             if self.group is not None:
@@ -294,7 +301,8 @@ class DiffusersShotRunner:
 
         yield from retry_a_tier_lower(
             self,
-            lambda: run_steps(call, shot.shot_id, defaults.steps, ctx),
+            lambda: run_steps(call, shot.shot_id, defaults.steps, ctx, picture=(
+                lambda latents: self.latent_preview.picture(latents, shot.frames)) if live else None),
             failed=lambda exc: f"{shot.shot_id}: {self.family} pipeline failed: {type(exc).__name__}: "
                                f"{first_line(exc)}",
             exhausted=f"{shot.shot_id}: out of memory at {request.width}x{request.height}, {request.frames} frames "
@@ -302,6 +310,24 @@ class DiffusersShotRunner:
             retrying=lambda lower: Notice("warning", f"out of memory; retrying once with memory tier {lower}",
                                           shot.shot_id),
         )
+
+    def _remembering_latents(self, callback: Callable) -> Callable:
+        """The step callback, keeping each step's latents: the last ones fit the live picture's map."""
+        def on_step_end(pipe: Any, step: int, timestep: Any, tensors: dict) -> dict:
+            self.latest_latents = tensors.get("latents")
+            return callback(pipe, step, timestep, tensors)
+
+        return on_step_end
+
+    def learn_picture(self, frames: Any) -> None:
+        """Fit the live picture's map on the shot just decoded (its last latents and its frames)."""
+        latents, self.latest_latents = self.latest_latents, None
+        if latents is None:
+            return
+        try:
+            self.latent_preview.fit(latents, frames)
+        except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+            pass
 
     def sample_health(self) -> dict:
         """One health sample from the configured sampler; {} if it fails (telemetry never fails a render)."""
@@ -413,6 +439,7 @@ def render_shot(runner: DiffusersShotRunner, job: RenderJob, ctx: RunContext,
                 samples.append(("mid-denoise", runner.sample_health()))
             yield item
     assert native is not None
+    runner.learn_picture(native)
     samples.append(("after decode", runner.sample_health()))  # includes the VAE's peak
     yield from runner.judge_health(shot.shot_id, samples, tier_before)
     notice = retime_notice(request, plan, shot)

@@ -8,26 +8,41 @@ import time
 from typing import Any, Callable, Iterator
 
 from daotai.errors import BackendError, Cancelled
-from daotai.events import Event, Progress
+from daotai.events import Event, Glimpse, Progress
 from daotai.render.base import RunContext
 
 _FINISHED = object()
 
 
-def run_steps(call: Callable[[Callable], Any], shot_id: str, total: int, ctx: RunContext) -> Iterator[Event | tuple]:
+LatentPicture = Callable[[Any], "tuple[int, Any] | None"]  # latents -> (frame index, (h, w, 3) uint8) or None
+
+
+def run_steps(call: Callable[[Callable], Any], shot_id: str, total: int, ctx: RunContext,
+              picture: LatentPicture | None = None) -> Iterator[Event | tuple]:
     """Run ``call(callback)`` in a thread; yield Progress per step, then ("result", value).
 
     ``callback`` is a diffusers ``callback_on_step_end``: it reports the step and sets
-    ``pipe._interrupt`` when the run is cancelled, so the loop stops between steps.
+    ``pipe._interrupt`` when the run is cancelled, so the loop stops between steps. When the
+    context asks for glimpses and ``picture`` gives one for the step's latents, a Glimpse with the
+    step goes out too, at most every ``ctx.glimpse_every_s`` seconds.
     """
     events: queue.Queue = queue.Queue()
     started = time.perf_counter()
-    state = {"cancelled": False, "last": started}
+    state = {"cancelled": False, "last": started, "glimpsed": -float("inf")}
 
     def on_step_end(pipe: Any, step: int, timestep: Any, tensors: dict) -> dict:
         now = time.perf_counter()
         events.put(Progress("denoise", shot_id, step + 1, total, f"step {step + 1}/{total} {now - state['last']:.2f} s"))
         state["last"] = now
+        every = ctx.glimpse_every_s
+        if picture is not None and every is not None and now - state["glimpsed"] >= every:
+            try:
+                shown = picture(tensors.get("latents"))
+            except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+                shown = None
+            if shown is not None:
+                state["glimpsed"] = now
+                events.put(Glimpse(shot_id, shown[0], shown[1], step + 1, total))
         if ctx.cancel.is_set() or state.get("abandoned"):
             state["cancelled"] = True
             pipe._interrupt = True

@@ -32,6 +32,7 @@ const I18N = {
     cam_ok: "the camera moved as planned", cam_bad: "the camera did not follow the plan",
     cam_error: "off by {e} px per frame on average", preview_running: "Rendering preview… {p}%",
     live: "So far", live_frame: "the frame being rendered", live_caption: "rendering {s}, frame {f}",
+    live_caption_denoise: "denoising {s}, step {k}/{n} (a sketch from the latents)",
     none: "(none)", default: "default", drag: "Drag to reorder",
     reference_images: "Reference images", upload_image: "Upload image", drop_here: "or drop PNG / JPEG / WebP here",
     remove: "Remove", uploading: "Uploading {name}…", upload_sound: "Upload sound", upload_video: "Upload video", reference_n: "Reference image {n}",
@@ -90,6 +91,7 @@ const I18N = {
     cam_ok: "摄像机按计划运动", cam_bad: "摄像机未按计划运动",
     cam_error: "平均每帧偏差 {e} 像素", preview_running: "正在渲染预览… {p}%",
     live: "已完成的部分", live_frame: "正在渲染的画面", live_caption: "正在渲染 {s}，第 {f} 帧",
+    live_caption_denoise: "正在去噪 {s}，第 {k}/{n} 步（由潜变量估出的草图）",
     none: "（无）", default: "默认", drag: "拖动以排序",
     reference_images: "参考图", upload_image: "上传图片", drop_here: "或将 PNG / JPEG / WebP 拖放到此处",
     remove: "移除", uploading: "正在上传 {name}…", upload_sound: "上传音频", upload_video: "上传视频", reference_n: "参考图 {n}",
@@ -1837,7 +1839,9 @@ function renderLive(entry, job) {
       live.img.dataset.n = String(live.preview.n);
     }
     frame = el("figure", { class: "live-frame" }, live.img,
-      el("figcaption", {}, t("live_caption", { s: live.preview.shot_id, f: live.preview.index + 1 })));
+      el("figcaption", {}, live.preview.step
+        ? t("live_caption_denoise", { s: live.preview.shot_id, k: live.preview.step, n: live.preview.steps })
+        : t("live_caption", { s: live.preview.shot_id, f: live.preview.index + 1 })));
   }
   const clips = ids.map((id) => {
     if (!live.nodes[id]) {

@@ -1,0 +1,106 @@
+"""A picture of a neural shot while it denoises, from its latents, learned from the model's own shots.
+
+A video model spends most of a shot's time denoising, and its frames exist only after the VAE
+decodes at the end. A director watching the live view would see nothing for most of the render.
+The latents already carry the picture: for the video VAEs daotai drives, each latent pixel's
+channels map to the colour of the pixels it decodes to, close to linearly. So a linear map
+(channels plus a constant term → RGB) is fitted on a finished shot's last latents and its decoded
+frames, and later shots show their current latents through it while they denoise. The map is
+learned from the model as loaded, whatever its latent normalisation or channel count, and needs no
+table of numbers per model; it is refitted after each shot, so it follows the model it serves.
+
+The first shot a loaded model renders shows no denoise picture (nothing has been fitted yet); its
+frames show as soon as they are decoded, like any shot's. Only 5-D latents (batch, channels, time,
+height, width) are read: a pipeline that keeps its latents packed as tokens (LTX-Video) shows its
+frames once decoded. The picture is a courtesy: it changes nothing the render writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from daotai.events import GLIMPSE_WIDTH
+
+FIT_LATENT_FRAMES = 8  # latent frames a fit reads at most (spread over the shot): plenty of samples
+RIDGE = 1e-3  # relative ridge term: keeps the fit stable when channels are nearly collinear
+
+
+@dataclass
+class LatentPreview:
+    """A linear map from one model's latent channels to RGB; ``weights`` is (channels + 1, 3) once fitted."""
+
+    weights: np.ndarray | None = None
+
+    def fit(self, latents: Any, frames: np.ndarray) -> bool:
+        """Fit the map on a shot's final latents (1, C, T', H', W') and its decoded frames (F, H, W, 3)
+        uint8. Latent frame t pairs with the frame at the same place in the shot, scaled to the latent
+        grid by area. Returns False (the map unchanged) when the latents are not 5-D or frames are missing.
+        """
+        grid = _latent_grid(latents)
+        if grid is None or frames.ndim != 4 or len(frames) == 0:
+            return False
+        import cv2
+
+        channels, count, height, width = grid.shape
+        picked = np.unique(np.linspace(0, count - 1, min(count, FIT_LATENT_FRAMES)).round().astype(int))
+        inputs, targets = [], []
+        for t in picked:
+            frame = frames[frame_for(int(t), count, len(frames))]
+            target = cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA).astype(np.float64)
+            inputs.append(grid[:, t].reshape(channels, -1).T)
+            targets.append(target.reshape(-1, 3))
+        samples = _with_constant(np.concatenate(inputs))
+        gram = samples.T @ samples
+        ridge = RIDGE * np.trace(gram[:-1, :-1]) / channels * np.eye(len(gram))
+        ridge[-1, -1] = 0.0  # the constant term (the picture's mean colour) is not shrunk
+        gram += ridge
+        self.weights = np.linalg.solve(gram, samples.T @ np.concatenate(targets)).astype(np.float32)
+        return True
+
+    def picture(self, latents: Any, frames: int) -> tuple[int, np.ndarray] | None:
+        """The middle latent frame as (frame index in a shot of ``frames`` frames, (h, w, 3) uint8 at
+        most GLIMPSE_WIDTH wide), or None before a fit or for latents the map does not fit."""
+        if self.weights is None:
+            return None
+        grid = _latent_grid(latents, middle_only=True)
+        if grid is None or grid.shape[0] + 1 != len(self.weights):
+            return None
+        import cv2
+
+        channels, _, height, width = grid.shape
+        middle = int(latents.shape[2]) // 2
+        colour = _with_constant(grid[:, 0].reshape(channels, -1).T) @ self.weights
+        rgb = np.clip(colour, 0, 255).round().astype(np.uint8).reshape(height, width, 3)
+        size = (GLIMPSE_WIDTH, max(1, round(height * GLIMPSE_WIDTH / width)))
+        return frame_for(middle, int(latents.shape[2]), frames), cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR)
+
+
+def frame_for(latent_index: int, latent_frames: int, frames: int) -> int:
+    """The frame at the same place in the shot as a latent frame (first with first, last with last)."""
+    if latent_frames <= 1 or frames <= 1:
+        return 0
+    return round(latent_index * (frames - 1) / (latent_frames - 1))
+
+
+def _latent_grid(latents: Any, middle_only: bool = False) -> np.ndarray | None:
+    """(C, T', H', W') float64 on the host from the first item of a 5-D latent batch, or None.
+
+    With ``middle_only`` only the middle latent frame is copied from the device (shape (C, 1, H', W')),
+    so a picture while denoising moves a few hundred kilobytes, not the whole clip's latents."""
+    shape = getattr(latents, "shape", None)
+    if shape is None or len(shape) != 5 or shape[0] < 1:
+        return None
+    first = latents[0]
+    if middle_only and shape[2] > 1:
+        first = first[:, shape[2] // 2: shape[2] // 2 + 1]
+    if hasattr(first, "detach"):
+        first = first.detach().float().cpu().numpy()
+    return np.asarray(first, dtype=np.float64)
+
+
+def _with_constant(samples: np.ndarray) -> np.ndarray:
+    """(N, C) → (N, C + 1) with a column of ones: the map's constant term."""
+    return np.concatenate([samples, np.ones((len(samples), 1))], axis=1)

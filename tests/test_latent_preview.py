@@ -1,0 +1,99 @@
+"""The live picture of a neural shot while it denoises: a linear map from latents to colour, fitted on
+the model's own finished shots (render.neural.latent_preview), and the glimpses it gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from daotai.events import GLIMPSE_WIDTH, Frame, Glimpse
+from daotai.render.neural.latent_preview import LatentPreview, frame_for
+
+CHANNELS, LATENT_FRAMES, HEIGHT, WIDTH, SCALE = 4, 5, 6, 10, 8
+
+
+def decoded_through(weights: np.ndarray, latents: np.ndarray) -> np.ndarray:
+    """Frames a perfectly linear 'VAE' would decode: each latent pixel's colour over a SCALE x SCALE
+    block, four frames per latent frame after the first (Wan's 4x temporal packing). (F, H, W, 3) uint8."""
+    grid = latents[0]  # (C, T', H', W')
+    frames = 1 + 4 * (LATENT_FRAMES - 1)
+    out = []
+    for f in range(frames):
+        t = round(f * (LATENT_FRAMES - 1) / (frames - 1))
+        colour = np.concatenate([grid[:, t].reshape(CHANNELS, -1).T, np.ones((HEIGHT * WIDTH, 1))], axis=1) @ weights
+        picture = colour.reshape(HEIGHT, WIDTH, 3).round().astype(np.uint8)
+        out.append(picture.repeat(SCALE, axis=0).repeat(SCALE, axis=1))
+    return np.stack(out)
+
+
+def test_the_map_learned_from_one_shot_shows_another_shots_latents_in_their_colours():
+    rng = np.random.default_rng(3)
+    weights = np.concatenate([rng.uniform(-18, 18, (CHANNELS, 3)), [[128.0, 110.0, 140.0]]])
+    first = rng.normal(size=(1, CHANNELS, LATENT_FRAMES, HEIGHT, WIDTH))
+    preview = LatentPreview()
+    assert preview.picture(first, 17) is None  # nothing fitted yet: no picture, not a wrong one
+    assert preview.fit(first, decoded_through(weights, first))
+    second = rng.normal(size=(1, CHANNELS, LATENT_FRAMES, HEIGHT, WIDTH))
+    index, picture = preview.picture(second, 17)
+    assert index == 8  # the middle latent frame sits in the middle of a 17-frame shot
+    assert picture.dtype == np.uint8 and picture.shape == (HEIGHT * GLIMPSE_WIDTH // WIDTH, GLIMPSE_WIDTH, 3)
+    import cv2
+
+    middle = second[0][:, LATENT_FRAMES // 2].reshape(CHANNELS, -1).T  # (H' W', C)
+    colour = np.concatenate([middle, np.ones((len(middle), 1))], axis=1) @ weights
+    truth = colour.reshape(HEIGHT, WIDTH, 3).round().astype(np.uint8)  # what frame 8 decodes to, per latent pixel
+    expected = cv2.resize(truth, picture.shape[1::-1], interpolation=cv2.INTER_LINEAR)
+    assert np.abs(picture.astype(int) - expected).max() <= 2  # the colours of the frame it will decode to
+
+
+def test_latents_the_map_cannot_read_give_no_picture():
+    preview = LatentPreview()
+    packed = np.zeros((1, 120, CHANNELS))  # a pipeline that keeps its latents as tokens (LTX-Video)
+    assert not preview.fit(packed, np.zeros((9, 16, 16, 3), np.uint8))
+    assert preview.weights is None
+    latents = np.random.default_rng(0).normal(size=(1, CHANNELS, 2, 4, 4))
+    assert preview.fit(latents, np.full((5, 32, 32, 3), 90, np.uint8))
+    assert preview.picture(packed, 5) is None
+    assert preview.picture(np.zeros((1, CHANNELS + 2, 2, 4, 4)), 5) is None  # another model's channels
+    assert preview.picture(latents, 5) is not None
+
+
+def test_a_latent_frame_pairs_with_the_frame_at_the_same_place_in_the_shot():
+    assert [frame_for(t, 5, 17) for t in range(5)] == [0, 4, 8, 12, 16]
+    assert frame_for(0, 1, 30) == 0 and frame_for(3, 4, 1) == 0
+
+
+@pytest.mark.slow
+def test_a_wan_shot_shows_its_latents_while_it_denoises_once_the_model_has_finished_a_shot(tiny_wan):
+    """Only when the run asks for glimpses; the frames are the same byte for byte either way."""
+    pytest.importorskip("diffusers")
+    from daotai.plan.planner import plan_script
+    from daotai.render.base import RenderJob, RunContext
+    from daotai.render.wan import WanBackend
+    from daotai.script.load import validate_script
+    from test_neural_render import SCRIPT
+
+    script = {**SCRIPT, "characters": [{"id": "ana", "appearance": "blue shirt"}, {"id": "bo", "appearance": "glasses"}]}
+    plan = plan_script(validate_script(script))
+    backend = WanBackend(model=str(tiny_wan), device="cpu", steps=3)
+
+    def render(shot, ctx):
+        return list(backend.render(RenderJob(plan, shot, controls=False), ctx))
+
+    try:
+        plain = render(plan.shots[1], RunContext())
+        assert backend.runner.latest_latents is None  # nothing kept when no one looks
+        first = render(plan.shots[0], RunContext(glimpse_every_s=0))
+        second = render(plan.shots[1], RunContext(glimpse_every_s=0))
+    finally:
+        backend.close()
+    assert not any(isinstance(e, Glimpse) for e in plain + first)  # no map before a shot was finished
+    glimpses = [e for e in second if isinstance(e, Glimpse)]
+    assert [(g.step, g.steps) for g in glimpses] == [(1, 3), (2, 3), (3, 3)]
+    last_glimpse = max(i for i, e in enumerate(second) if isinstance(e, Glimpse))
+    assert last_glimpse < min(i for i, e in enumerate(second) if isinstance(e, Frame))  # while denoising
+    assert all(g.shot_id == "s02" and g.rgb.shape == (GLIMPSE_WIDTH, GLIMPSE_WIDTH, 3) for g in glimpses)
+    assert 0 < glimpses[0].index < plan.shots[1].frames - 1
+    frames = [e.rgb for e in second if isinstance(e, Frame)]
+    assert len(frames) == plan.shots[1].frames
+    assert all(np.array_equal(a.rgb, b) for a, b in zip([e for e in plain if isinstance(e, Frame)], frames, strict=True))
