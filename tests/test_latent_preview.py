@@ -58,24 +58,48 @@ def test_latents_the_map_cannot_read_give_no_picture():
     assert preview.picture(latents, 5) is not None
 
 
+def test_packed_latents_are_unpacked_with_the_pipelines_own_method_only_when_their_grid_fits():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("diffusers")
+    from types import SimpleNamespace
+
+    from diffusers import LTXPipeline
+
+    from daotai.render.neural.latent_preview import as_video_latents
+
+    pipe = SimpleNamespace(_unpack_latents=LTXPipeline._unpack_latents, vae_temporal_compression_ratio=8,
+                           vae_spatial_compression_ratio=32, transformer_spatial_patch_size=1,
+                           transformer_temporal_patch_size=1)
+    video = torch.randn(1, 128, 3, 2, 4)  # 17 frames at 128x64 px: 3 x 2 x 4 latent cells of 128 channels
+    packed = video.permute(0, 2, 3, 4, 1).reshape(1, 24, 128)  # (B, tokens, channels), as LTX denoises them
+    assert torch.equal(as_video_latents(pipe, packed, 17, 64, 128), video)
+    assert as_video_latents(pipe, torch.cat([packed, packed[:, :3]], 1), 17, 64, 128) is None  # condition tokens
+    assert as_video_latents(pipe, video, 999, 1, 1) is video  # a video grid already
+    assert as_video_latents(SimpleNamespace(), packed, 17, 64, 128) is None  # no unpacking to use
+
+
 def test_a_latent_frame_pairs_with_the_frame_at_the_same_place_in_the_shot():
     assert [frame_for(t, 5, 17) for t in range(5)] == [0, 4, 8, 12, 16]
     assert frame_for(0, 1, 30) == 0 and frame_for(3, 4, 1) == 0
 
 
 @pytest.mark.slow
-def test_a_wan_shot_shows_its_latents_while_it_denoises_once_the_model_has_finished_a_shot(tiny_wan):
-    """Only when the run asks for glimpses; the frames are the same byte for byte either way."""
+@pytest.mark.parametrize("family", ["wan", "ltx"])
+def test_a_neural_shot_shows_its_latents_while_it_denoises_once_the_model_has_finished_a_shot(family, request):
+    """Wan's latents are a video grid, LTX-Video's are packed tokens read through its own unpacking.
+    Only when the run asks for glimpses; the frames are the same byte for byte either way."""
     pytest.importorskip("diffusers")
     from daotai.plan.planner import plan_script
     from daotai.render.base import RenderJob, RunContext
+    from daotai.render.ltx import LTXBackend
     from daotai.render.wan import WanBackend
     from daotai.script.load import validate_script
     from test_neural_render import SCRIPT
 
     script = {**SCRIPT, "characters": [{"id": "ana", "appearance": "blue shirt"}, {"id": "bo", "appearance": "glasses"}]}
     plan = plan_script(validate_script(script))
-    backend = WanBackend(model=str(tiny_wan), device="cpu", steps=3)
+    make = {"wan": WanBackend, "ltx": LTXBackend}[family]
+    backend = make(model=str(request.getfixturevalue(f"tiny_{family}")), device="cpu", steps=3)
 
     def render(shot, ctx):
         return list(backend.render(RenderJob(plan, shot, controls=False), ctx))
@@ -85,9 +109,11 @@ def test_a_wan_shot_shows_its_latents_while_it_denoises_once_the_model_has_finis
         assert backend.runner.latest_latents is None  # nothing kept when no one looks
         first = render(plan.shots[0], RunContext(glimpse_every_s=0))
         second = render(plan.shots[1], RunContext(glimpse_every_s=0))
+        weights = backend.runner.latent_preview.weights
     finally:
         backend.close()
     assert not any(isinstance(e, Glimpse) for e in plain + first)  # no map before a shot was finished
+    assert weights is not None and weights.shape[1] == 3
     glimpses = [e for e in second if isinstance(e, Glimpse)]
     assert [(g.step, g.steps) for g in glimpses] == [(1, 3), (2, 3), (3, 3)]
     last_glimpse = max(i for i, e in enumerate(second) if isinstance(e, Glimpse))

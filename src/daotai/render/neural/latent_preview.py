@@ -10,9 +10,11 @@ learned from the model as loaded, whatever its latent normalisation or channel c
 table of numbers per model; it is refitted after each shot, so it follows the model it serves.
 
 The first shot a loaded model renders shows no denoise picture (nothing has been fitted yet); its
-frames show as soon as they are decoded, like any shot's. Only 5-D latents (batch, channels, time,
-height, width) are read: a pipeline that keeps its latents packed as tokens (LTX-Video) shows its
-frames once decoded. The picture is a courtesy: it changes nothing the render writes.
+frames show as soon as they are decoded, like any shot's. The map reads 5-D latents (batch,
+channels, time, height, width); a pipeline that keeps them packed as tokens (LTX-Video) is read
+through its own unpacking when the token count matches the request's latent grid (a keyframe
+condition adds tokens: that shot shows its frames once decoded). The picture is a courtesy: it
+changes nothing the render writes.
 """
 
 from __future__ import annotations
@@ -76,6 +78,28 @@ class LatentPreview:
         rgb = np.clip(colour, 0, 255).round().astype(np.uint8).reshape(height, width, 3)
         size = (GLIMPSE_WIDTH, max(1, round(height * GLIMPSE_WIDTH / width)))
         return frame_for(middle, int(latents.shape[2]), frames), cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR)
+
+
+def as_video_latents(pipe: Any, latents: Any, frames: int, height: int, width: int) -> Any:
+    """Latents as (B, C, T', H', W'): 5-D ones as they are; packed (B, tokens, features) ones unpacked
+    with the pipeline's own ``_unpack_latents`` for a request of ``frames`` frames of ``width`` x
+    ``height`` px, when the token count is that grid's; otherwise None."""
+    shape = getattr(latents, "shape", None)
+    if shape is None or len(shape) == 5:
+        return latents
+    unpack = getattr(pipe, "_unpack_latents", None)
+    time_ratio = getattr(pipe, "vae_temporal_compression_ratio", None)
+    space_ratio = getattr(pipe, "vae_spatial_compression_ratio", None)
+    if len(shape) != 3 or unpack is None or not time_ratio or not space_ratio:
+        return None
+    patch, patch_t = getattr(pipe, "transformer_spatial_patch_size", 1), getattr(pipe, "transformer_temporal_patch_size", 1)
+    grid = ((frames - 1) // time_ratio + 1, height // space_ratio, width // space_ratio)
+    if grid[0] % patch_t or grid[1] % patch or grid[2] % patch:
+        return None
+    cells = (grid[0] // patch_t, grid[1] // patch, grid[2] // patch)
+    if shape[1] != cells[0] * cells[1] * cells[2]:
+        return None
+    return unpack(latents, *cells, patch, patch_t)
 
 
 def frame_for(latent_index: int, latent_frames: int, frames: int) -> int:

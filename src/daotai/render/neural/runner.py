@@ -13,7 +13,7 @@ from daotai.errors import BackendError
 from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import RenderJob, RunContext
-from daotai.render.neural.latent_preview import LatentPreview
+from daotai.render.neural.latent_preview import LatentPreview, as_video_latents
 from daotai.render.neural.request import ModelDefaults, NativeRequest, effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice, to_uint8
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs
@@ -76,7 +76,7 @@ class DiffusersShotRunner:
         # The live view's picture while a shot denoises: a map fitted on the shots this model has
         # finished (render.neural.latent_preview), and the latest latents of the shot in progress.
         self.latent_preview = LatentPreview()
-        self.latest_latents: Any = None
+        self.latest_latents: tuple[Any, NativeRequest] | None = None  # (latents, the request they are for)
 
     def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
         """Load once (first shot), then reuse; yields load progress and the placement notice."""
@@ -274,7 +274,7 @@ class DiffusersShotRunner:
             from daotai.render.speed import SpeedConfig, denoise_context
 
             with denoise_context(self.speed_config or SpeedConfig()):
-                return call_pipe(self._remembering_latents(callback) if live else callback)
+                return call_pipe(self._remembering_latents(callback, request) if live else callback)
 
         def call_pipe(callback: Callable) -> Any:
             if self.group is not None:
@@ -302,7 +302,8 @@ class DiffusersShotRunner:
         yield from retry_a_tier_lower(
             self,
             lambda: run_steps(call, shot.shot_id, defaults.steps, ctx, picture=(
-                lambda latents: self.latent_preview.picture(latents, shot.frames)) if live else None),
+                lambda latents: self.latent_preview.picture(self._video_latents(latents, request), shot.frames))
+                if live else None),
             failed=lambda exc: f"{shot.shot_id}: {self.family} pipeline failed: {type(exc).__name__}: "
                                f"{first_line(exc)}",
             exhausted=f"{shot.shot_id}: out of memory at {request.width}x{request.height}, {request.frames} frames "
@@ -311,21 +312,25 @@ class DiffusersShotRunner:
                                           shot.shot_id),
         )
 
-    def _remembering_latents(self, callback: Callable) -> Callable:
+    def _video_latents(self, latents: Any, request: NativeRequest) -> Any:
+        """A step's latents as (B, C, T', H', W') for the live picture (render.neural.latent_preview)."""
+        return as_video_latents(self.pipe, latents, request.frames, request.height, request.width)
+
+    def _remembering_latents(self, callback: Callable, request: NativeRequest) -> Callable:
         """The step callback, keeping each step's latents: the last ones fit the live picture's map."""
         def on_step_end(pipe: Any, step: int, timestep: Any, tensors: dict) -> dict:
-            self.latest_latents = tensors.get("latents")
+            self.latest_latents = (tensors.get("latents"), request)
             return callback(pipe, step, timestep, tensors)
 
         return on_step_end
 
     def learn_picture(self, frames: Any) -> None:
         """Fit the live picture's map on the shot just decoded (its last latents and its frames)."""
-        latents, self.latest_latents = self.latest_latents, None
-        if latents is None:
+        latest, self.latest_latents = self.latest_latents, None
+        if latest is None:
             return
         try:
-            self.latent_preview.fit(latents, frames)
+            self.latent_preview.fit(self._video_latents(*latest), frames)
         except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
             pass
 
