@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -389,6 +390,27 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
     return result
 
 
+PLANNED = re.compile(r"~([0-9.]+) GiB (?:peak|of unified memory) estimated")  # the memory tier notice's estimate
+
+
+def planner_verdicts(table: list[dict]) -> list[str]:
+    """Issue 35's memory target: the H3 memory planner's peak estimate (in our contenders' tier notice)
+    within 10% of the peak measured during the render, one line per contender of ours."""
+    lines = []
+    for row in table:
+        if not row["contender"].startswith("ours"):
+            continue
+        what = f"memory planner's estimate for {row['contender']} within 10% of its measured peak"
+        found = next((m for m in (PLANNED.search(text) for text in row["notices"]) if m), None)
+        if found is None or not row["peak_gib"]:
+            lines.append(f"{what}: not measured" + ("" if found else " (no estimate: the planner was not asked)"))
+            continue
+        planned, off = float(found.group(1)), float(found.group(1)) / row["peak_gib"] - 1
+        lines.append(f"{what}: {planned:.1f} vs {row['peak_gib']:.1f} GiB ({off:+.0%}) "
+                     f"{'met' if abs(off) <= 0.10 else 'MISSED'}")
+    return lines
+
+
 def keep_row(folder: Path, name: str, row: dict) -> None:
     """Write one contender's measured row: its frames as .npy, the rest as JSON (written last: it marks it whole)."""
     import numpy as np
@@ -548,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = [target.verdict(value) for target, value in targets]
     verdicts += memory_verdict({r["contender"].removesuffix(" t2va"): r["peak_gib"] for r in table
                                 if r["contender"] != "stock ref2va"})
+    verdicts += planner_verdicts(table)
     print("\ntargets (issue 35, 50-step denoise, random weights"
           + ("; a tiny CPU smoke run: these verdicts say nothing about speed):" if tiny else "):"))
     for line in verdicts:
