@@ -123,3 +123,39 @@ def test_a_neural_shot_shows_its_latents_while_it_denoises_once_the_model_has_fi
     frames = [e.rgb for e in second if isinstance(e, Frame)]
     assert len(frames) == plan.shots[1].frames
     assert all(np.array_equal(a.rgb, b) for a, b in zip([e for e in plain if isinstance(e, Frame)], frames, strict=True))
+
+
+@pytest.mark.slow
+def test_a_served_neural_job_shows_its_second_shot_forming_before_it_is_decoded(tmp_path, tiny_wan):
+    """A real `daotai serve`: the preview events of a shot still denoising carry its step (the picture
+    itself is written as every glimpse is; its size is pinned by the in-process test above)."""
+    pytest.importorskip("fastapi")
+    httpx = pytest.importorskip("httpx")
+    import json
+
+    from daotai.server.testing import ServerProcess
+
+    script = {"fps": 24, "size": "64x64", "seed": 5, "characters": [{"id": "ana", "colour": "#3366cc"}],
+              "options": {"model": str(tiny_wan), "steps": 4},
+              "shots": [{"shot_id": "a", "duration": 0.5, "subject": "ana", "camera": "push_in"},
+                        {"shot_id": "b", "duration": 0.5, "subject": "ana", "camera": "pan_left"}]}
+    server = ServerProcess(tmp_path / "serve").start()
+    previews = []
+    try:
+        job_id = httpx.post(f"{server.url}/v1/jobs", params={"backend": "wan"}, json=script, timeout=30).json()["id"]
+        with httpx.stream("GET", f"{server.url}/v1/jobs/{job_id}/events", timeout=300) as stream:
+            event = None
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event == "preview":
+                    previews.append(json.loads(line[6:]))
+        status = httpx.get(f"{server.url}/v1/jobs/{job_id}").json()["status"]
+    finally:
+        server.stop()
+    assert status == "completed"
+    denoising = [p for p in previews if "step" in p]
+    assert denoising and {p["shot_id"] for p in denoising} == {"b"}  # the first shot fitted the map
+    assert all(p["steps"] == 4 and 1 <= p["step"] <= 4 for p in denoising)
+    assert denoising[0]["step"] == 1  # the first step of a shot always shows
+    assert {p["shot_id"] for p in previews if p["index"] == 0 and "step" not in p} == {"a", "b"}  # decoded frames too
