@@ -159,3 +159,37 @@ def test_a_served_neural_job_shows_its_second_shot_forming_before_it_is_decoded(
     assert all(p["steps"] == 4 and 1 <= p["step"] <= 4 for p in denoising)
     assert denoising[0]["step"] == 1  # the first step of a shot always shows
     assert {p["shot_id"] for p in previews if p["index"] == 0 and "step" not in p} == {"a", "b"}  # decoded frames too
+
+
+@pytest.mark.slow
+def test_an_h3_shot_shows_the_clean_estimate_of_its_frames_while_it_denoises(tmp_path, tiny_h3, monkeypatch):
+    """MiniMax-H3 packs its latents as rows of one sequence and gives no tensors to the step callback:
+    a forward hook keeps x0 = x_t + (1 - t) v of the generated rows, read as a grid of patch cells."""
+    pytest.importorskip("diffusers")
+    import json
+
+    from PIL import Image
+
+    from daotai.render.base import RunContext
+    from test_h3 import REFERENCE_RGB, SCRIPT, backend_for, events_of, plan_of
+
+    monkeypatch.setenv("DAOTAI_CONFIG_DIR", str(tmp_path / "config"))  # the licence acceptance stays here
+    Image.new("RGB", (48, 64), REFERENCE_RGB).save(tmp_path / "lin.png")
+    (tmp_path / "h3.json").write_text(json.dumps(SCRIPT))
+    plan = plan_of(tmp_path / "h3.json")
+    shot = plan.shots[1]  # t2va, one generation
+    backend = backend_for(tiny_h3)
+    try:
+        plain = events_of(backend, plan, shot)
+        first = events_of(backend, plan, shot, RunContext(glimpse_every_s=0))
+        second = events_of(backend, plan, shot, RunContext(glimpse_every_s=0))
+    finally:
+        backend.close()
+    assert not any(isinstance(e, Glimpse) for e in plain + first)
+    glimpses = [e for e in second if isinstance(e, Glimpse)]
+    assert glimpses and all(g.step is not None and g.steps == glimpses[0].steps for g in glimpses)
+    assert [g.step for g in glimpses] == list(range(1, len(glimpses) + 1))
+    assert all(g.rgb.shape[1] == GLIMPSE_WIDTH and g.rgb.dtype == np.uint8 for g in glimpses)
+    frames = [e.rgb for e in second if isinstance(e, Frame)]
+    assert len(frames) == shot.frames
+    assert all(np.array_equal(a.rgb, b) for a, b in zip([e for e in plain if isinstance(e, Frame)], frames, strict=True))

@@ -19,6 +19,7 @@ from daotai.plan.prompt import H3_MAX_PICTURES, h3_pictures, h3_workflow
 from daotai.render.av_segments import Result
 from daotai.render.base import RunContext
 from daotai.render.h3_options import FAMILY, H3Options
+from daotai.render.neural.latent_preview import rows_as_video
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import to_uint8
 from daotai.render.neural.runner import DiffusersShotRunner
@@ -551,7 +552,8 @@ class H3Runner(DiffusersShotRunner):
                 if proxy._interrupt:
                     raise _Stopped("stopped between denoising steps")
 
-            handle = transformer.register_forward_hook(after_forward)
+            handles = [transformer.register_forward_hook(watch, with_kwargs=True)] if watch is not None else []
+            handles.append(transformer.register_forward_hook(after_forward))  # after ``watch``: it shows what it kept
             try:
                 # The kernel order is scoped to the transformer's forward (scope_to_forward); the compile-cache
                 # tag of that choice covers the whole call.
@@ -561,18 +563,28 @@ class H3Runner(DiffusersShotRunner):
                                     generator=generator_for(generation.seed), output_type="pt",
                                     output=["videos", "audio", "sampling_rate"], **generation.inputs)
             finally:
-                handle.remove()
+                for handle in handles:
+                    handle.remove()
                 for hook in self.hooks:  # model tier: leave nothing on the device between shots
                     offload = getattr(hook, "offload", None)
                     if offload is not None:
                         offload()
             return out
 
+        grid = self._video_grid(generation) if ctx.glimpse_every_s is not None else None
+        watch = self._keeping_clean_estimate(grid) if grid is not None else None
+
+        def picture(_: Any) -> Any:  # the step callback has no tensors here: ``watch`` kept the estimate
+            latest = self.latest_latents
+            return None if latest is None else self.latent_preview.picture(
+                self._video_latents(*latest), getattr(shot, "frames", generation.frames))
+
         def attempt() -> Iterator[Event | tuple]:
-            for item in run_steps(call, shot.shot_id, forwards, ctx):
+            for item in run_steps(call, shot.shot_id, forwards, ctx, picture=picture if watch is not None else None):
                 if isinstance(item, tuple):
                     out = item[1]
                     frames = to_uint8(out["videos"])  # (F, H, W, 3) uint8
+                    self.learn_picture(frames)
                     audio = out["audio"].float().cpu().numpy()[0]  # (C, N) float32
                     yield ("result", Result(frames, audio, int(out["sampling_rate"])))
                 else:
@@ -587,6 +599,44 @@ class H3Runner(DiffusersShotRunner):
             retrying=lambda lower: Notice("warning", f"out of memory; retrying once with memory tier {lower}",
                                           shot.shot_id),
         )
+
+
+    def _video_grid(self, generation: Generation) -> tuple[int, int, int] | None:
+        """(latent frames, patch rows, patch columns) of a generation's own frames; None when the
+        pipeline does not tell (the live picture is then left out)."""
+        try:
+            from diffusers.modular_pipelines.minimax_h3.modular_pipeline import video_latent_num_frames
+
+            space, (_, patch_h, patch_w) = int(self.pipe.vae_spatial_compression_ratio), tuple(self.pipe.patch_size)
+            frames = video_latent_num_frames(generation.frames, self.pipe.vae_frames_per_chunk,
+                                             self.pipe.vae_latents_per_chunk)
+        except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+            return None
+        return frames, generation.height // space // patch_h, generation.width // space // patch_w
+
+    def _keeping_clean_estimate(self, grid: tuple[int, int, int]) -> Callable:
+        """A forward hook (with keyword arguments) that keeps the estimate of the generated frames' clean
+        latents, ``x0 = x_t + (1 - t) * v``: the scheduler's own (its velocity points towards the data,
+        and t = 1 - sigma). After the last forward it is the final latents the VAE decodes."""
+        count = grid[0] * grid[1] * grid[2]
+
+        def watch(module: Any, args: Any, kwargs: dict, output: Any) -> None:
+            try:
+                rows, times, which = kwargs.get("hidden_states"), kwargs.get("timestep"), kwargs.get("timestep_indices")
+                velocity = output[0] if isinstance(output, (tuple, list)) else getattr(output, "sample", None)
+                if rows is None or velocity is None or times is None or which is None or rows.shape[1] < count:
+                    return
+                t = times[which[-1]].float()  # the last row of the sequence is a generated frame's
+                estimate = rows[:, -count:].float() + (1 - t) * velocity[:, -count:].float()
+                self.latest_latents = (estimate, grid)
+            except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+                self.latest_latents = None
+
+        return watch
+
+    def _video_latents(self, latents: Any, grid: Any) -> Any:
+        """The kept clean estimate's rows as (B, D, T', rows, columns) for the live picture."""
+        return rows_as_video(latents, *grid)
 
 
 class _Stopped(Exception):

@@ -102,6 +102,18 @@ def as_video_latents(pipe: Any, latents: Any, frames: int, height: int, width: i
     return unpack(latents, *cells, patch, patch_t)
 
 
+def rows_as_video(rows: Any, latent_frames: int, rows_high: int, rows_wide: int) -> Any:
+    """The last ``latent_frames * rows_high * rows_wide`` rows of a packed (B, N, D) sequence (a video
+    model's generated frames, frame after frame, each in raster order) as (B, D, T', rows_high,
+    rows_wide): each row's D features stand as the channels of one cell. None when there are fewer rows."""
+    count = latent_frames * rows_high * rows_wide
+    shape = getattr(rows, "shape", None)
+    if shape is None or len(shape) != 3 or count <= 0 or shape[1] < count:
+        return None
+    grid = rows[:, shape[1] - count:].reshape(shape[0], latent_frames, rows_high, rows_wide, shape[2])
+    return grid.permute(0, 4, 1, 2, 3) if hasattr(grid, "permute") else np.transpose(grid, (0, 4, 1, 2, 3))
+
+
 def frame_for(latent_index: int, latent_frames: int, frames: int) -> int:
     """The frame at the same place in the shot as a latent frame (first with first, last with last)."""
     if latent_frames <= 1 or frames <= 1:

@@ -76,7 +76,7 @@ class DiffusersShotRunner:
         # The live view's picture while a shot denoises: a map fitted on the shots this model has
         # finished (render.neural.latent_preview), and the latest latents of the shot in progress.
         self.latent_preview = LatentPreview()
-        self.latest_latents: tuple[Any, NativeRequest] | None = None  # (latents, the request they are for)
+        self.latest_latents: tuple[Any, Any] | None = None  # (latents, what reads them: _video_latents' 2nd argument)
 
     def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
         """Load once (first shot), then reuse; yields load progress and the placement notice."""
@@ -327,7 +327,7 @@ class DiffusersShotRunner:
     def learn_picture(self, frames: Any) -> None:
         """Fit the live picture's map on the shot just decoded (its last latents and its frames)."""
         latest, self.latest_latents = self.latest_latents, None
-        if latest is None:
+        if latest is None or latest[0] is None:
             return
         try:
             self.latent_preview.fit(self._video_latents(*latest), frames)
