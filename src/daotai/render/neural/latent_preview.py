@@ -13,8 +13,10 @@ The first shot a loaded model renders shows no denoise picture (nothing has been
 frames show as soon as they are decoded, like any shot's. The map reads 5-D latents (batch,
 channels, time, height, width); a pipeline that keeps them packed as tokens (LTX-Video) is read
 through its own unpacking when the token count matches the request's latent grid (a keyframe
-condition adds tokens: that shot shows its frames once decoded). The picture is a courtesy: it
-changes nothing the render writes.
+condition adds tokens: that shot shows its frames once decoded). MiniMax-H3 packs each patch of
+latents as one row of its sequence (``rows_as_video``: a row's features are one cell's channels) and
+its runner keeps the scheduler's clean estimate rather than the noisy sample, so its picture is
+sharp from the first steps. The picture is a courtesy: it changes nothing the render writes.
 """
 
 from __future__ import annotations
