@@ -88,6 +88,7 @@ def test_a_latent_frame_pairs_with_the_frame_at_the_same_place_in_the_shot():
 def test_a_neural_shot_shows_its_latents_while_it_denoises_once_the_model_has_finished_a_shot(family, request):
     """Wan's latents are a video grid, LTX-Video's are packed tokens read through its own unpacking.
     Only when the run asks for glimpses; the frames are the same byte for byte either way."""
+    torch = pytest.importorskip("torch")
     pytest.importorskip("diffusers")
     from daotai.plan.planner import plan_script
     from daotai.render.base import RenderJob, RunContext
@@ -108,6 +109,13 @@ def test_a_neural_shot_shows_its_latents_while_it_denoises_once_the_model_has_fi
         plain = render(plan.shots[1], RunContext())
         assert backend.runner.latest_latents is None  # nothing kept when no one looks
         first = render(plan.shots[0], RunContext(glimpse_every_s=0))
+        shown, picture = [], backend.runner.latent_preview.picture
+
+        def recording(latents, frames):
+            shown.append((latents, backend.runner.latest_latents[0]))  # (what the picture reads, the sample)
+            return picture(latents, frames)
+
+        backend.runner.latent_preview.picture = recording
         second = render(plan.shots[1], RunContext(glimpse_every_s=0))
         weights = backend.runner.latent_preview.weights
     finally:
@@ -123,6 +131,9 @@ def test_a_neural_shot_shows_its_latents_while_it_denoises_once_the_model_has_fi
     frames = [e.rgb for e in second if isinstance(e, Frame)]
     assert len(frames) == plan.shots[1].frames
     assert all(np.array_equal(a.rgb, b) for a, b in zip([e for e in plain if isinstance(e, Frame)], frames, strict=True))
+    if family == "wan":  # a video grid: the picture reads each step's clean estimate, not the noisy sample
+        assert len(shown) == 3 and all(read.shape == sample.shape and bool(torch.isfinite(read).all())
+                                       and not torch.allclose(read, sample.float()) for read, sample in shown)
 
 
 @pytest.mark.slow

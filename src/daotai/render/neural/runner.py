@@ -76,6 +76,8 @@ class DiffusersShotRunner:
         # The live view's picture while a shot denoises: a map fitted on the shots this model has
         # finished (render.neural.latent_preview), and the latest latents of the shot in progress.
         self.latent_preview = LatentPreview()
+        self.clean_estimate: Any = None  # while a shot denoises: its latest estimate of the clean latents
+        self.estimated = False  # whether the current step gave its estimate yet
         self.latest_latents: tuple[Any, Any] | None = None  # (latents, what reads them: _video_latents' 2nd argument)
 
     def ensure_loaded(self, plan: Plan, shot: ShotPlan) -> Iterator[Event]:
@@ -273,8 +275,14 @@ class DiffusersShotRunner:
         def call(callback: Callable) -> Any:
             from daotai.render.speed import SpeedConfig, denoise_context
 
-            with denoise_context(self.speed_config or SpeedConfig()):
-                return call_pipe(self._remembering_latents(callback, request) if live else callback)
+            handles = self._watch_clean_estimate() if live else []
+            try:
+                with denoise_context(self.speed_config or SpeedConfig()):
+                    return call_pipe(self._remembering_latents(callback, request) if live else callback)
+            finally:
+                for handle in handles:
+                    handle.remove()
+                self.clean_estimate = None
 
         def call_pipe(callback: Callable) -> Any:
             if self.group is not None:
@@ -302,7 +310,8 @@ class DiffusersShotRunner:
         yield from retry_a_tier_lower(
             self,
             lambda: run_steps(call, shot.shot_id, defaults.steps, ctx, picture=(
-                lambda latents: self.latent_preview.picture(self._video_latents(latents, request), shot.frames))
+                lambda latents: self.latent_preview.picture(self._video_latents(
+                    latents if self.clean_estimate is None else self.clean_estimate, request), shot.frames))
                 if live else None),
             failed=lambda exc: f"{shot.shot_id}: {self.family} pipeline failed: {type(exc).__name__}: "
                                f"{first_line(exc)}",
@@ -320,9 +329,41 @@ class DiffusersShotRunner:
         """The step callback, keeping each step's latents: the last ones fit the live picture's map."""
         def on_step_end(pipe: Any, step: int, timestep: Any, tensors: dict) -> dict:
             self.latest_latents = (tensors.get("latents"), request)
-            return callback(pipe, step, timestep, tensors)
+            try:
+                return callback(pipe, step, timestep, tensors)
+            finally:
+                self.estimated = False  # the next step's first transformer call gives the next estimate
 
         return on_step_end
+
+    def _watch_clean_estimate(self) -> list:
+        """Forward hooks on the pipeline's transformer(s) keeping each step's estimate of the clean latents,
+        ``x0 = x_t - sigma * v`` (diffusers' flow matching: the velocity points from the data to the noise,
+        and the timestep is sigma times the scheduler's training steps), so the live picture shows the shot
+        forming from the first steps instead of the noisy sample. Only the first call of a step counts
+        (guidance runs the prompt's branch first); only video-grid (5-D) states are read, the first
+        channels where conditioning is stacked beside them; packed ones (LTX-Video) show the sample."""
+        self.clean_estimate, self.estimated = None, False
+        scale = float(getattr(getattr(self.pipe, "scheduler", None), "config", {}).get("num_train_timesteps", 1000))
+
+        def watch(module: Any, args: Any, kwargs: dict, output: Any) -> None:
+            if self.estimated:
+                return
+            try:
+                sample = kwargs.get("hidden_states", args[0] if args else None)
+                times = kwargs.get("timestep")
+                velocity = output[0] if isinstance(output, (tuple, list)) else getattr(output, "sample", None)
+                if sample is None or times is None or velocity is None or sample.ndim != 5 or velocity.ndim != 5:
+                    return
+                sigma = times.float().max() / scale  # a per-token timestep holds 0 on a conditioning frame
+                self.clean_estimate = sample[:1, :velocity.shape[1]].float() - sigma * velocity[:1].float()
+                self.estimated = True
+            except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+                self.clean_estimate = None
+
+        transformers = [getattr(self.pipe, name, None) for name in ("transformer", "transformer_2")]
+        return [module.register_forward_hook(watch, with_kwargs=True) for module in transformers
+                if module is not None and hasattr(module, "register_forward_hook")]
 
     def learn_picture(self, frames: Any) -> None:
         """Fit the live picture's map on the shot just decoded (its last latents and its frames)."""
