@@ -78,6 +78,25 @@ def test_packed_latents_are_unpacked_with_the_pipelines_own_method_only_when_the
     assert as_video_latents(SimpleNamespace(), packed, 17, 64, 128) is None  # no unpacking to use
 
 
+def test_a_fitted_map_is_kept_in_the_cache_folder_under_its_model_unless_caching_is_off(tmp_path, monkeypatch):
+    from daotai.render.neural.latent_preview import MAPS_FILE, keep_map, recall_map
+
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DAOTAI_NO_CACHE", "1")
+    weights = np.arange(15, dtype=np.float32).reshape(5, 3) / 7
+    keep_map("wan:model-a", weights)
+    assert not (tmp_path / "cache").exists() and recall_map("wan:model-a") is None
+    monkeypatch.delenv("DAOTAI_NO_CACHE")
+    keep_map("wan:model-a", weights)
+    keep_map("ltx:model-b", weights[:3])
+    assert np.allclose(recall_map("wan:model-a"), weights, atol=1e-6)
+    assert recall_map("ltx:model-b").shape == (3, 3) and recall_map("wan:other") is None
+    (tmp_path / "cache" / MAPS_FILE).write_text("{not json")
+    assert recall_map("wan:model-a") is None  # a damaged file costs only the picture
+    keep_map("wan:model-a", weights)  # and is replaced whole
+    assert np.allclose(recall_map("wan:model-a"), weights, atol=1e-6)
+
+
 def test_a_latent_frame_pairs_with_the_frame_at_the_same_place_in_the_shot():
     assert [frame_for(t, 5, 17) for t in range(5)] == [0, 4, 8, 12, 16]
     assert frame_for(0, 1, 30) == 0 and frame_for(3, 4, 1) == 0
@@ -204,3 +223,27 @@ def test_an_h3_shot_shows_the_clean_estimate_of_its_frames_while_it_denoises(tmp
     frames = [e.rgb for e in second if isinstance(e, Frame)]
     assert len(frames) == shot.frames
     assert all(np.array_equal(a.rgb, b) for a, b in zip([e for e in plain if isinstance(e, Frame)], frames, strict=True))
+
+
+@pytest.mark.slow
+def test_a_model_loaded_again_shows_its_first_shot_forming_from_the_kept_map(tmp_path, tiny_wan, monkeypatch):
+    pytest.importorskip("diffusers")
+    from daotai.plan.planner import plan_script
+    from daotai.render.base import RenderJob, RunContext
+    from daotai.render.wan import WanBackend
+    from daotai.script.load import validate_script
+    from test_neural_render import SCRIPT
+
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("DAOTAI_NO_CACHE", raising=False)
+    script = {**SCRIPT, "characters": [{"id": "ana", "appearance": "blue shirt"}, {"id": "bo", "appearance": "glasses"}]}
+    plan = plan_script(validate_script(script))
+    glimpses = []
+    for shot in plan.shots:  # each shot on a freshly loaded model: a server started again, say
+        backend = WanBackend(model=str(tiny_wan), device="cpu", steps=2)
+        try:
+            glimpses.append([e for e in backend.render(RenderJob(plan, shot, controls=False),
+                                                       RunContext(glimpse_every_s=0)) if isinstance(e, Glimpse)])
+        finally:
+            backend.close()
+    assert glimpses[0] == [] and [g.step for g in glimpses[1]] == [1, 2]

@@ -572,6 +572,8 @@ class H3Runner(DiffusersShotRunner):
             return out
 
         grid = self._video_grid(generation) if ctx.glimpse_every_s is not None else None
+        if grid is not None:
+            self.recall_picture()
         watch = self._keeping_clean_estimate(grid) if grid is not None else None
 
         def picture(_: Any) -> Any:  # the step callback has no tensors here: ``watch`` kept the estimate

@@ -8,8 +8,10 @@ channels map to the colour of the pixels it decodes to, close to linearly. So a 
 frames, and later shots show their current latents through it while they denoise. The map is
 learned from the model as loaded, whatever its latent normalisation or channel count, and needs no
 table of numbers per model; it is refitted after each shot, so it follows the model it serves.
+Each fit is kept in the user's cache folder under the model's name (``latent_maps.json``, beside
+the shot cache; not with DAOTAI_NO_CACHE), so a model loaded again shows its first shot forming too.
 
-The first shot a loaded model renders shows no denoise picture (nothing has been fitted yet); its
+The first shot a model ever renders shows no denoise picture (nothing has been fitted yet); its
 frames show as soon as they are decoded, like any shot's. The map reads 5-D latents (batch,
 channels, time, height, width); a pipeline that keeps them packed as tokens (LTX-Video) is read
 through its own unpacking when the token count matches the request's latent grid (a keyframe
@@ -21,13 +23,17 @@ sharp from the first steps. The picture is a courtesy: it changes nothing the re
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from daotai.events import GLIMPSE_WIDTH
 
+MAPS_FILE = "latent_maps.json"  # in the user's cache folder: {model key: (channels + 1) x 3 weights}
 FIT_LATENT_FRAMES = 8  # latent frames a fit reads at most (spread over the shot): plenty of samples
 RIDGE = 1e-3  # relative ridge term: keeps the fit stable when channels are nearly collinear
 
@@ -80,6 +86,46 @@ class LatentPreview:
         rgb = np.clip(colour, 0, 255).round().astype(np.uint8).reshape(height, width, 3)
         size = (GLIMPSE_WIDTH, max(1, round(height * GLIMPSE_WIDTH / width)))
         return frame_for(middle, int(latents.shape[2]), frames), cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR)
+
+
+def maps_path() -> Path | None:
+    """Where fitted maps are kept: the user's cache folder; None when caching is off (DAOTAI_NO_CACHE)."""
+    if os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0"):
+        return None
+    from daotai.run.cache import default_cache_dir
+
+    return default_cache_dir() / MAPS_FILE
+
+
+def recall_map(key: str) -> np.ndarray | None:
+    """The map last fitted for ``key``, or None (none kept, caching off, an unreadable file)."""
+    path = maps_path()
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get(key) if path is not None else None
+        weights = np.asarray(found, dtype=np.float32) if found is not None else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return weights if weights is not None and weights.ndim == 2 and weights.shape[1] == 3 else None
+
+
+def keep_map(key: str, weights: np.ndarray) -> None:
+    """Keep ``weights`` as ``key``'s map (the file rewritten whole); a failure to write is ignored."""
+    path = maps_path()
+    if path is None:
+        return
+    from daotai.files import atomic_write_text
+
+    try:
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            kept = {}
+        kept = kept if isinstance(kept, dict) else {}
+        kept[key] = np.round(weights.astype(np.float64), 6).tolist()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(kept, sort_keys=True))
+    except OSError:
+        pass
 
 
 def as_video_latents(pipe: Any, latents: Any, frames: int, height: int, width: int) -> Any:

@@ -13,7 +13,7 @@ from daotai.errors import BackendError
 from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import RenderJob, RunContext
-from daotai.render.neural.latent_preview import LatentPreview, as_video_latents
+from daotai.render.neural.latent_preview import LatentPreview, as_video_latents, keep_map, recall_map
 from daotai.render.neural.request import ModelDefaults, NativeRequest, effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice, to_uint8
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs
@@ -271,6 +271,8 @@ class DiffusersShotRunner:
         assert defaults is not None
 
         live = ctx.glimpse_every_s is not None and self.group is None  # a split shot's latents stay in its ranks
+        if live:
+            self.recall_picture()
 
         def call(callback: Callable) -> Any:
             from daotai.render.speed import SpeedConfig, denoise_context
@@ -371,9 +373,19 @@ class DiffusersShotRunner:
         if latest is None or latest[0] is None:
             return
         try:
-            self.latent_preview.fit(self._video_latents(*latest), frames)
+            if self.latent_preview.fit(self._video_latents(*latest), frames):
+                keep_map(self.picture_key(), self.latent_preview.weights)
         except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
             pass
+
+    def picture_key(self) -> str:
+        """The name the live picture's map is kept under: the family and the model as asked for."""
+        return f"{self.family}:{self.model}"
+
+    def recall_picture(self) -> None:
+        """Before a loaded model's first shot: the map kept from an earlier load, if there is one."""
+        if self.latent_preview.weights is None:
+            self.latent_preview.weights = recall_map(self.picture_key())
 
     def sample_health(self) -> dict:
         """One health sample from the configured sampler; {} if it fails (telemetry never fails a render)."""
