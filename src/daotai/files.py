@@ -249,3 +249,15 @@ __all__ = [
     "exchange_paths", "is_temp_for", "link_or_copy", "publish", "remove_quietly", "remove_temp_files", "sha256_file",
     "siblings_of", "staging_folder", "swap_folder", "target_of_temp", "temp_path", "temp_files_for",
 ]
+
+
+def default_cache_dir() -> Path:
+    """The user's daotai cache folder, where the shot cache and what is learned about this machine and
+    its models are kept ($DAOTAI_CACHE_DIR, else the platform's cache folder)."""
+    if os.environ.get("DAOTAI_CACHE_DIR"):
+        return Path(os.environ["DAOTAI_CACHE_DIR"]).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "daotai" / "shots"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home())) / "daotai" / "cache" / "shots"
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "daotai" / "shots"

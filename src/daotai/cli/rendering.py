@@ -51,7 +51,7 @@ def _cache_folder(folder: Optional[Path], off: bool) -> Optional[str]:
     """The shot cache of a render: --cache, else the default one; none with --no-cache or DAOTAI_NO_CACHE=1."""
     if off or os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0"):
         return None
-    from daotai.run.cache import default_cache_dir
+    from daotai.files import default_cache_dir
 
     return str(folder if folder is not None else default_cache_dir())
 

@@ -67,15 +67,6 @@ ENTRIES = "entries"
 QC_FOLDER = "qc"  # inside an entry: <variant>.json, the shot's qc.json entry
 
 
-def default_cache_dir() -> Path:
-    """The user's cache folder for shots ($DAOTAI_CACHE_DIR, else the platform's cache folder)."""
-    if os.environ.get("DAOTAI_CACHE_DIR"):
-        return Path(os.environ["DAOTAI_CACHE_DIR"]).expanduser()
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "daotai" / "shots"
-    if os.name == "nt":
-        return Path(os.environ.get("LOCALAPPDATA", Path.home())) / "daotai" / "cache" / "shots"
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "daotai" / "shots"
 
 
 def library_versions() -> dict[str, str]:

@@ -542,7 +542,7 @@ CALIBRATION_FILE = "calibration.json"
 
 def calibration_path() -> Path:
     """Where the calibrations are kept: the user's daotai cache folder ($DAOTAI_CACHE_DIR included)."""
-    from daotai.run.cache import default_cache_dir
+    from daotai.files import default_cache_dir
 
     return default_cache_dir() / CALIBRATION_FILE
 

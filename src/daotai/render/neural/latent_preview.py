@@ -92,7 +92,7 @@ def maps_path() -> Path | None:
     """Where fitted maps are kept: the user's cache folder; None when caching is off (DAOTAI_NO_CACHE)."""
     if os.environ.get("DAOTAI_NO_CACHE", "") not in ("", "0"):
         return None
-    from daotai.run.cache import default_cache_dir
+    from daotai.files import default_cache_dir
 
     return default_cache_dir() / MAPS_FILE
 
