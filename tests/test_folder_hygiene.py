@@ -399,7 +399,9 @@ def test_ctrl_c_in_the_command_line_exits_130_with_what_was_finished(tmp_path):
     import signal
     import time
 
-    (tmp_path / "film.json").write_text(json.dumps(script("s1", "s2", "s3", duration=3.0)))
+    # Long enough that this process, starved of the cores on a busy machine, still sees the staging
+    # folder while the render runs (3 s shots were once drawn, checked and delivered in that time)
+    (tmp_path / "film.json").write_text(json.dumps(script("s1", "s2", "s3", duration=8.0)))
     env = dict(os.environ, COLUMNS="200", DAOTAI_NO_CACHE="1")
     proc = subprocess.Popen([sys.executable, "-m", "daotai.cli", "render", "film.json", "-o", "out"], cwd=tmp_path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
