@@ -403,8 +403,16 @@ def test_ctrl_c_in_the_command_line_exits_130_with_what_was_finished(tmp_path):
     # folder while the render runs (3 s shots were once drawn, checked and delivered in that time)
     (tmp_path / "film.json").write_text(json.dumps(script("s1", "s2", "s3", duration=8.0)))
     env = dict(os.environ, COLUMNS="200", DAOTAI_NO_CACHE="1")
+
+    def as_from_a_terminal() -> None:
+        # A shell starts a command with Ctrl-C delivered; a test worker may have had SIGINT ignored
+        # or blocked by what ran before in it, and a child inherits both.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     proc = subprocess.Popen([sys.executable, "-m", "daotai.cli", "render", "film.json", "-o", "out"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_terminal)  # noqa: PLW1509 - a test's own child, no threads in it yet
     deadline = time.monotonic() + 120
     while not any((p / "plan.json").is_file() for p in tmp_path.glob(f".out{STAGING_MARK}*")):
         assert proc.poll() is None and time.monotonic() < deadline, "the render never started"
@@ -412,7 +420,8 @@ def test_ctrl_c_in_the_command_line_exits_130_with_what_was_finished(tmp_path):
     proc.send_signal(signal.SIGINT)  # what Ctrl-C in a terminal sends
     _, stderr = proc.communicate(timeout=120)
     said = " ".join(stderr.split())
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 130, (f"{stderr}\nthis worker: SIGINT handler {signal.getsignal(signal.SIGINT)}, "
+                                    f"blocked {signal.pthread_sigmask(signal.SIG_BLOCK, [])}")
     assert "cancelled" in said and "Render stopped" in said, said
     assert "to resume: daotai render film.json -o out" in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["film.json"]
