@@ -9,6 +9,7 @@ by the test that needs them with tests/builders.py.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,18 @@ import builders
 # The CLI and the server reuse unchanged shots from a cache in the user's cache folder; tests
 # render from scratch unless they ask for a cache (tests/test_shot_cache.py does).
 os.environ["DAOTAI_NO_CACHE"] = "1"
+
+
+def pytest_configure(config) -> None:
+    """Give the tests Ctrl-C as a terminal gives it to a command.
+
+    A shell that starts a job in the background without job control sets SIGINT to ignored,
+    and every process below inherits that: the interrupt tests would then see no interrupt at
+    all. Python installs its KeyboardInterrupt handler only where SIGINT was not ignored, so the
+    session puts it back (children started by the tests get the default action at exec).
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _needs_diffusers() -> None:
