@@ -200,6 +200,22 @@ def test_a_look_from_the_graph_is_the_picture_and_voice_the_pipeline_gets(comfy,
     assert tuple(images.shape) == (48, 64, 112, 3) and tuple(audio["waveform"].shape) == (1, 2, 64000)
 
 
+def test_the_render_node_shows_the_shot_forming_once_the_model_has_been_seen(comfy, tiny_h3, tmp_path, monkeypatch):
+    """ComfyUI shows a sampler's latent preview under its node; the H3 node sends its sketch the same way."""
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path / "cache"))  # where a model's colour map is kept
+    monkeypatch.delenv("DAOTAI_NO_CACHE", raising=False)
+    script = director_script(comfy)
+    comfy.previews.clear()
+    first = comfy.run(comfy.nodes["DaotaiH3Render"], script=script, **h3_inputs(tiny_h3, tmp_path / "one"))
+    assert comfy.previews == []  # nothing known yet of how this model's latents look: its frames show once decoded
+    second = comfy.run(comfy.nodes["DaotaiH3Render"], script=script, **h3_inputs(tiny_h3, tmp_path / "two"))
+    steps = [(p.value, p.total) for p in comfy.previews]
+    assert steps and steps[0] == (1, STEPS - 1)  # from the first forward, on the bar's own count
+    for sent in comfy.previews:
+        assert sent.data[:2] == b"\xff\xd8" and sent.size[0] <= 320  # a JPEG, a live view's size
+    assert torch.equal(first[0], second[0])  # the sketch costs the frames nothing
+
+
 def test_segment_seconds_splits_a_long_shot_into_shorter_generations(tiny_h3):
     from daotai.comfy.h3 import h3_options
     from daotai.plan.planner import plan_script

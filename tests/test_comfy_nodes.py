@@ -186,6 +186,22 @@ def test_previz_node_frames_equal_daotai_renders(comfy, script, cli_render):
     assert float(components.frame_rate) == 12.0 and torch.equal(components.images, images)
 
 
+def test_previz_node_shows_its_frames_under_the_node_as_they_are_drawn(comfy, script):
+    import io
+
+    from PIL import Image
+
+    from daotai.qc.metrics import psnr
+
+    comfy.previews.clear()
+    images, *_ = comfy.run(comfy.nodes["DaotaiPrevizRender"], script=script, shot_id="push")
+    assert comfy.previews, "no picture went with the progress bar"
+    first = comfy.previews[0]
+    assert first.size == (320, 180) and first.data[:2] == b"\xff\xd8"  # the frame's own size, as a JPEG
+    drawn = np.rint(images[0].numpy() * 255).astype(np.uint8)
+    assert psnr(np.asarray(Image.open(io.BytesIO(first.data))), drawn) > 30.0  # the first frame, as JPEG keeps it
+
+
 def test_previz_node_stops_on_the_stop_button(comfy, script):
     comfy.mm.interrupt_current_processing(True)
     try:

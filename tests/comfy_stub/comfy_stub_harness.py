@@ -12,7 +12,10 @@ against the declared types. Failures raise :class:`PromptError` with ComfyUI-lik
 The stricter checks live here, not in the stub, so that the stub has no name ComfyUI 0.3.64
 lacks (tests/test_comfy_stub_surface.py). Progress goes where ComfyUI's server sends it: to the
 global hook of ``comfy.utils``, which here records ``(value, total)`` in ``PROGRESS`` and, as the
-server's hook does, raises ``InterruptProcessingException`` when stop was pressed.
+server's hook does, raises ``InterruptProcessingException`` when stop was pressed. A picture sent
+with an update goes through what the server does with it (ComfyUI 0.3.64's ``send_image``: a
+``(format, PIL image, largest side)`` triple, the image fitted into the side and saved as JPEG or
+PNG) and is recorded in ``PREVIEWS``; anything the server could not send fails the node.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ OWN_MODULES = ("comfy_api", "comfy")  # top-level packages of the stub
 
 
 PROGRESS: list[tuple[int, int]] = []  # every progress update of the running node, in order
+PREVIEWS: list[SimpleNamespace] = []  # every picture sent with an update: value, total, size, data
 
 
 class PromptError(Exception):
@@ -45,6 +49,26 @@ def _progress_hook(value: int, total: int, preview: Any = None, node_id: str | N
 
     comfy.model_management.throw_exception_if_processing_interrupted()
     PROGRESS.append((value, total))
+    if preview is not None:
+        PREVIEWS.append(_sent_picture(value, total, preview))
+
+
+def _sent_picture(value: int, total: int, preview: Any) -> SimpleNamespace:
+    """What ComfyUI's server sends for a preview, or PromptError where it would break."""
+    import io
+
+    from PIL import Image, ImageOps
+
+    if not (isinstance(preview, tuple) and len(preview) == 3):
+        raise PromptError(f"a preview must be (format, image, max_size), got {preview!r}")
+    kind, image, max_size = preview
+    if kind not in ("JPEG", "PNG") or not isinstance(image, Image.Image):
+        raise PromptError(f"a preview must be a JPEG or PNG PIL image, got {kind!r} {type(image).__name__}")
+    if max_size is not None:
+        image = ImageOps.contain(image, (max_size, max_size), Image.Resampling.BILINEAR)
+    data = io.BytesIO()
+    image.save(data, format=kind, quality=95, compress_level=1)  # raises where the server's send would
+    return SimpleNamespace(value=value, total=total, size=image.size, data=data.getvalue())
 
 
 # ------------------------------------------------------------------ stricter checks of declarations
@@ -166,7 +190,7 @@ def stub_pack(pack_dir: Path, name: str = "daotai_comfyui_pack") -> Iterator[Sim
 
         comfy.utils.set_progress_bar_global_hook(_progress_hook)
         yield SimpleNamespace(nodes=load_pack(module), run=run_node, PromptError=PromptError, api=latest,
-                              mm=model_management, module=module, progress=PROGRESS,
+                              mm=model_management, module=module, progress=PROGRESS, previews=PREVIEWS,
                               schema_problems=schema_problems, widget_value_problem=widget_value_problem)
     finally:
         sys.path.remove(str(STUB))

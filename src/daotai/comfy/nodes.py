@@ -39,6 +39,7 @@ from comfy_api.latest import ComfyExtension, io
 from daotai.comfy.driver import drive
 from daotai.comfy.script import AS_WRITTEN, DirectorScript
 from daotai.errors import NO_VALUE, Cancelled, Issue, OptionError
+from daotai.events import Glimpse
 from daotai.render.base import RunContext
 
 CATEGORY = "daotai"
@@ -164,25 +165,51 @@ def _video_frames(video: Any) -> tuple[np.ndarray, Fraction | None]:
 # ------------------------------------------------------------------ progress and cancellation
 
 
-def _progress_hook() -> Callable[[int, int], None] | None:
-    """ComfyUI's progress bar for the running node (``comfy.utils.ProgressBar``), or None outside ComfyUI.
+# seconds between two pictures under the running node: ComfyUI sends every update that carries a
+# picture at once (its bar's own throttle skips them), so the pace is set here
+PREVIEW_EVERY_S = 0.5
+
+
+class _NodeBar:
+    """ComfyUI's progress bar for the running node (``comfy.utils.ProgressBar``), with a picture.
 
     The bar reports through the hook ComfyUI's server installs, which finds the running node
     itself and raises ``InterruptProcessingException`` when the user pressed stop. (ComfyUI
     0.3.64's ``ComfyAPISync()`` has no ``execution`` to report through: its sync wrapper never
-    sets it.)
+    sets it.) A picture rides on the bar's update as ComfyUI's own samplers send their latent
+    previews: ``("JPEG", PIL image, largest side)``, shown under the node.
     """
+
+    def __init__(self, progress_bar: type) -> None:
+        self._make = progress_bar
+        self._bars: dict[int, Any] = {}
+        self._last: tuple[Any, int, int] | None = None  # the bar last moved, its value and total
+
+    def progress(self, done: int, total: int) -> None:
+        bar = self._bars.get(total)
+        if bar is None:
+            bar = self._bars[total] = self._make(total)
+        bar.update_absolute(done, total)
+        self._last = (bar, done, total)
+
+    def picture(self, glimpse: Glimpse) -> None:
+        """Show ``glimpse`` under the node, at the bar's present value (none before the bar first moves)."""
+        if self._last is None:
+            return
+        from PIL import Image
+
+        bar, done, total = self._last
+        image = Image.fromarray(glimpse.rgb)  # (h, w, 3) uint8, at most GLIMPSE_WIDTH wide
+        bar.update_absolute(done, total, ("JPEG", image, max(image.size)))
+
+
+def _node_bar() -> _NodeBar | None:
+    """The running node's bar, or None outside ComfyUI."""
     try:
         from comfy.utils import ProgressBar
     except ImportError:
         return None
-    bars: dict[int, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        bar = bars.setdefault(total, ProgressBar(total))
-        bar.update_absolute(done, total)
-
-    return update
+    return _NodeBar(ProgressBar)
 
 
 def _interrupted() -> bool:
@@ -196,9 +223,11 @@ def _interrupted() -> bool:
 
 def _run(start: Callable[[RunContext], Any]) -> Any:
     """Drive the library generator ``start(ctx)`` with ComfyUI's progress bar and stop button."""
-    ctx = RunContext()
+    bar = _node_bar()
+    # pictures only where a bar can carry them: outside ComfyUI nobody would see them
+    ctx = RunContext(glimpse_every_s=PREVIEW_EVERY_S if bar is not None else None)
     try:
-        return drive(start(ctx), ctx, _progress_hook(), _interrupted)
+        return drive(start(ctx), ctx, bar and bar.progress, _interrupted, bar and bar.picture)
     except Cancelled:
         try:
             from comfy.model_management import InterruptProcessingException

@@ -7,6 +7,7 @@ options ``daotai render`` validates), so they equal what ``daotai render`` encod
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Generator, Mapping
@@ -14,7 +15,7 @@ from typing import Any, Generator, Mapping
 import numpy as np
 
 from daotai.errors import BackendError, OptionError
-from daotai.events import Event, Frame
+from daotai.events import Event, Frame, Glimpse
 from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import RenderJob, RunContext
@@ -49,14 +50,17 @@ class PrevizShot:
 
 def render_previz(plan: Plan, shot: ShotPlan, options: Mapping[str, Any] | None = None,
                   ctx: RunContext | None = None) -> Generator[Event, None, PrevizShot]:
-    """Render ``shot`` with the previz backend (``options``: its options, as ``-O`` takes them); yields progress."""
+    """Render ``shot`` with the previz backend (``options``: its options, as ``-O`` takes them); yields progress,
+    and glimpses of the frames drawn when ``ctx`` asks for them (the first, then one per ``glimpse_every_s``)."""
     from daotai.render.registry import create_backend
+    from daotai.run.shots import glimpse_of
 
     ctx = ctx or RunContext()
     backend = create_backend("previz", dict(options or {}))
     frames = shot.frames
     rgb = depth = mask = None
     seen = 0
+    glimpsed = -float("inf")  # when the last Glimpse went out (time.monotonic)
     try:
         for event in backend.render(RenderJob(plan=plan, shot=shot, controls=True), ctx):
             if not isinstance(event, Frame):
@@ -70,6 +74,9 @@ def render_previz(plan: Plan, shot: ShotPlan, options: Mapping[str, Any] | None 
                 depth = np.empty((frames, height, width), np.float32)  # (F, H, W) metres
                 mask = np.empty((frames, height, width), np.uint8)  # (F, H, W) index map
             rgb[seen], depth[seen], mask[seen] = event.rgb, event.depth, event.mask
+            if ctx.glimpse_every_s is not None and (seen == 0 or time.monotonic() - glimpsed >= ctx.glimpse_every_s):
+                glimpsed = time.monotonic()
+                yield Glimpse(shot.shot_id, seen, glimpse_of(event.rgb))
             seen += 1
     finally:
         backend.close()
