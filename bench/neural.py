@@ -529,13 +529,18 @@ def load_ours(folder: Path, device: str, plan, steps: int, speed: str, family: s
 
 
 def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any, inputs, reference,
-             work: Path, repeats: int, family: str = "wan") -> Measure:
-    """Our `wan` / `ltx` backend rendering the shot with a speed mode (str) or one hand-made SpeedConfig."""
+             work: Path, repeats: int, family: str = "wan", live: bool = False) -> Measure:
+    """Our `wan` / `ltx` backend rendering the shot with a speed mode (str) or one hand-made SpeedConfig.
+
+    ``live``: the renders ask for the server's live picture (a glimpse of the latents at most twice a
+    second), after one unmeasured render that fits the picture's map, so the measured one shows it.
+    """
     import torch
 
-    from daotai.events import Frame
+    from daotai.events import Frame, Glimpse
     from daotai.render.base import RenderJob, RunContext
     from daotai.render.speed import apply_levers, denoise_context, resolve_levers
+    from daotai.server.live import GLIMPSE_EVERY_S
 
     sync, reset_peak, peak = _device_tools(device)
     shot = plan.shots[0]
@@ -563,6 +568,13 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
             measure.rel_l2 = relative_l2(forward_output(pipe.transformer, inputs), reference)
     clock = Clock(sync, reset_peak, peak)
     clock.wrap(pipe)
+    def context() -> RunContext:
+        return RunContext(glimpse_every_s=GLIMPSE_EVERY_S if live else None)
+
+    if live:  # the first shot a model renders has no map yet: this one fits it
+        for _ in backend.render(RenderJob(plan, shot, controls=False), context()):
+            pass
+        clock.reset()
     state = getattr(pipe.transformer, "_daotai_interval_cache", None)
     counts = (state.computed, state.reused) if state is not None else (0, 0)
     best = None
@@ -572,8 +584,10 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
         reset_peak()
         sync()
         began = time.perf_counter()
-        frames = [event.rgb for event in backend.render(RenderJob(plan, shot, controls=False), RunContext())
-                  if isinstance(event, Frame)]
+        events = list(backend.render(RenderJob(plan, shot, controls=False), context()))
+        frames = [event.rgb for event in events if isinstance(event, Frame)]
+        if live:
+            print(f"{name}: {sum(isinstance(e, Glimpse) for e in events)} live pictures in the render", flush=True)
         encode_mp4(frames, work / f"{name}.mp4", plan.fps)
         total = time.perf_counter() - began
         if best is None or total < best.total_s:
@@ -1132,6 +1146,8 @@ def main() -> None:
             contenders.append(("fast", "fast"))
         if not args.no_ablate:
             contenders += list(ablations(device, args.mode, args.model).items())
+            # what the server's live picture of the latents costs a render (fast mode: the shortest steps)
+            contenders.append(("fast-live", "fast"))
         if args.only:
             wanted = {name.strip() for name in args.only.split(",")} | {"exact"}  # exact: the PSNR reference
             contenders = [(name, speed) for name, speed in contenders if name in wanted]
@@ -1146,7 +1162,7 @@ def main() -> None:
                 continue
             try:
                 row = run_ours(name, folder, device, plan, steps, speed, inputs, reference, work, args.repeats,
-                               family)
+                               family, live=name.endswith("-live"))
             except Exception as error:  # noqa: BLE001 - one failing lever must not lose the others' numbers
                 import traceback
 
