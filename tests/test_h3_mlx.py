@@ -571,8 +571,9 @@ def test_denoise_loop_matches_diffusers(tiny_pair, workflow):
                                                   return_dict=False)[0]
     history = list(denoise_h3(mlx_model, rows, mx.array(video.numpy()), mx.array(audio.numpy()),
                               mx.array(text.numpy()), steps))
-    assert [(i, n) for i, n, _, _ in history] == [(i, steps - 1) for i in range(steps - 1)]
-    _, _, out_video, out_audio = history[-1]
+    assert [(i, n) for i, n, *_ in history] == [(i, steps - 1) for i in range(steps - 1)]
+    _, _, out_video, out_audio, estimate = history[-1]
+    assert np.array_equal(np.array(estimate), np.array(out_video[cv:]))  # the last step lands on its estimate
     assert np.array_equal(np.array(out_video[:cv]), video.numpy()[:cv])  # conditioning rows are never written
     assert _rel(out_video, latents.numpy()) < 1e-5 and _rel(out_audio, audio_latents.numpy()) < 1e-5
     assert _rel(out_video[cv:], video.numpy()[cv:]) > 0.1  # and the target rows did move

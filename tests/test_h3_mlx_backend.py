@@ -23,7 +23,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("mlx.core")
 
 from daotai.errors import BackendError, OptionError  # noqa: E402
-from daotai.events import Audio, Frame, Notice  # noqa: E402
+from daotai.events import Audio, Frame, Glimpse, Notice  # noqa: E402
 from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 TESTS = Path(__file__).parent
@@ -160,6 +160,42 @@ def test_cli_render_writes_video_with_stereo_sound_and_its_checks(tiny_h3, tmp_p
     verdicts = {v["check"]: v["ok"] for v in shot["verdicts"]}
     assert {name for name, ok in verdicts.items() if not ok} <= {"camera", "camera_path", "fidelity"}, verdicts
     assert verdicts["judder"] and verdicts["subject"]
+
+
+@pytest.mark.slow
+def test_a_shot_shows_itself_forming_once_the_model_has_decoded_one(tiny_h3, tmp_path, monkeypatch):
+    """The server's live view: a sketch of the shot from its latents at each step, as the h3 backend gives."""
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path / "cache"))  # where the model's colour map is kept
+    monkeypatch.delenv("DAOTAI_NO_CACHE", raising=False)
+    plan = plan_of(write_script(tmp_path, ("s2",)))
+    shot = plan.shots[0]
+
+    def rendered(backend, ctx: RunContext) -> tuple[np.ndarray, list[Glimpse]]:
+        events = list(backend.render(RenderJob(plan, shot, controls=False), ctx))
+        return np.stack([e.rgb for e in events if isinstance(e, Frame)]), [e for e in events if isinstance(e, Glimpse)]
+
+    backend = mlx_backend(tiny_h3, tmp_path)
+    plain, none = rendered(backend, RunContext())
+    assert none == [] and not (tmp_path / "cache").exists()  # the command line asks for no picture and keeps none
+    first, unseen = rendered(backend, RunContext(glimpse_every_s=0.0))
+    assert unseen == []  # nothing known yet of how this model's latents look: its frames show once decoded
+    second, glimpses = rendered(backend, RunContext(glimpse_every_s=0.0))
+    assert [(g.step, g.steps) for g in glimpses] == [(1, STEPS - 1), (2, STEPS - 1)]  # every forward
+    for glimpse in glimpses:
+        assert glimpse.rgb.dtype == np.uint8 and glimpse.rgb.shape[1] == 320 and 0 < glimpse.index < shot.frames
+    assert np.array_equal(plain, first) and np.array_equal(plain, second)  # the picture costs the frames nothing
+    # the last step's sketch is the decoded middle frame seen through the fitted map: close to it
+    middle = cv2_resize(second[glimpses[-1].index], glimpses[-1].rgb.shape[1::-1])
+    assert psnr(glimpses[-1].rgb, middle) > psnr(np.full_like(middle, middle.mean()), middle)
+    backend.close()
+    again, recalled = rendered(mlx_backend(tiny_h3, tmp_path), RunContext(glimpse_every_s=0.0))
+    assert len(recalled) == STEPS - 1 and np.array_equal(again, plain)  # loaded again: the kept map shows the first shot
+
+
+def cv2_resize(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    import cv2
+
+    return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
 
 
 @pytest.mark.slow

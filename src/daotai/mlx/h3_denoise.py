@@ -22,11 +22,14 @@ KEYFRAME_NOISE_AUG = 0.999  # the t visual conditioning rows are held at (the re
 
 def denoise_h3(model: H3Transformer, rows: PackedRows, video: mx.array, audio: mx.array, text: mx.array,
                steps: int, video_shift: float = VIDEO_SHIFT,
-               audio_shift: float = AUDIO_SHIFT) -> Iterator[tuple[int, int, mx.array, mx.array]]:
-    """Yield (pass index, passes, video rows, audio rows) after each step.
+               audio_shift: float = AUDIO_SHIFT) -> Iterator[tuple[int, int, mx.array, mx.array, mx.array]]:
+    """Yield (pass index, passes, video rows, audio rows, clean estimate) after each step.
 
     video (Nv, C * 4) float32: conditioning rows first, then the target's noise; audio (Na, C_a)
-    float32 likewise; text (1, Nt, text_dim). ``steps`` grid points make steps - 1 passes.
+    float32 likewise; text (1, Nt, text_dim). ``steps`` grid points make steps - 1 passes. The clean
+    estimate is the scheduler's own x0 = x_t + (1 - t) v of the target video rows (n, C * 4); MLX
+    computes it only if it is read (a live picture of the shot), and after the last step it is the
+    target's final rows.
     """
     video_schedule, audio_schedule = h3_schedule(steps, video_shift), h3_schedule(steps, audio_shift)
     passes = min(video_schedule.passes, audio_schedule.passes)  # a shift may collapse a grid point
@@ -35,6 +38,7 @@ def denoise_h3(model: H3Transformer, rows: PackedRows, video: mx.array, audio: m
         t, t_audio = float(video_schedule.timesteps[i]), float(audio_schedule.timesteps[i])
         layout = with_timesteps(rows, t, t_audio, max(t, KEYFRAME_NOISE_AUG), 1.0)
         v_video, v_audio = model(video[None], audio[None], text, layout)
+        estimate = video[cv:] + (1.0 - t) * v_video[0, cv:].astype(mx.float32)  # lazy: computed only if read
         stepped_video = h3_step(v_video[0, cv:].astype(mx.float32), t, video[cv:], float(video_schedule.sigmas[i]),
                                 float(video_schedule.sigmas[i + 1]))
         stepped_audio = h3_step(v_audio[0, ca:].astype(mx.float32), t_audio, audio[ca:],
@@ -42,4 +46,4 @@ def denoise_h3(model: H3Transformer, rows: PackedRows, video: mx.array, audio: m
         video = mx.concatenate([video[:cv], stepped_video], axis=0)
         audio = mx.concatenate([audio[:ca], stepped_audio], axis=0)
         mx.eval(video, audio)
-        yield i, passes, video, audio
+        yield i, passes, video, audio, estimate

@@ -82,16 +82,17 @@ def decode_h3(video_decoder: H3VideoClipDecoder, audio_decoder: H3AudioDecoder, 
 def generate_packed(transformer: H3Transformer, video_decoder: H3VideoClipDecoder, audio_decoder: H3AudioDecoder,
                     request: PackedRequest, steps: int, video_shift: float = VIDEO_SHIFT,
                     audio_shift: float = AUDIO_SHIFT, tiling: VideoTiling | None = RELEASED_TILING,
-                    ) -> Generator[tuple[int, int], None, Generation]:
-    """Denoise a packed request of any workflow, yielding (pass, passes) after each step; returns the decoded
-    Generation. Only the target rows are decoded: conditioning rows lead each stream and are dropped."""
+                    ) -> Generator[tuple[int, int, mx.array], None, Generation]:
+    """Denoise a packed request of any workflow, yielding (pass, passes, clean estimate of the target's video
+    rows, lazy) after each step; returns the decoded Generation. Only the target rows are decoded:
+    conditioning rows lead each stream and are dropped."""
     rows = request.rows
     video, audio = mx.array(request.video.astype(np.float32)), mx.array(request.audio.astype(np.float32))
     text = mx.array(request.text.astype(np.float32))
-    for i, passes, stepped_video, stepped_audio in denoise_h3(transformer, rows, video, audio, text, steps,
-                                                              video_shift, audio_shift):
+    for i, passes, stepped_video, stepped_audio, estimate in denoise_h3(transformer, rows, video, audio, text, steps,
+                                                                        video_shift, audio_shift):
         video, audio = stepped_video, stepped_audio
-        yield i, passes
+        yield i, passes, estimate
     return decode_h3(video_decoder, audio_decoder, video[rows.condition_video_rows:],
                      audio[rows.condition_audio_rows:], request.latent_shape, transformer.cfg.patch_size, tiling)
 
@@ -111,7 +112,7 @@ def generate_t2va(transformer: H3Transformer, video_decoder: H3VideoClipDecoder,
                                 tiling)
     while True:
         try:
-            i, passes = next(steps_run)
+            i, passes, _ = next(steps_run)
         except StopIteration as done:
             return done.value
         if on_step is not None:

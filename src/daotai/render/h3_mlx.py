@@ -39,7 +39,7 @@ from pydantic import Field, field_validator
 
 from daotai import catalog
 from daotai.errors import BackendError
-from daotai.events import Event, Notice, Progress
+from daotai.events import Event, Glimpse, Notice, Progress
 from daotai.plan.model import Plan
 from daotai.plan.prompt import h3_pictures, h3_workflow
 from daotai.render.av_segments import Result
@@ -47,6 +47,7 @@ from daotai.render.base import RunContext
 from daotai.render.h3 import H3Backend
 from daotai.render.h3_options import FAMILY
 from daotai.render.h3_runner import Generation, canvas_for
+from daotai.render.neural.latent_preview import LatentPreview, frame_for, keep_map, recall_map
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
 
 # What the conditioning stage loads: everything but the transformer partitions.
@@ -179,6 +180,9 @@ class H3MLXRunner:
         self.resolved: Any = None
         self.conditioner_runtime: Any = None  # the torch runtime the conditioner runs on
         self._prepared: dict[str, Any] = {}  # workflow -> diffusers' blocks up to the loop, on the loaded components
+        # the live view's picture of a shot while it denoises: a map from latents to colour, fitted on the
+        # shots this model decodes and kept in the user's cache folder (daotai.render.neural.latent_preview)
+        self.latent_preview = LatentPreview()
 
     # -------------------------------------------------------------- before loading
 
@@ -427,23 +431,64 @@ class H3MLXRunner:
         video_decoder, audio_decoder = self.decoders
         steps = generate_packed(transformer, video_decoder, audio_decoder, request, self.defaults.steps,
                                 *self.shifts)
-        last = time.perf_counter()
+        live = ctx.glimpse_every_s is not None
+        if live and self.latent_preview.weights is None:
+            self.latent_preview.weights = recall_map(self.picture_key())
+        patch = tuple(transformer.cfg.patch_size)
+        last, glimpsed, estimate = time.perf_counter(), -float("inf"), None
         while True:
             ctx.check()  # cancellation between steps
             try:
-                i, passes = next(steps)
+                i, passes, latest = next(steps)
             except StopIteration as done:
                 out = done.value
                 break
+            estimate = latest if live else None  # unread, MLX never computes it
             now = time.perf_counter()
             yield Progress("denoise", shot.shot_id, i + 1, passes, f"step {i + 1}/{passes} {now - last:.2f} s")
             last = now
+            if live and now - glimpsed >= ctx.glimpse_every_s:
+                glimpse = self._glimpse(estimate, request.latent_shape, patch, shot, i + 1, passes)
+                if glimpse is not None:
+                    glimpsed = now
+                    yield glimpse
             if i + 1 == passes:
                 yield Progress("decode", shot.shot_id, 0, 1, "decoding")
         mx.clear_cache()
         yield Progress("decode", shot.shot_id, 1, 1)
         frames = np.clip(np.round(out.frames * 255.0), 0, 255).astype(np.uint8)  # (F, H, W, 3) uint8
+        if estimate is not None:  # after the last step: the final rows, against the frames they decoded to
+            self._learn_picture(estimate, request.latent_shape, patch, frames)
         yield ("result", Result(frames, out.audio.astype(np.float32), int(out.sample_rate)))
+
+    # -------------------------------------------------------------- live picture
+
+    def picture_key(self) -> str:
+        """The name this model's map is kept under in the user's cache folder."""
+        return f"h3-mlx:{self.model}"
+
+    def _glimpse(self, estimate: Any, shape: tuple[int, int, int, int], patch: tuple[int, ...], shot: Any,
+                 step: int, steps: int) -> Glimpse | None:
+        """The middle latent frame of the clean estimate through the map, or None (no map yet, or it does not fit)."""
+        middle = shape[1] // 2
+        try:
+            latents = rows_as_latents(estimate, shape, patch, frame=middle)
+            shown = self.latent_preview.picture(latents, 1) if latents is not None else None
+        except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+            return None
+        if shown is None:
+            return None
+        return Glimpse(shot.shot_id, frame_for(middle, shape[1], getattr(shot, "frames", 1)), shown[1], step, steps)
+
+    def _learn_picture(self, estimate: Any, shape: tuple[int, int, int, int], patch: tuple[int, ...],
+                       frames: np.ndarray) -> None:
+        """Fit the map on a generation's final rows and its decoded frames, and keep it."""
+        try:
+            latents = rows_as_latents(estimate, shape, patch)
+            if latents is not None and self.latent_preview.fit(latents, frames):
+                keep_map(self.picture_key(), self.latent_preview.weights)
+        except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+            pass
 
     # -------------------------------------------------------------- health
 
@@ -482,6 +527,26 @@ class H3MLXRunner:
         self.partitions = {}
         self.decoders = None
         gc.collect()
+
+
+def rows_as_latents(rows: Any, shape: tuple[int, int, int, int], patch: tuple[int, ...],
+                    frame: int | None = None) -> np.ndarray | None:
+    """A generation's target video rows (n, C * pt * ph * pw), MLX, as latents (1, C, T', H', W') float32 on
+    the host; ``frame``: only that latent frame's rows (T' = 1). None when the rows are not that grid's."""
+    import mlx.core as mx
+
+    from daotai.mlx.h3_layout import unpatchify_video
+
+    channels, frames, height, width = shape
+    pt, ph, pw = patch
+    if pt != 1 or height % ph or width % pw:
+        return None
+    per_frame = (height // ph) * (width // pw)
+    if rows.ndim != 2 or rows.shape[0] != frames * per_frame:
+        return None
+    if frame is not None:
+        rows, frames = rows[frame * per_frame:(frame + 1) * per_frame], 1
+    return unpatchify_video(np.array(rows.astype(mx.float32))[None], channels, frames, height, width, patch)
 
 
 class H3MLXBackend(H3Backend):
