@@ -17,7 +17,7 @@ pytest.importorskip("diffusers", reason="the tiny test model is built with diffu
 
 from builders import build_wan, plan_from  # noqa: E402
 from daotai.errors import BackendError, Cancelled  # noqa: E402
-from daotai.events import Frame, Notice, Progress  # noqa: E402
+from daotai.events import Frame, Glimpse, Notice, Progress  # noqa: E402
 from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 SCRIPT = {
@@ -77,6 +77,37 @@ def test_backend_yields_every_frame_in_order_and_is_seeded(wan_folder, tmp_path)
     assert steps == [1, 2, 3]
     repeat = [e.rgb for e in again if isinstance(e, Frame)]
     assert all(np.array_equal(a.rgb, b) for a, b in zip(frames, repeat, strict=True))  # same seed, same frames
+
+
+def test_a_shot_shows_itself_forming_once_the_model_has_decoded_one(wan_folder, tmp_path, monkeypatch):
+    """The server's live view on a Mac: each step's clean estimate x0 = x_t - sigma v through the fitted map."""
+    from daotai.render.wan_mlx import WanMLXBackend
+
+    monkeypatch.setenv("DAOTAI_CACHE_DIR", str(tmp_path / "cache"))  # where the model's colour map is kept
+    monkeypatch.delenv("DAOTAI_NO_CACHE", raising=False)
+    plan, _ = _plan(tmp_path)
+    backend = WanMLXBackend(model=str(wan_folder), steps=3)
+    live = RunContext(glimpse_every_s=0.0)
+    try:
+        plain = _render(backend, plan, plan.shots[0])
+        first = _render(backend, plan, plan.shots[0], live)
+        second = _render(backend, plan, plan.shots[1], live)
+    finally:
+        backend.close()
+    assert not any(isinstance(e, Glimpse) for e in plain + first)  # none asked for; then nothing fitted yet
+    assert f"wan-mlx:{wan_folder}" in json.loads((tmp_path / "cache" / "latent_maps.json").read_text())
+    glimpses = [e for e in second if isinstance(e, Glimpse)]
+    assert [(g.step, g.steps) for g in glimpses] == [(1, 3), (2, 3), (3, 3)]
+    assert all(g.rgb.dtype == np.uint8 and g.rgb.shape[1] == 320 and g.shot_id == "s02" for g in glimpses)
+    assert not np.array_equal(glimpses[0].rgb, glimpses[-1].rgb)  # the estimate moves with the steps
+    frames = [[e.rgb for e in events if isinstance(e, Frame)] for events in (plain, first)]
+    assert all(np.array_equal(a, b) for a, b in zip(*frames, strict=True))  # the picture costs the frames nothing
+    reloaded = WanMLXBackend(model=str(wan_folder), steps=3)
+    try:
+        recalled = [e for e in _render(reloaded, plan, plan.shots[0], live) if isinstance(e, Glimpse)]
+    finally:
+        reloaded.close()
+    assert len(recalled) == 3  # loaded again, the kept map shows the first shot too
 
 
 def test_cancel_stops_between_steps(wan_folder, tmp_path):

@@ -85,8 +85,8 @@ def render_fp32_and_q4(steps_seen: list[int]):
     fp = _random_model(0)
     q = _random_model(0)
     quantize_transformer(q, QuantSpec(4, 64))
-    lat_ref = [z for _, z in denoise(fp, latents, cond, uncond, settings)][-1]
-    lat_q = [z for _, z in denoise(q, latents, cond, uncond, settings)][-1]
+    lat_ref = [z for _, z, _ in denoise(fp, latents, cond, uncond, settings)][-1]
+    lat_q = [z for _, z, _ in denoise(q, latents, cond, uncond, settings)][-1]
     ref = sample_video(fp, vae, latents, cond, uncond, settings)
     out = sample_video(q, vae, latents, cond, uncond, settings, on_step=steps_seen.append)
     return ref, out, rel_l2(lat_q, lat_ref)

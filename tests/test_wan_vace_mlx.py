@@ -171,7 +171,7 @@ def test_sampling_matches_wan_vace_pipeline_step_by_step(vace_folder, pipe, tmp_
     settings = SampleSettings(steps=steps, guidance=5.0, shift=3.0, sampler=sampler_from_folder(tmp_path / "scheduler"))
     ours = mx.array(latents.numpy())
     errors = []
-    for i, stepped in denoise(model, ours, mx.array(cond.numpy()), mx.array(uncond.numpy()), settings):
+    for i, stepped, _ in denoise(model, ours, mx.array(cond.numpy()), mx.array(uncond.numpy()), settings):
         ours = stepped
         errors.append(rel_l2(np.array(ours), steps_seen[i]))
     assert len(errors) == len(steps_seen) == steps
@@ -235,7 +235,7 @@ def test_conversion_quantises_main_and_control_blocks_within_bound(vace64, tmp_p
     def sample(model):
         steps = denoise(ControlledModel(model, ctl, (1.0, 1.0)), start, cond, uncond,
                         SampleSettings(steps=4, guidance=5.0, shift=3.0))
-        latents = [stepped for _, stepped in steps][-1]
+        latents = [stepped for _, stepped, _ in steps][-1]
         return np.array(latents), decode_to_uint8(decoder, latents)
 
     (full_latents, full_frames), (quant_latents, quant_frames) = sample(full), sample(quant)

@@ -71,8 +71,12 @@ def denoise(
     cond: mx.array,
     uncond: mx.array | None,
     settings: SampleSettings,
-) -> Iterator[tuple[int, mx.array]]:
-    """Yield (step index, latents after the step) for each step; latents (B, 16, T, H, W)."""
+) -> Iterator[tuple[int, mx.array, mx.array]]:
+    """Yield (step index, latents after the step, clean estimate) for each step; latents (B, 16, T, H, W).
+
+    The clean estimate is x0 = x_t - sigma v at the step's sigma (flow matching: v = noise - x0),
+    the picture the step aims at; MLX computes it only if it is read (a live view of the shot).
+    """
     sampler = settings.sampler.build(settings.steps, settings.shift)
     use_cfg = uncond is not None and settings.guidance > 1.0
     b = latents.shape[0]
@@ -85,10 +89,11 @@ def denoise(
             if use_cfg:
                 v_u = transformer(latents, ts, uncond)
                 v = v_u + settings.guidance * (v - v_u)
+        estimate = latents.astype(mx.float32) - float(sampler.schedule.sigmas[i]) * v.astype(mx.float32)  # lazy
         latents, state = sampler.step(i, latents.astype(mx.float32), v.astype(mx.float32), state)
         # the state's arrays are part of the graph too: evaluate them with the latents
         mx.eval(latents, state.arrays() if state is not None else [])
-        yield i, latents
+        yield i, latents, estimate
 
 
 def decode_to_uint8(vae: WanVAEDecoder, latents: mx.array) -> np.ndarray:
@@ -108,7 +113,7 @@ def sample_video(
     on_step: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Run every step then decode: returns (F, H, W, 3) uint8."""
-    for i, stepped in denoise(transformer, latents, cond, uncond, settings):
+    for i, stepped, _ in denoise(transformer, latents, cond, uncond, settings):
         latents = stepped
         if on_step is not None:
             on_step(i)

@@ -47,7 +47,7 @@ from daotai.render.base import RunContext
 from daotai.render.h3 import H3Backend
 from daotai.render.h3_options import FAMILY
 from daotai.render.h3_runner import Generation, canvas_for
-from daotai.render.neural.latent_preview import LatentPreview, frame_for, keep_map, recall_map
+from daotai.render.neural.latent_preview import KeptPicture, frame_for
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
 
 # What the conditioning stage loads: everything but the transformer partitions.
@@ -182,7 +182,7 @@ class H3MLXRunner:
         self._prepared: dict[str, Any] = {}  # workflow -> diffusers' blocks up to the loop, on the loaded components
         # the live view's picture of a shot while it denoises: a map from latents to colour, fitted on the
         # shots this model decodes and kept in the user's cache folder (daotai.render.neural.latent_preview)
-        self.latent_preview = LatentPreview()
+        self.live_picture = KeptPicture(f"h3-mlx:{self.model}")
 
     # -------------------------------------------------------------- before loading
 
@@ -432,8 +432,8 @@ class H3MLXRunner:
         steps = generate_packed(transformer, video_decoder, audio_decoder, request, self.defaults.steps,
                                 *self.shifts)
         live = ctx.glimpse_every_s is not None
-        if live and self.latent_preview.weights is None:
-            self.latent_preview.weights = recall_map(self.picture_key())
+        if live:
+            self.live_picture.recall()
         patch = tuple(transformer.cfg.patch_size)
         last, glimpsed, estimate = time.perf_counter(), -float("inf"), None
         while True:
@@ -458,37 +458,27 @@ class H3MLXRunner:
         yield Progress("decode", shot.shot_id, 1, 1)
         frames = np.clip(np.round(out.frames * 255.0), 0, 255).astype(np.uint8)  # (F, H, W, 3) uint8
         if estimate is not None:  # after the last step: the final rows, against the frames they decoded to
-            self._learn_picture(estimate, request.latent_shape, patch, frames)
+            try:
+                final = rows_as_latents(estimate, request.latent_shape, patch)
+            except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+                final = None
+            self.live_picture.learn(final, frames)
         yield ("result", Result(frames, out.audio.astype(np.float32), int(out.sample_rate)))
 
     # -------------------------------------------------------------- live picture
-
-    def picture_key(self) -> str:
-        """The name this model's map is kept under in the user's cache folder."""
-        return f"h3-mlx:{self.model}"
 
     def _glimpse(self, estimate: Any, shape: tuple[int, int, int, int], patch: tuple[int, ...], shot: Any,
                  step: int, steps: int) -> Glimpse | None:
         """The middle latent frame of the clean estimate through the map, or None (no map yet, or it does not fit)."""
         middle = shape[1] // 2
-        try:
+        try:  # only the middle frame's rows leave MLX: a few hundred kilobytes, not the whole clip
             latents = rows_as_latents(estimate, shape, patch, frame=middle)
-            shown = self.latent_preview.picture(latents, 1) if latents is not None else None
         except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
             return None
+        shown = self.live_picture.picture(latents, 1) if latents is not None else None
         if shown is None:
             return None
         return Glimpse(shot.shot_id, frame_for(middle, shape[1], getattr(shot, "frames", 1)), shown[1], step, steps)
-
-    def _learn_picture(self, estimate: Any, shape: tuple[int, int, int, int], patch: tuple[int, ...],
-                       frames: np.ndarray) -> None:
-        """Fit the map on a generation's final rows and its decoded frames, and keep it."""
-        try:
-            latents = rows_as_latents(estimate, shape, patch)
-            if latents is not None and self.latent_preview.fit(latents, frames):
-                keep_map(self.picture_key(), self.latent_preview.weights)
-        except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
-            pass
 
     # -------------------------------------------------------------- health
 

@@ -23,8 +23,9 @@ from typing import Any, Iterator, Literal
 from pydantic import Field
 
 from daotai.errors import BackendError
-from daotai.events import Event, Notice, Progress
+from daotai.events import Event, Glimpse, Notice, Progress
 from daotai.render.base import RenderJob, RunContext
+from daotai.render.neural.latent_preview import KeptPicture
 from daotai.render.neural.request import effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions, Speed
@@ -80,6 +81,8 @@ class WanMLXBackend:
         self.owed_lean: str | None = None  # why --adaptive asks the next shot to run lean
         # health(runtime) -> sample; MLX has no torch runtime, so it is called with None
         self.health = (env or BackendEnv()).health_sampler or mlx_health_sample
+        # the live view's picture of a shot while it denoises (daotai.render.neural.latent_preview)
+        self.live_picture = KeptPicture(f"{self.name}:{self.model}")
 
     def _prepare(self) -> None:
         """Everything decided from configs and file headers alone: folder, defaults, sampler,
@@ -180,18 +183,27 @@ class WanMLXBackend:
                  request.width // SPATIAL)
         latents = initial_latents(request.seed, shape)
         settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=shift, sampler=sampler, compute=compute)
-        last = time.perf_counter()
+        last, glimpsed = time.perf_counter(), -float("inf")
         samples: list[tuple[str, dict]] = []
-        for i, stepped in denoise(model, latents, cond, uncond, settings):
+        if ctx.glimpse_every_s is not None:
+            self.live_picture.recall()
+        for i, stepped, estimate in denoise(model, latents, cond, uncond, settings):
             latents = stepped
             if i + 1 == (d.steps + 1) // 2:  # halfway through denoising the machine is at full load
                 samples.append(("mid-denoise", self._sample_health()))
             now = time.perf_counter()
             yield Progress("denoise", shot.shot_id, i + 1, d.steps, f"step {i + 1}/{d.steps} {now - last:.2f} s")
             last = now
+            if ctx.glimpse_every_s is not None and now - glimpsed >= ctx.glimpse_every_s:
+                shown = self.live_picture.picture(estimate[:, :, extra:], shot.frames)  # MLX computes it here
+                if shown is not None:
+                    glimpsed = now
+                    yield Glimpse(shot.shot_id, shown[0], shown[1], i + 1, d.steps)
             ctx.check()  # cancellation between steps
         yield Progress("decode", shot.shot_id, 0, 1, "decoding")
         native = decode_to_uint8(self.parts["vae"], latents[:, :, extra:])  # (F, H, W, 3) uint8
+        if ctx.glimpse_every_s is not None:
+            self.live_picture.learn(latents[:, :, extra:], native)
         mx.clear_cache()
         yield Progress("decode", shot.shot_id, 1, 1)
         samples.append(("after decode", self._sample_health()))

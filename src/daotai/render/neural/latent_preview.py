@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,35 @@ class LatentPreview:
         rgb = np.clip(colour, 0, 255).round().astype(np.uint8).reshape(height, width, 3)
         size = (GLIMPSE_WIDTH, max(1, round(height * GLIMPSE_WIDTH / width)))
         return frame_for(middle, int(latents.shape[2]), frames), cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR)
+
+
+@dataclass
+class KeptPicture:
+    """One loaded model's live picture: its map, recalled from the user's cache folder under ``key`` before
+    the first shot and kept there after each fit. Every call is guarded: the picture is a courtesy."""
+
+    key: str
+    preview: LatentPreview = field(default_factory=LatentPreview)
+
+    def recall(self) -> None:
+        """Before a shot: the map kept by an earlier load, when none is fitted yet."""
+        if self.preview.weights is None:
+            self.preview.weights = recall_map(self.key)
+
+    def picture(self, latents: Any, frames: int) -> tuple[int, np.ndarray] | None:
+        """As :meth:`LatentPreview.picture`, or None where it fails."""
+        try:
+            return self.preview.picture(latents, frames)
+        except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+            return None
+
+    def learn(self, latents: Any, frames: np.ndarray) -> None:
+        """Fit the map on a shot's final latents (1, C, T', H', W') and its decoded frames, and keep it."""
+        try:
+            if latents is not None and self.preview.fit(latents, frames):
+                keep_map(self.key, self.preview.weights)
+        except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
+            pass
 
 
 def maps_path() -> Path | None:
