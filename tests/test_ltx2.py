@@ -24,7 +24,7 @@ pytest.importorskip("transformers")
 import builders  # noqa: E402
 from daotai import catalog  # noqa: E402
 from daotai.errors import BackendError, Cancelled, OptionError  # noqa: E402
-from daotai.events import Audio, Frame, Notice, Progress  # noqa: E402
+from daotai.events import Audio, Frame, Glimpse, Notice, Progress  # noqa: E402
 from daotai.render.base import RenderJob, RunContext  # noqa: E402
 
 STEPS = 2
@@ -268,6 +268,27 @@ def test_previz_frames_reach_the_condition_pipeline(tiny_ltx2, script, recorded,
         assert [c.index for c in conditions] == [0] and conditions[0].frames.shape == (24, 64, 96, 3)
     notices = "\n".join(e.text for e in events if isinstance(e, Notice))
     assert "ltx2: conditioned on previz" in notices
+
+
+@pytest.mark.parametrize("condition", ["none", "keyframes"])
+def test_a_shot_shows_itself_forming_once_the_model_has_finished_one(tiny_ltx2, script, condition):
+    """The server's live view: each step's video tokens through the map fitted on the shot before; keyframe
+    conditions append tokens after the shot's own, which are read first."""
+    plan = plan_of(script)
+    backend = backend_for(tiny_ltx2, condition=condition)
+    live = RunContext(glimpse_every_s=0.0)
+    try:
+        plain = events_of(backend, plan, plan.shots[1])
+        first = events_of(backend, plan, plan.shots[0], live)
+        second = events_of(backend, plan, plan.shots[1], live)
+    finally:
+        backend.close()
+    assert not any(isinstance(e, Glimpse) for e in plain + first)  # none asked for; then no map yet
+    glimpses = [e for e in second if isinstance(e, Glimpse)]
+    assert [(g.step, g.steps) for g in glimpses] == [(1, STEPS), (2, STEPS)]
+    assert all(g.shot_id == "s2" and g.rgb.dtype == np.uint8 and g.rgb.shape[1] == 320 for g in glimpses)
+    frames = [[e.rgb for e in events if isinstance(e, Frame)] for events in (plain, second)]
+    assert all(np.array_equal(a, b) for a, b in zip(*frames, strict=True))  # the picture costs the frames nothing
 
 
 def test_a_long_shot_continues_each_segment_from_the_last_frame(tiny_ltx2, script, recorded):

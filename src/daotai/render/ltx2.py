@@ -51,6 +51,7 @@ from daotai.plan.prompt import ltx2_prompt_for
 from daotai.plan.timing import Segment, frames_for, plan_segments, round_size
 from daotai.render.av_segments import Result, deliver, join_segments, shared_frame
 from daotai.render.base import RenderJob, RunContext
+from daotai.render.neural.latent_preview import as_video_latents
 from daotai.render.neural.request import NativeRequest
 from daotai.render.neural.retime import (
     plan_to_native_indexes,
@@ -257,6 +258,11 @@ class LTX2Runner(DiffusersShotRunner):
                                generator=generator_for(seed), output_type="pt")
         return to_uint8(out.frames)
 
+    def _video_latents(self, latents: Any, request: NativeRequest) -> Any:
+        """LTX-2's packed video tokens as (B, C, T', H', W'); keyframe conditions append their tokens after the
+        shot's own, so the leading ones are read."""
+        return as_video_latents(self.pipe, latents, request.frames, request.height, request.width, leading=True)
+
     def close(self) -> None:
         """Drop the pipelines (the upsampler shares the VAE) and free accelerator memory."""
         self._upsampler = None
@@ -270,6 +276,9 @@ class LTX2Runner(DiffusersShotRunner):
 
         defaults = self.defaults
         assert defaults is not None
+        live = ctx.glimpse_every_s is not None and self.group is None  # the server's live view asks for pictures
+        if live:
+            self.recall_picture()
 
         def call(callback: Callable) -> Any:
             with denoise_context(self.speed_config or SpeedConfig()):
@@ -278,14 +287,19 @@ class LTX2Runner(DiffusersShotRunner):
                     height=request.height, width=request.width, num_frames=request.frames, frame_rate=request.fps,
                     **sampling_kwargs(self.options.schedule, defaults.steps, defaults.guidance),
                     generator=generator_for(request.seed), max_sequence_length=defaults.max_sequence_length,
-                    output_type="pt", **step_callback_kwargs(callback),
+                    output_type="pt",
+                    **step_callback_kwargs(self._remembering_latents(callback, request) if live else callback),
                 )
 
+        def picture(latents: Any) -> Any:  # the current sample (packed tokens), seen through the fitted map
+            return self.latent_preview.picture(self._video_latents(latents, request), shot.frames)
+
         def attempt() -> Iterator[Event | tuple]:
-            for item in run_steps(call, shot.shot_id, defaults.steps, ctx):
+            for item in run_steps(call, shot.shot_id, defaults.steps, ctx, picture=picture if live else None):
                 if isinstance(item, tuple):
                     out = item[1]
                     frames = to_uint8(out.frames)  # (F, H, W, 3) uint8
+                    self.learn_picture(frames)
                     audio = out.audio[0].float().cpu().numpy()  # (C, N) float32
                     yield ("result", Result(frames, audio, int(self.pipe.vocoder.config.output_sampling_rate)))
                 else:

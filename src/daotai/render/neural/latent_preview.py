@@ -157,10 +157,11 @@ def keep_map(key: str, weights: np.ndarray) -> None:
         pass
 
 
-def as_video_latents(pipe: Any, latents: Any, frames: int, height: int, width: int) -> Any:
+def as_video_latents(pipe: Any, latents: Any, frames: int, height: int, width: int, leading: bool = False) -> Any:
     """Latents as (B, C, T', H', W'): 5-D ones as they are; packed (B, tokens, features) ones unpacked
     with the pipeline's own ``_unpack_latents`` for a request of ``frames`` frames of ``width`` x
-    ``height`` px, when the token count is that grid's; otherwise None."""
+    ``height`` px, when the token count is that grid's (``leading``: at least that many, the grid's
+    tokens first, as a pipeline that appends conditioning tokens after the video's keeps them); otherwise None."""
     shape = getattr(latents, "shape", None)
     if shape is None or len(shape) == 5:
         return latents
@@ -174,9 +175,10 @@ def as_video_latents(pipe: Any, latents: Any, frames: int, height: int, width: i
     if grid[0] % patch_t or grid[1] % patch or grid[2] % patch:
         return None
     cells = (grid[0] // patch_t, grid[1] // patch, grid[2] // patch)
-    if shape[1] != cells[0] * cells[1] * cells[2]:
+    count = cells[0] * cells[1] * cells[2]
+    if shape[1] != count and not (leading and shape[1] > count):
         return None
-    return unpack(latents, *cells, patch, patch_t)
+    return unpack(latents[:, :count], *cells, patch, patch_t)
 
 
 def rows_as_video(rows: Any, latent_frames: int, rows_high: int, rows_wide: int) -> Any:
