@@ -13,7 +13,7 @@ from daotai.errors import BackendError
 from daotai.events import Event, Notice, Progress
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.base import RenderJob, RunContext
-from daotai.render.neural.latent_preview import LatentPreview, as_video_latents, keep_map, recall_map
+from daotai.render.neural.latent_preview import KeptPicture, LatentPreview, as_video_latents
 from daotai.render.neural.request import ModelDefaults, NativeRequest, effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice, to_uint8
 from daotai.render.neural.stepping import first_line, retry_a_tier_lower, run_steps, step_callback_kwargs
@@ -75,7 +75,7 @@ class DiffusersShotRunner:
         self.owed_step: str | None = None  # reason for a step down owed to the next shot
         # The live view's picture while a shot denoises: a map fitted on the shots this model has
         # finished (render.neural.latent_preview), and the latest latents of the shot in progress.
-        self.latent_preview = LatentPreview()
+        self.live_picture = KeptPicture(f"{family}:{self.model}")  # kept under the family and the model as asked for
         self.clean_estimate: Any = None  # while a shot denoises: its latest estimate of the clean latents
         self.estimated = False  # whether the current step gave its estimate yet
         self.latest_latents: tuple[Any, Any] | None = None  # (latents, what reads them: _video_latents' 2nd argument)
@@ -367,25 +367,25 @@ class DiffusersShotRunner:
         return [module.register_forward_hook(watch, with_kwargs=True) for module in transformers
                 if module is not None and hasattr(module, "register_forward_hook")]
 
+    @property
+    def latent_preview(self) -> LatentPreview:
+        """The fitted map of the live picture (None weights before the first fit or recall)."""
+        return self.live_picture.preview
+
     def learn_picture(self, frames: Any) -> None:
-        """Fit the live picture's map on the shot just decoded (its last latents and its frames)."""
+        """Fit the live picture's map on the shot just decoded (its last latents and its frames), and keep it."""
         latest, self.latest_latents = self.latest_latents, None
         if latest is None or latest[0] is None:
             return
         try:
-            if self.latent_preview.fit(self._video_latents(*latest), frames):
-                keep_map(self.picture_key(), self.latent_preview.weights)
+            latents = self._video_latents(*latest)
         except Exception:  # noqa: BLE001  (a live picture is a courtesy: it never fails a render)
-            pass
-
-    def picture_key(self) -> str:
-        """The name the live picture's map is kept under: the family and the model as asked for."""
-        return f"{self.family}:{self.model}"
+            return
+        self.live_picture.learn(latents, frames)
 
     def recall_picture(self) -> None:
         """Before a loaded model's first shot: the map kept from an earlier load, if there is one."""
-        if self.latent_preview.weights is None:
-            self.latent_preview.weights = recall_map(self.picture_key())
+        self.live_picture.recall()
 
     def sample_health(self) -> dict:
         """One health sample from the configured sampler; {} if it fails (telemetry never fails a render)."""
