@@ -181,6 +181,24 @@ def test_previz_stops_when_cancelled(director):
         drive(render_previz(director.plan, director.shot("pan"), ctx=ctx), ctx, interrupted=lambda: True)
 
 
+def test_previz_glimpses_go_to_their_own_hook_and_a_hook_that_raises_ends_the_render(director):
+    shot = director.shot("pan")
+    seen = []
+    ctx = RunContext(glimpse_every_s=0.0)
+    previz = drive(render_previz(director.plan, shot, ctx=ctx), ctx, on_glimpse=seen.append)
+    assert [g.index for g in seen] == list(range(shot.frames))  # every frame, at no pause between pictures
+    assert all(np.array_equal(g.rgb, f) for g, f in zip(seen, previz.rgb, strict=True))  # small already: as drawn
+    assert drive(render_previz(director.plan, shot), RunContext(), on_glimpse=seen.append).rgb.shape == previz.rgb.shape
+    assert len(seen) == shot.frames  # a context that asks for none makes none
+
+    def stop(_):
+        raise KeyboardInterrupt
+
+    ctx = RunContext(glimpse_every_s=0.0)
+    with pytest.raises(KeyboardInterrupt):
+        drive(render_previz(director.plan, shot, ctx=ctx), ctx, on_glimpse=stop)
+
+
 # ------------------------------------------------------------------ camera check
 
 
