@@ -83,7 +83,7 @@ LORA_FACTORS = (".lora_A.weight", ".lora_B.weight")
 
 
 def check_lora_shapes(transformer: Any, state: dict, prefix: str, source: str) -> None:
-    """Refuse a LoRA whose layers this transformer lacks or whose factors do not fit them.
+    """Refuse a LoRA whose layers this (torch) transformer lacks or whose factors do not fit them.
 
     A LoRA of layer ``W`` (out, in) holds ``A`` (rank, in) and ``B`` (out, rank); a file made for
     another model or size names layers that are missing here or has other widths. peft would skip
@@ -91,6 +91,20 @@ def check_lora_shapes(transformer: Any, state: dict, prefix: str, source: str) -
     key and both shapes first.
     """
     modules = dict(transformer.named_modules())
+
+    def linear_shape(layer: str) -> tuple[int, int] | None | bool:
+        module = modules.get(layer)
+        if module is None:
+            return False
+        weight = getattr(module, "weight", None)
+        return tuple(weight.shape) if weight is not None and weight.ndim == 2 else None
+
+    check_factor_shapes(lora_factors(state, prefix, source), linear_shape, prefix, source)
+
+
+def lora_factors(state: dict, prefix: str, source: str) -> dict[str, dict[str, tuple[str, tuple[int, ...]]]]:
+    """layer → {".lora_A.weight" | ".lora_B.weight": (key, shape)} of the keys under ``prefix.``; refuses a
+    state with none."""
     start = prefix + "."
     factors: dict[str, dict[str, tuple[str, tuple[int, ...]]]] = {}
     for key, tensor in state.items():
@@ -102,16 +116,22 @@ def check_lora_shapes(transformer: Any, state: dict, prefix: str, source: str) -
                 factors.setdefault(layer, {})[suffix] = (key, tuple(tensor.shape))
     if not factors:
         raise BackendError(f"lora: {source} holds no lora_A/lora_B factors under {prefix!r}")
+    return factors
+
+
+def check_factor_shapes(factors: dict, linear_shape: Any, prefix: str, source: str) -> None:
+    """Refuse factors for a layer ``linear_shape(layer)`` says is missing (False) or not linear (None), or whose
+    shapes do not fit its (out, in)."""
+    start = prefix + "."
     for layer, found in sorted(factors.items()):
-        module = modules.get(layer)
+        shape = linear_shape(layer)
         key = next(iter(found.values()))[0]
-        if module is None:
+        if shape is False:
             raise BackendError(f"lora: {source}: {key} is for a layer {layer!r} this transformer does not have "
                                f"(a LoRA for another model?)")
-        weight = getattr(module, "weight", None)
-        if weight is None or weight.ndim != 2:
+        if shape is None:
             raise BackendError(f"lora: {source}: {key} is for {layer!r}, which is not a linear layer here")
-        out_features, in_features = weight.shape
+        out_features, in_features = shape
         if len(found) != 2:
             missing = next(s for s in LORA_FACTORS if s not in found)
             raise BackendError(f"lora: {source}: {key} has no {start}{layer}{missing} beside it")
@@ -119,9 +139,9 @@ def check_lora_shapes(transformer: Any, state: dict, prefix: str, source: str) -
         b_key, b_shape = found[".lora_B.weight"]
         rank = a_shape[0] if len(a_shape) == 2 else -1
         want = {a_key: (a_shape, (rank, in_features)), b_key: (b_shape, (out_features, rank))}
-        for wrong_key, (shape, expected) in want.items():
-            if shape != expected:
-                raise BackendError(f"lora: {source}: {wrong_key} has shape {list(shape)}, but layer {layer!r} is "
+        for wrong_key, (got, expected) in want.items():
+            if got != expected:
+                raise BackendError(f"lora: {source}: {wrong_key} has shape {list(got)}, but layer {layer!r} is "
                                    f"{in_features} -> {out_features} (needs {list(expected)} at rank {rank}): a "
                                    "LoRA for another model or size")
 
