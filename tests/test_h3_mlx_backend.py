@@ -223,6 +223,89 @@ def test_every_workflow_matches_the_h3_backend_at_the_same_seed(tiny_h3, tmp_pat
         ported.close()
 
 
+# ------------------------------------------------------------------ turbo
+
+
+@pytest.mark.slow
+def test_a_turbo_runs_its_schedule_and_weights_as_the_h3_backend_does_and_fits_a_quantised_model(tiny_h3, tmp_path):
+    """-O turbo= on a Mac: the LoRA's steps, shift and alpha read from its file, its factors folded into the MLX
+    weights (float, or quantised again); at the same seed the picture is the h3 backend's own."""
+    pytest.importorskip("peft")
+    from daotai.mlx.h3_convert import convert_h3
+    from daotai.render.h3 import H3Backend
+    from daotai.render.spec import BackendEnv
+    from test_h3_turbo import turbo_file
+
+    turbo = str(turbo_file(tmp_path / "turbo.safetensors", {"steps": "3", "shift": "5.0", "alpha": "0.5"}))
+    plan = plan_of(write_script(tmp_path, ("s2",)))
+    reference = H3Backend(env=BackendEnv(reference_root=tmp_path), model=str(tiny_h3), device="cpu",
+                          accept_licence=True, turbo=turbo)
+    try:
+        want, want_sound, _ = render(reference, plan, "s2")
+    finally:
+        reference.close()
+    frames, sound, notices = render(mlx_backend(tiny_h3, tmp_path, steps=None, turbo=turbo), plan, "s2")
+    plain, _, _ = render(mlx_backend(tiny_h3, tmp_path, steps=4), plan, "s2")  # the same 3 forwards, no LoRA
+    assert psnr(frames, want) >= PARITY_PSNR_DB and rel_l2(sound, want_sound) < PARITY_AUDIO_REL
+    assert psnr(frames, plain) < PARITY_PSNR_DB - 10  # the LoRA and its shift changed the picture (45.7 dB here)
+    assert "h3-mlx: transformer: turbo turbo.safetensors fused at alpha 0.5: 6 layers" in notices
+    assert any("h3-mlx: turbo turbo.safetensors" in n and "steps 3 (file metadata)" in n for n in notices)
+    quantised = convert_h3(tiny_h3, tmp_path / "h3-q8", bits=8, group_size=32)
+    frames_q8, _, notices_q8 = render(mlx_backend(quantised, tmp_path, steps=None, turbo=turbo), plan, "s2")
+    assert any("fused at alpha 0.5: 6 layers" in n for n in notices_q8)
+    assert psnr(frames_q8, frames) >= 30.0  # 8-bit with the LoRA stays by the float one (as without, above)
+
+
+def test_a_lora_folds_into_quantised_layers_and_leaves_the_others_bit_for_bit(tiny_h3, tmp_path):
+    pytest.importorskip("peft")
+    import mlx.core as mx
+    import mlx.nn as nn
+
+    from daotai.mlx.h3_convert import MANIFEST, convert_h3, load_converted_partition
+    from daotai.mlx.h3_transformer import load_h3_transformer
+    from daotai.render.neural.lora import h3_lora_state, resolve_lora
+    from daotai.render.neural.lora_mlx import fuse_lora_mlx
+    from test_h3_turbo import TARGETS, turbo_file
+
+    lora = resolve_lora(str(turbo_file(tmp_path / "turbo.safetensors")))
+    state, prefix = h3_lora_state(lora, "transformer")
+    dest = convert_h3(tiny_h3, tmp_path / "h3-q8", bits=8, group_size=32)
+    manifest = json.loads((dest / MANIFEST).read_text())
+    before = dict(load_converted_partition(dest, "transformer", manifest).named_modules())
+    model = load_converted_partition(dest, "transformer", manifest)
+    assert fuse_lora_mlx(model, state, prefix, 0.5, lora.path.name) == 2 * len(TARGETS)
+    base = dict(load_h3_transformer(tiny_h3 / "transformer").named_modules())  # float32, as published
+    changed = 0
+    for name, module in model.named_modules():
+        if not isinstance(module, nn.QuantizedLinear):
+            continue
+        weight = np.array(mx.dequantize(module.weight, module.scales, module.biases, module.group_size,
+                                        module.bits).astype(mx.float32))
+        a_key = f"{prefix}.{name}.lora_A.weight"
+        if a_key in state:
+            delta = 0.5 * state[f"{prefix}.{name}.lora_B.weight"].numpy() @ state[a_key].numpy()
+            step = float(np.abs(np.array(module.scales.astype(mx.float32))).max())  # one quantisation step
+            # quantised at conversion, then again with the delta (each within half a step), in the scales' bfloat16
+            assert np.abs(weight - (np.array(base[name].weight) + delta)).max() <= 2 * step < np.abs(delta).max(), name
+            changed += 1
+        else:
+            old = before[name]
+            assert all(mx.array_equal(getattr(module, k), getattr(old, k)).item()
+                       for k in ("weight", "scales", "biases")), name
+    assert changed == 2 * len(TARGETS)
+
+
+def test_a_turbo_for_another_model_is_refused_on_mlx_naming_the_key_and_shapes(tiny_h3, tmp_path):
+    pytest.importorskip("peft")
+    from test_h3_turbo import turbo_file
+
+    turbo = str(turbo_file(tmp_path / "wide.safetensors", {"steps": "3", "shift": "5"}, in_features=48))
+    plan = plan_of(write_script(tmp_path, ("s2",)))
+    with pytest.raises(BackendError, match=r"lora: wide\.safetensors: transformer\.transformer_blocks\.0\.attn\.to_q"
+                                           r"\.lora_A\.weight has shape \[2, 48\], but layer .* is 32 -> 32"):
+        render(mlx_backend(tiny_h3, tmp_path, steps=None, turbo=turbo), plan, "s2")
+
+
 # ------------------------------------------------------------------ conversion
 
 

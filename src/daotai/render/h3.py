@@ -112,10 +112,10 @@ class H3Backend(H3Conditioning):
         yield from runner.ensure(plan, self._plan_workflows(plan), needed, shot.shot_id, longest)
         yield from runner.pay_owed_step(shot.shot_id)
         for text in runner.adaptations:  # LoRA, int8 and speed levers applied while loading (manifest)
-            yield Notice("info", f"h3: {text}", shot.shot_id)
+            yield Notice("info", f"{self.name}: {text}", shot.shot_id)
         runner.adaptations = []
         if runner.turbo is not None:  # every shot's manifest entry names the LoRA its schedule came from
-            yield Notice("info", f"h3: {runner.turbo.describe()}", shot.shot_id)
+            yield Notice("info", f"{self.name}: {runner.turbo.describe()}", shot.shot_id)
         if runner.speed_config is not None:
             yield Notice("info", runner.speed_config.describe(), shot.shot_id)
         canvas = runner.canvas(plan)

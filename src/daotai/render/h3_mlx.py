@@ -45,7 +45,7 @@ from daotai.plan.prompt import h3_pictures, h3_workflow
 from daotai.render.av_segments import Result
 from daotai.render.base import RunContext
 from daotai.render.h3 import H3Backend
-from daotai.render.h3_options import FAMILY
+from daotai.render.h3_options import FAMILY, TURBO_ALPHA_HELP, TURBO_HELP, checked_turbo, lora_files
 from daotai.render.h3_runner import Generation, canvas_for
 from daotai.render.neural.latent_preview import KeptPicture, frame_for
 from daotai.render.spec import BackendEnv, BackendSpec, NeuralOptions
@@ -79,6 +79,15 @@ class H3MLXOptions(NeuralOptions):
     carry_looks: bool = Field(
         False, description="carry each character's best-seen frame of the finished shots into later shots as an "
                            "extra picture reference (as the h3 backend's carry_looks)")
+    turbo: str | None = Field(None, description=TURBO_HELP + "; fused into the MLX weights (quantised ones are "
+                                                             "quantised again) when the partition loads")
+    turbo_alpha: float | None = Field(None, ge=-4.0, le=4.0, description=TURBO_ALPHA_HELP)
+
+    @field_validator("turbo")
+    @classmethod
+    def _turbo_is_a_file_or_a_known_name(cls, value: str | None) -> str | None:
+        """Refuse an unknown turbo name or a missing / pickled file when the options are read."""
+        return checked_turbo(value)
 
     def shots_depend_on_earlier(self) -> bool:
         """Carried looks come from the shots rendered before."""
@@ -163,8 +172,9 @@ class H3MLXRunner:
         self.model = options.model or default_model
         self.runtime = _Runtime()
         self.health = health or mlx_health_sample
-        self.adaptations: list[str] = []  # nothing is adapted: quantisation happens at conversion
-        self.turbo: Any = None  # no step-distilled LoRA here: the MLX options offer none (the backend reads this)
+        self.adaptations: list[str] = []  # a turbo fused while a partition loads (quantisation is the conversion's)
+        self.turbo: Any = None  # daotai.render.neural.turbo.Turbo once resolved (ensure); the backend reads it
+        self.turbo_alpha = 1.0  # strength the turbo LoRA is fused at
         self.speed_config = None
         # "resident": conditioner and partition stay loaded; "release": one at a time (the conditioner freed before
         # each denoise, the partition before the conditioner loads again), as the planner's phases count them
@@ -228,6 +238,8 @@ class H3MLXRunner:
         assert canvas is not None and self.source is not None
         settings = config_of(read_model_index(self.source.folder))
         short_edge = int(settings.get("canvas_short_edge", canvas.short_edge))
+        if self.turbo is not None and self.turbo.sampling.short_edge is not None:
+            short_edge = self.turbo.sampling.short_edge  # a turbo runs at the canvas it was distilled at
         max_pixels = int(settings.get("canvas_max_pixels", canvas.max_pixels))
         multiple = self.canvas_multiple or catalog.family(FAMILY).snap.size_multiple
         return canvas_for(plan.width, plan.height, short_edge, max_pixels, multiple)
@@ -275,8 +287,8 @@ class H3MLXRunner:
         require_mlx("the h3-mlx backend")
         if self.source is None:
             self.source = self._resolve()
-            self.defaults = effective_defaults(FAMILY, self.options, self.model if self.source.converted is None
-                                               else None)
+            self.defaults = self._with_turbo(effective_defaults(
+                FAMILY, self.options, self.model if self.source.converted is None else None), set(planned) | set(workflows))
             self.check(set(planned) | set(workflows))
             yield from self._check_memory(plan, set(planned) | set(workflows), frames, shot_id)
         if self.pipe is None:
@@ -287,6 +299,33 @@ class H3MLXRunner:
         if self.tier == "resident":  # else each generation loads its partition once the conditioner is freed
             for workflow in sorted(workflows):
                 yield from self._load_partition(PARTITION[workflow], shot_id)
+
+    def _with_turbo(self, defaults: Any, workflows: set[str]) -> Any:
+        """With ``-O turbo=``: the steps and shift it was distilled for (a user's ``steps`` overrides them, said in
+        a notice); refuses a plan whose workflows run a partition the turbo is not for."""
+        if self.options.turbo is None:
+            return defaults
+        from daotai.render.neural.turbo import check_turbo_covers, resolve_turbo, turbo_defaults
+
+        self.turbo = resolve_turbo(self.options.turbo, self.options.steps)
+        check_turbo_covers(self.turbo, workflows, FAMILY)
+        chosen, self.turbo_alpha, notes = turbo_defaults(defaults, self.turbo, self.options.steps, None,
+                                                         self.options.turbo_alpha)
+        self.adaptations += notes
+        return chosen
+
+    def _fuse_turbo(self, name: str, model: Any) -> None:
+        """Fold the turbo LoRA into a freshly loaded partition it is for."""
+        from daotai.render.neural.lora import h3_lora_state
+        from daotai.render.neural.lora_mlx import fuse_lora_mlx
+        from daotai.render.neural.turbo import partitions_for
+
+        if self.turbo is None or name not in partitions_for(self.turbo):
+            return
+        state, prefix = h3_lora_state(self.turbo.lora, name)
+        changed = fuse_lora_mlx(model, state, prefix, self.turbo_alpha, self.turbo.lora.path.name)
+        self.adaptations.append(f"{name}: turbo {self.turbo.label} fused at alpha {self.turbo_alpha:g}: {changed} "
+                                "layers")
 
     def load_conditioner(self, shot_id: str | None = None) -> Iterator[Event]:
         """Load the torch conditioning components (conditioner, tokenizer, processor, VAEs, schedulers)."""
@@ -377,6 +416,7 @@ class H3MLXRunner:
             dtype = mx.float32 if mx.default_device() == mx.cpu else mx.bfloat16
             model = load_h3_transformer(self.source.folder / name, dtype)
             what = "float32" if dtype == mx.float32 else "bfloat16"
+        self._fuse_turbo(name, model)
         self.partitions[name] = model
         yield Progress("load", shot_id, 1, 1, f"loaded in {time.perf_counter() - started:.1f} s")
         yield Notice("info", f"h3-mlx: {name} from {(self.source.converted or self.source.folder).name} in MLX "
@@ -429,8 +469,9 @@ class H3MLXRunner:
             yield from self._load_partition(partition, shot.shot_id)
         transformer = self.partitions[partition]
         video_decoder, audio_decoder = self.decoders
+        video_shift = self.defaults.shift if self.defaults.shift is not None else self.shifts[0]  # a turbo's
         steps = generate_packed(transformer, video_decoder, audio_decoder, request, self.defaults.steps,
-                                *self.shifts)
+                                video_shift, self.shifts[1])
         live = ctx.glimpse_every_s is not None
         if live:
             self.live_picture.recall()
@@ -568,4 +609,5 @@ SPEC = BackendSpec(
     device_class="apple",
     sound=True,
     default_model="minimax-h3",
+    option_files=lora_files,
 )

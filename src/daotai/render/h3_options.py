@@ -13,6 +13,9 @@ from daotai.render.spec import DiffusersOptions
 
 FAMILY = "h3"
 DEFAULT_MODEL = "minimax-h3"  # the released model (a local folder of its weights is under its licence too)
+TURBO_HELP = ("a step-distilled LoRA (a .safetensors file, a folder holding one, or a catalog name such as "
+              "h3-turbo-4step-768p) run with the steps, shift and alpha it was distilled for (steps/shift override them)")
+TURBO_ALPHA_HELP = "strength the turbo LoRA is fused at (None: its own alpha)"
 
 
 class H3Options(DiffusersOptions):
@@ -65,27 +68,29 @@ class H3Options(DiffusersOptions):
     lora_partition: Literal["transformer", "transformer_ref", "both"] = Field(
         "transformer", description="which partition the LoRA is for: transformer (t2va, fl2va), "
                                    "transformer_ref (ref2va) or both")
-    turbo: str | None = Field(None, description="a step-distilled LoRA (a .safetensors file, a folder holding one, "
-                                                "or a catalog name such as h3-turbo-4step-768p) run with the steps, "
-                                                "shift and alpha it was distilled for (steps/shift override them)")
-    turbo_alpha: float | None = Field(None, ge=-4.0, le=4.0, description="strength the turbo LoRA is fused at "
-                                                                         "(None: its own alpha)")
+    turbo: str | None = Field(None, description=TURBO_HELP)
+    turbo_alpha: float | None = Field(None, ge=-4.0, le=4.0, description=TURBO_ALPHA_HELP)
 
     @field_validator("turbo")
     @classmethod
     def _turbo_is_a_file_or_a_known_name(cls, value: str | None) -> str | None:
         """Refuse an unknown turbo name or a missing / pickled file when the options are read."""
-        if value is None or catalog.turbo_row(value) is not None:
-            return value
-        path = Path(value).expanduser()
-        if not (path.is_dir() or (path.is_file() and path.suffix == ".safetensors")):
-            raise ValueError("must be an existing .safetensors file (pickled weights are never loaded), a folder "
-                             f"holding one, or a catalog turbo ({', '.join(catalog.turbos())})")
-        return value
+        return checked_turbo(value)
 
     def shots_depend_on_earlier(self) -> bool:
         """Carried looks come from the shots rendered before."""
         return self.carry_looks
+
+
+def checked_turbo(value: str | None) -> str | None:
+    """``value`` when it is a catalog turbo or an existing .safetensors file (or a folder), else ValueError."""
+    if value is None or catalog.turbo_row(value) is not None:
+        return value
+    path = Path(value).expanduser()
+    if not (path.is_dir() or (path.is_file() and path.suffix == ".safetensors")):
+        raise ValueError("must be an existing .safetensors file (pickled weights are never loaded), a folder "
+                         f"holding one, or a catalog turbo ({', '.join(catalog.turbos())})")
+    return value
 
 
 def check_licence(model: str, accepted: bool, option: str, how: str) -> str | None:
