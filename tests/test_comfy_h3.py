@@ -216,6 +216,23 @@ def test_the_render_node_shows_the_shot_forming_once_the_model_has_been_seen(com
     assert torch.equal(first[0], second[0])  # the sketch costs the frames nothing
 
 
+def test_the_render_node_runs_a_turbo_with_the_schedule_it_was_distilled_for(comfy, tiny_h3, tmp_path, recorded):
+    pytest.importorskip("peft")
+    from test_h3_turbo import turbo_file
+
+    path = turbo_file(tmp_path / "turbo.safetensors", {"steps": "3", "shift": "5.0", "alpha": "0.5"})
+    script = director_script(comfy)
+    # 0 steps: the model's default, here the turbo's own; t2va: the partition this turbo is for
+    inputs = {**h3_inputs(tiny_h3, tmp_path), "steps": 0, "workflow": "t2va"}
+    *_, report = comfy.run(comfy.nodes["DaotaiH3Render"], script=script, turbo=str(path), **inputs)
+    assert recorded[0]["num_inference_steps"] == 4  # 3 forwards: 4 sigma points
+    assert "turbo turbo.safetensors" in report and "steps 3 (file metadata)" in report
+    assert "transformer: turbo turbo.safetensors fused at alpha 0.5: 6 layers" in report
+    with pytest.raises(OptionError) as caught:
+        comfy.run(comfy.nodes["DaotaiH3Render"], script=script, turbo="no-such-turbo", **inputs)
+    assert str(caught.value).startswith("turbo: ") and "catalog turbo (h3-turbo-4step-544p" in str(caught.value)
+
+
 def test_segment_seconds_splits_a_long_shot_into_shorter_generations(tiny_h3):
     from daotai.comfy.h3 import h3_options
     from daotai.plan.planner import plan_script

@@ -640,6 +640,10 @@ class H3RenderNode(io.ComfyNode):
                                  tooltip="accept MiniMax-H3's licence (shown when refused); recorded once"),
                 io.String.Input("folder", default="daotai/h3",
                                 tooltip="where shots/<id>.mp4 is written (relative: in ComfyUI's output folder)"),
+                io.String.Input("turbo", default="",
+                                tooltip="a step-distilled LoRA run with the steps, shift and alpha it was distilled "
+                                        "for: a catalog name (h3-turbo-4step-768p, h3-turbo-8step-544p ...) or a "
+                                        ".safetensors file; empty: none (steps above, if set, override its own)"),
                 Looks.Input("looks", optional=True, tooltip="characters' pictures and voices from H3 Character Look"),
                 io.Image.Input("previz", optional=True,
                                tooltip="the shot's previz frames from Previz Render (labels off), the video reference "
@@ -658,14 +662,15 @@ class H3RenderNode(io.ComfyNode):
     @classmethod
     def execute(cls, script: DirectorScript, shot_id: str = "", model: str = "minimax-h3", workflow: str = "auto",
                 speed: str = "default", segment_seconds: float = 0.0, steps: int = 0, device: str = "auto",
-                accept_licence: bool = False, folder: str = "daotai/h3", looks: Any = None,
+                accept_licence: bool = False, folder: str = "daotai/h3", turbo: str = "", looks: Any = None,
                 previz: Any = None) -> io.NodeOutput:
         from daotai.comfy.h3 import render_h3, write_shot_file
 
         shot = script.shot(shot_id)
         options = {"model": (model or "").strip() or None, "workflow": workflow, "speed": speed,
                    "segment_seconds": float(segment_seconds) or None, "steps": int(steps) or None,
-                   "device": None if device == "auto" else device, "accept_licence": bool(accept_licence)}
+                   "device": None if device == "auto" else device, "accept_licence": bool(accept_licence),
+                   "turbo": (turbo or "").strip() or None}
         root = script.source.resolve().parent if script.source is not None else None
         frames = _rgb(previz) if previz is not None else None
         result = _run(lambda ctx: render_h3(script.plan, shot, options, tuple(looks or ()), root, ctx, frames))
