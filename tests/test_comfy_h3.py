@@ -228,6 +228,8 @@ def test_the_render_node_runs_a_turbo_with_the_schedule_it_was_distilled_for(com
     assert recorded[0]["num_inference_steps"] == 4  # 3 forwards: 4 sigma points
     assert "turbo turbo.safetensors" in report and "steps 3 (file metadata)" in report
     assert "transformer: turbo turbo.safetensors fused at alpha 0.5: 6 layers" in report
+    with pytest.raises(BackendError, match="ref2va shots run transformer_ref: set the workflow input to one it covers"):
+        comfy.run(comfy.nodes["DaotaiH3Render"], script=script, turbo=str(path), **{**inputs, "workflow": "auto"})
     with pytest.raises(OptionError) as caught:
         comfy.run(comfy.nodes["DaotaiH3Render"], script=script, turbo="no-such-turbo", **inputs)
     assert str(caught.value).startswith("turbo: ") and "catalog turbo (h3-turbo-4step-544p" in str(caught.value)

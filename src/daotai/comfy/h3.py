@@ -230,9 +230,11 @@ def render_h3(plan: Plan, shot: ShotPlan, options: Mapping[str, Any], looks: Seq
                         notices.append(event.text)
                     yield event
         except BackendError as exc:
-            if not str(exc).startswith("--model: "):
+            text = str(exc)
+            if not text.startswith(("--model: ", "turbo: ")):
                 raise
-            raise BackendError(str(exc).removeprefix("--")) from None  # the node's input is called model
+            # the node's inputs are called model and workflow
+            raise BackendError(text.removeprefix("--").replace("force -O workflow=", "set the workflow input")) from None
         finally:
             backend.close()
     if rgb is None or seen != shot.frames:
