@@ -1146,8 +1146,8 @@ def main() -> None:
             contenders.append(("fast", "fast"))
         if not args.no_ablate:
             contenders += list(ablations(device, args.mode, args.model).items())
-            # what the server's live picture of the latents costs a render (fast mode: the shortest steps)
-            contenders.append(("fast-live", "fast"))
+            if args.mode in ("fast", "all"):  # what the server's live picture costs a render (fast: the shortest steps)
+                contenders.append(("fast-live", "fast"))
         if args.only:
             wanted = {name.strip() for name in args.only.split(",")} | {"exact"}  # exact: the PSNR reference
             contenders = [(name, speed) for name, speed in contenders if name in wanted]
