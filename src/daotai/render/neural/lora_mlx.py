@@ -48,7 +48,7 @@ def fuse_lora_mlx(model: Any, state: dict, prefix: str, scale: float, source: st
         up = _array(state[found[".lora_B.weight"][0]])  # (out, rank)
         alpha = state.get(f"{prefix}.{layer}.alpha")
         strength = scale * (float(_array(alpha)) / down.shape[0] if alpha is not None else 1.0)
-        _fold(modules[layer], strength * (up @ down), source, layer)
+        _fold(modules[layer], strength, up, down, source, layer)
     return len(factors)
 
 
@@ -59,10 +59,13 @@ def _array(tensor: Any) -> np.ndarray:
     return np.asarray(tensor, dtype=np.float32)
 
 
-def _fold(module: Any, delta: np.ndarray, source: str, layer: str) -> None:
-    """W += delta (out, in) in ``module``'s own precision and layout."""
+def _fold(module: Any, strength: float, up: np.ndarray, down: np.ndarray, source: str, layer: str) -> None:
+    """W += strength * up @ down, (out, in), in ``module``'s own precision and layout; the product is made by
+    MLX, on a Mac's GPU like the rest."""
     import mlx.core as mx
     import mlx.nn as nn
+
+    delta = strength * (mx.array(up) @ mx.array(down))
 
     if isinstance(module, nn.QuantizedLinear):
         mode = getattr(module, "mode", "affine")
@@ -70,11 +73,11 @@ def _fold(module: Any, delta: np.ndarray, source: str, layer: str) -> None:
             raise BackendError(f"lora: {source}: {layer!r} is quantised in mode {mode!r}; only affine layers are "
                                "changed (convert the model again with --bits 4 or 8)")
         weight = mx.dequantize(module.weight, module.scales, module.biases, module.group_size, module.bits)
-        fused = weight.astype(mx.float32) + mx.array(delta)
+        fused = weight.astype(mx.float32) + delta
         module.weight, module.scales, module.biases = mx.quantize(fused.astype(weight.dtype), module.group_size,
                                                                   module.bits)
         mx.eval(module.weight, module.scales, module.biases)
     else:
         weight = module.weight
-        module.weight = (weight.astype(mx.float32) + mx.array(delta)).astype(weight.dtype)
+        module.weight = (weight.astype(mx.float32) + delta).astype(weight.dtype)
         mx.eval(module.weight)
