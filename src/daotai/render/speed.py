@@ -31,14 +31,16 @@ CACHE_KINDS = ("interval", "fbc")
 # LTX: a block's graph output is overwritten by the next block's replay before it is read).
 COMPILE_MODES = (None, "max-autotune-no-cudagraphs")
 # Fast mode's step cache, per model family: (compute 1 step in this many after the warm-up, run the
-# guidance passes after the first on 1 computed step in this many). Measured on one H100 with Wan2.1
-# 1.3B (480x832x81, CFG 5, 50 steps, random weights), against plain stock per step: every 3rd step
-# alone 2.57x at 43.5 dB from exact; every 4th with guidance every 2nd 3.34x at 41.6 dB; every 5th
-# 3.63x at 40.1 dB and every 6th 3.74x at 40.3 dB, too close to the 40 dB bound to keep for real
-# weights. Families not named keep every 3rd step and every guidance pass: LTX runs its guidance in
-# one batched pass (nothing to reuse) and was at 39.8 dB with every 3rd step already; H3 is
+# guidance passes after the first on 1 computed step in this many, the warm-up: the share of the first
+# steps always computed). Measured on one H100 with Wan2.1 1.3B (480x832x81, CFG 5, 50 steps, random
+# weights), against plain stock per step: every 3rd step alone 2.57x at 43.5 dB from exact; every 4th
+# with guidance every 2nd 3.34x at 41.6 dB after a fifth of the steps, 4.22x at 41.3 dB after a tenth
+# (29 of 100 passes; 3.50x the strong stock, bench/neural.py --only fast-w10); every 5th 3.63x at
+# 40.1 dB and every 6th 3.74x at 40.3 dB, too close to the 40 dB bound to keep for real weights.
+# Families not named keep every 3rd step after a fifth and every guidance pass: LTX runs its guidance
+# in one batched pass (nothing to reuse) and was at 39.8 dB with every 3rd step already; H3 is
 # guidance-distilled; VACE and the camera-control Wan were not measured.
-FAST_STEP_CACHE: dict[str | None, tuple[int, int]] = {None: (3, 1), "wan": (4, 2)}
+FAST_STEP_CACHE: dict[str | None, tuple[int, int, float]] = {None: (3, 1, 0.2), "wan": (4, 2, 0.1)}
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
@@ -136,8 +138,9 @@ def levers_for(mode: str | None, device_kind: str, family: str | None = None) ->
         config = replace(config, sdpa="cudnn", attention="auto", compile_blocks=True, lean_attention=True,
                          cross_attention="cudnn", gelu_epilogue=True)
     if mode == "fast":
-        interval, guidance = FAST_STEP_CACHE.get(family, FAST_STEP_CACHE[None])
-        config = replace(config, cache="interval", cache_interval=interval, guidance_interval=guidance)
+        interval, guidance, warmup = FAST_STEP_CACHE.get(family, FAST_STEP_CACHE[None])
+        config = replace(config, cache="interval", cache_interval=interval, guidance_interval=guidance,
+                         cache_warmup=warmup)
         if device_kind == "cuda":
             # fp8 is asked for here and dropped by resolve_levers where the GPU cannot run it.
             config = replace(config, vae_bf16=True, vae_channels_last=True, fp8=True)
