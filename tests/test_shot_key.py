@@ -141,6 +141,18 @@ def test_the_run_settings_change_the_key(folder, change):
     assert key(folder, SCRIPT, **change) != key(folder, SCRIPT)
 
 
+def test_fast_modes_step_cache_cadence_is_part_of_a_fast_shots_key_only(folder, monkeypatch):
+    from daotai.render import speed
+
+    fast = {"backend": "wan", "options": {"speed": "fast"}, "controls": False}
+    exact = {"backend": "wan", "options": {"speed": "exact"}, "controls": False}
+    before = key(folder, SCRIPT, **fast), key(folder, SCRIPT, **exact), key(folder, SCRIPT)
+    monkeypatch.setitem(speed.FAST_STEP_CACHE, "wan", (4, 2, 0.2))  # a retuned cadence, same release
+    after = key(folder, SCRIPT, **fast), key(folder, SCRIPT, **exact), key(folder, SCRIPT)
+    assert before[0] != after[0]  # a fast shot cached with the old cadence is not reused
+    assert before[1:] == after[1:]  # other modes and backends keep their keys
+
+
 def test_a_shot_that_comes_to_end_the_film_gets_another_key_with_a_soundtrack(folder):
     """The soundtrack is ramped out where the picture ends, and a silent shot's file carries its slice:
     the same shot cut as the last one sounds different, so it must not be reused from the cache."""

@@ -121,6 +121,17 @@ def option_files(backend: str, options: dict[str, Any]) -> tuple[Path, ...]:
     return tuple(spec_for(backend).option_files(options))
 
 
+def fast_cadence(backend: str, options: dict[str, Any]) -> list | None:
+    """Fast mode's step-cache cadence for the backend's family, when the options ask for fast mode: it
+    decides which transformer passes run, and it is tuned between releases, so it is part of the key."""
+    if str(options.get("speed") or "").strip().lower() != "fast":
+        return None
+    from daotai.render.registry import spec_for
+    from daotai.render.speed import FAST_STEP_CACHE
+
+    return list(FAST_STEP_CACHE.get(spec_for(backend).family, FAST_STEP_CACHE[None]))
+
+
 def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], controls: bool, encode: Any,
                source: Path | None, model: str | None, memo: dict[Path, str]) -> dict[str, Any]:
     """Everything that determines one shot's files, as JSON-ready values."""
@@ -145,6 +156,7 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
                  "file": referenced(soundtrack.path) if not soundtrack.path.startswith("upload:") else soundtrack.path,
                  "ends_picture": shot.start_frame + shot.frames == plan.total_frames}
     files = option_files(backend, options)
+    cadence = fast_cadence(backend, options)
     return {
         "format": CACHE_FORMAT,
         "daotai": __version__,
@@ -155,6 +167,7 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
         "options": options,
         # LoRA files the options name, by content (only where there are some: other keys stay as they were)
         **({"option_files": [file_sha256(path, memo) for path in files]} if files else {}),
+        **({"fast_step_cache": cadence} if cadence is not None else {}),  # likewise only in fast mode
         "model": model_fingerprint(resolve_model_folder(model)) if model else None,
         "controls": controls,
         "encode": asdict(encode),
