@@ -120,11 +120,13 @@ def test_h3_mlx_is_a_backend_of_the_h3_family_with_its_own_options():
     assert "h3-mlx" in backend_names()
     spec = spec_for("h3-mlx")
     assert (spec.family, spec.default_model, spec.device_class) == ("h3", "minimax-h3", "apple")
-    for bad in ({"guidance": 5}, {"shift": 3}, {"device": "cuda"}, {"offload": "model"}, {"steps": 1},
-                {"workflow": "i2v"}, {"segment_seconds": 30}, {"memory_gb": 0}):
+    for bad in ({"guidance": 5}, {"shift": 0}, {"device": "cuda"}, {"offload": "model"}, {"steps": 1},
+                {"workflow": "i2v"}, {"segment_seconds": 30}, {"memory_gb": 0}, {"turbo": "no-such-turbo"},
+                {"turbo_alpha": 9}):
         with pytest.raises(OptionError):
             spec.validate_options(bad)
     assert spec.validate_options({"workflow": "fl2va", "memory_gb": 96}).memory_gb == 96
+    assert spec.validate_options({"shift": 5}).shift == 5.0  # the video schedule's, as -O shift= on h3
 
 
 # ------------------------------------------------------------------ end to end
@@ -250,6 +252,9 @@ def test_a_turbo_runs_its_schedule_and_weights_as_the_h3_backend_does_and_fits_a
     assert psnr(frames, plain) < PARITY_PSNR_DB - 10  # the LoRA and its shift changed the picture (45.7 dB here)
     assert "h3-mlx: transformer: turbo turbo.safetensors fused at alpha 0.5: 6 layers" in notices
     assert any("h3-mlx: turbo turbo.safetensors" in n and "steps 3 (file metadata)" in n for n in notices)
+    # a bare file: steps and shift from the options instead (MLX takes -O shift= as the h3 backend does)
+    bare = str(turbo_file(tmp_path / "bare.safetensors", {"alpha": "0.5"}))
+    assert np.array_equal(render(mlx_backend(tiny_h3, tmp_path, steps=4, shift=5.0, turbo=bare), plan, "s2")[0], frames)
     quantised = convert_h3(tiny_h3, tmp_path / "h3-q8", bits=8, group_size=32)
     frames_q8, _, notices_q8 = render(mlx_backend(quantised, tmp_path, steps=None, turbo=turbo), plan, "s2")
     assert any("fused at alpha 0.5: 6 layers" in n for n in notices_q8)

@@ -69,7 +69,8 @@ class H3MLXOptions(NeuralOptions):
     steps: int | None = Field(None, ge=2, le=1000, description="sigma points (steps - 1 transformer forwards; None: 50)")
     guidance: None = Field(None, description="not used: MiniMax-H3 is guidance-distilled (one forward per step)")
     max_sequence_length: None = Field(None, description="not used: MiniMax-H3's prompt budget is the h3 family's")
-    shift: None = Field(None, description="not used: MiniMax-H3's schedules (video 12, audio 3) come from the folder")
+    shift: float | None = Field(None, gt=0.0, le=50.0, description="the video schedule's flow shift (None: the "
+                                                                     "folder's 12, or a turbo's own)")
     segment_seconds: float | None = Field(
         None, description="longest generation a long shot is split into (None: the model's longest, 15 s)")
     memory_gb: float | None = Field(None, gt=0.0, description="memory budget in GB (default: the GPU working set)")
@@ -307,9 +308,9 @@ class H3MLXRunner:
             return defaults
         from daotai.render.neural.turbo import check_turbo_covers, resolve_turbo, turbo_defaults
 
-        self.turbo = resolve_turbo(self.options.turbo, self.options.steps)
+        self.turbo = resolve_turbo(self.options.turbo, self.options.steps, self.options.shift)
         check_turbo_covers(self.turbo, workflows, FAMILY)
-        chosen, self.turbo_alpha, notes = turbo_defaults(defaults, self.turbo, self.options.steps, None,
+        chosen, self.turbo_alpha, notes = turbo_defaults(defaults, self.turbo, self.options.steps, self.options.shift,
                                                          self.options.turbo_alpha)
         self.adaptations += notes
         return chosen
