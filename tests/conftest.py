@@ -27,7 +27,7 @@ def pytest_configure(config) -> None:
     A shell that starts a job in the background without job control sets SIGINT to ignored,
     and every process below inherits that: the interrupt tests would then see no interrupt at
     all. Python installs its KeyboardInterrupt handler only where SIGINT was not ignored, so the
-    session puts it back (children started by the tests get the default action at exec).
+    test run puts it back (children started by the tests get the default action at exec).
     """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
