@@ -7,7 +7,6 @@ options ``daotai render`` validates), so they equal what ``daotai render`` encod
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Generator, Mapping
@@ -18,7 +17,7 @@ from daotai.errors import BackendError, OptionError
 from daotai.events import Event, Frame, Glimpse
 from daotai.plan.geometry import FAR_M, NEAR_M
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import RenderJob, RunContext
+from daotai.render.base import GlimpsePace, RenderJob, RunContext
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ def render_previz(plan: Plan, shot: ShotPlan, options: Mapping[str, Any] | None 
     frames = shot.frames
     rgb = depth = mask = None
     seen = 0
-    glimpsed = -float("inf")  # when the last Glimpse went out (time.monotonic)
+    pace = GlimpsePace(ctx)
     try:
         for event in backend.render(RenderJob(plan=plan, shot=shot, controls=True), ctx):
             if not isinstance(event, Frame):
@@ -74,8 +73,8 @@ def render_previz(plan: Plan, shot: ShotPlan, options: Mapping[str, Any] | None 
                 depth = np.empty((frames, height, width), np.float32)  # (F, H, W) metres
                 mask = np.empty((frames, height, width), np.uint8)  # (F, H, W) index map
             rgb[seen], depth[seen], mask[seen] = event.rgb, event.depth, event.mask
-            if ctx.glimpse_every_s is not None and (seen == 0 or time.monotonic() - glimpsed >= ctx.glimpse_every_s):
-                glimpsed = time.monotonic()
+            if pace.due(first=seen == 0):
+                pace.shown()
                 yield Glimpse(shot.shot_id, seen, glimpse_of(event.rgb))
             seen += 1
     finally:

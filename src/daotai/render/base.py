@@ -11,6 +11,7 @@ named here too, for backends written against this module (plugins among them).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol
 
@@ -43,6 +44,22 @@ class RunContext:
         """Raise Cancelled when the caller asked to stop."""
         if self.cancel.is_set():
             raise Cancelled("stopped before the work finished")
+
+
+class GlimpsePace:
+    """When a live view's next Glimpse is due: never without ``glimpse_every_s``, else at a shot's first
+    frame (or the first one asked for) and then at most once per ``glimpse_every_s`` seconds."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.every_s = ctx.glimpse_every_s
+        self.last = -float("inf")  # time.monotonic() of the last Glimpse shown
+
+    def due(self, first: bool = False) -> bool:
+        return self.every_s is not None and (first or time.monotonic() - self.last >= self.every_s)
+
+    def shown(self) -> None:
+        """A Glimpse went out now."""
+        self.last = time.monotonic()
 
 
 

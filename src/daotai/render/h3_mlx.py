@@ -43,7 +43,7 @@ from daotai.events import Event, Glimpse, Notice, Progress
 from daotai.plan.model import Plan
 from daotai.plan.prompt import h3_pictures, h3_workflow
 from daotai.render.av_segments import Result
-from daotai.render.base import RunContext
+from daotai.render.base import GlimpsePace, RunContext
 from daotai.render.h3 import H3Backend
 from daotai.render.h3_options import FAMILY, TURBO_ALPHA_HELP, TURBO_HELP, checked_turbo, lora_files
 from daotai.render.h3_runner import Generation, canvas_for
@@ -477,7 +477,7 @@ class H3MLXRunner:
         if live:
             self.live_picture.recall()
         patch = tuple(transformer.cfg.patch_size)
-        last, glimpsed, estimate = time.perf_counter(), -float("inf"), None
+        last, pace, estimate = time.perf_counter(), GlimpsePace(ctx), None
         while True:
             ctx.check()  # cancellation between steps
             try:
@@ -489,10 +489,10 @@ class H3MLXRunner:
             now = time.perf_counter()
             yield Progress("denoise", shot.shot_id, i + 1, passes, f"step {i + 1}/{passes} {now - last:.2f} s")
             last = now
-            if live and now - glimpsed >= ctx.glimpse_every_s:
+            if pace.due():
                 glimpse = self._glimpse(estimate, request.latent_shape, patch, shot, i + 1, passes)
                 if glimpse is not None:
-                    glimpsed = now
+                    pace.shown()
                     yield glimpse
             if i + 1 == passes:
                 yield Progress("decode", shot.shot_id, 0, 1, "decoding")

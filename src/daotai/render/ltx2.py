@@ -276,9 +276,7 @@ class LTX2Runner(DiffusersShotRunner):
 
         defaults = self.defaults
         assert defaults is not None
-        live = ctx.glimpse_every_s is not None and self.group is None  # the server's live view asks for pictures
-        if live:
-            self.recall_picture()
+        live = self.live_view(ctx)
 
         def call(callback: Callable) -> Any:
             with denoise_context(self.speed_config or SpeedConfig()):
@@ -291,11 +289,9 @@ class LTX2Runner(DiffusersShotRunner):
                     **step_callback_kwargs(self._remembering_latents(callback, request) if live else callback),
                 )
 
-        def picture(latents: Any) -> Any:  # the current sample (packed tokens), seen through the fitted map
-            return self.latent_preview.picture(self._video_latents(latents, request), shot.frames)
-
         def attempt() -> Iterator[Event | tuple]:
-            for item in run_steps(call, shot.shot_id, defaults.steps, ctx, picture=picture if live else None):
+            for item in run_steps(call, shot.shot_id, defaults.steps, ctx,
+                                  picture=self.step_picture(request, shot.frames) if live else None):
                 if isinstance(item, tuple):
                     out = item[1]
                     frames = to_uint8(out.frames)  # (F, H, W, 3) uint8

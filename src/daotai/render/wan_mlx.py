@@ -24,7 +24,7 @@ from pydantic import Field
 
 from daotai.errors import BackendError
 from daotai.events import Event, Glimpse, Notice, Progress
-from daotai.render.base import RenderJob, RunContext
+from daotai.render.base import GlimpsePace, RenderJob, RunContext
 from daotai.render.neural.latent_preview import KeptPicture
 from daotai.render.neural.request import effective_defaults, native_request
 from daotai.render.neural.retime import plan_frames, retime_notice
@@ -183,7 +183,7 @@ class WanMLXBackend:
                  request.width // SPATIAL)
         latents = initial_latents(request.seed, shape)
         settings = SampleSettings(steps=d.steps, guidance=d.guidance, shift=shift, sampler=sampler, compute=compute)
-        last, glimpsed = time.perf_counter(), -float("inf")
+        last, pace = time.perf_counter(), GlimpsePace(ctx)
         samples: list[tuple[str, dict]] = []
         if ctx.glimpse_every_s is not None:
             self.live_picture.recall()
@@ -194,10 +194,10 @@ class WanMLXBackend:
             now = time.perf_counter()
             yield Progress("denoise", shot.shot_id, i + 1, d.steps, f"step {i + 1}/{d.steps} {now - last:.2f} s")
             last = now
-            if ctx.glimpse_every_s is not None and now - glimpsed >= ctx.glimpse_every_s:
+            if pace.due():
                 shown = self.live_picture.picture(estimate[:, :, extra:], shot.frames)  # MLX computes it here
                 if shown is not None:
-                    glimpsed = now
+                    pace.shown()
                     yield Glimpse(shot.shot_id, shown[0], shown[1], i + 1, d.steps)
             ctx.check()  # cancellation between steps
         yield Progress("decode", shot.shot_id, 0, 1, "decoding")

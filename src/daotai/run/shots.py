@@ -19,7 +19,7 @@ import numpy as np
 from daotai.errors import EncodeError
 from daotai.events import GLIMPSE_WIDTH, Glimpse
 from daotai.plan.model import Plan, ShotPlan
-from daotai.render.base import Audio, Event, Frame, Notice, Output, Progress, RenderJob, RunContext
+from daotai.render.base import Audio, Event, Frame, GlimpsePace, Notice, Output, Progress, RenderJob, RunContext
 from daotai.run.encoders import shot_sinks
 from daotai.run.records import ShotRecord
 from daotai.run.settings import PipelineSettings, layout_for
@@ -88,7 +88,7 @@ def _render_shot_once(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settin
     render_s = 0.0
     frames_seen = 0
     audio: Audio | None = None
-    glimpsed = -float("inf")  # when the last Glimpse went out (time.monotonic)
+    pace = GlimpsePace(ctx)
     try:
         events = iter(backend.render(RenderJob(plan=plan, shot=shot, controls=settings.controls), ctx))
         while True:
@@ -112,9 +112,8 @@ def _render_shot_once(backend, plan: Plan, shot: ShotPlan, out_dir: Path, settin
                     sinks["depth_preview"].put(event.depth)
                     sinks["mask"].put(event.mask)
                 frames_seen += 1
-                if ctx.glimpse_every_s is not None and (
-                        event.index == 0 or time.monotonic() - glimpsed >= ctx.glimpse_every_s):
-                    glimpsed = time.monotonic()
+                if pace.due(first=event.index == 0):
+                    pace.shown()
                     yield Glimpse(shot.shot_id, event.index, glimpse_of(event.rgb))
             elif isinstance(event, Audio):
                 if audio is not None:

@@ -270,9 +270,7 @@ class DiffusersShotRunner:
         defaults = self.defaults
         assert defaults is not None
 
-        live = ctx.glimpse_every_s is not None and self.group is None  # a split shot's latents stay in its ranks
-        if live:
-            self.recall_picture()
+        live = self.live_view(ctx)
 
         def call(callback: Callable) -> Any:
             from daotai.render.speed import SpeedConfig, denoise_context
@@ -311,10 +309,8 @@ class DiffusersShotRunner:
 
         yield from retry_a_tier_lower(
             self,
-            lambda: run_steps(call, shot.shot_id, defaults.steps, ctx, picture=(
-                lambda latents: self.latent_preview.picture(self._video_latents(
-                    latents if self.clean_estimate is None else self.clean_estimate, request), shot.frames))
-                if live else None),
+            lambda: run_steps(call, shot.shot_id, defaults.steps, ctx,
+                              picture=self.step_picture(request, shot.frames) if live else None),
             failed=lambda exc: f"{shot.shot_id}: {self.family} pipeline failed: {type(exc).__name__}: "
                                f"{first_line(exc)}",
             exhausted=f"{shot.shot_id}: out of memory at {request.width}x{request.height}, {request.frames} frames "
@@ -322,6 +318,19 @@ class DiffusersShotRunner:
             retrying=lambda lower: Notice("warning", f"out of memory; retrying once with memory tier {lower}",
                                           shot.shot_id),
         )
+
+    def live_view(self, ctx: RunContext) -> bool:
+        """Whether this shot shows its picture while it denoises (the run asks for glimpses, and the shot is not
+        split over ranks, whose latents stay there); if so, the model's kept map is recalled first."""
+        live = ctx.glimpse_every_s is not None and self.group is None
+        if live:
+            self.recall_picture()
+        return live
+
+    def step_picture(self, request: NativeRequest, frames: int) -> Callable[[Any], Any]:
+        """The picture of a step: its clean estimate where a hook kept one, else its latents, through the map."""
+        return lambda latents: self.latent_preview.picture(self._video_latents(
+            latents if self.clean_estimate is None else self.clean_estimate, request), frames)
 
     def _video_latents(self, latents: Any, request: NativeRequest) -> Any:
         """A step's latents as (B, C, T', H', W') for the live picture (render.neural.latent_preview)."""
