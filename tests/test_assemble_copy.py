@@ -298,7 +298,7 @@ def test_an_ntsc_rate_keeps_exact_timestamps(tmp_path):
 
 def test_the_reference_format_of_hevc_is_read_every_time():
     # A one-frame HEVC sample failed to finish about half the time; the sample is now long enough.
-    from daotai.encode.remux import reference_format
+    from daotai.encode.video import reference_format
 
     formats = {reference_format(EncodeSettings(codec="hevc"), 160, 96, 24) for _ in range(6)}
     assert len(formats) == 1

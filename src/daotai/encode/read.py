@@ -276,3 +276,23 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
     finally:
         container.close()
     return info
+
+
+def as_fps(value: int | float | str | Fraction) -> Fraction:
+    """Frame rate as an exact Fraction (ints, Fractions, "24000/1001" strings, decimal floats)."""
+    if isinstance(value, bool):
+        raise EncodeError(f"fps: {value!r} must be a positive number such as 24 or 24000/1001")
+    try:
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(value)
+            fps = Fraction(repr(value))  # the decimal the user wrote, not the binary float
+        else:
+            fps = Fraction(value)
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise EncodeError(
+            f"fps: {value!r} must be a positive number such as 24 or 24000/1001"
+        ) from None
+    if not 0 < fps <= 1000:
+        raise EncodeError(f"fps: {value!r} must be in (0, 1000]")
+    return fps

@@ -8,7 +8,7 @@ sequence can be written as a list of such runs (:class:`Segment`) taken from the
 timestamps moved to where they land, as long as every run shares one stream format: the same
 codec, size, pixel format, rate, colour tags, parameter sets (the ``avcC``/``hvcC`` extradata)
 and encoder options (x264/x265 write theirs into the first picture).
-:func:`stream_format` reads what a file has; :func:`reference_format` what a given
+:func:`stream_format` reads what a file has; :func:`daotai.encode.video.reference_format` what a given
 :class:`~daotai.encode.video.EncodeSettings` writes, so a caller can tell whether a clip was
 encoded with the sequence's settings before copying it.
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,14 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import av
-import numpy as np
 
-from daotai.encode.read import frame_index, open_container
-from daotai.encode.video import EncodeSettings, VideoWriter, as_fps
+from daotai.encode.read import as_fps, frame_index, open_container
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly, temp_path
 
-__all__ = ["Segment", "StreamFormat", "copy_segments", "keyframes", "reference_format", "stream_format"]
+__all__ = ["Segment", "StreamFormat", "copy_segments", "keyframes", "stream_format"]
 
 _MUXERS = {".mp4": "mp4", ".mov": "mov"}  # containers a joined sequence is written in
 _OPTIONS_MARK = b"options: "  # x264 and x265 write "... options: <their settings>\0" in an SEI
@@ -138,25 +135,6 @@ def keyframes(path: str | os.PathLike[str]) -> tuple[int, ...]:
             cuts.append(frame)
         shown_before = max(shown_before, frame)
     return tuple(sorted(cuts))
-
-
-# libx265 with its B-frames leaves a one- or two-frame MP4 unfinishable about half the time (the
-# muxer refuses the flushed packets' timing: "not yet implemented"); from three frames on it never
-# failed in 50 tries, so the sample holds four.
-SAMPLE_FRAMES = 4
-
-
-def reference_format(settings: EncodeSettings, width: int, height: int,
-                     fps: int | float | str | Fraction) -> StreamFormat:
-    """The stream format ``settings`` writes at this size and rate (a few black frames encoded
-    into a temporary file and read back): a clip with this format can be copied into a
-    sequence encoded with these settings."""
-    with tempfile.TemporaryDirectory(prefix="daotai-format-") as folder:
-        sample = Path(folder) / f"format{settings.container}"
-        with VideoWriter(sample, width, height, fps, settings) as writer:
-            for _ in range(SAMPLE_FRAMES):
-                writer.write(np.zeros((height, width, 3), np.uint8))  # (H, W, 3) uint8
-        return stream_format(sample)
 
 
 def copy_segments(segments: Sequence[Segment], out_path: str | os.PathLike[str],

@@ -37,11 +37,12 @@ from daotai.encode.colour import (
     rgb_to_yuv_planes,
     rgb_to_yuv_u8,
 )
-from daotai.encode.read import decode_frames, decode_gray, probe
+from daotai.encode.read import as_fps, decode_frames, decode_gray, probe
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly, temp_path
 
 if TYPE_CHECKING:
+    from daotai.encode import remux
     from daotai.encode.hardware import HardwareEncoder
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "decode_frames",
     "decode_gray",
     "probe",
+    "reference_format",
 ]
 
 CODECS = ("h264", "hevc", "prores")
@@ -208,26 +210,6 @@ class EncodeSettings:
 TUNES = ("film", "animation", "grain", "stillimage", "psnr", "ssim", "fastdecode", "zerolatency")
 
 
-def as_fps(value: int | float | str | Fraction) -> Fraction:
-    """Frame rate as an exact Fraction (ints, Fractions, "24000/1001" strings, decimal floats)."""
-    if isinstance(value, bool):
-        raise EncodeError(f"fps: {value!r} must be a positive number such as 24 or 24000/1001")
-    try:
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise ValueError(value)
-            fps = Fraction(repr(value))  # the decimal the user wrote, not the binary float
-        else:
-            fps = Fraction(value)
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise EncodeError(
-            f"fps: {value!r} must be a positive number such as 24 or 24000/1001"
-        ) from None
-    if not 0 < fps <= 1000:
-        raise EncodeError(f"fps: {value!r} must be in (0, 1000]")
-    return fps
-
-
 # --------------------------------------------------------------------------- atomic output
 
 
@@ -355,23 +337,28 @@ class _AtomicOutput:
             ) from error
         self.frames += 1
 
+    def finish(self) -> None:
+        """Flush the encoder and close the muxer; the complete file stays at ``temp`` (a run of
+        daotai.encode.gops is joined from there), to be published or discarded."""
+        if self.frames == 0:
+            raise EncodeError(
+                f"{str(self.path)!r}: no frames were written; refusing an empty video"
+            )
+        try:
+            self._container.mux(self._stream.encode(None))
+            self._container.close()
+        except av.FFmpegError as error:
+            raise EncodeError(
+                f"{str(self.path)!r}: finishing the file failed: {error}"
+            ) from error
+        self._closed = True
+
     def commit(self) -> None:
         """Flush the encoder, close the muxer, fsync and rename the temp file onto the target."""
         if self._closed:
             return
         try:
-            if self.frames == 0:
-                raise EncodeError(
-                    f"{str(self.path)!r}: no frames were written; refusing an empty video"
-                )
-            try:
-                self._container.mux(self._stream.encode(None))
-                self._container.close()
-            except av.FFmpegError as error:
-                raise EncodeError(
-                    f"{str(self.path)!r}: finishing the file failed: {error}"
-                ) from error
-            self._closed = True
+            self.finish()
             publish(self.temp, self.path)  # fsync, then rename onto the target
             self._finalizer.detach()
         except BaseException:
@@ -391,6 +378,13 @@ class _AtomicOutput:
 
 
 # --------------------------------------------------------------------------- colour writer
+
+
+def _in_gop_runs(settings: EncodeSettings, path: Path) -> bool:
+    """Whether a clip is encoded as runs of GOPs side by side (daotai.encode.gops): software H.264
+    at a fixed thread count into MP4/MOV, the files whose GOPs remux can join."""
+    return (settings.codec == "h264" and settings.hardware is None and settings.threads > 0
+            and path.suffix.lower() in (".mp4", ".mov"))
 
 
 def _check_size(width: object, height: object, *, even: bool) -> tuple[int, int]:
@@ -440,7 +434,17 @@ class VideoWriter:
             # hvc1 (parameter sets out of band) is what Apple players require for HEVC in MP4.
             codec_tag="hvc1" if self.settings.codec == "hevc" else None,
         )
-        self._out = _AtomicOutput(self.path, spec)
+        self._out: Any
+        if _in_gop_runs(self.settings, self.path):
+            from daotai.encode.gops import GopRunsOutput, RunLayout, encoders_for
+
+            self._out = GopRunsOutput(
+                self.path, RunLayout.for_gop(self.settings.keyint_frames(self.fps)),
+                self.width * self.height * 3, encoders_for(self.settings.threads),
+                lambda target: _AtomicOutput(target, spec), self._picture,
+            )
+        else:
+            self._out = _AtomicOutput(self.path, spec)
 
     @property
     def frames_written(self) -> int:
@@ -457,15 +461,22 @@ class VideoWriter:
                 f"frame {self.frames_written}: shape {frame.shape} must be "
                 f"({self.height}, {self.width}, 3) (H, W, RGB)"
             )
+        if isinstance(self._out, _AtomicOutput):
+            self._out.encode(self._picture(self._out, frame))
+        else:  # runs of GOPs: converted and encoded by the run's thread
+            self._out.put(frame)
+
+    def _picture(self, out: _AtomicOutput, frame: np.ndarray) -> av.VideoFrame:
+        """The encoder's frame for one (H, W, 3) uint8 RGB frame."""
         # code values: Y (H, W), Cb and Cr (H/sy, W/2); uint8 at 8 bits, float32 (+0.5) at 10
         if self._bits == 8:
             y, cb, cr = rgb_to_yuv_u8(np.ascontiguousarray(frame), self._sub_y)
         else:
             y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), self._sub_y, self._bits)
-        av_frame = self._out.new_frame()
+        av_frame = out.new_frame()
         for plane, values in zip(av_frame.planes, (y, cb, cr), strict=True):
             fill_plane(plane, values, self._plane_dtype)
-        self._out.encode(av_frame)
+        return av_frame
 
     def close(self) -> None:
         """Finish the file and move it onto the target path."""
@@ -488,6 +499,29 @@ class VideoWriter:
             self.close()
         else:
             self.abort()
+
+
+# libx265 with its B-frames leaves a one- or two-frame MP4 unfinishable about half the time (the
+# muxer refuses the flushed packets' timing: "not yet implemented"); from three frames on it never
+# failed in 50 tries, so the sample holds four.
+SAMPLE_FRAMES = 4
+
+
+def reference_format(settings: EncodeSettings, width: int, height: int,
+                     fps: int | float | str | Fraction) -> remux.StreamFormat:
+    """The stream format ``settings`` writes at this size and rate (a few black frames encoded
+    into a temporary file and read back): a clip with this format can be copied into a
+    sequence encoded with these settings (daotai.encode.remux.copy_segments)."""
+    import tempfile
+
+    from daotai.encode.remux import stream_format
+
+    with tempfile.TemporaryDirectory(prefix="daotai-format-") as folder:
+        sample = Path(folder) / f"format{settings.container}"
+        with VideoWriter(sample, width, height, fps, settings) as writer:
+            for _ in range(SAMPLE_FRAMES):
+                writer.write(np.zeros((height, width, 3), np.uint8))  # (H, W, 3) uint8
+        return stream_format(sample)
 
 
 # --------------------------------------------------------------------------- lossless / preview

@@ -516,7 +516,8 @@ def _copyable_keyframes(clips: Sequence[ClipSpec], info, rate: Fraction,
                         settings: EncodeSettings) -> list[tuple[int, ...]] | None:
     """Each clip's keyframes when every clip has the stream ``settings`` write (so its packets can
     join the sequence), else None. Hardware encoders are never copied from: their bytes vary."""
-    from daotai.encode.remux import keyframes, reference_format, stream_format
+    from daotai.encode.remux import keyframes, stream_format
+    from daotai.encode.video import reference_format
 
     if settings.hardware is not None:
         return None
