@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.only.split(",") if args.only else list(CLIPS)
     encoders = gops.encoders_for(video.FRAME_THREADS)
-    print(f"cores: {gops.encoders_for(1)}  runs encoded at once: {encoders}  (x264 frame threads each: "
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"cores: {cores}  runs encoded at once: {encoders}  (x264 frame threads each: "
           f"{video.FRAME_THREADS})")
     print(f"{'clip':22s} {'one encoder s':>13s} {'runs s':>8s} {'x one':>6s} {'MB one/runs':>12s} "
           f"{'PSNR one/runs dB':>17s}  same bytes at 1 encoder")

@@ -132,6 +132,7 @@ def test_an_encoder_failure_in_a_run_reaches_the_caller_with_the_path(
 
 def test_more_encoders_where_there_are_more_cores() -> None:
     assert gops.encoders_for(4, cores=2) == 2
-    assert gops.encoders_for(4, cores=16) == 4
-    assert gops.encoders_for(1, cores=64) == 16
+    assert gops.encoders_for(4, cores=16) == 8
+    assert gops.encoders_for(1, cores=12) == 12
+    assert gops.encoders_for(2, cores=64) == 16
     assert gops.encoders_for(0, cores=16) == 1
