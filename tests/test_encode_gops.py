@@ -117,14 +117,14 @@ def test_an_encoder_failure_in_a_run_reaches_the_caller_with_the_path(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clip = frames(40)
     target = tmp_path / "shot.mp4"
-    real = VideoWriter._picture
+    real = video._rgb_picture
 
-    def broken(self, out, frame):
-        if frame[0, 0, 0] == clip[20][0, 0, 0] and np.array_equal(frame, clip[20]):
+    def broken(out, frame, *args, **kwargs):
+        if np.array_equal(frame, clip[20]):
             raise EncodeError("frame 20: the encoder refused it")
-        return real(self, out, frame)
+        return real(out, frame, *args, **kwargs)
 
-    monkeypatch.setattr(VideoWriter, "_picture", broken)
+    monkeypatch.setattr(video, "_rgb_picture", broken)
     with pytest.raises(EncodeError, match="frame 20: the encoder refused it"):
         write(target, clip)
     assert os.listdir(tmp_path) == []
@@ -136,3 +136,25 @@ def test_more_encoders_where_there_are_more_cores() -> None:
     assert gops.encoders_for(1, cores=12) == 12
     assert gops.encoders_for(2, cores=64) == 16
     assert gops.encoders_for(0, cores=16) == 1
+
+
+def test_a_writer_dropped_without_closing_stops_its_runs_and_leaves_no_file(tmp_path: Path) -> None:
+    import gc
+    import threading
+    import time
+
+    before = {t for t in threading.enumerate() if t.name.startswith("daotai-gop-run-")}
+    writer = VideoWriter(tmp_path / "shot.mp4", W, H, FPS)
+    for frame in frames(40):
+        writer.write(frame)
+    del writer
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        running = {t for t in threading.enumerate() if t.name.startswith("daotai-gop-run-")} - before
+        if not running:
+            break
+        time.sleep(0.05)
+    gc.collect()
+    assert not running
+    assert os.listdir(tmp_path) == []

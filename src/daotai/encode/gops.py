@@ -24,6 +24,7 @@ import math
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -123,6 +124,12 @@ class _Run:
             self._slots.release()
 
 
+def _abandon(runs: list[_Run]) -> None:
+    for run in runs:
+        run.error = run.error or EncodeError("abandoned")
+        run.end()
+
+
 class GopRunsOutput:
     """The video stream of one H.264 file, encoded as runs of whole GOPs (see the module doc).
 
@@ -143,6 +150,9 @@ class GopRunsOutput:
         self._runs: list[_Run] = []
         self._pending: list[np.ndarray] = []  # frames of a run not yet known to be long enough
         self._closed = False
+        # A writer dropped without close() or abort(): its runs stop, and their temp files go
+        # with them (each run's output removes its own when collected).
+        self._finalizer = weakref.finalize(self, _abandon, self._runs)
 
     def put(self, rgb: np.ndarray) -> None:
         """Queue one (H, W, 3) uint8 RGB frame (copied) for its run's encoder."""
@@ -208,6 +218,7 @@ class GopRunsOutput:
             self.discard()
             raise
         self._closed = True
+        self._finalizer.detach()
 
     def _join(self) -> None:
         from daotai.encode.remux import Segment, copy_segments
@@ -223,6 +234,7 @@ class GopRunsOutput:
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         self._pending = []
         for run in self._runs:
             run.error = run.error or EncodeError("discarded")

@@ -15,6 +15,7 @@ target path never holds a half-written video.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import weakref
@@ -380,6 +381,19 @@ class _AtomicOutput:
 # --------------------------------------------------------------------------- colour writer
 
 
+def _rgb_picture(out: _AtomicOutput, frame: np.ndarray, bits: int, sub_y: int, plane_dtype: Any) -> av.VideoFrame:
+    """The encoder's frame for one (H, W, 3) uint8 RGB frame."""
+    # code values: Y (H, W), Cb and Cr (H/sy, W/2); uint8 at 8 bits, float32 (+0.5) at 10
+    if bits == 8:
+        y, cb, cr = rgb_to_yuv_u8(np.ascontiguousarray(frame), sub_y)
+    else:
+        y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), sub_y, bits)
+    av_frame = out.new_frame()
+    for plane, values in zip(av_frame.planes, (y, cb, cr), strict=True):
+        fill_plane(plane, values, plane_dtype)
+    return av_frame
+
+
 def _in_gop_runs(settings: EncodeSettings, path: Path) -> bool:
     """Whether a clip is encoded as runs of GOPs side by side (daotai.encode.gops): software H.264
     at a fixed thread count into MP4/MOV, the files whose GOPs remux can join."""
@@ -441,7 +455,9 @@ class VideoWriter:
             self._out = GopRunsOutput(
                 self.path, RunLayout.for_gop(self.settings.keyint_frames(self.fps)),
                 self.width * self.height * 3, encoders_for(self.settings.threads),
-                lambda target: _AtomicOutput(target, spec), self._picture,
+                lambda target: _AtomicOutput(target, spec),
+                # not a bound method: a run's thread must not keep the writer alive
+                functools.partial(_rgb_picture, bits=self._bits, sub_y=self._sub_y, plane_dtype=self._plane_dtype),
             )
         else:
             self._out = _AtomicOutput(self.path, spec)
@@ -462,21 +478,9 @@ class VideoWriter:
                 f"({self.height}, {self.width}, 3) (H, W, RGB)"
             )
         if isinstance(self._out, _AtomicOutput):
-            self._out.encode(self._picture(self._out, frame))
+            self._out.encode(_rgb_picture(self._out, frame, self._bits, self._sub_y, self._plane_dtype))
         else:  # runs of GOPs: converted and encoded by the run's thread
             self._out.put(frame)
-
-    def _picture(self, out: _AtomicOutput, frame: np.ndarray) -> av.VideoFrame:
-        """The encoder's frame for one (H, W, 3) uint8 RGB frame."""
-        # code values: Y (H, W), Cb and Cr (H/sy, W/2); uint8 at 8 bits, float32 (+0.5) at 10
-        if self._bits == 8:
-            y, cb, cr = rgb_to_yuv_u8(np.ascontiguousarray(frame), self._sub_y)
-        else:
-            y, cb, cr = rgb_to_yuv_planes(np.ascontiguousarray(frame), self._sub_y, self._bits)
-        av_frame = out.new_frame()
-        for plane, values in zip(av_frame.planes, (y, cb, cr), strict=True):
-            fill_plane(plane, values, self._plane_dtype)
-        return av_frame
 
     def close(self) -> None:
         """Finish the file and move it onto the target path."""
