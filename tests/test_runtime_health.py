@@ -379,3 +379,25 @@ def test_adaptive_re_places_the_loaded_pipeline_and_survives_a_broken_sampler(ti
         assert backend.runner.owed_step is None
     finally:
         backend.close()
+
+
+def test_nvml_is_initialised_once_per_process(monkeypatch):
+    import sys
+    import types
+
+    import daotai.runtime.health as health
+
+    calls = {"init": 0, "shutdown": 0}
+    fake = types.ModuleType("pynvml")
+    fake.NVML_TEMPERATURE_GPU = 0
+    fake.nvmlInit = lambda: calls.__setitem__("init", calls["init"] + 1)
+    fake.nvmlShutdown = lambda: calls.__setitem__("shutdown", calls["shutdown"] + 1)
+    fake.nvmlDeviceGetHandleByIndex = lambda index: ("gpu", index)
+    fake.nvmlDeviceGetTemperature = lambda handle, sensor: 61
+    fake.nvmlDeviceGetCurrentClocksEventReasons = lambda handle: 0x4
+    fake.nvmlDeviceGetMemoryInfo = lambda handle: types.SimpleNamespace(used=3 * 1024**3)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(health, "_NVML", {})
+    first, second = nvml_sample(0), nvml_sample(0)
+    assert first == second == {"temperature_c": 61, "throttle_reasons": ["sw_power_cap"], "device_used_gib": 3.0}
+    assert calls == {"init": 1, "shutdown": 0}

@@ -28,6 +28,7 @@ lower after a critical one (see :func:`daotai.runtime.memory.tier_after_health`)
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -187,15 +188,30 @@ def throttle_reason_names(mask: int) -> tuple[str, ...]:
     return tuple(names)
 
 
+# NVML as initialised in this process: {pid: pynvml module, or None where it is missing or refused}.
+# nvmlInit enumerates the devices (tens to hundreds of ms), and a shot takes its samples while
+# the user waits for frames, so it is paid once per process; a forked child initialises its own.
+_NVML: dict[int, Any] = {}
+
+
+def _nvml() -> Any | None:
+    """pynvml, initialised once in this process; None without the binding or a driver."""
+    pid = os.getpid()
+    if pid not in _NVML:
+        try:
+            import pynvml  # ships as nvidia-ml-py; optional
+
+            pynvml.nvmlInit()
+            _NVML[pid] = pynvml
+        except Exception:  # noqa: BLE001  (no binding, no driver, or NVML refuses: nothing to read)
+            _NVML[pid] = None
+    return _NVML[pid]
+
+
 def nvml_sample(index: int) -> dict[str, Any]:
     """Temperature, throttle reasons and device-wide memory use from NVML; {} without the binding."""
-    try:
-        import pynvml  # ships as nvidia-ml-py; optional
-    except ImportError:
-        return {}
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001  (no driver, or NVML refuses: nothing to read)
+    pynvml = _nvml()
+    if pynvml is None:
         return {}
     sample: dict[str, Any] = {}
     try:
@@ -212,11 +228,6 @@ def nvml_sample(index: int) -> dict[str, Any]:
                 pass
     except Exception:  # noqa: BLE001  (telemetry never fails a render: keep the fields read so far)
         pass
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001  (shutting NVML down is best effort)
-            pass
     return sample
 
 
