@@ -209,6 +209,7 @@ class Measure:
     peak_bytes: int = 0
     peak_denoise_bytes: int = 0  # peak from the render's start to the VAE decode (text encoding + denoising)
     peak_decode_bytes: int = 0  # peak from the VAE decode to the end (decode, frames to bytes)
+    held_at_decode_bytes: int = 0  # allocated as the VAE decode starts: what the decode stage carries in
     rel_l2: float | None = None  # transformer output vs stock eager on fixed inputs
     psnr_stock: float | None = None
     ssim_stock: float | None = None
@@ -226,8 +227,8 @@ class Measure:
 class Clock:
     """Synchronised marks around text encoding and VAE decoding (same wrapping for every contender)."""
 
-    def __init__(self, sync, reset_peak=lambda: None, peak=lambda: 0):
-        self.sync, self.reset_peak, self.peak = sync, reset_peak, peak
+    def __init__(self, sync, reset_peak=lambda: None, peak=lambda: 0, allocated=lambda: 0):
+        self.sync, self.reset_peak, self.peak, self.allocated = sync, reset_peak, peak, allocated
         self.reset()
 
     def reset(self) -> None:
@@ -236,6 +237,7 @@ class Clock:
         self.decode_start: float | None = None
         self.decode_s = 0.0
         self.peak_denoise = 0
+        self.held_at_decode = 0
 
     def wrap(self, pipe) -> None:
         encode, decode = pipe.encode_prompt, pipe.vae.decode
@@ -255,6 +257,7 @@ class Clock:
             if self.decode_start is None:
                 self.decode_start = began
                 self.peak_denoise = int(self.peak())  # then the peak restarts: decode's own is read at the end
+                self.held_at_decode = int(self.allocated())  # latents, weights and whatever denoising left behind
                 self.reset_peak()
             out = decode(*args, **kwargs)
             self.sync()
@@ -271,6 +274,13 @@ def _device_tools(device: str):
     if device.startswith("cuda"):
         return torch.cuda.synchronize, torch.cuda.reset_peak_memory_stats, torch.cuda.max_memory_allocated
     return (lambda: None), (lambda: None), (lambda: 0)
+
+
+def _allocated(device: str):
+    """Bytes the caching allocator has handed out now (0 off CUDA)."""
+    import torch
+
+    return torch.cuda.memory_allocated if device.startswith("cuda") else (lambda: 0)
 
 
 def _free(device: str) -> None:
@@ -424,7 +434,7 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
     output = forward_output(pipe.transformer, inputs)
     if reference is not None:
         measure.rel_l2 = relative_l2(output, reference)
-    clock = Clock(sync, reset_peak, peak)
+    clock = Clock(sync, reset_peak, peak, _allocated(device))
     clock.wrap(pipe)
     best = None
     for _ in range(repeats):
@@ -442,6 +452,7 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
             best = replace(measure, text_s=clock.text_s, denoise_s=clock.decode_start - clock.text_end,
                            decode_s=clock.decode_s, total_s=total, peak_bytes=max(clock.peak_denoise, int(peak())),
                            peak_denoise_bytes=clock.peak_denoise, peak_decode_bytes=int(peak()), frames=frames,
+                           held_at_decode_bytes=clock.held_at_decode,
                            encode_s=encode_s)
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
     pipe = None  # frees the pipeline (rebound, not deleted: generate() closes over it)
@@ -571,7 +582,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
     if runner.speed_config.cache is None:
         with denoise_context(runner.speed_config):
             measure.rel_l2 = relative_l2(forward_output(pipe.transformer, inputs), reference)
-    clock = Clock(sync, reset_peak, peak)
+    clock = Clock(sync, reset_peak, peak, _allocated(device))
     clock.wrap(pipe)
     def context() -> RunContext:
         return RunContext(glimpse_every_s=GLIMPSE_EVERY_S if live else None)
@@ -604,6 +615,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
                            decode_s=clock.decode_s, total_s=total,
                            peak_bytes=max(clock.peak_denoise, int(peak())), peak_denoise_bytes=clock.peak_denoise,
                            peak_decode_bytes=int(peak()), frames=np.stack(frames),  # (F, H, W, 3) uint8
+                           held_at_decode_bytes=clock.held_at_decode,
                            encode_s=encode_s)
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
     if state is not None:  # per measured render
@@ -674,9 +686,12 @@ def print_table(rows: list[Measure], stock: Measure, strong: Measure | None = No
         print(f"  {r.name:16}" + " / ".join(f"{s:5.1f}%" for s in shares)
               + f"   ({r.text_s:.2f} / {r.denoise_s:.2f} / {r.decode_s:.2f} / {r.post_s:.2f} s, "
                 f"of which the MP4 encode {r.encode_s:.2f} s)")
-    print("\npeak GPU memory by stage (text + denoise / decode + frames to bytes), GiB:")
+    print("\npeak GPU memory by stage (text + denoise / decode + frames to bytes), GiB, and what the decode stage"
+          " starts holding (its own growth is the difference):")
     for r in rows:
-        print(f"  {r.name:16}{r.peak_denoise_bytes / 1024**3:6.2f} / {r.peak_decode_bytes / 1024**3:6.2f}")
+        print(f"  {r.name:16}{r.peak_denoise_bytes / 1024**3:6.2f} / {r.peak_decode_bytes / 1024**3:6.2f}"
+              f"   held at decode {r.held_at_decode_bytes / 1024**3:6.2f}, "
+              f"decode's own {(r.peak_decode_bytes - r.held_at_decode_bytes) / 1024**3:6.2f}")
     print("\nlevers:")
     for r in rows:
         print(f"  {r.name:16}{r.levers}")
@@ -1223,7 +1238,8 @@ def main() -> None:
                           "load_s": r.load_s, "text_s": r.text_s, "denoise_s": r.denoise_s, "decode_s": r.decode_s,
                           "post_s": r.post_s, "encode_s": r.encode_s, "peak_gib": r.peak_bytes / 1024**3,
                           "peak_denoise_gib": r.peak_denoise_bytes / 1024**3,
-                          "peak_decode_gib": r.peak_decode_bytes / 1024**3, "rel_l2": r.rel_l2,
+                          "peak_decode_gib": r.peak_decode_bytes / 1024**3,
+                          "held_at_decode_gib": r.held_at_decode_bytes / 1024**3, "rel_l2": r.rel_l2,
                           "psnr_vs_stock": None if r.psnr_stock is None or math.isinf(r.psnr_stock) else r.psnr_stock,
                           "ssim_vs_stock": r.ssim_stock,
                           "psnr_vs_exact": None if r.psnr_exact is None or math.isinf(r.psnr_exact) else r.psnr_exact,
