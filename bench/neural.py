@@ -506,8 +506,8 @@ def ablations(device: str, mode: str, family: str = "wan") -> dict[str, Any]:
             table["fast-nofp8"] = replace(levers_for("fast", "cuda"), fp8=False)
             table["fast-fused"] = replace(levers_for("fast", "cuda"), fuse_qkv=True)  # wider FP8 GEMMs
             # fast's VAE levers taken out: its decode has read slower than exact's float32 one on LTX
-            table["fast-vae-f32"] = replace(levers_for("fast", "cuda"), vae_bf16=False, vae_channels_last=False)
-            table["fast-vae-ncl"] = replace(levers_for("fast", "cuda"), vae_channels_last=False)
+            table["fast-vae-f32"] = replace(levers_for("fast", "cuda", family), vae_bf16=False, vae_channels_last=False)
+            table["fast-vae-ncl"] = replace(levers_for("fast", "cuda", family), vae_channels_last=False)
         # the step cache's cadence (1 step computed in every i after the warm-up), its guidance reuse
         # (the passes after the first on 1 computed step in every g, in between the first pass plus
         # the last measured difference) and its first-order extrapolation of skipped steps; each
