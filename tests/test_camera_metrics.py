@@ -194,6 +194,7 @@ def test_the_essential_matrix_estimators_side_by_side_give_what_they_give_one_af
     from daotai.qc import camera_two_view as two_view
 
     rng = np.random.default_rng(1)
+    steps, expected = [], []
     for case in range(12):
         n = int(rng.integers(30, 300))
         points = rng.uniform(-2, 2, (n, 3)) + np.array([0.0, 0.0, 6.0])  # (n, 3) m, in front of camera a
@@ -208,3 +209,13 @@ def test_the_essential_matrix_estimators_side_by_side_give_what_they_give_one_af
         assert len(together) == len(in_turn) >= len(two_view.ESSENTIAL_METHODS)
         for (cost_a, e_a), (cost_b, e_b) in zip(together, in_turn, strict=True):
             assert cost_a == cost_b and np.array_equal(e_a, e_b)
+        steps.append((xa, xb, 500.0))
+        expected.append(in_turn)
+    # A path's steps all at once, on one pool: each step's candidates as that step's alone, whatever the threads.
+    for threads in (1, 3, 16):
+        pooled = two_view.essential_candidates_of_steps(steps, threads=threads)
+        assert len(pooled) == len(expected)
+        for got, want in zip(pooled, expected, strict=True):
+            assert [c for c, _ in got] == [c for c, _ in want]
+            assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(got, want, strict=True))
+    assert two_view.essential_candidates_of_steps([]) == []

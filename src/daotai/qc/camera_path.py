@@ -23,7 +23,7 @@ from daotai.plan import geometry
 from daotai.qc.camera_path_map import MAP_AGREE_DEG, adjusted_poses, chained, normalised_tracks
 from daotai.qc.camera_two_view import (
     RANSAC_PX,
-    essential_candidates,
+    essential_candidates_of_steps,
     geodesic_deg,
     normalised,
     rotation_with_zoom,
@@ -110,17 +110,18 @@ MAP_MIN_POINTS = 8  # placed points seen again that let the map choose between a
 
 
 def _choose_step(xa: np.ndarray, xb: np.ndarray, focal: float, common: list[int], rotation: np.ndarray,
-                 w2c_key: np.ndarray, world: dict[int, np.ndarray], last_length: float | None):
+                 w2c_key: np.ndarray, world: dict[int, np.ndarray], last_length: float | None,
+                 candidates: list[tuple[float, np.ndarray]]):
     """The moving step from key frame a to frame b: (R, unit t, length, track ids, unit-baseline points), or None.
 
-    Each candidate essential matrix gives a pose (a twisted pair, turning far from the homography's
+    Each candidate essential matrix (``candidates``: the step's, best MSAC score first) gives a pose (a twisted pair, turning far from the homography's
     rotation, is dropped); its points are scaled to the map (points already placed, ``world``,
     in frame 0's camera) and the candidate whose step puts the map's points where frame b sees them
     (median reprojection error) wins; with too few map points seen again, the best MSAC score wins."""
     import cv2
 
     best = None
-    for rank, (_, e) in enumerate(essential_candidates(xa, xb, focal)):
+    for rank, (_, e) in enumerate(candidates):
         inliers = sampson_px(e, xa, xb, focal) <= RANSAC_PX
         if int(inliers.sum()) < MIN_STEP_TRACKS:
             continue
@@ -153,44 +154,43 @@ def _choose_step(xa: np.ndarray, xb: np.ndarray, focal: float, common: list[int]
     return None if best is None else best[1]
 
 
-def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrinsics] | geometry.Intrinsics,
-                 stride: int = 1, excludes: list[np.ndarray | None] | None = None) -> CameraPath:
-    """The camera path of (H, W, 3) uint8 frames with known intrinsics (pixels, one per frame or one for all).
+@dataclass(frozen=True)
+class _Step:
+    """A step from key frame ``key`` to sampled frame ``k`` (positions among the sampled frames)."""
 
-    ``excludes``: per frame (all frames, not only the sampled ones) an (H, W) bool map of pixels
-    to keep tracks out of, or None."""
+    key: int
+    k: int
+    kind: str  # "skip": too few tracks; "turn": no parallax (rotation, zoom); "move": parallax
+    xa: np.ndarray | None = None  # (N, 2) normalised tracks in the key frame ("turn", "move")
+    xb: np.ndarray | None = None  # (N, 2) the same tracks in frame k
+    focal: float = 0.0  # px, frame k's
+    common: tuple[int, ...] = ()  # the tracks' ids
+    rotation: np.ndarray | None = None  # (3, 3) the homography's rotation, X_b = R X_a
+    zoom: float = 1.0
+
+
+def _key_steps(tracks: list[dict[int, np.ndarray]], lenses: list[geometry.Intrinsics]) -> list[_Step]:
+    """The steps between key frames, with what each needs, from the tracks alone.
+
+    Which frames become key frames depends on the tracks and their homographies only, never on the
+    essential matrix a moving step then chooses, so every moving step is known before any of them
+    is measured (and their estimators can all run at once)."""
     import cv2
 
-    sampled = [(i, np.asarray(f)) for i, f in enumerate(frames) if i % stride == 0]
-    if len(sampled) < 2:
-        raise ValueError("a camera path needs at least two frames")
-    per_frame = intrinsics if isinstance(intrinsics, list) else None
-
-    def lens(index: int) -> geometry.Intrinsics:
-        return per_frame[index] if per_frame is not None else intrinsics
-
-    tracks = _tracks([f for _, f in sampled], [excludes[i] for i, _ in sampled] if excludes is not None else None)
-    indexes, poses, focal, parallax = [sampled[0][0]], [np.eye(4)], [1.0], []
-    world: dict[int, np.ndarray] = {}  # track id -> point in frame 0's camera (the recovered scale)
-    last_length, skipped, key = None, 0, 0
-    for k in range(1, len(sampled)):
-        last = k == len(sampled) - 1
+    steps: list[_Step] = []
+    key = 0
+    for k in range(1, len(tracks)):
+        last = k == len(tracks) - 1
         common = sorted(set(tracks[key]) & set(tracks[k]))
         thinning = len(common) < TRACK_KEEP * len(tracks[key])
         if len(common) < MIN_STEP_TRACKS:
-            if not last and not thinning:
-                continue
-            indexes.append(sampled[k][0])
-            poses.append(poses[-1].copy())
-            focal.append(focal[-1])
-            parallax.append(False)
-            skipped += 1
-            key = k
+            if last or thinning:
+                steps.append(_Step(key, k, "skip"))
+                key = k
             continue
-        ka, kb = lens(sampled[key][0]), lens(sampled[k][0])
-        f = float(kb[1])
-        xa = normalised(np.array([tracks[key][i] for i in common]), ka)
-        xb = normalised(np.array([tracks[k][i] for i in common]), kb)
+        f = float(lenses[k][1])
+        xa = normalised(np.array([tracks[key][i] for i in common]), lenses[key])
+        xb = normalised(np.array([tracks[k][i] for i in common]), lenses[k])
         moved = float(np.median(np.linalg.norm(xb - xa, axis=1))) * f  # px, with the planned lens change removed
         rotation, zoom, shift = np.eye(3), 1.0, moved
         if moved > STILL_PX:
@@ -204,26 +204,58 @@ def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrins
             continue  # too little motion since the key frame to measure well: wait
         if not turned and shift < PARALLAX_KEY_PX and not (last or thinning):
             continue  # some parallax, too little for the direction of travel: wait for a longer baseline
-        moving = not turned
-        key_pose = poses[-1]
-        chosen = None
-        if moving:
-            chosen = _choose_step(xa, xb, f, common, rotation, np.linalg.inv(key_pose), world, last_length)
-            moving = chosen is not None
-        indexes.append(sampled[k][0])
+        steps.append(_Step(key, k, "turn" if turned else "move", xa, xb, f, tuple(common), rotation, zoom))
         key = k
-        if not moving:
-            step = np.eye(4)
-            step[:3, :3] = rotation  # X_b = R X_a
-            poses.append(key_pose @ np.linalg.inv(step))
-            focal.append(focal[-1] * zoom)
+    return steps
+
+
+def recover_path(frames: Iterable[np.ndarray], intrinsics: list[geometry.Intrinsics] | geometry.Intrinsics,
+                 stride: int = 1, excludes: list[np.ndarray | None] | None = None) -> CameraPath:
+    """The camera path of (H, W, 3) uint8 frames with known intrinsics (pixels, one per frame or one for all).
+
+    ``excludes``: per frame (all frames, not only the sampled ones) an (H, W) bool map of pixels
+    to keep tracks out of, or None."""
+    sampled = [(i, np.asarray(f)) for i, f in enumerate(frames) if i % stride == 0]
+    if len(sampled) < 2:
+        raise ValueError("a camera path needs at least two frames")
+    per_frame = intrinsics if isinstance(intrinsics, list) else None
+
+    def lens(index: int) -> geometry.Intrinsics:
+        return per_frame[index] if per_frame is not None else intrinsics
+
+    tracks = _tracks([f for _, f in sampled], [excludes[i] for i, _ in sampled] if excludes is not None else None)
+    steps = _key_steps(tracks, [lens(i) for i, _ in sampled])
+    moving = [step for step in steps if step.kind == "move"]
+    found = dict(zip((step.k for step in moving),
+                     essential_candidates_of_steps([(step.xa, step.xb, step.focal) for step in moving]), strict=True))
+    indexes, poses, focal, parallax = [sampled[0][0]], [np.eye(4)], [1.0], []
+    world: dict[int, np.ndarray] = {}  # track id -> point in frame 0's camera (the recovered scale)
+    last_length, skipped = None, 0
+    for step in steps:
+        indexes.append(sampled[step.k][0])
+        key_pose = poses[-1]
+        if step.kind == "skip":
+            poses.append(key_pose.copy())
+            focal.append(focal[-1])
+            parallax.append(False)
+            skipped += 1
+            continue
+        chosen = None
+        if step.kind == "move":
+            chosen = _choose_step(step.xa, step.xb, step.focal, list(step.common), step.rotation,
+                                  np.linalg.inv(key_pose), world, last_length, found[step.k])
+        if chosen is None:
+            turn = np.eye(4)
+            turn[:3, :3] = step.rotation  # X_b = R X_a
+            poses.append(key_pose @ np.linalg.inv(turn))
+            focal.append(focal[-1] * step.zoom)
             parallax.append(False)
             continue
         r_e, t_unit, length, ids, unit_points = chosen
         last_length = length
-        step = np.eye(4)
-        step[:3, :3], step[:3, 3] = r_e, length * t_unit
-        poses.append(key_pose @ np.linalg.inv(step))
+        move = np.eye(4)
+        move[:3, :3], move[:3, 3] = r_e, length * t_unit
+        poses.append(key_pose @ np.linalg.inv(move))
         focal.append(focal[-1])
         parallax.append(True)
         for track_id, point in zip(ids, unit_points * length, strict=True):

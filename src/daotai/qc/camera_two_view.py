@@ -92,15 +92,38 @@ def essential_candidates(xa: np.ndarray, xb: np.ndarray, focal: float) -> list[t
     """Essential matrices (3, 3) of normalised track pairs (N, 2) from several robust estimators, best first.
 
     Each is scored by the mean of squared Sampson distances capped at RANSAC_PX (an MSAC score over
-    every track), so a degenerate fit that only some tracks obey scores worse than one most obey.
-    The estimators run side by side on threads (OpenCV lets go of the GIL; each seeds its own
-    sampling, so the answers are those of one after the other): the path's costliest step, and on
-    the last shot of a render nothing else waits for those cores."""
+    every track), so a degenerate fit that only some tracks obey scores worse than one most obey."""
+    return essential_candidates_of_steps([(xa, xb, focal)])[0]
+
+
+def essential_candidates_of_steps(steps: list[tuple[np.ndarray, np.ndarray, float]],
+                                  threads: int | None = None) -> list[list[tuple[float, np.ndarray]]]:
+    """:func:`essential_candidates` of each (xa, xb, focal) step, in the steps' order.
+
+    Every estimator of every step runs as one task on a pool of threads (OpenCV lets go of the GIL;
+    each call seeds its own sampling, so the answers are those of one call after the other): the
+    camera path's costliest part, and on the last shot of a render nothing else waits for those
+    cores. One pool for all steps, not one per step, because a step waits for its slowest estimator
+    (RANSAC runs to its iteration cap on tracks that fit no motion, four times LMedS's time) while
+    the others' threads would idle. ``threads``: default one per core, at least one per estimator."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(ESSENTIAL_METHODS), thread_name_prefix="daotai-essential") as pool:
-        found = list(pool.map(lambda name: _essential_by(name, xa, xb, focal), ESSENTIAL_METHODS))
-    return sorted((candidate for each in found for candidate in each), key=lambda c: c[0])
+    tasks = [(index, name) for index in range(len(steps)) for name in ESSENTIAL_METHODS]
+    if not tasks:
+        return []
+    workers = min(len(tasks), threads or max(len(ESSENTIAL_METHODS), _cores()))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="daotai-essential") as pool:
+        found = list(pool.map(lambda task: _essential_by(task[1], *steps[task[0]]), tasks))
+    out: list[list[tuple[float, np.ndarray]]] = [[] for _ in steps]
+    for (index, _), candidates in zip(tasks, found, strict=True):
+        out[index].extend(candidates)
+    return [sorted(candidates, key=lambda c: c[0]) for candidates in out]
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _essential_by(name: str, xa: np.ndarray, xb: np.ndarray, focal: float) -> list[tuple[float, np.ndarray]]:
