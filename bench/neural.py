@@ -204,7 +204,9 @@ class Measure:
     denoise_s: float = 0.0
     decode_s: float = 0.0
     post_s: float = 0.0  # frames to uint8, retiming, MP4 encode
-    encode_s: float = 0.0  # of post_s: the MP4 encode alone (daotai's writer, the same for everyone)
+    # of post_s: the MP4 encode (daotai's writer, the same for everyone): stock's after its frames are bytes,
+    # ours from the first frame the backend hands over (later frames are still arriving) to the file closed
+    encode_s: float = 0.0
     total_s: float = 0.0
     peak_bytes: int = 0
     peak_denoise_bytes: int = 0  # peak from the render's start to the VAE decode (text encoding + denoising)
@@ -310,19 +312,44 @@ def _drop_blas_workspaces(device: str) -> None:
 
 def encode_mp4(frames, path: Path, fps: float) -> None:
     """(F, H, W, 3) uint8 frames → H.264 MP4 with daotai's writer (same settings for everyone)."""
-    from fractions import Fraction
-
-    try:
-        from daotai.encode.video import EncodeSettings, VideoWriter
-    except ImportError as error:  # PyAV missing on a measuring box: the MP4 stage is left out for everyone
-        if not getattr(encode_mp4, "warned", False):
-            print(f"MP4 encode skipped for every contender ({error}); post = frames to uint8 only", flush=True)
-            encode_mp4.warned = True  # type: ignore[attr-defined]
-        return
-    with VideoWriter(path, frames[0].shape[1], frames[0].shape[0], Fraction(fps).limit_denominator(1001),
-                     EncodeSettings(codec="h264", crf=18, preset="veryfast")) as writer:
+    with Mp4(path, fps) as mp4:
         for frame in frames:
-            writer.write(frame)
+            mp4.write(frame)
+
+
+class Mp4:
+    """daotai's writer, opened at the first frame (its size), with the same settings for everyone.
+
+    Our backend's frames are written as its Frame events arrive, as a render hands them to its
+    encoder: the encode's runs start while the later frames are still being delivered."""
+
+    def __init__(self, path: Path, fps: float):
+        self.path, self.fps, self.writer = path, fps, None
+
+    def write(self, frame) -> None:
+        if self.writer is None:
+            from fractions import Fraction
+
+            try:
+                from daotai.encode.video import EncodeSettings, VideoWriter
+            except ImportError as error:  # PyAV missing on a measuring box: the MP4 stage is left out for everyone
+                if not getattr(Mp4, "warned", False):
+                    print(f"MP4 encode skipped for every contender ({error}); post = frames to uint8 only", flush=True)
+                    Mp4.warned = True  # type: ignore[attr-defined]
+                self.writer = False
+                return
+            self.writer = VideoWriter(self.path, frame.shape[1], frame.shape[0],
+                                      Fraction(self.fps).limit_denominator(1001),
+                                      EncodeSettings(codec="h264", crf=18, preset="veryfast"))
+        if self.writer:
+            self.writer.write(frame)
+
+    def __enter__(self) -> "Mp4":
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if self.writer:
+            self.writer.__exit__(kind, error, trace)
 
 
 def fixed_inputs(config: dict, request, device: str, dtype, family: str = "wan"):
@@ -603,14 +630,18 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
         reset_peak()
         sync()
         began = time.perf_counter()
-        events = list(backend.render(RenderJob(plan, shot, controls=False), context()))
-        frames = [event.rgb for event in events if isinstance(event, Frame)]
-        if live:
-            print(f"{name}: {sum(isinstance(e, Glimpse) for e in events)} live pictures in the render", flush=True)
-        encoding = time.perf_counter()
-        encode_mp4(frames, work / f"{name}.mp4", plan.fps)
+        frames, pictures, encoding = [], 0, None
+        with Mp4(work / f"{name}.mp4", plan.fps) as mp4:  # frames encoded as they arrive, as a render does
+            for event in backend.render(RenderJob(plan, shot, controls=False), context()):
+                if isinstance(event, Frame):
+                    encoding = encoding or time.perf_counter()
+                    frames.append(event.rgb)
+                    mp4.write(event.rgb)
+                pictures += isinstance(event, Glimpse)
         total = time.perf_counter() - began
-        encode_s = time.perf_counter() - encoding
+        encode_s = time.perf_counter() - (encoding or began)  # from the first frame handed over to the file closed
+        if live:
+            print(f"{name}: {pictures} live pictures in the render", flush=True)
         if best is None or total < best.total_s:
             import numpy as np
 
