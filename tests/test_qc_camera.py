@@ -373,6 +373,27 @@ def test_stride_max_pairs_and_json():
     assert set(data) >= {"ok", "summary", "pairs_evaluated", "error_mean_px", "error_p95_px"}
 
 
+def test_pairs_tracked_on_threads_are_the_pairs_tracked_one_after_another():
+    """The camera check tracks a shot's pairs side by side: each pair from its own two frames, so
+    every track is what one thread finds, in the same order; stopping early leaves no thread behind."""
+    import threading
+
+    cams, fovs = shot(pan=12.0, motion=(0.3, 0.0, -0.4), n=9)
+    frames = list(render_shot(cams, fovs))
+    one = list(track_pairs(frames, stride=1))
+    for threads in (2, 3, 8):
+        many = list(track_pairs(iter(frames), stride=1, threads=threads))
+        assert [(p.index_a, p.index_b, p.detected) for p in many] == [(p.index_a, p.index_b, p.detected) for p in one]
+        for a, b in zip(one, many, strict=True):
+            assert np.array_equal(a.points_uv, b.points_uv) and np.array_equal(a.displacement, b.displacement)
+    strided = list(track_pairs(frames, stride=2, threads=3))
+    assert [(p.index_a, p.index_b) for p in strided] == [(0, 2), (2, 4), (4, 6), (6, 8)]
+    pairs = track_pairs(frames, threads=3)
+    next(pairs)
+    pairs.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("daotai-tracks")]
+
+
 def test_wide_frames_are_tracked_downscaled():
     cams, fovs = shot(pan=12.0, n=4)
     width, height = 1280, 720

@@ -265,6 +265,15 @@ def _roll_change(cam_a: np.ndarray, cam_b: np.ndarray) -> float:
     return (rb - ra + 180.0) % 360.0 - 180.0
 
 
+def tracking_threads() -> int:
+    """Threads that track a shot's frame pairs: one per core, at most 8 (decoding the frames, in the
+    caller's thread, keeps no more busy)."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(8, cores))
+
+
 def _bounded(frames: Iterable[np.ndarray], n: int, seen: list[int]) -> Iterator[np.ndarray]:
     """Pass frames through, counting them and refusing more than the plan has cameras."""
     for index, frame in enumerate(frames):
@@ -413,7 +422,9 @@ def check_camera(frames: Iterable[np.ndarray], cams: np.ndarray, fovs: np.ndarra
     worst: tuple[int, int, float] | None = None
     width, height, analysis_scale = 0, 0, 1.0
 
-    pairs = track_pairs(_bounded(frames, n, seen), stride, config.tracker)
+    # Pairs tracked side by side, unless the caller stops early (then no frame is read ahead).
+    pairs = track_pairs(_bounded(frames, n, seen), stride, config.tracker,
+                        threads=tracking_threads() if max_pairs is None else 1)
     for pair in pairs:
         width, height, analysis_scale = pair.width, pair.height, pair.analysis_scale
         result = _evaluate_pair(pair, cams, fovs, model_for(pair.index_a), stride, config)

@@ -131,10 +131,39 @@ def _track(grey_a: np.ndarray, grey_b: np.ndarray,
 
 
 def track_pairs(frames: Iterable[np.ndarray], stride: int = 1,
-                config: TrackerConfig = TrackerConfig()) -> Iterator[TrackedPair]:
-    """Yield tracks between frames (0, s), (s, 2s), … as they arrive; fresh corners per pair."""
+                config: TrackerConfig = TrackerConfig(), threads: int = 1) -> Iterator[TrackedPair]:
+    """Yield tracks between frames (0, s), (s, 2s), … as they arrive; fresh corners per pair.
+
+    ``threads`` > 1: pairs are tracked on that many threads (OpenCV lets go of the GIL), each pair
+    from its own two frames as before, so the tracks are the same; up to ``threads`` frames are then
+    read ahead of the pair yielded, so a caller that stops early must want that (or keep 1)."""
     if not isinstance(stride, int) or stride < 1:
         raise ValueError(f"stride: {stride!r} must be an integer >= 1")
+    if threads <= 1:
+        for a, b, size, grey_a, grey_b in _frame_pairs(frames, stride, config):
+            yield _pair(a, b, size, grey_b.shape, _track(grey_a, grey_b, config))
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="daotai-tracks")
+    pending: deque = deque()
+    try:
+        for a, b, size, grey_a, grey_b in _frame_pairs(frames, stride, config):
+            pending.append((a, b, size, grey_b.shape, pool.submit(_track, grey_a, grey_b, config)))
+            while len(pending) > threads:
+                a, b, size, shape, tracked = pending.popleft()
+                yield _pair(a, b, size, shape, tracked.result())
+        while pending:
+            a, b, size, shape, tracked = pending.popleft()
+            yield _pair(a, b, size, shape, tracked.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _frame_pairs(frames: Iterable[np.ndarray], stride: int,
+                 config: TrackerConfig) -> Iterator[tuple[int, int, tuple[int, int], np.ndarray, np.ndarray]]:
+    """(index a, index b, full (H, W), grey a, grey b) of each sampled pair, frames checked as they arrive."""
     previous: tuple[int, np.ndarray] | None = None
     size: tuple[int, int] | None = None
     for index, frame in enumerate(frames):
@@ -144,13 +173,18 @@ def track_pairs(frames: Iterable[np.ndarray], stride: int = 1,
             continue
         grey = _analysis_grey(frame, config.max_width)  # (h, w) uint8
         if previous is not None:
-            start, end, detected = _track(previous[1], grey, config)
-            sx = grey.shape[1] / size[1]
-            sy = grey.shape[0] / size[0]
-            scale = np.array([sx, sy])
-            # OpenCV puts pixel centres on integers; the conventions put them at +0.5.
-            points_uv = (start.astype(np.float64) + 0.5) / scale  # (K, 2) full-res px
-            displacement = (end.astype(np.float64) - start) / scale  # (K, 2) full-res px
-            yield TrackedPair(previous[0], index, points_uv, displacement, detected,
-                              size[1], size[0], float(min(sx, sy)))
+            yield previous[0], index, size, previous[1], grey
         previous = (index, grey)
+
+
+def _pair(index_a: int, index_b: int, size: tuple[int, int], grey_shape: tuple[int, ...],
+          tracked: tuple[np.ndarray, np.ndarray, int]) -> TrackedPair:
+    """The tracks of one pair (analysis px, OpenCV centres) as a TrackedPair in full-resolution convention px."""
+    start, end, detected = tracked
+    sx = grey_shape[1] / size[1]
+    sy = grey_shape[0] / size[0]
+    scale = np.array([sx, sy])
+    # OpenCV puts pixel centres on integers; the conventions put them at +0.5.
+    points_uv = (start.astype(np.float64) + 0.5) / scale  # (K, 2) full-res px
+    displacement = (end.astype(np.float64) - start) / scale  # (K, 2) full-res px
+    return TrackedPair(index_a, index_b, points_uv, displacement, detected, size[1], size[0], float(min(sx, sy)))
