@@ -141,7 +141,7 @@ def test_the_run_settings_change_the_key(folder, change):
     assert key(folder, SCRIPT, **change) != key(folder, SCRIPT)
 
 
-def test_fast_modes_step_cache_cadence_is_part_of_a_fast_shots_key_only(folder, monkeypatch):
+def test_fast_modes_step_cache_cadence_and_vae_levers_are_part_of_a_fast_shots_key_only(folder, monkeypatch):
     from daotai.render import speed
 
     fast = {"backend": "wan", "options": {"speed": "fast"}, "controls": False}
@@ -151,6 +151,9 @@ def test_fast_modes_step_cache_cadence_is_part_of_a_fast_shots_key_only(folder, 
     after = key(folder, SCRIPT, **fast), key(folder, SCRIPT, **exact), key(folder, SCRIPT)
     assert before[0] != after[0]  # a fast shot cached with the old cadence is not reused
     assert before[1:] == after[1:]  # other modes and backends keep their keys
+    monkeypatch.setitem(speed.FAST_VAE_LEVERS, "wan", (False, True))  # its decode retuned, same release
+    assert key(folder, SCRIPT, **fast) not in (before[0], after[0])
+    assert (key(folder, SCRIPT, **exact), key(folder, SCRIPT)) == before[1:]
 
 
 def test_a_shot_that_comes_to_end_the_film_gets_another_key_with_a_soundtrack(folder):

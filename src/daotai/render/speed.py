@@ -41,6 +41,11 @@ COMPILE_MODES = (None, "max-autotune-no-cudagraphs")
 # in one batched pass (nothing to reuse) and was at 39.8 dB with every 3rd step already; H3 is
 # guidance-distilled; VACE and the camera-control Wan were not measured.
 FAST_STEP_CACHE: dict[str | None, tuple[int, int, float]] = {None: (3, 1, 0.2), "wan": (4, 2, 0.1)}
+# Fast mode's VAE levers on CUDA, (bfloat16, channels-last), per family. LTX-Video's decoder is
+# slower with them: on an H100 (bench/neural.py --model ltx --mode fast, random weights, 768x512x121)
+# its decode took 0.325 s with both, 0.201 s in bfloat16 alone and 0.198 s in float32, so it keeps
+# its float32 decode, the exact one, which costs it nothing.
+FAST_VAE_LEVERS: dict[str | None, tuple[bool, bool]] = {None: (True, True), "ltx": (False, False)}
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
@@ -143,7 +148,8 @@ def levers_for(mode: str | None, device_kind: str, family: str | None = None) ->
                          cache_warmup=warmup)
         if device_kind == "cuda":
             # fp8 is asked for here and dropped by resolve_levers where the GPU cannot run it.
-            config = replace(config, vae_bf16=True, vae_channels_last=True, fp8=True)
+            bf16, channels_last = FAST_VAE_LEVERS.get(family, FAST_VAE_LEVERS[None])
+            config = replace(config, vae_bf16=bf16, vae_channels_last=channels_last, fp8=True)
     return config
 
 

@@ -121,15 +121,18 @@ def option_files(backend: str, options: dict[str, Any]) -> tuple[Path, ...]:
     return tuple(spec_for(backend).option_files(options))
 
 
-def fast_cadence(backend: str, options: dict[str, Any]) -> list | None:
-    """Fast mode's step-cache cadence for the backend's family, when the options ask for fast mode: it
-    decides which transformer passes run, and it is tuned between releases, so it is part of the key."""
+def fast_levers(backend: str, options: dict[str, Any]) -> dict[str, list] | None:
+    """Fast mode's tuned choices for the backend's family, when the options ask for fast mode: the
+    step-cache cadence (which transformer passes run) and the VAE levers (the decode's precision and
+    layout). Both are tuned between releases, so they are part of the key."""
     if str(options.get("speed") or "").strip().lower() != "fast":
         return None
     from daotai.render.registry import spec_for
-    from daotai.render.speed import FAST_STEP_CACHE
+    from daotai.render.speed import FAST_STEP_CACHE, FAST_VAE_LEVERS
 
-    return list(FAST_STEP_CACHE.get(spec_for(backend).family, FAST_STEP_CACHE[None]))
+    family = spec_for(backend).family
+    return {"fast_step_cache": list(FAST_STEP_CACHE.get(family, FAST_STEP_CACHE[None])),
+            "fast_vae": list(FAST_VAE_LEVERS.get(family, FAST_VAE_LEVERS[None]))}
 
 
 def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], controls: bool, encode: Any,
@@ -156,7 +159,7 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
                  "file": referenced(soundtrack.path) if not soundtrack.path.startswith("upload:") else soundtrack.path,
                  "ends_picture": shot.start_frame + shot.frames == plan.total_frames}
     files = option_files(backend, options)
-    cadence = fast_cadence(backend, options)
+    fast = fast_levers(backend, options)
     return {
         "format": CACHE_FORMAT,
         "daotai": __version__,
@@ -167,7 +170,7 @@ def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], cont
         "options": options,
         # LoRA files the options name, by content (only where there are some: other keys stay as they were)
         **({"option_files": [file_sha256(path, memo) for path in files]} if files else {}),
-        **({"fast_step_cache": cadence} if cadence is not None else {}),  # likewise only in fast mode
+        **(fast or {}),  # likewise only in fast mode
         "model": model_fingerprint(resolve_model_folder(model)) if model else None,
         "controls": controls,
         "encode": asdict(encode),
