@@ -166,6 +166,35 @@ def test_waiting_for_a_running_job_runs_the_jobs_no_worker_has_taken_here():
             pool.result("shot:s2")
 
 
+def _thread_budget(plan) -> tuple[int, int]:
+    from daotai.qc.camera_adherence import tracking_threads
+    from daotai.qc.threads import check_threads
+
+    return check_threads(), tracking_threads()
+
+
+def test_workers_share_the_cores_between_them_and_the_checks_keep_to_their_share(monkeypatch):
+    """Each worker's camera checks use its share of the cores, so the workers together use about
+    every core once (not every core each) and the render's own threads are not crowded out."""
+    from daotai.qc import threads
+
+    monkeypatch.setattr(threads, "cores", lambda: 16)
+    assert [threads.worker_share(n) for n in (1, 2, 3, 4, 32)] == [16, 8, 5, 4, 1]
+    monkeypatch.delenv(threads.THREADS_ENV, raising=False)
+    assert threads.check_threads() == 16  # checks in the rendering process: every core
+    for value, expected in (("3", 3), ("0", 16), ("many", 16), ("", 16)):
+        monkeypatch.setenv(threads.THREADS_ENV, value)
+        assert threads.check_threads() == expected
+    monkeypatch.undo()
+    plan = plan_script(validate_script(SCRIPT))
+    with ShotChecks(plan, workers=2, preload=()) as pool:
+        pool.start()
+        pool.submit("shot:s1", _thread_budget, ())
+        _until_a_worker_took(pool, "shot:s1")  # (a job still queued when its result is asked runs here)
+        share = threads.worker_share(2)
+        assert pool.result("shot:s1") == (share, max(1, min(8, share)))
+
+
 def test_waiting_until_the_workers_took_every_job():
     import threading
     import time

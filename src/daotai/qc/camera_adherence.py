@@ -266,12 +266,11 @@ def _roll_change(cam_a: np.ndarray, cam_b: np.ndarray) -> float:
 
 
 def tracking_threads() -> int:
-    """Threads that track a shot's frame pairs: one per core, at most 8 (decoding the frames, in the
-    caller's thread, keeps no more busy)."""
-    import os
+    """Threads that track a shot's frame pairs: this process's share of the cores (daotai.qc.threads),
+    at most 8 (decoding the frames, in the caller's thread, keeps no more busy)."""
+    from daotai.qc.threads import check_threads
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(8, cores))
+    return max(1, min(8, check_threads()))
 
 
 def _bounded(frames: Iterable[np.ndarray], n: int, seen: list[int]) -> Iterator[np.ndarray]:

@@ -105,25 +105,22 @@ def essential_candidates_of_steps(steps: list[tuple[np.ndarray, np.ndarray, floa
     camera path's costliest part, and on the last shot of a render nothing else waits for those
     cores. One pool for all steps, not one per step, because a step waits for its slowest estimator
     (RANSAC runs to its iteration cap on tracks that fit no motion, four times LMedS's time) while
-    the others' threads would idle. ``threads``: default one per core, at least one per estimator."""
+    the others' threads would idle. ``threads``: default this process's share of the cores
+    (daotai.qc.threads), at least one per estimator."""
     from concurrent.futures import ThreadPoolExecutor
 
     tasks = [(index, name) for index in range(len(steps)) for name in ESSENTIAL_METHODS]
     if not tasks:
         return []
-    workers = min(len(tasks), threads or max(len(ESSENTIAL_METHODS), _cores()))
+    from daotai.qc.threads import check_threads
+
+    workers = min(len(tasks), threads or max(len(ESSENTIAL_METHODS), check_threads()))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="daotai-essential") as pool:
         found = list(pool.map(lambda task: _essential_by(task[1], *steps[task[0]]), tasks))
     out: list[list[tuple[float, np.ndarray]]] = [[] for _ in steps]
     for (index, _), candidates in zip(tasks, found, strict=True):
         out[index].extend(candidates)
     return [sorted(candidates, key=lambda c: c[0]) for candidates in out]
-
-
-def _cores() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _essential_by(name: str, xa: np.ndarray, xb: np.ndarray, focal: float) -> list[tuple[float, np.ndarray]]:

@@ -103,11 +103,13 @@ class _Worker:
     """One worker process and the thread that feeds it jobs from the shared queue."""
 
     def __init__(self, plan_text: str, preload: tuple[str, ...], jobs: queue.Queue,
-                 spans: dict[str, tuple[float, float]]):
+                 spans: dict[str, tuple[float, float]], threads: int):
+        from daotai.qc.threads import THREADS_ENV
+
         path = [entry for entry in sys.path if entry]
         code = f"import sys\nsys.path[:] = {path!r}\nfrom daotai.qc.parallel import worker_main\nworker_main()"
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE)
+                                        stdout=subprocess.PIPE, env={**os.environ, THREADS_ENV: str(threads)})
         self._jobs = jobs
         self._spans = spans
         _send(self.process.stdin, plan_text)
@@ -184,11 +186,13 @@ class ShotChecks:
         if not self.workers or self._plan_text is not None:
             return
         from daotai.plan.planner import plan_to_json
+        from daotai.qc.threads import worker_share
 
         self._plan_text = plan_to_json(self.plan)
+        share = worker_share(self.workers)  # each worker's threads: the workers together fill the cores once
         try:
             for _ in range(self.workers):
-                self._pool.append(_Worker(self._plan_text, self._preload, self._queue, self.spans))
+                self._pool.append(_Worker(self._plan_text, self._preload, self._queue, self.spans, share))
         except OSError:
             self.workers = len(self._pool)  # those that started serve; none: everything is checked here
 
