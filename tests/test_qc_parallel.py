@@ -178,7 +178,7 @@ def test_workers_share_the_cores_between_them_and_the_checks_keep_to_their_share
     every core once (not every core each) and the render's own threads are not crowded out."""
     from daotai.qc import threads
 
-    monkeypatch.setattr(threads, "cores", lambda: 16)
+    monkeypatch.setattr(threads, "usable_cores", lambda: 16)
     assert [threads.worker_share(n) for n in (1, 2, 3, 4, 32)] == [16, 8, 5, 4, 1]
     monkeypatch.delenv(threads.THREADS_ENV, raising=False)
     assert threads.check_threads() == 16  # checks in the rendering process: every core

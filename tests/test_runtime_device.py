@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -75,3 +76,17 @@ def test_ltx_vae_runs_in_bfloat16_on_cuda_only():
         assert vae_dtype_for(runtime, "wan") == getattr(torch, runtime.vae_dtype)
         expected = torch.bfloat16 if kind == "cuda" else getattr(torch, runtime.vae_dtype)
         assert vae_dtype_for(runtime, "ltx") == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no affinity mask on this platform")
+def test_usable_cores_are_the_ones_this_process_was_granted_not_the_machines():
+    """A container or taskset grants fewer cores than the machine has: pools sized by the
+    machine's count would oversubscribe them."""
+    from daotai.runtime.cores import usable_cores
+
+    assert usable_cores() == len(os.sched_getaffinity(0))
+    first = min(os.sched_getaffinity(0))
+    code = (f"import os; os.sched_setaffinity(0, {{{first}}}); "
+            "from daotai.runtime.cores import usable_cores; print(usable_cores())")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "1"

@@ -21,7 +21,6 @@ At most ``in_flight`` frames wait at once, which bounds memory at a few hundred 
 from __future__ import annotations
 
 import math
-import os
 import queue
 import threading
 import weakref
@@ -35,6 +34,7 @@ import numpy as np
 
 from daotai.errors import EncodeError
 from daotai.files import publish, remove_quietly
+from daotai.runtime.cores import usable_cores
 
 # A run holds at least this many frames (whole GOPs): each run pays an encoder's start-up and its
 # pipeline filling, and an IDR picture with x264's options SEI.
@@ -75,7 +75,7 @@ def encoders_for(threads: int, cores: int | None = None) -> int:
     if threads <= 0:
         return 1
     if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        cores = usable_cores()
     return max(2, min(16, cores // min(threads, 2)))
 
 

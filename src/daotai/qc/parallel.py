@@ -34,6 +34,7 @@ from concurrent.futures import Future
 from typing import Any, BinaryIO
 
 from daotai.plan.model import Plan
+from daotai.runtime.cores import usable_cores
 
 # Workers beyond the cores only queue for them; more than this many rarely help a single render
 # (each holds a shot's shrunk frames and its decoders) and cost ~0.5 s of CPU each to start.
@@ -50,7 +51,7 @@ _PLAN: Plan | None = None  # the run's plan, inside a worker process only
 def default_workers(shots: int) -> int:
     """Worker processes for checking ``shots`` shots here: one per core, at most one per shot,
     none on a single core (the render already has it)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     return 0 if cores < 2 else max(0, min(cores, shots, MAX_QC_WORKERS))
 
 

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import os
 
+from daotai.runtime.cores import usable_cores
+
 THREADS_ENV = "DAOTAI_QC_THREADS"
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def check_threads() -> int:
     """Threads this process's checks may keep busy: its share when a worker, else every core."""
     value = os.environ.get(THREADS_ENV, "")
-    return int(value) if value.isdigit() and int(value) >= 1 else cores()
+    return int(value) if value.isdigit() and int(value) >= 1 else usable_cores()
 
 
 def worker_share(workers: int) -> int:
     """Each of ``workers`` worker processes' share of the cores (at least one)."""
-    return max(1, cores() // max(1, workers))
+    return max(1, usable_cores() // max(1, workers))

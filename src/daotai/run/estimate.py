@@ -53,6 +53,7 @@ from typing import Any
 
 from daotai.plan.model import Plan, ShotPlan
 from daotai.render.cost import CostEstimate, format_seconds
+from daotai.runtime.cores import usable_cores
 
 # The longer sample; the shorter is half of it. A shot's checks cost 29 ms a frame from 12 to 24 frames,
 # 37 from 24 to 48 and 47 from 48 to 72 (office s01, CPU): samples shorter than a shot miss that growth.
@@ -161,11 +162,6 @@ class Calibration:
         return (f"timed here at {self.width}x{self.height}, per frame: render+encode "
                 f"{format_seconds(self.render.per_frame)}, QC {format_seconds(self.qc.shot_s(SAMPLE_FRAMES) / SAMPLE_FRAMES)}, "
                 f"assembly {format_seconds(self.assemble_encode)} a re-encoded frame")
-
-
-def usable_cores() -> int:
-    """Cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def busiest_shot(plan: Plan) -> ShotPlan:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from daotai.errors import BackendError
+from daotai.runtime.cores import usable_cores
 
 POLL_S = 0.2  # how often the supervisor looks at its ranks while waiting (a dead rank is noticed this fast)
 PEER_DEATH_WAIT_S = 1.0  # after a rank's error, how long to look for a killed peer that caused it
@@ -425,7 +426,7 @@ def _join_and_load(rank: int, setup: RankSetup) -> tuple[Any, Any, Any]:
     else:
         device = torch.device("cpu")
         # The host's cores are shared by the ranks: more threads than cores makes every rank crawl.
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // setup.world))
+        torch.set_num_threads(max(1, usable_cores() // setup.world))
         backend = "gloo"
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{setup.port}", rank=rank,
                             world_size=setup.world, device_id=device if backend == "nccl" else None)
