@@ -326,6 +326,37 @@ def encode_mp4(frames, path: Path, fps: float) -> None:
             mp4.write(frame)
 
 
+def warm_encoder(work: Path, fps: float) -> None:
+    """Encode a few tiny frames once, before any contender is timed.
+
+    The first MP4 of a process pays PyAV's import and x264's first open (0.1-0.4 s here). Stock is
+    measured first, so without this its end to end carried that one-time cost and every ratio
+    against it was a few percent too kind (a rendering process pays it once, not per shot)."""
+    import numpy as np
+
+    encode_mp4(np.zeros((8, 64, 64, 3), np.uint8), work / "warm-encoder.mp4", fps)
+
+
+def natural_encode_s(shape: tuple[int, int, int], fps: float, work: Path, repeats: int = 2) -> float | None:
+    """Seconds (best of ``repeats``) to encode a natural-like picture of the clip's (F, H, W) from memory.
+
+    Random weights decode to noise, which costs x264 several times a real picture's encode (13 MB
+    for LTX's 5 s clip). Moving waves stand in for a real model's picture (bench/encode_runs.py),
+    so the MP4 stage a user's render pays can be set beside the proxy's. None without PyAV.
+    """
+    from encode_runs import clip
+
+    count, height, width = shape
+    frames = clip(width, height, count, "smooth")
+    best = None
+    for attempt in range(repeats):
+        began = time.perf_counter()
+        encode_mp4(frames, work / f"natural-{attempt}.mp4", fps)
+        seconds = time.perf_counter() - began
+        best = seconds if best is None else min(best, seconds)
+    return None if getattr(Mp4, "warned", False) else best
+
+
 class Mp4:
     """daotai's writer, opened at the first frame (its size), with the same settings for everyone.
 
@@ -743,8 +774,20 @@ def print_table(rows: list[Measure], stock: Measure, strong: Measure | None = No
         print(f"  {r.name:16}{r.levers}")
 
 
-def target_verdicts(rows: list[Measure], stock: Measure, strong: Measure | None, family: str) -> list[str]:
-    """The issue's targets for this model, met or missed (only Wan has speed targets; memory holds for all)."""
+def natural_share(row: Measure, natural_s: float) -> float:
+    """The row's frames-to-MP4 share of its end to end (%) had its encode cost a natural picture's.
+
+    A projection: the measured encode is swapped for ``natural_s``, a natural picture's encode of
+    the same shape timed in the same run (from memory, where ours overlaps the frames' arrival)."""
+    post = row.post_s - row.encode_s + natural_s
+    return 100 * post / (row.total_s - row.encode_s + natural_s)
+
+
+def target_verdicts(rows: list[Measure], stock: Measure, strong: Measure | None, family: str,
+                    natural_s: float | None = None) -> list[str]:
+    """The issue's targets for this model, met or missed (only Wan has speed targets; memory holds for all).
+
+    ``natural_s``: a natural picture's encode of the clip, for the MP4 share's projection beside the measured one."""
     from baselines import Target, memory_verdict
 
     found = {r.name: r for r in rows}
@@ -764,6 +807,11 @@ def target_verdicts(rows: list[Measure], stock: Measure, strong: Measure | None,
         lines += [Target("fast end to end vs plain stock", 2.5).verdict(stock.total_s / fast.total_s),
                   Target("fast frames to MP4, share of end to end", 15.0, "%", at_most=True).verdict(
                       100 * fast.post_s / fast.total_s)]
+        if natural_s is not None and fast.encode_s > 0:
+            lines.append("(projection, not a measurement of a render: "
+                         + Target(f"the same share had the frames encoded as a natural picture ({natural_s:.2f} s "
+                                  f"for this clip's encode against the noise's {fast.encode_s:.2f} s)", 15.0, "%",
+                                  at_most=True).verdict(natural_share(fast, natural_s)) + ")")
     lines += memory_verdict({r.name: (r.peak_bytes - r.leftover_bytes) / 1024**3 for r in rows}, stock.name)
     return lines
 
@@ -1202,6 +1250,7 @@ def main() -> None:
                 profile_steps(folder, device, plan, 2, speed.strip(), family)
             return
         inputs = fixed_inputs(config, request, device, dtype, family)
+        warm_encoder(work, request.fps)  # PyAV's import and x264's first open are no contender's cost
 
         stock, reference = run_stock(folder, device, dtype, request, steps, inputs, work, args.repeats,
                                      plan.shots[0].frames, family)
@@ -1267,7 +1316,13 @@ def main() -> None:
           "(random weights: a first-block cache's skip decisions are not representative)")
     print(f"process start to end: {time.perf_counter() - PROCESS_STARTED:.1f} s; cold start of the first "
           f"'exact' shot (load + warm-up + render): {exact.load_s + exact.warm_s + exact.total_s:.1f} s")
-    verdicts = target_verdicts(rows, stock, strong, family)
+    natural_s = None
+    if stock.frames is not None and stock.encode_s > 0:
+        with tempfile.TemporaryDirectory(prefix="daotai-natural-") as scratch:
+            natural_s = natural_encode_s(stock.frames.shape[:3], request.fps, Path(scratch))
+        print(f"a natural picture of the clip's size (moving waves) encodes in {fmt(natural_s, '.2f')} s here; "
+              f"stock's random-weight frames took {stock.encode_s:.2f} s")
+    verdicts = target_verdicts(rows, stock, strong, family, natural_s)
     print("\ntargets (issue 35, and 32 for LTX end to end; s/step at the measured steps, random weights"
           + ("; a tiny CPU smoke run: these verdicts say nothing about speed):" if args.tiny else "):"))
     for line in verdicts:
@@ -1293,6 +1348,7 @@ def main() -> None:
                           "ssim_vs_exact": r.ssim_exact, "computed": r.computed, "levers": r.levers}
                  for r in rows},
         "fast_projected_50_step_fraction": fraction_50,
+        "natural_encode_s": natural_s,
         "ok_exact_rel_l2": exact.rel_l2 is not None and exact.rel_l2 <= 0.02,
         "ok_memory": exact.peak_bytes - exact.leftover_bytes <= stock.peak_bytes * 1.01 if device.startswith("cuda") else None,
         "targets": verdicts,

@@ -132,3 +132,17 @@ def test_the_h3_benchs_turbo_lora_fits_the_partition_it_is_measured_with(tmp_pat
     check_lora_shapes(h3_bench.partition(True, "cpu"), state, prefix, "turbo.safetensors")  # every block linear fits
     assert len(state) == 2 * sum(1 for name, m in h3_bench.partition(True, "cpu").named_modules()
                                  if name.startswith("transformer_blocks.") and type(m).__name__ == "Linear")
+
+
+def test_the_mp4_share_projected_for_a_natural_picture_swaps_only_the_encode(tmp_path):
+    """The projection beside the LTX frames-to-MP4 target: the measured encode of random-weight noise is
+    replaced by a natural picture's, and nothing else in the row moves."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    neural = _bench_module("neural")
+    row = neural.Measure("fast", 20, text_s=0.01, denoise_s=1.25, decode_s=0.20, post_s=0.98, encode_s=0.86,
+                         total_s=2.44)
+    assert neural.natural_share(row, 0.86) == pytest.approx(100 * 0.98 / 2.44)
+    assert neural.natural_share(row, 0.30) == pytest.approx(100 * (0.98 - 0.86 + 0.30) / (2.44 - 0.86 + 0.30))
+    pytest.importorskip("av")
+    seconds = neural.natural_encode_s((12, 64, 96), 24.0, tmp_path, repeats=1)
+    assert seconds is not None and seconds > 0 and (tmp_path / "natural-0.mp4").stat().st_size > 0
