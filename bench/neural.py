@@ -571,8 +571,8 @@ def ablations(device: str, mode: str, family: str = "wan") -> dict[str, Any]:
             # exact plus FP8 linears alone (its transformer deviation is measured: no cache), and
             # fast without them (fast asks for FP8 where the GPU has it)
             table["fp8"] = replace(levers_for("exact", "cuda"), mode="fast", fp8=True)
-            table["fast-nofp8"] = replace(levers_for("fast", "cuda"), fp8=False)
-            table["fast-fused"] = replace(levers_for("fast", "cuda"), fuse_qkv=True)  # wider FP8 GEMMs
+            table["fast-nofp8"] = replace(levers_for("fast", "cuda", family), fp8=False)
+            table["fast-fused"] = replace(levers_for("fast", "cuda", family), fuse_qkv=True)  # wider FP8 GEMMs
             # fast's VAE levers taken out: its decode has read slower than exact's float32 one on LTX
             table["fast-vae-f32"] = replace(levers_for("fast", "cuda", family), vae_bf16=False, vae_channels_last=False)
             table["fast-vae-ncl"] = replace(levers_for("fast", "cuda", family), vae_channels_last=False)
@@ -727,11 +727,15 @@ def bench_plan(width: int, height: int, frames: int, fps: int = 16):
 
 
 def projected_fraction(steps: int, config) -> float:
-    """Share of transformer passes a config computes at ``steps`` steps (1.0 without a fixed cache)."""
-    from daotai.render.speed import computed_steps
+    """Share of transformer passes a config computes at ``steps`` steps (1.0 without a fixed cache).
 
-    schedule = computed_steps(steps, config)
-    return sum(schedule) / len(schedule)
+    Counted as a guided render's two passes a step: the first runs on every computed step, the
+    second only where its guidance interval lets it (a family that batches its guidance into one
+    pass has an interval of 1, so the share is its computed steps')."""
+    from daotai.render.speed import computed_steps, guidance_steps
+
+    first, second = computed_steps(steps, config), guidance_steps(steps, config)
+    return (sum(first) + sum(second)) / (2 * steps)
 
 
 def fmt(value, spec: str, missing: str = "n/a") -> str:
@@ -1309,7 +1313,7 @@ def main() -> None:
     strong = next((r for r in rows if r.name == "strong"), None)
     print()
     print_table(rows, stock, strong)
-    fast_config = levers_for("fast", kind)
+    fast_config = levers_for("fast", kind, family)
     fraction_here, fraction_50 = projected_fraction(steps, fast_config), projected_fraction(50, fast_config)
     print(f"\nfast mode's fixed cache computes {fraction_here:.0%} of the transformer passes at {steps} steps "
           f"and {fraction_50:.0%} at 50 steps: projected 50-step denoise ratio vs exact = {1 / fraction_50:.2f}x "

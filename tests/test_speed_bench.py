@@ -63,7 +63,9 @@ def test_fast_mode_reports_its_skips_and_deviation():
     assert fast["rel_l2"] is None
     assert fast["psnr_vs_exact"] is not None and 10 < fast["psnr_vs_exact"] < 80
     assert 0 < fast["ssim_vs_exact"] < 1
-    assert report["fast_projected_50_step_fraction"] == pytest.approx(24 / 50)  # 1 step in 3 after the warm-up
+    # Wan's cadence, counted in passes: every pass of the first tenth of the steps, then 1 step in 4 with
+    # the guidance pass on every other of those (29 of 100 passes at 50 steps, as CUDA runs count them)
+    assert report["fast_projected_50_step_fraction"] == pytest.approx(29 / 100)
     assert "projected 50-step denoise ratio" in out
 
 
