@@ -231,7 +231,10 @@ class WanMLXBackend:
         """Which steps run the transformer in this speed mode (None: every step)."""
         from daotai.render.speed import computed_steps, levers_for
 
-        config = levers_for(self.options.speed, "mps")  # the step cache is the device-agnostic lever
+        # The step cache is the device-agnostic lever. The generic cadence, not Wan's own: Wan's one
+        # step in four was held at 40 dB only with its guidance pass reused in between
+        # (guidance_interval), which this sampler, skipping whole steps, does not do.
+        config = levers_for(self.options.speed, "mps")
         if not config.cache:
             return None
         return tuple(computed_steps(steps, config))
