@@ -231,9 +231,10 @@ class WanMLXBackend:
         """Which steps run the transformer in this speed mode (None: every step)."""
         from daotai.render.speed import computed_steps, levers_for
 
-        # The step cache is the device-agnostic lever. The generic cadence, not Wan's own: Wan's one
-        # step in four was held at 40 dB only with its guidance pass reused in between
-        # (guidance_interval), which this sampler, skipping whole steps, does not do.
+        # The step cache is the device-agnostic lever. The generic cadence, not Wan's own: Wan's (one
+        # step in four after a tenth, the guidance pass on every other) was measured on CUDA with its
+        # guidance reuse, which this sampler, skipping whole steps only, does not do; Wan's interval
+        # without that reuse has not been measured on an MLX render.
         config = levers_for(self.options.speed, "mps")
         if not config.cache:
             return None
