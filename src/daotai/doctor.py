@@ -59,14 +59,14 @@ def _accelerator() -> tuple[str, int]:
 
 def _speed_levers(accel: str) -> list[Check]:
     """What ``--speed exact`` and ``--speed fast`` turn on here (kernels probed on CUDA); a family
-    whose fast mode has its own step cadence (Wan) gets a row of its own."""
+    whose fast mode has choices of its own (Wan's cadence, LTX-Video's VAE) gets a row of its own."""
     if importlib.util.find_spec("torch") is None:
         return []
-    from daotai.render.speed import FAST_STEP_CACHE, levers_for, resolve_levers
+    from daotai.render.speed import levers_for, resolve_levers, tuned_families
 
     kind = "cuda" if accel.startswith("cuda") else "mps" if accel.startswith("mps") else "cpu"
     rows = [(f"speed {mode}", mode, None) for mode in ("exact", "fast")]
-    rows += [(f"speed fast ({family})", "fast", family) for family in FAST_STEP_CACHE if family is not None]
+    rows += [(f"speed fast ({family})", "fast", family) for family in tuned_families()]
     return [Check(name, resolve_levers(levers_for(mode, kind, family), kind).levers_text(), True)
             for name, mode, family in rows]
 

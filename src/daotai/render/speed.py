@@ -49,6 +49,18 @@ FAST_VAE_LEVERS: dict[str | None, tuple[bool, bool]] = {None: (True, True), "ltx
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 
+def fast_choices(family: str | None) -> tuple[tuple[int, int, float], tuple[bool, bool]]:
+    """Fast mode's tuned choices for a model family: its step cadence (interval, guidance interval,
+    warm-up share of the steps) and its VAE levers on CUDA (bfloat16, channels-last). A family
+    without choices of its own gets the defaults."""
+    return (FAST_STEP_CACHE.get(family, FAST_STEP_CACHE[None]), FAST_VAE_LEVERS.get(family, FAST_VAE_LEVERS[None]))
+
+
+def tuned_families() -> tuple[str, ...]:
+    """The families whose fast mode has a choice of its own (a cadence or VAE levers), sorted."""
+    return tuple(sorted({f for table in (FAST_STEP_CACHE, FAST_VAE_LEVERS) for f in table if f is not None}))
+
+
 @dataclass(frozen=True)
 class SpeedConfig:
     """Which levers to apply; ``levers_for`` derives one from a mode and a device kind."""
@@ -143,12 +155,11 @@ def levers_for(mode: str | None, device_kind: str, family: str | None = None) ->
         config = replace(config, sdpa="cudnn", attention="auto", compile_blocks=True, lean_attention=True,
                          cross_attention="cudnn", gelu_epilogue=True)
     if mode == "fast":
-        interval, guidance, warmup = FAST_STEP_CACHE.get(family, FAST_STEP_CACHE[None])
+        (interval, guidance, warmup), (bf16, channels_last) = fast_choices(family)
         config = replace(config, cache="interval", cache_interval=interval, guidance_interval=guidance,
                          cache_warmup=warmup)
         if device_kind == "cuda":
             # fp8 is asked for here and dropped by resolve_levers where the GPU cannot run it.
-            bf16, channels_last = FAST_VAE_LEVERS.get(family, FAST_VAE_LEVERS[None])
             config = replace(config, vae_bf16=bf16, vae_channels_last=channels_last, fp8=True)
     return config
 

@@ -128,11 +128,10 @@ def fast_levers(backend: str, options: dict[str, Any]) -> dict[str, list] | None
     if str(options.get("speed") or "").strip().lower() != "fast":
         return None
     from daotai.render.registry import spec_for
-    from daotai.render.speed import FAST_STEP_CACHE, FAST_VAE_LEVERS
+    from daotai.render.speed import fast_choices
 
-    family = spec_for(backend).family
-    return {"fast_step_cache": list(FAST_STEP_CACHE.get(family, FAST_STEP_CACHE[None])),
-            "fast_vae": list(FAST_VAE_LEVERS.get(family, FAST_VAE_LEVERS[None]))}
+    cadence, vae = fast_choices(spec_for(backend).family)
+    return {"fast_step_cache": list(cadence), "fast_vae": list(vae)}
 
 
 def key_fields(plan: Any, shot: Any, backend: str, options: dict[str, Any], controls: bool, encode: Any,
