@@ -345,8 +345,13 @@ def test_a_running_job_shows_the_frame_being_rendered_and_each_clip_once_encoded
     job = page.locator(".job").first
     picture = job.locator(".live img.live-preview")
     picture.wait_for(timeout=60_000)
-    page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=picture.element_handle())
-    assert picture.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [320, 192]  # 5:3, as the frame
+    # Read the size in the same poll that sees the picture loaded: the console swaps in each new glimpse,
+    # so a picture loaded one moment can be the next, still loading (0 x 0), the moment after.
+    size = page.wait_for_function(
+        "() => { const img = document.querySelector('.job .live img.live-preview'); "
+        "return img && img.complete && img.naturalWidth > 0 ? [img.naturalWidth, img.naturalHeight] : null; }"
+    ).json_value()
+    assert size == [320, 192]  # 5:3, as the frame
     assert re.fullmatch(r"rendering s0[12], frame \d+", job.locator(".live-frame figcaption").inner_text())
     clip = job.locator(".live-clips figure[data-shot=s01] video")
     clip.wait_for(timeout=60_000)  # s01 is encoded while s02 still renders
