@@ -64,9 +64,12 @@ def small_disk(tmp_path):
 
 
 def fill(disk: Path) -> Path:
-    """Write a ballast file until the disk refuses more (a real ENOSPC); returns its path."""
+    """Write a ballast file until the disk refuses more (a real ENOSPC); returns its path.
+
+    Appends, so a ballast made empty beforehand needs no new directory entry: a render can fill the
+    last blocks itself first, and creating the file would then fail before a byte is written."""
     ballast = disk / "ballast"
-    with open(ballast, "wb") as handle:
+    with open(ballast, "ab") as handle:
         try:
             while True:
                 handle.write(b"\0" * (256 * 1024))
@@ -254,6 +257,7 @@ def test_the_server_on_a_full_disk_refuses_fails_cleanly_keeps_what_it_finished_
 
         # 3. a job that fits, until another program fills the disk while it renders
         long = script(4, 3, "640x360", "filled")
+        (disk / "ballast").touch()  # made now, while there is room; fill() appends to it
         job_id = httpx.post(f"{server.url}/v1/jobs", json=long).json()["id"]
         wait_for(lambda: store.get(job_id).status == "in_progress" and store.get(job_id).progress > 0, 120, 0.02)
         ballast = fill(disk)
