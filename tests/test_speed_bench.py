@@ -145,6 +145,13 @@ def test_the_mp4_share_projected_for_a_natural_picture_swaps_only_the_encode(tmp
                          total_s=2.44)
     assert neural.natural_share(row, 0.86) == pytest.approx(100 * 0.98 / 2.44)
     assert neural.natural_share(row, 0.30) == pytest.approx(100 * (0.98 - 0.86 + 0.30) / (2.44 - 0.86 + 0.30))
+    stock = neural.Measure("stock", 20, text_s=0.01, denoise_s=3.52, decode_s=0.18, post_s=2.60, encode_s=1.14,
+                           total_s=6.31)
+    projected = [line for line in neural.target_verdicts([stock, row], stock, None, "ltx", natural_s=0.41)
+                 if line.startswith("(projection")]
+    ratio = (6.31 - 1.14 + 0.41) / (2.44 - 0.86 + 0.41)  # both encodes swapped, nothing else
+    share = 100 * (0.98 - 0.86 + 0.41) / (2.44 - 0.86 + 0.41)
+    assert [f"{ratio:.2f}x met" in projected[0], f"{share:.2f}% MISSED" in projected[1]] == [True, True], projected
     pytest.importorskip("av")
     seconds = neural.natural_encode_s((12, 64, 96), 24.0, tmp_path, repeats=1)
     assert seconds is not None and seconds > 0 and (tmp_path / "natural-0.mp4").stat().st_size > 0
