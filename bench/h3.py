@@ -331,9 +331,10 @@ def turbo_lora(path: Path, tiny: bool, rank: int) -> Path:
 
 
 def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed: str,
-             turbo: Path | None = None) -> dict:
+             turbo: Path | None = None, offload: str | None = None) -> dict:
     """Our h3 backend; the folder's placeholder partition is replaced by the bench-size one as it loads.
-    ``turbo``: a turbo LoRA file (its own steps replace ``steps``)."""
+    ``turbo``: a turbo LoRA file (its own steps replace ``steps``); ``offload``: a memory tier in place
+    of the planner's choice (``none`` keeps everything on a card the planner finds too small, as stock does)."""
     import numpy as np
 
     import daotai.runtime.model_loading as model_loading
@@ -354,7 +355,9 @@ def run_ours(folder: Path, tiny: bool, device: str, plan: Any, steps: int, speed
 
     model_loading.load_components = load_with_bench_partition
     try:
-        options = {"turbo": str(turbo)} if turbo is not None else {"steps": steps}
+        options: dict[str, Any] = {"turbo": str(turbo)} if turbo is not None else {"steps": steps}
+        if offload is not None:
+            options["offload"] = offload
         backend = H3Backend(model=str(folder), device=device, speed=speed, accept_licence=True, workflow="t2va",
                             **options)
         started = time.perf_counter()
@@ -451,6 +454,8 @@ def warm_forward(seconds: list) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from daotai.runtime.memory import TIERS
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="tiny random components on the CPU (smoke test)")
     parser.add_argument("--steps", type=int, default=4, help="sigma points per render (steps - 1 forwards)")
@@ -463,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folder", type=Path, help="build the component folder here, or reuse it if it is there")
     parser.add_argument("--keep", type=Path, help="keep each measured contender's row here and reuse the ones already "
                         "kept: a run cut short by a time limit goes on where it stopped")
+    parser.add_argument("--offload", choices=TIERS,
+                        help="our contenders' memory tier instead of the planner's (none: all on the GPU, as stock; for "
+                             "a card the planner finds a little small, where stock still fits)")
     args = parser.parse_args(argv)
     import torch
 
@@ -496,9 +504,9 @@ def main(argv: list[str] | None = None) -> int:
                 row = run_stock(folder, tiny, device, plan, args.steps, strong=name == "strong")
             elif name == "turbo":
                 lora = turbo_lora(work / "turbo.safetensors", tiny, args.turbo_rank)
-                row = run_ours(folder, tiny, device, plan, args.steps, "exact", turbo=lora)
+                row = run_ours(folder, tiny, device, plan, args.steps, "exact", turbo=lora, offload=args.offload)
             else:
-                row = run_ours(folder, tiny, device, plan, args.steps, name)
+                row = run_ours(folder, tiny, device, plan, args.steps, name, offload=args.offload)
         except Exception as exc:  # noqa: BLE001 - one contender failing must not lose the others' numbers
             print(f"   failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
             _free()
