@@ -207,6 +207,10 @@ class Measure:
     # of post_s: the MP4 encode (daotai's writer, the same for everyone): stock's after its frames are bytes,
     # ours from the first frame the backend hands over (later frames are still arriving) to the file closed
     encode_s: float = 0.0
+    # of post_s, where it goes: from the VAE decode's end to the first frame reaching the encoder (frames
+    # to bytes, our hand-over), and the encode still running after the last frame reached it
+    to_first_frame_s: float = 0.0
+    after_last_frame_s: float = 0.0
     total_s: float = 0.0
     peak_bytes: int = 0
     peak_denoise_bytes: int = 0  # peak from the render's start to the VAE decode (text encoding + denoising)
@@ -240,6 +244,7 @@ class Clock:
         self.text_s = 0.0
         self.text_end: float | None = None
         self.decode_start: float | None = None
+        self.decode_end: float | None = None
         self.decode_s = 0.0
         self.peak_denoise = 0
         self.held_at_decode = 0
@@ -266,7 +271,8 @@ class Clock:
                 self.reset_peak()
             out = decode(*args, **kwargs)
             self.sync()
-            self.decode_s += time.perf_counter() - began
+            self.decode_end = time.perf_counter()
+            self.decode_s += self.decode_end - began
             return out
 
         pipe.encode_prompt = timed_encode
@@ -516,12 +522,13 @@ def run_stock(folder: Path, device: str, dtype, request, steps: int, inputs, wor
         encode_mp4(frames, work / f"{measure.name}.mp4", request.fps)
         total = time.perf_counter() - began
         encode_s = time.perf_counter() - encoding
+        handed = dict(to_first_frame_s=encoding - (clock.decode_end or encoding), after_last_frame_s=encode_s)
         if best is None or total < best.total_s:
             best = replace(measure, text_s=clock.text_s, denoise_s=clock.decode_start - clock.text_end,
                            decode_s=clock.decode_s, total_s=total, peak_bytes=max(clock.peak_denoise, int(peak())),
                            peak_denoise_bytes=clock.peak_denoise, peak_decode_bytes=int(peak()), frames=frames,
                            held_at_decode_bytes=clock.held_at_decode, leftover_bytes=leftover,
-                           encode_s=encode_s)
+                           encode_s=encode_s, **handed)
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
     pipe = None  # frees the pipeline (rebound, not deleted: generate() closes over it)
     if config is not None and hasattr(torch, "_dynamo"):
@@ -672,16 +679,19 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
         reset_peak()
         sync()
         began = time.perf_counter()
-        frames, pictures, encoding = [], 0, None
+        frames, pictures, encoding, last = [], 0, None, began
         with Mp4(work / f"{name}.mp4", plan.fps) as mp4:  # frames encoded as they arrive, as a render does
             for event in backend.render(RenderJob(plan, shot, controls=False), context()):
                 if isinstance(event, Frame):
                     encoding = encoding or time.perf_counter()
                     frames.append(event.rgb)
                     mp4.write(event.rgb)
+                    last = time.perf_counter()
                 pictures += isinstance(event, Glimpse)
         total = time.perf_counter() - began
         encode_s = time.perf_counter() - (encoding or began)  # from the first frame handed over to the file closed
+        handed = dict(to_first_frame_s=(encoding or began) - (clock.decode_end or began),
+                      after_last_frame_s=time.perf_counter() - last)
         if live:
             print(f"{name}: {pictures} live pictures in the render", flush=True)
         if best is None or total < best.total_s:
@@ -692,7 +702,7 @@ def run_ours(name: str, folder: Path, device: str, plan, steps: int, speed: Any,
                            peak_bytes=max(clock.peak_denoise, int(peak())), peak_denoise_bytes=clock.peak_denoise,
                            peak_decode_bytes=int(peak()), frames=np.stack(frames),  # (F, H, W, 3) uint8
                            held_at_decode_bytes=clock.held_at_decode, leftover_bytes=leftover,
-                           encode_s=encode_s)
+                           encode_s=encode_s, **handed)
             best.post_s = total - best.text_s - best.denoise_s - best.decode_s
     if state is not None:  # per measured render
         computed, reused = (state.computed - counts[0]) // repeats, (state.reused - counts[1]) // repeats
@@ -766,6 +776,9 @@ def print_table(rows: list[Measure], stock: Measure, strong: Measure | None = No
         print(f"  {r.name:16}" + " / ".join(f"{s:5.1f}%" for s in shares)
               + f"   ({r.text_s:.2f} / {r.denoise_s:.2f} / {r.decode_s:.2f} / {r.post_s:.2f} s, "
                 f"of which the MP4 encode {r.encode_s:.2f} s)")
+    print("  of uint8+MP4: decode's end to the first frame at the encoder / the encode after the last frame reached it:")
+    for r in rows:
+        print(f"  {r.name:16}{r.to_first_frame_s:5.2f} s / {r.after_last_frame_s:5.2f} s")
     print("\npeak GPU memory by stage (text + denoise / decode + frames to bytes), GiB, and what the decode stage"
           " starts holding (its own growth is the difference):")
     for r in rows:
@@ -1347,7 +1360,8 @@ def main() -> None:
                           "e2e_s": r.total_s, "ratio_e2e": stock.total_s / r.total_s,
                           "ratio_e2e_strong": strong.total_s / r.total_s if strong else None, "warm_s": r.warm_s,
                           "load_s": r.load_s, "text_s": r.text_s, "denoise_s": r.denoise_s, "decode_s": r.decode_s,
-                          "post_s": r.post_s, "encode_s": r.encode_s, "peak_gib": r.peak_bytes / 1024**3,
+                          "post_s": r.post_s, "encode_s": r.encode_s, "to_first_frame_s": r.to_first_frame_s,
+                          "after_last_frame_s": r.after_last_frame_s, "peak_gib": r.peak_bytes / 1024**3,
                           "peak_denoise_gib": r.peak_denoise_bytes / 1024**3,
                           "peak_decode_gib": r.peak_decode_bytes / 1024**3,
                           "held_at_decode_gib": r.held_at_decode_bytes / 1024**3,
