@@ -156,6 +156,27 @@ def test_fast_modes_step_cache_cadence_and_vae_levers_are_part_of_a_fast_shots_k
     assert (key(folder, SCRIPT, **exact), key(folder, SCRIPT)) == before[1:]
 
 
+def test_a_fast_shots_key_holds_the_choices_its_backend_applies():
+    """The key reads the same row as the backend: Wan's own cadence for wan, the general one for the MLX
+    ports (their samplers skip whole steps only), and H3's VAE kept at its catalog dtype."""
+    from daotai.render.speed import computed_steps, fast_choices, levers_for
+    from daotai.run.cache import fast_levers
+
+    fast = {"speed": "fast"}
+    assert fast_levers("wan", fast)["fast_step_cache"] == list(fast_choices("wan")[0]) != list(fast_choices(None)[0])
+    assert fast_levers("h3", fast)["fast_vae"] == [False, False]
+    assert (levers_for("fast", "cuda", "h3").vae_bf16, levers_for("fast", "cuda", "h3").vae_channels_last) == (
+        False, False)
+    pytest.importorskip("mlx.core")
+    from daotai.render.wan_mlx import WanMLXBackend
+    from daotai.render.wan_vace_mlx import WanVACEMLXBackend
+
+    general = computed_steps(50, levers_for("fast", "mps"))
+    for name, backend in (("wan-mlx", WanMLXBackend), ("wan-vace-mlx", WanVACEMLXBackend)):
+        assert fast_levers(name, fast)["fast_step_cache"] == list(fast_choices(None)[0])
+        assert list(backend(speed="fast")._computed_steps(50)) == general, name
+
+
 def test_a_shot_that_comes_to_end_the_film_gets_another_key_with_a_soundtrack(folder):
     """The soundtrack is ramped out where the picture ends, and a silent shot's file carries its slice:
     the same shot cut as the last one sounds different, so it must not be reused from the cache."""

@@ -59,7 +59,7 @@ def _accelerator() -> tuple[str, int]:
 
 def _speed_levers(accel: str) -> list[Check]:
     """What ``--speed exact`` and ``--speed fast`` turn on here (kernels probed on CUDA); a family
-    whose fast mode has choices of its own (Wan's cadence, LTX-Video's VAE) gets a row of its own."""
+    whose fast mode has choices of its own (Wan's cadence, LTX-Video's and MiniMax-H3's VAE) gets a row of its own."""
     if importlib.util.find_spec("torch") is None:
         return []
     from daotai.render.speed import levers_for, resolve_levers, tuned_families

@@ -375,11 +375,9 @@ class H3Runner(DiffusersShotRunner):
         )
 
         if self.speed_config is None:
-            config = levers_for(self.speed, self.runtime.kind)
-            # Wan's attention rewrites and GELU epilogue do not apply to MiniMax-H3's SwiGLU blocks, and its VAE
-            # keeps the dtype the catalog gives it.
-            config = replace(config, lean_attention=False, cross_attention=None, gelu_epilogue=False,
-                             vae_bf16=False, vae_channels_last=False)
+            config = levers_for(self.speed, self.runtime.kind, FAMILY)  # its VAE levers are off there
+            # Wan's attention rewrites and GELU epilogue do not apply to MiniMax-H3's SwiGLU blocks.
+            config = replace(config, lean_attention=False, cross_attention=None, gelu_epilogue=False)
             if self.options.weights == "int8":
                 config = replace(config, fp8=False)  # int8 rows are already rounded once; FP8 would round them again
             if self.turbo is not None and config.cache is not None:

@@ -210,7 +210,7 @@ class LTX2Runner(DiffusersShotRunner):
 
         from daotai.render.speed import apply_levers, cache_only, levers_for, resolve_levers
 
-        config = levers_for(self.speed, self.runtime.kind)
+        config = levers_for(self.speed, self.runtime.kind, FAMILY)
         config = replace(config, lean_attention=False, cross_attention=None, gelu_epilogue=False)
         config = resolve_levers(config, self.runtime.device)
         if self.tier != "none":

@@ -78,6 +78,9 @@ class BackendEnv:
     health_sampler: Callable[[Any], dict] | None = None  # replaces the accelerator health sampler
 
 
+SAME_FAMILY = "=family"  # BackendSpec.fast_family: the backend's own family
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """One backend: its name, how to build it, what it needs and what it can do."""
@@ -87,6 +90,10 @@ class BackendSpec:
     options: type[BackendOptions]
     summary: str
     family: str | None = None  # catalog family of the models it runs (None: no model)
+    # Whose fast-mode choices (render.speed.fast_choices) it applies: its family's (SAME_FAMILY), or
+    # None for the general ones (a port that cannot apply its family's tuned cadence). The shot
+    # cache key reads the same, so a fast shot's key holds the choices its frames were made with.
+    fast_family: str | None = SAME_FAMILY
     controls: bool = False  # yields depth and character masks with every frame
     sound: bool = False  # yields the shot's sound (one Audio event) with its frames
     footage: bool = False  # follows a shot's reference_video (daotai.render.footage) instead of the previz
@@ -106,6 +113,11 @@ class BackendSpec:
     # reuse, for this backend with these options: ``(plan, shot, options) -> dict`` merged into the
     # shot's entry (H3: its workflow and what it is conditioned on, in order); None: nothing more.
     shot_outline: Callable[[Any, Any, Mapping[str, Any]], dict] | None = None
+
+    @property
+    def fast_choices_family(self) -> str | None:
+        """The family whose fast-mode choices this backend applies (None: the general ones)."""
+        return self.family if self.fast_family == SAME_FAMILY else self.fast_family
 
     def option_names(self) -> tuple[str, ...]:
         """The option names this backend accepts, sorted."""

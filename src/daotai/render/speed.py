@@ -44,8 +44,10 @@ FAST_STEP_CACHE: dict[str | None, tuple[int, int, float]] = {None: (3, 1, 0.2), 
 # Fast mode's VAE levers on CUDA, (bfloat16, channels-last), per family. LTX-Video's decoder is
 # slower with them: on an H100 (bench/neural.py --model ltx --mode fast, random weights, 768x512x121)
 # its decode took 0.325 s with both, 0.201 s in bfloat16 alone and 0.198 s in float32, so it keeps
-# its float32 decode, the exact one, which costs it nothing.
-FAST_VAE_LEVERS: dict[str | None, tuple[bool, bool]] = {None: (True, True), "ltx": (False, False)}
+# its float32 decode, the exact one, which costs it nothing. MiniMax-H3's VAE keeps the dtype its
+# catalog row gives it (its checkpoint is made for bfloat16, with its own float32 parts).
+FAST_VAE_LEVERS: dict[str | None, tuple[bool, bool]] = {None: (True, True), "ltx": (False, False),
+                                                        "h3": (False, False)}
 MAX_BRANCHES = 4  # guidance passes per step the step cache keeps (cond, uncond, and room for more)
 
 

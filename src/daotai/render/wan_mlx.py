@@ -227,6 +227,11 @@ class WanMLXBackend:
         assert self.parts is not None
         return self.parts["transformer"]
 
+    @property
+    def spec(self) -> BackendSpec:
+        """This backend's registry row (a subclass answers with its own)."""
+        return SPEC
+
     def _computed_steps(self, steps: int) -> tuple[bool, ...] | None:
         """Which steps run the transformer in this speed mode (None: every step)."""
         from daotai.render.speed import computed_steps, levers_for
@@ -235,7 +240,7 @@ class WanMLXBackend:
         # step in four after a tenth, the guidance pass on every other) was measured on CUDA with its
         # guidance reuse, which this sampler, skipping whole steps only, does not do; Wan's interval
         # without that reuse has not been measured on an MLX render.
-        config = levers_for(self.options.speed, "mps")
+        config = levers_for(self.options.speed, "mps", self.spec.fast_choices_family)
         if not config.cache:
             return None
         return tuple(computed_steps(steps, config))
@@ -295,6 +300,7 @@ SPEC = BackendSpec(
     options=WanMLXOptions,
     summary="Wan2.1 text-to-video in MLX (Apple Silicon GPU; the CPU elsewhere)",
     family="wan",
+    fast_family=None,  # the general cadence (see WanMLXBackend._computed_steps)
     device_class="apple",
     default_model="wan2.1-t2v-1.3b",
 )

@@ -52,6 +52,10 @@ class WanVACEMLXBackend(WanMLXBackend):
         self.model = options.model or SPEC.default_model or ""
         self.controls = VACEControls(env.reference_root or Path.cwd())
 
+    @property
+    def spec(self) -> BackendSpec:
+        return SPEC
+
     def _prepare(self) -> None:
         """wan-mlx's preparation, refusing a folder whose transformer has no VACE layers before loading."""
         from daotai.mlx.weights import read_config
@@ -108,6 +112,7 @@ SPEC = BackendSpec(
     summary="Wan-VACE in MLX (Apple Silicon GPU; the CPU elsewhere) guided by the previz depth and the "
             "characters' reference images",
     family="wan-vace",
+    fast_family=None,  # the general cadence, as wan-mlx's (WanMLXBackend._computed_steps says why)
     device_class="apple",
     footage=True,
     default_model="wan2.1-vace-1.3b",

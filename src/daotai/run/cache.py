@@ -130,7 +130,7 @@ def fast_levers(backend: str, options: dict[str, Any]) -> dict[str, list] | None
     from daotai.render.registry import spec_for
     from daotai.render.speed import fast_choices
 
-    cadence, vae = fast_choices(spec_for(backend).family)
+    cadence, vae = fast_choices(spec_for(backend).fast_choices_family)
     return {"fast_step_cache": list(cadence), "fast_vae": list(vae)}
 
 
