@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 import daotai.encode.gops as gops
 import daotai.encode.video as video
 from daotai.encode.read import decode_frames
+from daotai.runtime.cores import usable_cores
 
 CLIPS = {"ltx": (768, 512, 121, 24), "wan": (832, 480, 81, 16), "previz1080": (1920, 1080, 48, 24)}
 
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.only.split(",") if args.only else list(CLIPS)
     encoders = gops.encoders_for(video.FRAME_THREADS)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     print(f"cores: {cores}  runs encoded at once: {encoders}  (x264 frame threads each: "
           f"{video.FRAME_THREADS})")
     print(f"{'clip':22s} {'one encoder s':>13s} {'runs s':>8s} {'x one':>6s} {'MB one/runs':>12s} "
