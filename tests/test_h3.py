@@ -444,6 +444,33 @@ def test_memory_planner_picks_a_tier_for_the_released_model(gib, tier, released)
     assert "GiB peak estimated" in runner.tier_reason
 
 
+@pytest.mark.parametrize(("speed", "runs_fp8", "gib", "tier"), [
+    ("fast", True, 79, "none"),  # an 80 GB card: FP8 block linears make the partition fit, conditioner released
+    ("fast", False, 79, "model"),  # a card without FP8 tensor cores keeps bf16 linears
+    ("exact", True, 79, "model"),
+    ("fast", True, 44, "group"),  # offloaded: the linears stay bf16, so FP8 counts for nothing
+])
+def test_the_planner_counts_fast_modes_fp8_linears_only_where_they_apply(monkeypatch, speed, runs_fp8, gib, tier):
+    import daotai.render.fp8 as fp8
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
+    from daotai.render.neural.request import NativeRequest
+
+    monkeypatch.setattr(fp8, "fp8_supported", lambda device: runs_fp8)  # the card's FP8, as the levers read it
+    runner = H3Runner(H3Options(speed=speed), "minimax-h3")
+    runner.runtime, runner.planned_workflows = _Runtime(gib), {"t2va"}
+    assert runner._tier_for(NativeRequest(1344, 768, 124, 24.0, "", "", 0)) == tier
+    assert runner.release_conditioner == (tier == "none")
+
+
+def test_one_byte_linears_are_the_counted_share_of_the_partition_not_all_of_it():
+    """int8 rows and FP8 round the blocks' linears (20.04 of MiniMax-H3's 33.12 B); the AdaLN modulation stays."""
+    from daotai import catalog
+
+    h3 = catalog.footprint("minimax-h3")
+    assert h3.with_one_byte_linears().transformer_b == pytest.approx(33.1 * (1 - 0.605 / 2))
+
+
 def test_memory_planner_refuses_with_what_would_fit():
     from daotai.render.h3_options import H3Options
     from daotai.render.h3_runner import H3Runner
@@ -542,7 +569,7 @@ def test_on_apple_silicon_every_component_counts_and_int8_is_offered():
         return made
 
     # A 192 GB Mac: the conditioner cannot be "released" into the same pool, so bf16 does not fit...
-    with pytest.raises(BackendError, match=r"unified memory .*offloading frees nothing.*weights=int8 it needs ~116 GiB"):
+    with pytest.raises(BackendError, match=r"unified memory .*offloading frees nothing.*weights=int8 it needs ~128 GiB"):
         runner(192)._tier_for(request)
     # ...int8 rows do, with everything resident; a 256 GB Mac holds bf16.
     small = runner(192, "int8")

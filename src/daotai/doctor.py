@@ -251,7 +251,7 @@ def h3_mac_checks() -> list[Check]:
     assert footprint is not None
     whole = replace(footprint, releasable_text_encoder=False)
     checks = []
-    for label, model in (("bf16", whole), ("int8 weights", replace(whole, transformer_b=whole.transformer_b / 2))):
+    for label, model in (("bf16", whole), ("int8 weights", whole.with_one_byte_linears())):
         need = estimate(model, 1344, 768, 124, 2.0).peak_bytes
         sizes = ", ".join(f"{gb} GB {'fits' if need <= working_set_bytes(gb) else 'no'}" for gb in MAC_SIZES_GB)
         checks.append(Check(f"MiniMax-H3 5 s on a Mac, {label} (estimate)", f"~{need / GIB:.0f} GiB: {sizes}", True))

@@ -222,24 +222,44 @@ class H3Runner(DiffusersShotRunner):
         footprint = row.footprint if row is not None else catalog.footprint("minimax-h3")
         assert footprint is not None
         if self.options.weights == "int8":
-            # int8 rows hold the block linears (nearly all of a partition) in half the bf16 bytes.
-            footprint = replace(footprint, transformer_b=footprint.transformer_b / 2)
+            footprint = footprint.with_one_byte_linears()  # int8 rows: the block linears in one byte a weight
         # A ref2va request packs its video and picture references beside the generated frames: count them.
         frames = request.frames + self.reference_frames
         budget = self.runtime.memory_bytes
         if self.runtime.kind == "mps":
             return self._unified_tier(footprint, request, frames, budget)
-        resident = choose_settings(replace(footprint, releasable_text_encoder=False), request.width, request.height,
+        # Fast mode's FP8 linears apply only with nothing offloaded: they count for that tier alone.
+        fp8 = self._plans_fp8(footprint, request, frames, budget)
+        on_device = footprint.with_one_byte_linears() if fp8 else footprint
+        resident = choose_settings(replace(on_device, releasable_text_encoder=False), request.width, request.height,
                                    frames, budget)
         if resident is not None and resident.offload == "none":
             self.tier_reason = f"memory planner: everything resident, ~{resident.peak_bytes / GIB:.1f} GiB peak estimated"
             return "none"
-        choice = plan_placement(replace(footprint, releasable_text_encoder=True), request.width, request.height,
+        choice = plan_placement(replace(on_device, releasable_text_encoder=True), request.width, request.height,
                                 frames, budget)
+        if fp8 and choice.tier != "none":  # offloaded: the linears stay bf16
+            choice = plan_placement(replace(footprint, releasable_text_encoder=True), request.width, request.height,
+                                    frames, budget)
         self.release_conditioner = choice.tier == "none"
         released = "; conditioner released after encoding" if self.release_conditioner else ""
         self.tier_reason = f"memory planner: ~{choice.estimate.peak_bytes / GIB:.1f} GiB peak estimated{released}"
         return choice.tier
+
+    def _plans_fp8(self, footprint: Any, request: NativeRequest, frames: int, budget: float) -> bool:
+        """Whether fast mode will hold the block linears in FP8 (a CUDA card that runs it, not over int8 rows), and
+        the partition still fits as it arrives in bf16, before its linears are rounded."""
+        from daotai.render.fp8 import fp8_supported
+        from daotai.render.speed import levers_for
+        from daotai.runtime.memory import OVERHEAD_BYTES, estimate
+
+        if self.runtime.kind != "cuda" or self.options.weights == "int8":
+            return False
+        if not (levers_for(self.speed, "cuda", FAMILY).fp8 and fp8_supported(self.runtime.device)):
+            return False
+        arriving = estimate(replace(footprint, releasable_text_encoder=True), request.width, request.height, frames,
+                            2.0, "none").weights_bytes
+        return arriving + OVERHEAD_BYTES <= budget
 
     def _unified_tier(self, footprint: Any, request: NativeRequest, frames: int, budget: float) -> str:
         """Apple Silicon: host and GPU share one memory pool, so offloading or releasing the conditioner frees
@@ -259,8 +279,7 @@ class H3Runner(DiffusersShotRunner):
             return "none"
         hint = ""
         if self.options.weights != "int8":
-            halved = estimate(replace(whole, transformer_b=whole.transformer_b / 2), request.width, request.height,
-                              frames, 2.0).peak_bytes
+            halved = estimate(whole.with_one_byte_linears(), request.width, request.height, frames, 2.0).peak_bytes
             hint = f"; with -O weights=int8 it needs ~{halved / GIB:.0f} GiB"
         raise BackendError(f"minimax-h3 at {request.width}x{request.height}, {request.frames} frames needs ~"
                            f"{need / GIB:.0f} GiB of unified memory and this Mac's GPU may use "
