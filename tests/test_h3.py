@@ -463,6 +463,26 @@ def test_the_planner_counts_fast_modes_fp8_linears_only_where_they_apply(monkeyp
     assert runner.release_conditioner == (tier == "none")
 
 
+def test_on_cuda_the_planner_counts_the_video_vae_at_bfloat16_but_for_its_float32_parts():
+    import re
+    from dataclasses import replace
+
+    from daotai import catalog
+    from daotai.render.h3_options import H3Options
+    from daotai.render.h3_runner import H3Runner
+    from daotai.render.neural.request import NativeRequest
+    from daotai.runtime.memory import GIB, estimate
+
+    runner = H3Runner(H3Options(), "minimax-h3")
+    runner.runtime, runner.planned_workflows = _Runtime(139), {"t2va"}
+    assert runner._tier_for(NativeRequest(1344, 768, 124, 24.0, "", "", 0)) == "none"
+    planned = float(re.search(r"~([0-9.]+) GiB", runner.tier_reason).group(1))
+    h3 = replace(catalog.footprint("minimax-h3"), releasable_text_encoder=True)
+    float32 = estimate(h3, 1344, 768, 124).peak_bytes / GIB  # the device rule's float32 VAE
+    assert float32 - planned == pytest.approx(2.75e9 * (4 - catalog.H3_CUDA_VAE_WEIGHT_BYTES) / GIB, abs=0.06)
+    assert 2.0 < catalog.H3_CUDA_VAE_WEIGHT_BYTES < 2.5
+
+
 def test_one_byte_linears_are_the_counted_share_of_the_partition_not_all_of_it():
     """int8 rows and FP8 round the blocks' linears (20.04 of MiniMax-H3's 33.12 B); the AdaLN modulation stays."""
     from daotai import catalog

@@ -82,6 +82,7 @@ class ModelFootprint:
     # Share of transformer_b in the repeated blocks' linear layers other than the AdaLN modulation:
     # the weights int8 rows and fast mode's FP8 linears hold in one byte (1.0 where not counted).
     one_byte_share: float = 1.0
+    vae_weight_bytes: float = 4.0  # bytes a VAE weight takes on the device (float32 by the device rules)
 
     def with_one_byte_linears(self) -> ModelFootprint:
         """This footprint with those linears at one byte a weight (int8 rows, FP8), in bf16-equivalent billions."""
@@ -276,6 +277,9 @@ _LTX13B = ModelFootprint("ltx-video-13b", 13.0, 4.76, 0.4, 32, 8, 4096, 40.0, 16
 # (counted on the config; on one H100, FP8 took 19.2 GiB off the measured peak against 18.7 counted).
 _H3 = ModelFootprint("minimax-h3", 33.1, 33.3, 2.75, 32, 3, 5376, 40.0, 14336, 50, releasable_text_encoder=True,
                      one_byte_share=0.605)
+# On CUDA its video VAE runs in bfloat16 (the family's vae_dtypes) but for the parts diffusers keeps in
+# float32 (encoder, quant_conv, norms: 0.18 B) and the float32 audio VAE (0.15 B): 2.24 bytes a weight.
+H3_CUDA_VAE_WEIGHT_BYTES = (2.42 * 2 + 0.33 * 4) / 2.75
 
 # LTX-2 19B (diffusers' LTX2VideoTransformer3DModel defaults: 48 blocks, video width 4096 = 32 heads x 128, FFN
 # 16384, plus the audio stream at 2048), Gemma 3 12B as text encoder, video and audio VAEs with the vocoder (about

@@ -228,6 +228,7 @@ class H3Runner(DiffusersShotRunner):
         budget = self.runtime.memory_bytes
         if self.runtime.kind == "mps":
             return self._unified_tier(footprint, request, frames, budget)
+        footprint = replace(footprint, vae_weight_bytes=catalog.H3_CUDA_VAE_WEIGHT_BYTES)  # cuda: bf16 VAE
         # Fast mode's FP8 linears apply only with nothing offloaded: they count for that tier alone.
         fp8 = self._plans_fp8(footprint, request, frames, budget)
         on_device = footprint.with_one_byte_linears() if fp8 else footprint

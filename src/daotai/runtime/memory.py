@@ -145,7 +145,7 @@ def estimate(model: "str | ModelFootprint", width: int, height: int, frames: int
     pixels = width * height * frames
     # The VAE decodes causally in chunks of ~8 frames; tiling cuts a chunk's spatial extent ~8x.
     vae = pixels * m.vae_bytes_per_pixel / (8.0 if vae_tiling else 1.0) / max(frames / 8, 1) * 2
-    vae_weights_bytes = 4.0  # the VAE runs in float32 (device rules)
+    vae_weights_bytes = m.vae_weight_bytes
     phases = {}
     for phase in ("encode", "denoise", "decode"):
         resident = _resident(m, offload, phase) * 1e9 * bytes_per_param
