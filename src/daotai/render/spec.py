@@ -78,9 +78,6 @@ class BackendEnv:
     health_sampler: Callable[[Any], dict] | None = None  # replaces the accelerator health sampler
 
 
-SAME_FAMILY = "=family"  # BackendSpec.fast_family: the backend's own family
-
-
 @dataclass(frozen=True)
 class BackendSpec:
     """One backend: its name, how to build it, what it needs and what it can do."""
@@ -90,10 +87,10 @@ class BackendSpec:
     options: type[BackendOptions]
     summary: str
     family: str | None = None  # catalog family of the models it runs (None: no model)
-    # Whose fast-mode choices (render.speed.fast_choices) it applies: its family's (SAME_FAMILY), or
-    # None for the general ones (a port that cannot apply its family's tuned cadence). The shot
-    # cache key reads the same, so a fast shot's key holds the choices its frames were made with.
-    fast_family: str | None = SAME_FAMILY
+    # Fast mode applies the general choices (render.speed.fast_choices(None)) rather than its family's
+    # tuned ones: a port that cannot apply the family's cadence. The shot cache key reads the same
+    # (fast_choices_family), so a fast shot's key holds the choices its frames were made with.
+    general_fast_choices: bool = False
     controls: bool = False  # yields depth and character masks with every frame
     sound: bool = False  # yields the shot's sound (one Audio event) with its frames
     footage: bool = False  # follows a shot's reference_video (daotai.render.footage) instead of the previz
@@ -117,7 +114,7 @@ class BackendSpec:
     @property
     def fast_choices_family(self) -> str | None:
         """The family whose fast-mode choices this backend applies (None: the general ones)."""
-        return self.family if self.fast_family == SAME_FAMILY else self.fast_family
+        return None if self.general_fast_choices else self.family
 
     def option_names(self) -> tuple[str, ...]:
         """The option names this backend accepts, sorted."""

@@ -300,7 +300,7 @@ SPEC = BackendSpec(
     options=WanMLXOptions,
     summary="Wan2.1 text-to-video in MLX (Apple Silicon GPU; the CPU elsewhere)",
     family="wan",
-    fast_family=None,  # the general cadence (see WanMLXBackend._computed_steps)
+    general_fast_choices=True,  # the general cadence (see WanMLXBackend._computed_steps)
     device_class="apple",
     default_model="wan2.1-t2v-1.3b",
 )

@@ -112,7 +112,7 @@ SPEC = BackendSpec(
     summary="Wan-VACE in MLX (Apple Silicon GPU; the CPU elsewhere) guided by the previz depth and the "
             "characters' reference images",
     family="wan-vace",
-    fast_family=None,  # the general cadence, as wan-mlx's (WanMLXBackend._computed_steps says why)
+    general_fast_choices=True,  # the general cadence, as wan-mlx's (WanMLXBackend._computed_steps says why)
     device_class="apple",
     footage=True,
     default_model="wan2.1-vace-1.3b",
